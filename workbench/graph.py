@@ -1,0 +1,523 @@
+"""The computation graph: ops, tensors, data and control edges, and the checks that guard them.
+
+A :class:`Graph` is an immutable value.  Ops are kept in *program order* (the order the user wrote
+them); that order is what ``serial`` runs and what every tie-break in the schedulers falls back to.
+Data edges are derived from tensors (``b`` consumes a tensor that ``a`` produces); control edges are
+extra "must run after" edges that passes add (side effects).  Construction checks the graph and
+raises a one-line :class:`~workbench.errors.GraphError` naming the offending op or tensor.
+
+Internally every op also has an integer index (its program position) and adjacency lists over those
+indices, so the schedulers run in O(V + E) on graphs with 100k ops.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from workbench.errors import GraphError
+
+OpId = str
+TensorId = str
+
+DEFAULT_TENSOR_BYTES = 1 << 20  # from_edges: 1 MiB per output unless sizes= says otherwise
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    """A tensor: its size in bytes, the op that produces it (``None`` for a graph input or a
+    parameter) and its role: ``activation`` (default), ``input``, ``parameter`` or ``output``."""
+
+    id: TensorId
+    size_bytes: int
+    producer: OpId | None = None
+    role: str = "activation"
+    shape: tuple[int, ...] = ()
+    dtype: str = "float32"
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One operator (a kernel launch when it runs on a GPU).
+
+    ``flops``, ``bytes_read`` and ``bytes_written`` feed the roofline cost model; ``thread_blocks``
+    is the launch shape where known (it decides how much of the device one launch can fill);
+    ``duration_us`` pins the op's stand-alone device time and overrides the roofline (toy graphs,
+    calibrated tables).  ``attrs`` holds op parameters (kernel size, stride, ...) for executors.
+    """
+
+    id: OpId
+    kind: str = "op"
+    device: str = "gpu"
+    flops: float = 0.0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    inputs: tuple[TensorId, ...] = ()
+    outputs: tuple[TensorId, ...] = ()
+    thread_blocks: int | None = None
+    duration_us: float | None = None
+    workspace_bytes: int = 0
+    attrs: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+_NUMERIC_OP_FIELDS = ("flops", "bytes_read", "bytes_written", "workspace_bytes")
+
+
+def _check_number(value: Any, what: str, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise GraphError(f"{what} must be a non-negative number, got {value!r}")
+    if value < 0 or math.isinf(value):
+        raise GraphError(f"{what} must be a non-negative number, got {value!r}")
+
+
+class Graph:
+    """An immutable DAG of :class:`Op` s and :class:`Tensor` s.
+
+    Parameters
+    ----------
+    ops:
+        The ops in program order.
+    tensors:
+        Every tensor the ops produce or consume.  A tensor that an op lists as an output but that is
+        missing here is created with size 0; a tensor that an op reads must be produced by an op or
+        be given here with ``producer=None`` (a graph input or parameter).
+    control_edges:
+        Extra ``(before, after)`` ordering edges between op ids.
+    outputs:
+        Graph output tensors; default: every produced tensor that no op consumes.
+
+    Examples
+    --------
+    >>> g = Graph.from_edges([("n1", "n2"), ("n1", "n3"), ("n2", "n4"), ("n3", "n4")])
+    >>> g.op_ids
+    ('n1', 'n2', 'n3', 'n4')
+    >>> g.successors("n1")
+    ('n2', 'n3')
+    """
+
+    __slots__ = (
+        "name", "_ops", "_tensors", "_control", "_outputs", "_index", "_succ", "_pred",
+        "_data_pred", "_consumers", "_topo", "_cache",
+    )
+
+    def __init__(
+        self,
+        ops: Iterable[Op],
+        tensors: Iterable[Tensor] = (),
+        control_edges: Iterable[tuple[OpId, OpId]] = (),
+        *,
+        outputs: Iterable[TensorId] | None = None,
+        name: str = "graph",
+    ) -> None:
+        self.name = str(name)
+        self._ops: tuple[Op, ...] = tuple(ops)
+        self._cache: dict[str, Any] = {}
+        self._index: dict[OpId, int] = {}
+        for i, op in enumerate(self._ops):
+            if not isinstance(op, Op):
+                raise GraphError(f"op #{i} is a {type(op).__name__}, not an Op")
+            if not isinstance(op.id, str) or not op.id:
+                raise GraphError(f"op #{i} has an empty or non-string id {op.id!r}")
+            if op.id in self._index:
+                raise GraphError(f"duplicate op id {op.id!r} (ops #{self._index[op.id]} and #{i})")
+            self._index[op.id] = i
+            for name_ in _NUMERIC_OP_FIELDS:
+                _check_number(getattr(op, name_), f"op {op.id!r}: {name_}")
+            _check_number(op.duration_us, f"op {op.id!r}: duration_us", allow_none=True)
+            if op.thread_blocks is not None and (
+                isinstance(op.thread_blocks, bool) or not isinstance(op.thread_blocks, int)
+                or op.thread_blocks < 1
+            ):
+                raise GraphError(f"op {op.id!r}: thread_blocks must be a positive integer, "
+                                 f"got {op.thread_blocks!r}")
+        self._tensors = self._collect_tensors(tensors)
+        self._control = tuple(self._check_control(control_edges))
+        self._build_adjacency()
+        produced_unused = [t for t in self._tensors.values()
+                           if t.producer is not None and not self._consumers[t.id]]
+        if outputs is None:
+            self._outputs = tuple(t.id for t in produced_unused)
+        else:
+            self._outputs = tuple(outputs)
+            for t in self._outputs:
+                if t not in self._tensors:
+                    raise GraphError(f"graph output {t!r} is not a tensor of the graph")
+        self._topo = self._check_acyclic()
+
+    # ----------------------------------------------------------------------------- construction
+    def _collect_tensors(self, tensors: Iterable[Tensor]) -> dict[TensorId, Tensor]:
+        table: dict[TensorId, Tensor] = {}
+        for t in tensors:
+            if not isinstance(t, Tensor):
+                raise GraphError(f"tensor entry {t!r} is not a Tensor")
+            if t.id in table:
+                raise GraphError(f"duplicate tensor id {t.id!r}")
+            _check_number(t.size_bytes, f"tensor {t.id!r}: size_bytes")
+            if t.producer is not None and t.producer not in self._index:
+                raise GraphError(f"tensor {t.id!r} names producer {t.producer!r}, which is not an op")
+            table[t.id] = t
+        produced_by: dict[TensorId, OpId] = {}
+        for op in self._ops:
+            for out in op.outputs:
+                if out in produced_by:
+                    raise GraphError(f"tensor {out!r} is produced by both {produced_by[out]!r} "
+                                     f"and {op.id!r}")
+                produced_by[out] = op.id
+                known = table.get(out)
+                if known is None:
+                    table[out] = Tensor(out, 0, producer=op.id)
+                elif known.producer is None:
+                    table[out] = replace(known, producer=op.id)
+                elif known.producer != op.id:
+                    raise GraphError(f"tensor {out!r} is produced by both {known.producer!r} "
+                                     f"and {op.id!r}")
+        for t in table.values():
+            if t.producer is not None and produced_by.get(t.id) != t.producer:
+                raise GraphError(f"tensor {t.id!r} names producer {t.producer!r}, which does not "
+                                 f"list it among its outputs")
+        for op in self._ops:
+            for inp in op.inputs:
+                if inp not in table:
+                    raise GraphError(f"op {op.id!r} reads tensor {inp!r}, which no op produces and "
+                                     f"which is not a graph input (dangling edge)")
+        return table
+
+    def _check_control(self, edges: Iterable[tuple[OpId, OpId]]) -> list[tuple[OpId, OpId]]:
+        out = []
+        for edge in edges:
+            try:
+                a, b = edge
+            except (TypeError, ValueError):
+                raise GraphError(f"control edge {edge!r} is not a (before, after) pair") from None
+            for end in (a, b):
+                if end not in self._index:
+                    raise GraphError(f"control edge {a!r} -> {b!r} names unknown op {end!r} "
+                                     f"(dangling edge)")
+            if a == b:
+                raise GraphError(f"cycle: {a} -> {a} (control edge onto itself)")
+            out.append((a, b))
+        return out
+
+    def _build_adjacency(self) -> None:
+        n = len(self._ops)
+        producer_index = {t.id: self._index[t.producer] for t in self._tensors.values()
+                          if t.producer is not None}
+        consumers: dict[TensorId, list[OpId]] = {tid: [] for tid in self._tensors}
+        succ: list[list[int]] = [[] for _ in range(n)]
+        pred: list[list[int]] = [[] for _ in range(n)]
+        data_pred: list[list[int]] = [[] for _ in range(n)]
+        for j, op in enumerate(self._ops):
+            for tid in op.inputs:
+                consumers[tid].append(op.id)
+                i = producer_index.get(tid)
+                if i is None:
+                    continue
+                if i == j:
+                    raise GraphError(f"cycle: {op.id} -> {op.id} (op reads its own output {tid!r})")
+                if i not in data_pred[j]:
+                    data_pred[j].append(i)
+                    pred[j].append(i)
+        for a, b in self._control:
+            i, j = self._index[a], self._index[b]
+            if i not in pred[j]:
+                pred[j].append(i)
+        for j in range(n):
+            for i in pred[j]:
+                succ[i].append(j)
+        for lst in succ:
+            lst.sort()  # successors in program order: the documented tie-break everywhere
+        self._succ, self._pred, self._data_pred = succ, pred, data_pred
+        self._consumers = {k: tuple(v) for k, v in consumers.items()}
+
+    def _check_acyclic(self) -> tuple[int, ...]:
+        """Kahn's algorithm, smallest program index first; O((V + E) log V).  Names a cycle if any."""
+        n = len(self._ops)
+        if all(i < j for j in range(n) for i in self._pred[j]):
+            return tuple(range(n))  # program order is already topological (the common case)
+        indeg = [len(p) for p in self._pred]
+        heap = [i for i in range(n) if indeg[i] == 0]
+        heapq.heapify(heap)
+        order: list[int] = []
+        while heap:
+            i = heapq.heappop(heap)
+            order.append(i)
+            for j in self._succ[i]:
+                indeg[j] -= 1
+                if indeg[j] == 0:
+                    heapq.heappush(heap, j)
+        if len(order) < n:
+            raise GraphError(f"cycle: {self._describe_cycle(set(range(n)) - set(order))}")
+        return tuple(order)
+
+    def _describe_cycle(self, stuck: set[int]) -> str:
+        import networkx as nx
+
+        sub = nx.DiGraph((i, j) for j in stuck for i in self._pred[j] if i in stuck)
+        cycle = nx.find_cycle(sub)
+        names = [self._ops[a].id for a, _ in cycle] + [self._ops[cycle[0][0]].id]
+        return " -> ".join(names)
+
+    # ----------------------------------------------------------------------------- builders
+    @classmethod
+    def from_edges(
+        cls,
+        edges: Iterable[tuple[OpId, OpId]],
+        ops: Mapping[OpId, str] | Sequence[OpId] | None = None,
+        *,
+        sizes: Mapping[OpId, int] | None = None,
+        durations: Mapping[OpId, float] | None = None,
+        thread_blocks: Mapping[OpId, int] | None = None,
+        devices: Mapping[OpId, str] | None = None,
+        name: str = "graph",
+    ) -> Graph:
+        """Build a graph from ``(producer, consumer)`` pairs.
+
+        Each op produces one output tensor ``"<op>:out"`` (``sizes[op]`` bytes, default 1 MiB) and
+        reads the outputs of its predecessors in edge order.  ``ops`` gives op types (a mapping) or
+        just ids; its order, else the first appearance in ``edges``, is the program order.
+        Ops default to ``duration_us=10`` unless ``durations`` says otherwise.
+        """
+        edge_list = [tuple(e) for e in edges]
+        for e in edge_list:
+            if len(e) != 2:
+                raise GraphError(f"edge {e!r} is not a (producer, consumer) pair")
+        order: dict[OpId, str] = {}
+        if isinstance(ops, Mapping):
+            order.update({str(k): str(v) for k, v in ops.items()})
+        elif ops is not None:
+            order.update({str(k): "op" for k in ops})
+        for a, b in edge_list:
+            order.setdefault(str(a), "op")
+            order.setdefault(str(b), "op")
+        inputs: dict[OpId, list[TensorId]] = {k: [] for k in order}
+        for a, b in edge_list:
+            t = f"{a}:out"
+            if t in inputs[str(b)]:
+                continue
+            inputs[str(b)].append(t)
+        sizes = sizes or {}
+        durations = durations or {}
+        blocks = thread_blocks or {}
+        devs = devices or {}
+        for table, what in ((sizes, "sizes"), (durations, "durations"), (blocks, "thread_blocks"),
+                            (devs, "devices")):
+            for k in table:
+                if k not in order:
+                    raise GraphError(f"{what} names {k!r}, which is not an op of the edges")
+        tensors = []
+        op_list = []
+        for op_id, kind in order.items():
+            size = sizes.get(op_id, DEFAULT_TENSOR_BYTES)
+            _check_number(size, f"op {op_id!r}: size")
+            tensors.append(Tensor(f"{op_id}:out", int(size), producer=op_id))
+            op_list.append(Op(
+                op_id, kind=kind, device=devs.get(op_id, "gpu"), inputs=tuple(inputs[op_id]),
+                outputs=(f"{op_id}:out",), duration_us=durations.get(op_id, 10.0),
+                thread_blocks=blocks.get(op_id), bytes_written=int(size),
+                bytes_read=sum(sizes.get(t[:-4], DEFAULT_TENSOR_BYTES) for t in inputs[op_id]),
+            ))
+        return cls(op_list, tensors, name=name)
+
+    def replace(self, *, ops: Iterable[Op] | None = None, tensors: Iterable[Tensor] | None = None,
+                control_edges: Iterable[tuple[OpId, OpId]] | None = None,
+                outputs: Iterable[TensorId] | None = None, name: str | None = None) -> Graph:
+        """A new graph with some parts replaced (the others are kept)."""
+        return Graph(
+            self._ops if ops is None else ops,
+            self._tensors.values() if tensors is None else tensors,
+            self._control if control_edges is None else control_edges,
+            outputs=self._outputs if outputs is None and ops is None else outputs,
+            name=self.name if name is None else name,
+        )
+
+    def with_op(self, op_id: OpId, **changes: Any) -> Graph:
+        """A copy with one op's fields changed (``dataclasses.replace`` on that op)."""
+        return self.replace(ops=[replace(o, **changes) if o.id == op_id else o for o in self._ops])
+
+    # ----------------------------------------------------------------------------- queries
+    @property
+    def ops(self) -> tuple[Op, ...]:
+        return self._ops
+
+    @property
+    def op_ids(self) -> tuple[OpId, ...]:
+        return tuple(op.id for op in self._ops)
+
+    @property
+    def tensors(self) -> Mapping[TensorId, Tensor]:
+        return dict(self._tensors)
+
+    @property
+    def outputs(self) -> tuple[TensorId, ...]:
+        return self._outputs
+
+    @property
+    def control_edges(self) -> tuple[tuple[OpId, OpId], ...]:
+        return self._control
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def __contains__(self, op_id: object) -> bool:
+        return op_id in self._index
+
+    def op(self, op_id: OpId) -> Op:
+        try:
+            return self._ops[self._index[op_id]]
+        except KeyError:
+            raise GraphError(f"unknown op {op_id!r} in graph {self.name!r}") from None
+
+    def tensor(self, tensor_id: TensorId) -> Tensor:
+        try:
+            return self._tensors[tensor_id]
+        except KeyError:
+            raise GraphError(f"unknown tensor {tensor_id!r} in graph {self.name!r}") from None
+
+    def index(self, op_id: OpId) -> int:
+        """Program position of an op."""
+        try:
+            return self._index[op_id]
+        except KeyError:
+            raise GraphError(f"unknown op {op_id!r} in graph {self.name!r}") from None
+
+    def successors(self, op_id: OpId) -> tuple[OpId, ...]:
+        return tuple(self._ops[j].id for j in self._succ[self.index(op_id)])
+
+    def predecessors(self, op_id: OpId) -> tuple[OpId, ...]:
+        """Data predecessors in argument order, then control predecessors."""
+        return tuple(self._ops[i].id for i in self._pred[self.index(op_id)])
+
+    def consumers(self, tensor_id: TensorId) -> tuple[OpId, ...]:
+        return self._consumers[self.tensor(tensor_id).id]
+
+    @property
+    def edges(self) -> tuple[tuple[OpId, OpId], ...]:
+        """All dependency edges (data and control, deduplicated), by consumer program order."""
+        ids = [op.id for op in self._ops]
+        return tuple((ids[i], ids[j]) for j in range(len(ids)) for i in self._pred[j])
+
+    @property
+    def data_edges(self) -> tuple[tuple[OpId, OpId], ...]:
+        ids = [op.id for op in self._ops]
+        return tuple((ids[i], ids[j]) for j in range(len(ids)) for i in self._data_pred[j])
+
+    def is_control_edge(self, a: OpId, b: OpId) -> bool:
+        """True when ``a -> b`` exists only as a control edge."""
+        i, j = self.index(a), self.index(b)
+        return i in self._pred[j] and i not in self._data_pred[j]
+
+    def topo_order(self) -> tuple[OpId, ...]:
+        """The topological order that stays closest to program order (smallest index first)."""
+        return tuple(self._ops[i].id for i in self._topo)
+
+    def sources(self) -> tuple[OpId, ...]:
+        return tuple(op.id for i, op in enumerate(self._ops) if not self._pred[i])
+
+    def sinks(self) -> tuple[OpId, ...]:
+        return tuple(op.id for i, op in enumerate(self._ops) if not self._succ[i])
+
+    # integer views for algorithms (shared lists: callers must not mutate them)
+    @property
+    def succ_index(self) -> list[list[int]]:
+        return self._succ
+
+    @property
+    def pred_index(self) -> list[list[int]]:
+        return self._pred
+
+    @property
+    def topo_index(self) -> tuple[int, ...]:
+        return self._topo
+
+    def summary(self) -> dict[str, Any]:
+        """Counts and totals for reports: ops, edges, tensors, flops, bytes, op types."""
+        kinds: dict[str, int] = {}
+        for op in self._ops:
+            kinds[op.kind] = kinds.get(op.kind, 0) + 1
+        return {
+            "name": self.name,
+            "ops": len(self._ops),
+            "edges": sum(len(p) for p in self._pred),
+            "control_edges": len(self._control),
+            "tensors": len(self._tensors),
+            "gflops": sum(op.flops for op in self._ops) / 1e9,
+            "activation_mib": sum(t.size_bytes for t in self._tensors.values()
+                                  if t.producer is not None) / 2**20,
+            "devices": sorted({op.device for op in self._ops}),
+            "op_kinds": dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
+        }
+
+    def __repr__(self) -> str:
+        return (f"Graph({self.name!r}, {len(self._ops)} ops, "
+                f"{sum(len(p) for p in self._pred)} edges)")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Graph):
+            return NotImplemented
+        return (self._ops == other._ops and self._tensors == other._tensors
+                and self._control == other._control and self._outputs == other._outputs)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # ----------------------------------------------------------------------------- networkx
+    def to_networkx(self) -> Any:
+        """A ``networkx.DiGraph``: node attributes are the op fields, edges carry ``kind``
+        (``data``/``control``) and, for data edges, the tensors and their bytes."""
+        import networkx as nx
+
+        g = nx.DiGraph(name=self.name)
+        for op in self._ops:
+            g.add_node(op.id, kind=op.kind, device=op.device, flops=op.flops,
+                       bytes_read=op.bytes_read, bytes_written=op.bytes_written,
+                       thread_blocks=op.thread_blocks, duration_us=op.duration_us,
+                       outputs={t: self._tensors[t].size_bytes for t in op.outputs})
+        for op in self._ops:
+            for t in op.inputs:
+                p = self._tensors[t].producer
+                if p is None:
+                    continue
+                if g.has_edge(p, op.id):
+                    g.edges[p, op.id]["tensors"].append(t)
+                    g.edges[p, op.id]["bytes"] += self._tensors[t].size_bytes
+                else:
+                    g.add_edge(p, op.id, kind="data", tensors=[t],
+                               bytes=self._tensors[t].size_bytes)
+        for a, b in self._control:
+            if not g.has_edge(a, b):
+                g.add_edge(a, b, kind="control")
+        return g
+
+    @classmethod
+    def from_networkx(cls, nxg: Any, *, name: str | None = None) -> Graph:
+        """Build a graph from a ``networkx.DiGraph``; node attributes as in :meth:`to_networkx`
+        (missing ones take defaults).  Edges with ``kind="control"`` become control edges."""
+        import networkx as nx
+
+        if not isinstance(nxg, nx.DiGraph):
+            raise GraphError(f"expected a networkx.DiGraph, got {type(nxg).__name__}")
+        ops, tensors, control = [], [], []
+        for node, attrs in nxg.nodes(data=True):
+            nid = str(node)
+            outs = attrs.get("outputs") or {f"{nid}:out": DEFAULT_TENSOR_BYTES}
+            for tid, size in outs.items():
+                tensors.append(Tensor(str(tid), size, producer=nid))
+            ins = []
+            for p in nxg.predecessors(node):
+                e = nxg.edges[p, node]
+                if e.get("kind") == "control":
+                    control.append((str(p), nid))
+                    continue
+                p_outs = nxg.nodes[p].get("outputs") or {f"{p}:out": 0}
+                ins.extend(e.get("tensors") or list(p_outs))
+            ops.append(Op(nid, kind=attrs.get("kind", "op"), device=attrs.get("device", "gpu"),
+                          flops=attrs.get("flops", 0.0), bytes_read=attrs.get("bytes_read", 0),
+                          bytes_written=attrs.get("bytes_written", 0), inputs=tuple(ins),
+                          outputs=tuple(str(t) for t in outs),
+                          thread_blocks=attrs.get("thread_blocks"),
+                          duration_us=attrs.get("duration_us", None)))
+        return cls(ops, tensors, control, name=name or nxg.graph.get("name", "graph"))

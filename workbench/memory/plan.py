@@ -1,0 +1,255 @@
+"""Usage records and memory plans: the plain values every memory planner reads and returns.
+
+Record model from TFLite's GPU delegate and Pisarchyk & Lee (notes/memory_planners.md §2-3), used for
+the static SOMAS planning of seed 004 ("Memory Management"): a tensor of ``size`` bytes is live in
+every step ``first <= t <= last`` (inclusive on both ends). Two records *conflict* (must not share
+bytes) when their intervals intersect, unless an explicit conflict set is given: then exactly the
+listed index pairs conflict (multi-stream schedules, SOMAS's ancestor rule, notes §1.2).
+
+Examples
+--------
+>>> recs = parse_records([(32, 0, 1), (28, 1, 4, "b")])
+>>> recs[1]
+UsageRecord(size=28, first=1, last=4, name='b')
+>>> plan = MemoryPlan("demo", recs, offsets=(0, 32), arena_bytes=60, lower_bound=60)
+>>> list(plan.conflicting_pairs()), plan.range_of(1), plan.ratio
+([(0, 1)], range(32, 60), 1.0)
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+from workbench.errors import MemoryPlanError, OptionError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Pair = tuple[int, int]
+Conflicts = frozenset[Pair]
+
+
+@dataclass(frozen=True)
+class UsageRecord:
+    """One tensor: ``size`` bytes live in steps ``first..last`` inclusive."""
+
+    size: int
+    first: int
+    last: int
+    name: str = ""
+
+
+RecordLike = Union[UsageRecord, tuple[int, int, int], tuple[int, int, int, str]]
+
+
+def describe(index: int, record: UsageRecord) -> str:
+    """``"tensor 3 'conv1'"`` (or ``"tensor 3"`` without a name), for one-line messages."""
+    return f"tensor {index} {record.name!r}" if record.name else f"tensor {index}"
+
+
+def align_up(value: int, alignment: int) -> int:
+    """Round ``value`` up to a multiple of ``alignment`` (``align_up(0, a) == 0``)."""
+    return -(-value // alignment) * alignment
+
+
+def overlaps(a: UsageRecord, b: UsageRecord) -> bool:
+    """True when the inclusive live intervals of ``a`` and ``b`` intersect."""
+    return not (a.last < b.first or b.last < a.first)
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Offsets of every tensor inside one arena, and how good the arena is.
+
+    ``arena_bytes`` is ``max(offset + aligned size)``; ``lower_bound`` is the peak of live bytes
+    (aligned sizes when ``alignment > 1``), which no valid plan can beat. ``conflicts`` is ``None``
+    when interval overlap decides which tensors must not share bytes.
+    """
+
+    planner: str
+    records: tuple[UsageRecord, ...]
+    offsets: tuple[int, ...]
+    arena_bytes: int
+    lower_bound: int
+    alignment: int = 1
+    conflicts: Conflicts | None = None
+    notes: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        if len(self.offsets) != len(self.records):
+            raise MemoryPlanError(
+                f"plan {self.planner!r} has {len(self.offsets)} offsets for "
+                f"{len(self.records)} records"
+            )
+
+    @property
+    def ratio(self) -> float:
+        """``arena_bytes / lower_bound`` (1.0 = optimal; 1.0 when the bound is 0)."""
+        return self.arena_bytes / self.lower_bound if self.lower_bound else 1.0
+
+    def range_of(self, i: int) -> range:
+        """The bytes ``[offset, offset + size)`` of record ``i``."""
+        return range(self.offsets[i], self.offsets[i] + self.records[i].size)
+
+    def conflicting_pairs(self) -> Iterator[Pair]:
+        """Index pairs ``(i, j)``, ``i < j``, that must not share bytes, in sorted order."""
+        if self.conflicts is not None:
+            yield from sorted(self.conflicts)
+        else:
+            yield from interval_pairs(self.records)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per tensor: name, size, first, last, offset, end (= offset + size)."""
+        import pandas as pd
+
+        rows = [
+            (r.name or str(i), r.size, r.first, r.last, off, off + r.size)
+            for i, (r, off) in enumerate(zip(self.records, self.offsets))
+        ]
+        columns = ["name", "size", "first", "last", "offset", "end"]
+        return pd.DataFrame(rows, columns=columns)
+
+
+def _as_int(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return None
+    return int(value)
+
+
+def _parse_one(i: int, item: object) -> UsageRecord:
+    if isinstance(item, UsageRecord):
+        size, first, last, name = item.size, item.first, item.last, item.name
+    elif isinstance(item, (tuple, list)) and len(item) in (3, 4):
+        size, first, last = item[0], item[1], item[2]
+        name = item[3] if len(item) == 4 else ""
+    else:
+        raise MemoryPlanError(
+            f"usage record {i}: expected (size, first, last[, name]) or UsageRecord, got {item!r}"
+        )
+    where = f"usage record {i} {name!r}" if name else f"usage record {i}"
+    if not isinstance(name, str):
+        raise MemoryPlanError(f"{where}: name must be a string, got {name!r}")
+    values = {"size": _as_int(size), "first": _as_int(first), "last": _as_int(last)}
+    for key, raw in (("size", size), ("first", first), ("last", last)):
+        value = values[key]
+        if value is None or value < 0:
+            raise MemoryPlanError(f"{where}: {key} must be a non-negative integer, got {raw!r}")
+    if values["last"] < values["first"]:  # type: ignore[operator]
+        raise MemoryPlanError(f"{where}: last step {last} is before first step {first}")
+    return UsageRecord(values["size"], values["first"], values["last"], name)  # type: ignore[arg-type]
+
+
+def parse_records(items: Iterable[RecordLike]) -> tuple[UsageRecord, ...]:
+    """Validate usage records given as ``(size, first, last[, name])`` tuples or UsageRecord.
+
+    Sizes and steps must be non-negative integers and ``last >= first``; otherwise a one-line
+    MemoryPlanError names the record's index and name. Complexity: O(n).
+
+    >>> parse_records([(8, 2, 1, "x")])
+    Traceback (most recent call last):
+    ...
+    workbench.errors.MemoryPlanError: usage record 0 'x': last step 1 is before first step 2
+    """
+    if isinstance(items, (str, bytes)):
+        raise MemoryPlanError(f"usage records must be a sequence of records, got {items!r}")
+    return tuple(_parse_one(i, item) for i, item in enumerate(items))
+
+
+def interval_pairs(records: Sequence[UsageRecord]) -> list[Pair]:
+    """All pairs ``(i, j)``, ``i < j``, whose live intervals intersect, sorted.
+
+    Sweep over records sorted by first step. Complexity: O(n log n + pairs).
+    """
+    order = sorted(range(len(records)), key=lambda k: (records[k].first, k))
+    active: list[int] = []
+    pairs: list[Pair] = []
+    for k in order:
+        start = records[k].first
+        active = [a for a in active if records[a].last >= start]
+        pairs.extend((min(a, k), max(a, k)) for a in active)
+        active.append(k)
+    pairs.sort()
+    return pairs
+
+
+def check_conflicts(
+    conflicts: Iterable[Sequence[int]], n: int, records: Sequence[UsageRecord] | None = None
+) -> Conflicts:
+    """Validate an explicit conflict set over ``n`` records and return it normalised (i < j).
+
+    Each pair must name two different known indices ("unknown tensor index 7 in conflict (3, 7)").
+    When ``records`` is given, the set must also contain every pair of non-empty tensors whose
+    intervals overlap, so that the interval peak stays a valid lower bound. Complexity: O(c + n²).
+    """
+    out: set[Pair] = set()
+    for pair in conflicts:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise MemoryPlanError(f"conflict {pair!r} is not a pair of tensor indices")
+        i, j = _as_int(pair[0]), _as_int(pair[1])
+        shown = tuple(pair)
+        for k in (i, j):
+            if k is None:
+                raise MemoryPlanError(f"conflict {shown} must name integer tensor indices")
+        for k, raw in ((i, pair[0]), (j, pair[1])):
+            if not 0 <= k < n:  # type: ignore[operator]
+                raise MemoryPlanError(f"unknown tensor index {raw} in conflict {shown}")
+        if i == j:
+            raise MemoryPlanError(f"conflict {shown} pairs a tensor with itself")
+        out.add((min(i, j), max(i, j)))  # type: ignore[type-var]
+    if records is not None:
+        for i, j in interval_pairs(records):
+            a, b = records[i], records[j]
+            if (i, j) not in out and a.size and b.size:
+                raise MemoryPlanError(
+                    f"conflict set misses ({i}, {j}): {describe(i, a)} (steps {a.first}..{a.last}) "
+                    f"and {describe(j, b)} (steps {b.first}..{b.last}) are live together"
+                )
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A validated planning problem: records, aligned sizes and each tensor's conflict list."""
+
+    records: tuple[UsageRecord, ...]
+    sizes: tuple[int, ...]
+    neighbors: tuple[tuple[int, ...], ...]
+    alignment: int
+    conflicts: Conflicts | None
+
+
+def check_alignment(alignment: object) -> int:
+    """Return ``alignment`` if it is a positive integer, else raise OptionError."""
+    value = _as_int(alignment)
+    if value is None or value < 1:
+        raise OptionError(f"alignment must be a positive integer, got {alignment!r}")
+    return value
+
+
+def prepare(
+    items: Iterable[RecordLike],
+    alignment: int = 1,
+    conflicts: Iterable[Sequence[int]] | None = None,
+) -> Problem:
+    """Parse records, check the options and build conflict lists (shared by all planners).
+
+    Complexity: O(n log n + pairs).
+    """
+    records = parse_records(items)
+    align = check_alignment(alignment)
+    n = len(records)
+    if conflicts is None:
+        pairs: Iterable[Pair] = interval_pairs(records)
+        frozen: Conflicts | None = None
+    else:
+        frozen = check_conflicts(conflicts, n, records)
+        pairs = sorted(frozen)
+    adjacency: list[list[int]] = [[] for _ in range(n)]
+    for i, j in pairs:
+        adjacency[i].append(j)
+        adjacency[j].append(i)
+    sizes = tuple(align_up(r.size, align) for r in records)
+    return Problem(records, sizes, tuple(tuple(a) for a in adjacency), align, frozen)

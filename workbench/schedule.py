@@ -1,0 +1,384 @@
+"""The Schedule value: which stream runs each op, the launch order, the syncs and the barriers.
+
+Execution model (CUDA semantics, as in the seeds): the host issues ops one by one in
+``issue_order``; each op is queued on its stream (streams run in order); a sync ``(a, b)`` records an
+event after ``a`` on a's stream and makes b's stream wait for it before ``b``; a barrier joins *all*
+streams (every op issued after it waits for every op issued before it).  Waiting on an event that has
+not been recorded yet is a no-op in CUDA, so a sync is only meaningful when ``a`` is issued before
+``b``.  Under these rules the happens-before order is "stream order + syncs + barriers", and every
+happens-before edge points forward in the issue order, which is what makes a schedule deadlock-free.
+
+Happens-before queries use vector clocks over streams (one small int array per live op), so both
+:func:`insert_syncs` and :meth:`Schedule.validate` run in O((V + E) · S) time for S streams, with memory
+for only the ops whose successors are still pending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from workbench.errors import OptionError, ScheduleError
+from workbench.graph import Graph, OpId
+
+StreamId = int
+Sync = tuple[OpId, OpId]  # event recorded after [0], waited before [1]
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """A multi-stream schedule of a graph (DESIGN.md "Schedule").
+
+    ``streams`` maps each stream id to its ops in launch order; ``syncs`` are ``(a, b)`` pairs (event
+    after ``a``, wait before ``b``); ``issue_order`` is the host's global launch order (every stream's
+    list is a subsequence of it); ``barriers`` are positions in ``issue_order``: a barrier is issued
+    just before ``issue_order[p]``.  ``notes`` holds what the policy decided (ranks, waves, chains).
+    """
+
+    graph: Graph
+    policy: str
+    streams: Mapping[StreamId, tuple[OpId, ...]]
+    syncs: tuple[Sync, ...]
+    issue_order: tuple[OpId, ...]
+    barriers: tuple[int, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
+    notes: Mapping[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ derived views
+    @cached_property
+    def _stream_of(self) -> dict[OpId, StreamId]:
+        return {op: s for s, ops in self.streams.items() for op in ops}
+
+    @cached_property
+    def _position(self) -> dict[OpId, int]:
+        return {op: i for ops in self.streams.values() for i, op in enumerate(ops)}
+
+    def stream_of(self, op: OpId) -> StreamId:
+        try:
+            return self._stream_of[op]
+        except KeyError:
+            raise ScheduleError(f"op {op!r} is not in the schedule") from None
+
+    def ops(self) -> list[OpId]:
+        """All ops in issue order."""
+        return list(self.issue_order)
+
+    @property
+    def n_streams(self) -> int:
+        return sum(1 for ops in self.streams.values() if ops)
+
+    @property
+    def n_syncs(self) -> int:
+        """Number of cross-stream waits."""
+        return len(self.syncs)
+
+    @property
+    def n_events(self) -> int:
+        """Number of events recorded (distinct sync sources)."""
+        return len({a for a, _ in self.syncs})
+
+    @property
+    def n_barriers(self) -> int:
+        return len(self.barriers)
+
+    @cached_property
+    def phase(self) -> dict[OpId, int]:
+        """Number of barriers issued before each op."""
+        out, k, bars = {}, 0, set(self.barriers)
+        for i, op in enumerate(self.issue_order):
+            if i in bars:
+                k += 1
+            out[op] = k
+        return out
+
+    def to_frame(self) -> Any:
+        """One row per op: op, kind, stream, position on the stream, issue index, phase."""
+        import pandas as pd
+
+        kinds = {op.id: op.kind for op in self.graph.ops}
+        return pd.DataFrame({
+            "op": list(self.issue_order),
+            "kind": [kinds[o] for o in self.issue_order],
+            "stream": [self._stream_of[o] for o in self.issue_order],
+            "position": [self._position[o] for o in self.issue_order],
+            "issue_index": range(len(self.issue_order)),
+            "phase": [self.phase[o] for o in self.issue_order],
+        })
+
+    def summary(self) -> dict[str, Any]:
+        return {"policy": self.policy, "ops": len(self.issue_order), "streams": self.n_streams,
+                "syncs": self.n_syncs, "events": self.n_events, "barriers": self.n_barriers}
+
+    def __repr__(self) -> str:
+        return (f"Schedule({self.policy!r} on {self.graph.name!r}: {len(self.issue_order)} ops, "
+                f"{self.n_streams} streams, {self.n_syncs} syncs, {self.n_barriers} barriers)")
+
+    def _repr_html_(self) -> str:
+        from workbench.viz.display import schedule_html
+
+        return schedule_html(self)
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> Schedule:
+        """Prove the schedule correct; return it, or raise :class:`ScheduleError` naming the pair.
+
+        Checks: every op of the graph is launched exactly once; each stream's launch order agrees
+        with the issue order; every sync's event is recorded before it is waited on (issue order)
+        and no sync waits within one stream order backwards; every dependency ``a -> b`` of the
+        graph is ordered by stream order, syncs and barriers (transitively).  Because every
+        happens-before edge then points forward in one issue order, no deadlock is possible.
+        Complexity O((V + E) · S).
+        """
+        graph = self.graph
+        seen: dict[OpId, StreamId] = {}
+        for s, ops in self.streams.items():
+            for op in ops:
+                if op not in graph:
+                    raise ScheduleError(f"stream {s} launches {op!r}, which is not an op of "
+                                        f"graph {graph.name!r}")
+                if op in seen:
+                    raise ScheduleError(f"op {op!r} is launched twice (streams {seen[op]} and {s})")
+                seen[op] = s
+        missing = [op for op in graph.op_ids if op not in seen]
+        if missing:
+            raise ScheduleError(f"op {missing[0]!r} is never launched ({len(missing)} ops missing)")
+        if len(self.issue_order) != len(seen) or set(self.issue_order) != set(seen):
+            raise ScheduleError("issue_order is not a permutation of the scheduled ops")
+        issue = {op: i for i, op in enumerate(self.issue_order)}
+        for s, ops in self.streams.items():
+            for x, y in zip(ops, ops[1:]):
+                if issue[x] > issue[y]:
+                    raise ScheduleError(f"stream {s} launches {x!r} before {y!r}, but the host "
+                                        f"issues {y!r} first (deadlock)")
+        for a, b in self.syncs:
+            for op in (a, b):
+                if op not in seen:
+                    raise ScheduleError(f"sync {a!r} -> {b!r} names {op!r}, which is not launched")
+            if issue[a] >= issue[b]:
+                raise ScheduleError(f"sync {a!r} -> {b!r}: {b!r} waits on an event recorded later "
+                                    f"by {a!r} (the wait is a no-op or a deadlock)")
+        for b in self.barriers:
+            if not 0 <= b <= len(self.issue_order):
+                raise ScheduleError(f"barrier position {b} is outside the issue order")
+        _check_dependencies(self)
+        return self
+
+
+def _check_dependencies(schedule: Schedule) -> None:
+    """Vector-clock proof that every graph dependency is ordered (see :meth:`Schedule.validate`)."""
+    graph = schedule.graph
+    clocks = _HappensBefore(schedule.streams, schedule.barriers)
+    waits: dict[OpId, list[OpId]] = {}
+    for a, b in schedule.syncs:
+        waits.setdefault(b, []).append(a)
+    keep_for = {a for a, _ in schedule.syncs}
+    for i, op in enumerate(schedule.issue_order):
+        clocks.at_issue_index(i)
+        before = clocks.before(op, waits.get(op, ()))
+        s = clocks.stream_of[op]
+        for p in graph.predecessors(op):
+            ps = clocks.stream_of[p]
+            pos = clocks.position[p]
+            if ps == s:
+                if pos > clocks.position[op]:
+                    raise ScheduleError(f"dependency {p!r} -> {op!r} is not ordered: both on stream "
+                                        f"{s} but {op!r} is launched first")
+            elif before[clocks.column[ps]] < pos:
+                raise ScheduleError(f"dependency {p!r} -> {op!r} is not ordered: {p!r} on stream "
+                                    f"{ps}, {op!r} on stream {s}, and no sync or barrier orders them")
+        clocks.finish(op, before, keep=op in keep_for)
+
+
+class _HappensBefore:
+    """Vector clocks over streams for ops visited in issue order.
+
+    ``clock[c]`` = highest position on stream column ``c`` known to have finished before an op.
+    """
+
+    def __init__(self, streams: Mapping[StreamId, Sequence[OpId]], barriers: Iterable[int]) -> None:
+        self.column = {s: c for c, s in enumerate(streams)}
+        self.stream_of = {op: s for s, ops in streams.items() for op in ops}
+        self.position = {op: i for ops in streams.values() for i, op in enumerate(ops)}
+        width = max(1, len(self.column))
+        self.current = np.full((width, width), -1, dtype=np.int64)  # per stream: clock after last op
+        self.saved: dict[OpId, np.ndarray] = {}
+        self.barrier_at = set(barriers)
+
+    def at_issue_index(self, i: int) -> None:
+        if i in self.barrier_at:
+            joined = self.current.max(axis=0)
+            self.current[:] = joined
+
+    def before(self, op: OpId, waited: Iterable[OpId]) -> np.ndarray:
+        clock = self.current[self.column[self.stream_of[op]]].copy()
+        for a in waited:
+            np.maximum(clock, self.saved[a], out=clock)
+        return clock
+
+    def finish(self, op: OpId, before: np.ndarray, *, keep: bool) -> np.ndarray:
+        c = self.column[self.stream_of[op]]
+        before[c] = max(before[c], self.position[op])
+        self.current[c] = before
+        if keep:
+            self.saved[op] = before
+        return before
+
+
+# ---------------------------------------------------------------------------------- building
+def insert_syncs(graph: Graph, stream_of: Mapping[OpId, StreamId], issue_order: Sequence[OpId],
+                 *, barriers: Iterable[int] = ()) -> list[Sync]:
+    """Syncs for the cross-stream dependencies not already implied (a transitive reduction).
+
+    Visits ops in issue order keeping vector clocks; for each op, its cross-stream predecessors are
+    checked latest-issued first, and a sync is added only when the predecessor is not already known
+    to have finished through stream order, earlier syncs or barriers.  Latest-first is a greedy
+    choice: a late predecessor's clock usually covers the earlier ones.  O((V + E) · S).
+
+    >>> g = Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
+    >>> insert_syncs(g, {"a": 0, "b": 0, "c": 1, "d": 0}, ["a", "b", "c", "d"])
+    [('a', 'c'), ('c', 'd')]
+    """
+    streams: dict[StreamId, list[OpId]] = {}
+    for op in issue_order:
+        streams.setdefault(stream_of[op], []).append(op)
+    issue = {op: i for i, op in enumerate(issue_order)}
+    clocks = _HappensBefore(streams, barriers)
+    remaining = {op: 0 for op in issue_order}
+    for op in issue_order:
+        for p in graph.predecessors(op):
+            if stream_of[p] != stream_of[op]:
+                remaining[p] += 1
+    syncs: list[Sync] = []
+    for i, op in enumerate(issue_order):
+        clocks.at_issue_index(i)
+        before = clocks.before(op, ())
+        s = stream_of[op]
+        cross = [p for p in graph.predecessors(op) if stream_of[p] != s]
+        cross.sort(key=issue.__getitem__, reverse=True)
+        for p in cross:
+            if issue[p] > i:
+                raise ScheduleError(f"dependency {p!r} -> {op!r}: the issue order launches {op!r} "
+                                    f"before its predecessor")
+            if before[clocks.column[stream_of[p]]] < clocks.position[p]:
+                syncs.append((p, op))
+                np.maximum(before, clocks.saved[p], out=before)
+            remaining[p] -= 1
+            if remaining[p] == 0:
+                clocks.saved.pop(p, None)
+        clocks.finish(op, before, keep=remaining[op] > 0)
+    return syncs
+
+
+def derive_issue_order(graph: Graph, stream_of: Mapping[OpId, StreamId],
+                       stream_orders: Mapping[StreamId, Sequence[OpId]] | None = None) -> list[OpId]:
+    """A host issue order: a topological order of graph edges plus stream orders, preferring the
+    op that comes first in ``graph.topo_order()``.  O((V + E) log V)."""
+    import heapq
+
+    rank = {op: i for i, op in enumerate(graph.topo_order())}
+    preds: dict[OpId, set[OpId]] = {op: set(graph.predecessors(op)) for op in graph.op_ids}
+    if stream_orders:
+        for ops in stream_orders.values():
+            for x, y in zip(ops, ops[1:]):
+                preds[y].add(x)
+    succs: dict[OpId, list[OpId]] = {op: [] for op in graph.op_ids}
+    for op, ps in preds.items():
+        for p in ps:
+            succs[p].append(op)
+    indeg = {op: len(ps) for op, ps in preds.items()}
+    heap = [(rank[op], op) for op, d in indeg.items() if d == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, op = heapq.heappop(heap)
+        order.append(op)
+        for nxt in succs[op]:
+            indeg[nxt] -= 1
+            if indeg[nxt] == 0:
+                heapq.heappush(heap, (rank[nxt], nxt))
+    if len(order) != len(indeg):
+        stuck = next(op for op, d in indeg.items() if d > 0)
+        raise ScheduleError(f"stream orders contradict the graph's dependencies near {stuck!r} "
+                            f"(deadlock)")
+    return order
+
+
+def check_max_streams(max_streams: int | None) -> int | None:
+    if max_streams is None:
+        return None
+    if isinstance(max_streams, bool) or not isinstance(max_streams, int) or max_streams < 1:
+        raise OptionError(f"max_streams must be a positive integer or None, got {max_streams!r}")
+    return max_streams
+
+
+def fold_streams(stream_of: Mapping[OpId, StreamId], issue_order: Sequence[OpId],
+                 max_streams: int | None) -> tuple[dict[OpId, StreamId], dict[StreamId, StreamId]]:
+    """Map logical streams onto at most ``max_streams`` physical streams.
+
+    Logical streams are taken in order of their first issued op; each goes to a new physical stream
+    while fewer than ``max_streams`` exist, else to the physical stream whose last issued op is
+    oldest (the one most likely idle).  Ops keep the issue order, so the result stays deadlock-free.
+    Returns the new op → stream map and the logical → physical map.  O(V + L·M).
+    """
+    max_streams = check_max_streams(max_streams)
+    logical_first: list[StreamId] = []
+    seen = set()
+    last_issue: dict[StreamId, int] = {}
+    for i, op in enumerate(issue_order):
+        s = stream_of[op]
+        if s not in seen:
+            seen.add(s)
+            logical_first.append(s)
+        last_issue[s] = i
+    if max_streams is None or len(logical_first) <= max_streams:
+        return dict(stream_of), {s: s for s in logical_first}
+    mapping: dict[StreamId, StreamId] = {}
+    physical_last: dict[StreamId, int] = {}
+    first_issue = {}
+    for i, op in enumerate(issue_order):
+        first_issue.setdefault(stream_of[op], i)
+    for s in logical_first:
+        if len(physical_last) < max_streams:
+            p = len(physical_last)
+        else:
+            p = min(physical_last, key=lambda q: (physical_last[q], q))
+        mapping[s] = p
+        physical_last[p] = max(physical_last.get(p, -1), last_issue[s])
+    return {op: mapping[s] for op, s in stream_of.items()}, mapping
+
+
+def build_schedule(graph: Graph, policy: str, stream_of: Mapping[OpId, StreamId],
+                   issue_order: Sequence[OpId] | None = None, *, barriers: Iterable[int] = (),
+                   syncs: Iterable[Sync] | None = None, max_streams: int | None = None,
+                   options: Mapping[str, Any] | None = None,
+                   notes: Mapping[str, Any] | None = None) -> Schedule:
+    """Assemble a :class:`Schedule` from a stream assignment.
+
+    The issue order defaults to :func:`derive_issue_order`; streams beyond ``max_streams`` are folded
+    (:func:`fold_streams`); syncs default to :func:`insert_syncs` (only the non-implied ones).
+    Stream ids are renumbered 0.. in order of first use.
+    """
+    order = list(issue_order) if issue_order is not None else derive_issue_order(graph, stream_of)
+    barriers = tuple(sorted(set(barriers)))
+    folded, mapping = fold_streams(stream_of, order, max_streams)
+    renumber: dict[StreamId, StreamId] = {}
+    for op in order:
+        renumber.setdefault(folded[op], len(renumber))
+    final = {op: renumber[folded[op]] for op in order}
+    streams: dict[StreamId, list[OpId]] = {s: [] for s in range(len(renumber))}
+    for op in order:
+        streams[final[op]].append(op)
+    if syncs is None:
+        sync_list = insert_syncs(graph, final, order, barriers=barriers)
+    else:
+        sync_list = [(a, b) for a, b in syncs if final[a] != final[b]]
+    notes = dict(notes or {})
+    notes.setdefault("syncs_inserted", len(sync_list))
+    if len(set(mapping.values())) != len(mapping):
+        notes["folded_streams"] = {"logical": len(mapping), "physical": len(set(mapping.values()))}
+    return Schedule(graph, policy, {s: tuple(v) for s, v in streams.items()}, tuple(sync_list),
+                    tuple(order), barriers, dict(options or {}), notes)

@@ -1,0 +1,76 @@
+"""The scheduling policies: one registry table, ``schedule(graph, name, **options)``.
+
+Every policy is a function ``schedule_<name>(graph, *, <keyword options>) -> Schedule`` and takes
+``max_streams=`` (the cap a real device imposes).  ``POLICIES`` is the one table; the common test
+runs every entry through the shared invariants.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.errors import ScheduleError
+from workbench.graph import Graph
+from workbench.registry import Registry
+from workbench.schedule import Schedule
+from workbench.schedulers import asap, nnc, orders, serial, wavefront
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    """A registered policy: its function, the seed it implements, and flags the tests read."""
+
+    fn: Callable[..., Schedule]
+    seed: str
+    summary: str
+    multi_stream: bool = True
+    slow: bool = False
+
+    def options(self) -> dict[str, Any]:
+        """Keyword options and their defaults."""
+        params = inspect.signature(self.fn).parameters
+        return {k: p.default for k, p in params.items() if p.kind is p.KEYWORD_ONLY}
+
+
+POLICIES = Registry[PolicyInfo]("scheduling policy", error=ScheduleError)
+POLICIES.register("serial", PolicyInfo(
+    serial.schedule_serial, "baseline", "one stream, program order", multi_stream=False))
+POLICIES.register("bfs", PolicyInfo(
+    orders.schedule_bfs, "004 MindSpore", "one stream, MindSpore BFS order", multi_stream=False))
+POLICIES.register("dfs", PolicyInfo(
+    orders.schedule_dfs, "004 MindSpore", "one stream, DFS order", multi_stream=False))
+POLICIES.register("nnc", PolicyInfo(
+    nnc.schedule_nnc, "000 NNC", "rank-guided chains, recycled streams, signals"))
+POLICIES.register("wavefront", PolicyInfo(
+    wavefront.schedule_wavefront, "001 RAF", "waves of chains separated by barriers"))
+POLICIES.register("asap", PolicyInfo(
+    asap.schedule_asap, "001 RAF", "heavy chains on streams, events on light edges"))
+
+# Small options that keep the common property tests fast (STYLE.md R3).
+TEST_OPTIONS: dict[str, dict[str, Any]] = {}
+
+
+def policies() -> list[str]:
+    """Names of all registered scheduling policies."""
+    return POLICIES.names()
+
+
+def schedule(graph: Graph, policy: str, **options: Any) -> Schedule:
+    """Schedule ``graph`` with the named policy; options are the policy's keywords.
+
+    >>> g = Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
+    >>> schedule(g, "nnc").stream_of("c")
+    1
+    """
+    info = POLICIES.get(policy)
+    if not isinstance(graph, Graph):
+        raise ScheduleError(f"policy {policy!r} needs a Graph, got {type(graph).__name__}")
+    known = info.options()
+    for key in options:
+        if key not in known:
+            raise ScheduleError(f"policy {policy!r} has no option {key!r} "
+                                f"(options: {', '.join(known) or 'none'})")
+    return info.fn(graph, **options)
