@@ -1,7 +1,16 @@
-"""Schedule Workbench: schedule DNN computation graphs onto GPU streams, simulate, compare, look."""
+"""Schedule Workbench: schedule DNN computation graphs onto GPU streams, simulate, compare, look.
+
+>>> import workbench as wb
+>>> g = wb.Graph.from_edges([("n1", "n2"), ("n1", "n3"), ("n2", "n4"), ("n3", "n4")])
+>>> wb.schedule(g, "nnc").streams
+{0: ('n1', 'n2', 'n4'), 1: ('n3',)}
+"""
 
 from __future__ import annotations
 
+from workbench import models
+from workbench.compare import Comparison, compare
+from workbench.costs import DEVICES, DeviceSpec, devices
 from workbench.errors import (
     DeviceUnavailable,
     FormatError,
@@ -11,13 +20,19 @@ from workbench.errors import (
     ScheduleError,
     WorkbenchError,
 )
+from workbench.execute import execute
 from workbench.graph import Graph, Op, Tensor
+from workbench.io import load, save
 from workbench.schedule import Schedule
 from workbench.schedulers import policies, schedule
+from workbench.simulate import simulate
+from workbench.trace import Trace
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "DeviceUnavailable", "FormatError", "Graph", "GraphError", "MemoryPlanError", "Op",
-    "OptionError", "Schedule", "ScheduleError", "Tensor", "WorkbenchError", "policies", "schedule",
+    "DEVICES", "Comparison", "DeviceSpec", "DeviceUnavailable", "FormatError", "Graph",
+    "GraphError", "MemoryPlanError", "Op", "OptionError", "Schedule", "ScheduleError", "Tensor",
+    "Trace", "WorkbenchError", "compare", "devices", "execute", "load", "models", "policies",
+    "save", "schedule", "simulate",
 ]

@@ -223,6 +223,10 @@ class StreamTails:
     def visit(self, node: int, clock: np.ndarray) -> None:
         """Record the visited ``node`` (already placed); free clocks nobody needs any more."""
         s = self.stream_of[node]
+        if len(clock) < self.width:  # streams were opened after the clock was built
+            grown = np.full(self.width, -1, dtype=np.int64)
+            grown[: len(clock)] = clock
+            clock = grown
         clock[s] = max(clock[s], self.position[node])
         self.clock[node] = clock
         for p in self.pred[node]:

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up Schedule Workbench on a fresh Debian machine: system packages (as root), a virtualenv in
+# .venv, and the package in editable mode.  `scripts/setup.sh dev` adds the test tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extra="${1:-}"
+export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
+
+apt_install() {
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    if [ ! -f /tmp/.workbench-apt-updated ]; then apt-get update -qq && touch /tmp/.workbench-apt-updated; fi
+    apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  else
+    echo "setup: please install: $*" >&2
+  fi
+}
+
+command -v python3 >/dev/null 2>&1 || apt_install python3 python3-venv
+command -v dot >/dev/null 2>&1 || apt_install graphviz
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv 2>/dev/null || { apt_install python3-venv; rm -rf .venv; python3 -m venv .venv; }
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+if [ "$extra" = dev ]; then
+  .venv/bin/python -m pip install -q -e ".[dev]"
+else
+  .venv/bin/python -m pip install -q -e .
+fi
+echo "setup: done (.venv ready$( [ "$extra" = dev ] && echo ', with test tools'))"

@@ -1,0 +1,129 @@
+"""compare(): run several policies on one graph, execute each schedule, rank them in one table.
+
+The result, a :class:`Comparison`, keeps every Schedule and Trace so views, notebooks and the HTML
+report can show them side by side.  Plotting is imported only when a figure or report is asked for.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workbench._progress import progress
+from workbench.costs import get_device, lower_bound_us
+from workbench.errors import OptionError
+from workbench.graph import Graph
+from workbench.schedule import Schedule
+from workbench.schedulers import POLICIES, schedule
+from workbench.trace import Trace
+
+BASELINE = "serial"
+TABLE_COLUMNS = ("policy", "makespan_us", "speedup", "streams", "syncs", "barriers",
+                 "avg_concurrency", "utilisation", "lower_bound_us", "ratio_to_lb", "schedule_ms")
+
+
+class Comparison:
+    """Policies side by side on one graph: ``table`` (one row per policy), ``schedules``,
+    ``traces``, ``best`` (smallest makespan) and the ``settings`` used."""
+
+    def __init__(self, graph: Graph, device: str, mode: str, schedules: Mapping[str, Schedule],
+                 traces: Mapping[str, Trace], table: pd.DataFrame, settings: Mapping[str, Any],
+                 lower_bounds: Mapping[str, float]) -> None:
+        self.graph = graph
+        self.device = device
+        self.mode = mode
+        self.schedules = dict(schedules)
+        self.traces = dict(traces)
+        self.table = table
+        self.settings = dict(settings)
+        self.lower_bounds = dict(lower_bounds)
+
+    @property
+    def best(self) -> str:
+        """The policy with the smallest makespan (ties: the first in the table)."""
+        return str(self.table.sort_values("makespan_us", kind="stable").iloc[0]["policy"])
+
+    @property
+    def policies(self) -> list[str]:
+        return list(self.schedules)
+
+    def to_html(self, path: str | os.PathLike[str]) -> Path:
+        """Write the self-contained HTML report (plotly embedded once; works offline)."""
+        from workbench import report
+
+        return report.write(self, path)
+
+    def timelines(self) -> Any:
+        """All traces on a shared time axis (a plotly Figure)."""
+        from workbench.viz import timelines
+
+        return timelines(self.traces)
+
+    def _repr_html_(self) -> str:
+        from workbench.viz.display import comparison_html
+
+        return comparison_html(self)
+
+    def __repr__(self) -> str:
+        return (f"Comparison({self.graph.name!r} on {self.device}/{self.mode}: "
+                f"{len(self.schedules)} policies, best {self.best!r})")
+
+
+def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str = "h100",
+            mode: str = "eager", executor: str = "simulator",
+            options: Mapping[str, Mapping[str, Any]] | None = None,
+            show_progress: bool = True) -> Comparison:
+    """Schedule ``graph`` with each policy, execute each schedule, and rank them.
+
+    ``options`` maps a policy name to its keyword options.  ``executor`` is ``"simulator"`` (any
+    machine) or ``"cupy"`` (a CUDA GPU).  Speedups are over ``serial`` (which is always run, and
+    listed first).  Every schedule is validated before it is executed.
+    """
+    if not isinstance(graph, Graph):
+        raise OptionError(f"compare() needs a Graph, got {type(graph).__name__}")
+    names = list(policies) if policies is not None else POLICIES.names()
+    for name in names:
+        POLICIES.get(name)
+    if BASELINE not in names:
+        names.insert(0, BASELINE)
+    options = dict(options or {})
+    for name in options:
+        if name not in names:
+            raise OptionError(f"options given for {name!r}, which is not among the policies")
+    spec = get_device(device)
+    from workbench.execute import execute
+
+    bounds = lower_bound_us(graph, spec)
+    schedules: dict[str, Schedule] = {}
+    traces: dict[str, Trace] = {}
+    rows = []
+    for name in progress(names, desc=f"comparing on {graph.name}", enabled=show_progress):
+        t0 = time.perf_counter()
+        sched = schedule(graph, name, **dict(options.get(name, {})))
+        elapsed_ms = (time.perf_counter() - t0) * 1e3
+        sched.validate()
+        trace = execute(sched, executor=executor, device=spec, mode=mode)
+        schedules[name], traces[name] = sched, trace
+        m = trace.metrics()
+        rows.append({
+            "policy": name, "makespan_us": trace.makespan, "streams": sched.n_streams,
+            "syncs": sched.n_syncs, "barriers": sched.n_barriers,
+            "avg_concurrency": m["avg_concurrency"], "utilisation": m["utilisation"],
+            "lower_bound_us": bounds["lower_bound_us"],
+            "ratio_to_lb": trace.makespan / bounds["lower_bound_us"]
+            if bounds["lower_bound_us"] > 0 else float("nan"),
+            "schedule_ms": elapsed_ms,
+        })
+    table = pd.DataFrame(rows)
+    base = float(table.loc[table["policy"] == BASELINE, "makespan_us"].iloc[0])
+    table.insert(2, "speedup", base / table["makespan_us"])
+    table = table[list(TABLE_COLUMNS)]
+    settings = {"policies": names, "options": {k: dict(v) for k, v in options.items()},
+                "device": spec.name, "device_description": spec.description, "mode": mode,
+                "executor": executor}
+    return Comparison(graph, spec.name, mode, schedules, traces, table, settings, bounds)

@@ -1,0 +1,202 @@
+"""The graph JSON format (documented in docs/graph-format.md): reader and writer.
+
+Two shapes are accepted:
+
+* **full**: ``{"format": "schedule-workbench-graph", "version": 1, "name", "tensors": [...],
+  "ops": [...], "control_edges": [[a, b], ...], "outputs": [...]}`` — what :func:`save` writes;
+* **edge list**: ``{"edges": [[a, b], ...], "ops": {"a": "conv2d", ...}, "sizes": {...},
+  "durations": {...}}`` — the :meth:`Graph.from_edges` short form, handy to write by hand.
+
+Errors are one line and name the file and the place: a JSON syntax error gives its line and column;
+a schema error gives the JSON path (``ops[3].flops``) and the line where that op starts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import FormatError, GraphError
+from workbench.graph import Graph, Op, Tensor
+
+FORMAT_NAME = "schedule-workbench-graph"
+FORMAT_VERSION = 1
+_OP_FIELDS = {"id", "kind", "device", "flops", "bytes_read", "bytes_written", "inputs", "outputs",
+              "thread_blocks", "duration_us", "workspace_bytes", "attrs"}
+_TENSOR_FIELDS = {"id", "size_bytes", "producer", "role", "shape", "dtype"}
+
+
+def graph_to_dict(graph: Graph) -> dict[str, Any]:
+    """The full JSON form of a graph."""
+    return {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "name": graph.name,
+        "tensors": [{"id": t.id, "size_bytes": t.size_bytes, "producer": t.producer,
+                     "role": t.role, "shape": list(t.shape), "dtype": t.dtype}
+                    for t in graph.tensors.values()],
+        "ops": [{"id": op.id, "kind": op.kind, "device": op.device, "flops": op.flops,
+                 "bytes_read": op.bytes_read, "bytes_written": op.bytes_written,
+                 "inputs": list(op.inputs), "outputs": list(op.outputs),
+                 "thread_blocks": op.thread_blocks, "duration_us": op.duration_us,
+                 "workspace_bytes": op.workspace_bytes, "attrs": _jsonable(dict(op.attrs))}
+                for op in graph.ops],
+        "control_edges": [list(e) for e in graph.control_edges],
+        "outputs": list(graph.outputs),
+    }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def save_json(graph: Graph, path: str | Path) -> Path:
+    path = Path(path)
+    path.write_text(json.dumps(graph_to_dict(graph), indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def load_json(path: str | Path) -> Graph:
+    """Read a graph file; every problem is a one-line :class:`FormatError` naming the file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not a text file (is it really JSON?)") from None
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON "
+                          f"({exc.msg}; truncated file?)") from None
+    try:
+        return graph_from_dict(data, text=text)
+    except (FormatError, GraphError) as exc:
+        raise type(exc)(f"{path}: {exc}") from None
+
+
+def graph_from_dict(data: Any, *, text: str = "") -> Graph:
+    """Build a graph from the parsed JSON (either shape)."""
+    if not isinstance(data, dict):
+        raise FormatError(f"the top level must be an object, got {type(data).__name__}")
+    if "edges" in data:
+        return _from_edge_list(data)
+    if data.get("format") not in (None, FORMAT_NAME):
+        raise FormatError(f"unknown format {data.get('format')!r} (expected {FORMAT_NAME!r})")
+    if data.get("version", FORMAT_VERSION) != FORMAT_VERSION:
+        raise FormatError(f"unsupported version {data.get('version')!r} (this reader knows "
+                          f"{FORMAT_VERSION})")
+    if "ops" not in data:
+        raise FormatError("missing 'ops' (or 'edges' for the edge-list form)")
+    ops_raw = _list(data["ops"], "ops")
+    tensors = [_tensor(t, f"tensors[{i}]") for i, t in enumerate(_list(data.get("tensors", []),
+                                                                       "tensors"))]
+    ops = []
+    for i, raw in enumerate(ops_raw):
+        try:
+            ops.append(_op(raw, f"ops[{i}]"))
+        except FormatError as exc:
+            raise FormatError(f"{exc}{_line_hint(text, raw)}") from None
+    control = []
+    for i, e in enumerate(_list(data.get("control_edges", []), "control_edges")):
+        if not (isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e)):
+            raise FormatError(f"control_edges[{i}] must be a pair of op ids, got {e!r}")
+        control.append((e[0], e[1]))
+    outputs = data.get("outputs")
+    if outputs is not None:
+        outputs = [str(t) for t in _list(outputs, "outputs")]
+    return Graph(ops, tensors, control, outputs=outputs, name=str(data.get("name", "graph")))
+
+
+def _from_edge_list(data: dict[str, Any]) -> Graph:
+    edges = []
+    for i, e in enumerate(_list(data["edges"], "edges")):
+        if not (isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e)):
+            raise FormatError(f"edges[{i}] must be a pair of op ids, got {e!r}")
+        edges.append((e[0], e[1]))
+    ops = data.get("ops")
+    if ops is not None and not isinstance(ops, (dict, list)):
+        raise FormatError(f"'ops' must be an object (id -> kind) or a list of ids, got "
+                          f"{type(ops).__name__}")
+    tables = {}
+    for key in ("sizes", "durations", "thread_blocks", "devices"):
+        table = data.get(key, {})
+        if not isinstance(table, dict):
+            raise FormatError(f"'{key}' must be an object keyed by op id")
+        tables[key] = table
+    return Graph.from_edges(edges, ops, name=str(data.get("name", "graph")), **tables)
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise FormatError(f"'{where}' must be a list, got {type(value).__name__}")
+    return value
+
+
+def _check_fields(raw: Any, allowed: set[str], where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise FormatError(f"{where} must be an object, got {type(raw).__name__}")
+    if "id" not in raw:
+        raise FormatError(f"{where}: missing 'id'")
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise FormatError(f"{where} ({raw.get('id')!r}): unknown field {unknown[0]!r} "
+                          f"(fields: {', '.join(sorted(allowed))})")
+    return raw
+
+
+def _str_list(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise FormatError(f"{where} must be a list of tensor ids, got {value!r}")
+    return tuple(value)
+
+
+def _op(raw: Any, where: str) -> Op:
+    raw = _check_fields(raw, _OP_FIELDS, where)
+    attrs = raw.get("attrs", {})
+    if not isinstance(attrs, dict):
+        raise FormatError(f"{where}.attrs must be an object")
+    op_id = raw["id"]
+    if not isinstance(op_id, str):
+        raise FormatError(f"{where}.id must be a string, got {op_id!r}")
+    return Op(op_id, kind=str(raw.get("kind", "op")), device=str(raw.get("device", "gpu")),
+              flops=raw.get("flops", 0.0), bytes_read=raw.get("bytes_read", 0),
+              bytes_written=raw.get("bytes_written", 0),
+              inputs=_str_list(raw.get("inputs", []), f"{where}.inputs"),
+              outputs=_str_list(raw.get("outputs", []), f"{where}.outputs"),
+              thread_blocks=raw.get("thread_blocks"), duration_us=raw.get("duration_us"),
+              workspace_bytes=raw.get("workspace_bytes", 0), attrs=attrs)
+
+
+def _tensor(raw: Any, where: str) -> Tensor:
+    raw = _check_fields(raw, _TENSOR_FIELDS, where)
+    shape = raw.get("shape", [])
+    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise FormatError(f"{where}.shape must be a list of non-negative integers, got {shape!r}")
+    size = raw.get("size_bytes", 0)
+    if isinstance(size, bool) or not isinstance(size, (int, float)) or size < 0:
+        raise FormatError(f"{where} ({raw['id']!r}): size_bytes must be a non-negative number, "
+                          f"got {size!r}")
+    producer = raw.get("producer")
+    if producer is not None and not isinstance(producer, str):
+        raise FormatError(f"{where}.producer must be an op id or null, got {producer!r}")
+    return Tensor(str(raw["id"]), int(size), producer=producer, role=str(raw.get("role",
+                  "activation")), shape=tuple(shape), dtype=str(raw.get("dtype", "float32")))
+
+
+def _line_hint(text: str, raw: Any) -> str:
+    if not text or not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+        return ""
+    match = re.search(r'"id"\s*:\s*' + re.escape(json.dumps(raw["id"])), text)
+    if not match:
+        return ""
+    return f" (line {text.count(chr(10), 0, match.start()) + 1})"

@@ -1,0 +1,87 @@
+"""Built-in graphs: the seeds' examples, real CNNs, a transformer block and random DAG families.
+
+``MODELS`` is the one table (name → builder); ``build(name, **params)`` builds by name, which is what
+the CLI and the notebook app use.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.errors import GraphError
+from workbench.graph import Graph
+from workbench.models.cnn import inception_v3, randwire, squeezenet
+from workbench.models.random_dags import gnp_dag, layered_dag, random_dag, series_parallel_dag
+from workbench.models.seeds import (
+    mindspore_six_kernels,
+    nnc_diamond,
+    raf_occupancy_conv,
+    raf_three_branches,
+    textbook_heterogeneous,
+    textbook_mul_sub_add,
+    textbook_side_effects,
+)
+from workbench.models.transformer import transformer_block
+from workbench.registry import Registry
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A registered graph builder: the function, where it comes from, and its family."""
+
+    fn: Callable[..., Graph]
+    source: str
+    family: str  # "seed", "network", "random"
+
+    def params(self) -> dict[str, Any]:
+        sig = inspect.signature(self.fn)
+        return {k: p.default for k, p in sig.parameters.items()
+                if p.default is not inspect.Parameter.empty}
+
+
+MODELS = Registry[ModelInfo]("model", error=GraphError)
+for _name, _fn, _source in (
+    ("nnc_diamond", nnc_diamond, "seed 000 NNC"),
+    ("textbook_mul_sub_add", textbook_mul_sub_add, "seed 003 textbook"),
+    ("textbook_heterogeneous", textbook_heterogeneous, "seed 003 textbook"),
+    ("textbook_side_effects", textbook_side_effects, "seed 003 textbook"),
+    ("mindspore_six_kernels", mindspore_six_kernels, "seed 004 MindSpore"),
+    ("raf_three_branches", raf_three_branches, "seed 001 RAF (tests)"),
+    ("raf_occupancy_conv", raf_occupancy_conv, "seed 001 RAF"),
+):
+    MODELS.register(_name, ModelInfo(_fn, _source, "seed"))
+MODELS.register("inception_v3", ModelInfo(inception_v3, "torchvision / IOS benchmark", "network"))
+MODELS.register("squeezenet", ModelInfo(squeezenet, "IOS benchmark", "network"))
+MODELS.register("randwire", ModelInfo(randwire, "IOS benchmark (RandWire-WS)", "network"))
+MODELS.register("transformer_block", ModelInfo(transformer_block, "pre-LN transformer", "network"))
+MODELS.register("layered_dag", ModelInfo(layered_dag, "random family", "random"))
+MODELS.register("series_parallel_dag", ModelInfo(series_parallel_dag, "random family", "random"))
+MODELS.register("gnp_dag", ModelInfo(gnp_dag, "random family", "random"))
+MODELS.register("random_dag", ModelInfo(random_dag, "random family (benchmarks)", "random"))
+
+
+def models() -> list[str]:
+    """Names of all built-in graphs."""
+    return MODELS.names()
+
+
+def build(name: str, **params: Any) -> Graph:
+    """Build a built-in graph by name; parameters are the builder's keywords."""
+    info = MODELS.get(name)
+    known = inspect.signature(info.fn).parameters
+    for key in params:
+        if key not in known:
+            raise GraphError(f"model {name!r} has no parameter {key!r} "
+                             f"(parameters: {', '.join(known) or 'none'})")
+    return info.fn(**params)
+
+
+__all__ = [
+    "MODELS", "ModelInfo", "build", "gnp_dag", "inception_v3", "layered_dag",
+    "mindspore_six_kernels", "models", "nnc_diamond", "raf_occupancy_conv", "raf_three_branches",
+    "random_dag", "randwire", "series_parallel_dag", "squeezenet", "textbook_heterogeneous",
+    "textbook_mul_sub_add", "textbook_side_effects", "transformer_block",
+]
