@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from workbench import models
+from workbench import memory, models
 from workbench.compare import Comparison, compare
 from workbench.costs import DEVICES, DeviceSpec, devices
 from workbench.errors import (
@@ -23,6 +23,7 @@ from workbench.errors import (
 from workbench.execute import execute
 from workbench.graph import Graph, Op, Tensor
 from workbench.io import load, save
+from workbench.memory import plan_memory
 from workbench.schedule import Schedule
 from workbench.schedulers import policies, schedule
 from workbench.simulate import simulate
@@ -33,6 +34,6 @@ __version__ = "0.1.0"
 __all__ = [
     "DEVICES", "Comparison", "DeviceSpec", "DeviceUnavailable", "FormatError", "Graph",
     "GraphError", "MemoryPlanError", "Op", "OptionError", "Schedule", "ScheduleError", "Tensor",
-    "Trace", "WorkbenchError", "compare", "devices", "execute", "load", "models", "policies",
+    "Trace", "WorkbenchError", "compare", "devices", "execute", "load", "memory", "models", "plan_memory", "policies",
     "save", "schedule", "simulate",
 ]

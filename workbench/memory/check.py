@@ -37,10 +37,8 @@ def _must_not_share(plan: MemoryPlan) -> list[tuple[int, int]]:
 
 def _brute_force_peak(records: tuple[UsageRecord, ...]) -> int:
     # The live set only grows at a first step, so the peak is reached at one of them.
-    return max(
-        (sum(r.size for r in records if r.first <= t <= r.last) for t in {r.first for r in records}),
-        default=0,
-    )
+    starts = {r.first for r in records}
+    return max((sum(r.size for r in records if r.first <= t <= r.last) for t in starts), default=0)
 
 
 def check_no_overlap(plan: MemoryPlan) -> None:
@@ -65,7 +63,7 @@ def check_no_overlap(plan: MemoryPlan) -> None:
         raise MemoryPlanError(f"plan {name!r}: {len(offsets)} offsets for {len(recs)} records")
     if not isinstance(align, int) or align < 1:
         raise MemoryPlanError(f"plan {name!r}: alignment {align!r} is not a positive integer")
-    for i, (r, off) in enumerate(zip(recs, offsets)):
+    for i, (r, off) in enumerate(zip(recs, offsets, strict=True)):
         if isinstance(off, bool) or not isinstance(off, int) or off < 0:
             raise MemoryPlanError(f"plan {name!r}: {_who(i, r, 0)} has bad offset {off!r}")
         if off % align:

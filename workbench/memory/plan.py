@@ -1,10 +1,11 @@
 """Usage records and memory plans: the plain values every memory planner reads and returns.
 
-Record model from TFLite's GPU delegate and Pisarchyk & Lee (notes/memory_planners.md §2-3), used for
-the static SOMAS planning of seed 004 ("Memory Management"): a tensor of ``size`` bytes is live in
-every step ``first <= t <= last`` (inclusive on both ends). Two records *conflict* (must not share
-bytes) when their intervals intersect, unless an explicit conflict set is given: then exactly the
-listed index pairs conflict (multi-stream schedules, SOMAS's ancestor rule, notes §1.2).
+Record model from TFLite's GPU delegate and Pisarchyk & Lee (notes/memory_planners.md §2-3),
+used for the static SOMAS planning of seed 004 ("Memory Management"): a tensor of ``size`` bytes
+is live in every step ``first <= t <= last`` (inclusive on both ends). Two records *conflict*
+(must not share bytes) when their intervals intersect, unless an explicit conflict set is given:
+then exactly the listed index pairs conflict (multi-stream schedules, SOMAS's ancestor rule,
+notes §1.2).
 
 Examples
 --------
@@ -21,7 +22,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import MemoryPlanError, OptionError
 
@@ -42,7 +43,7 @@ class UsageRecord:
     name: str = ""
 
 
-RecordLike = Union[UsageRecord, tuple[int, int, int], tuple[int, int, int, str]]
+RecordLike = UsageRecord | tuple[int, int, int] | tuple[int, int, int, str]
 
 
 def describe(index: int, record: UsageRecord) -> str:
@@ -107,7 +108,7 @@ class MemoryPlan:
 
         rows = [
             (r.name or str(i), r.size, r.first, r.last, off, off + r.size)
-            for i, (r, off) in enumerate(zip(self.records, self.offsets))
+            for i, (r, off) in enumerate(zip(self.records, self.offsets, strict=True))
         ]
         columns = ["name", "size", "first", "last", "offset", "end"]
         return pd.DataFrame(rows, columns=columns)
@@ -188,17 +189,19 @@ def check_conflicts(
     for pair in conflicts:
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise MemoryPlanError(f"conflict {pair!r} is not a pair of tensor indices")
-        i, j = _as_int(pair[0]), _as_int(pair[1])
         shown = tuple(pair)
-        for k in (i, j):
+        ends = [_as_int(pair[0]), _as_int(pair[1])]
+        checked: list[int] = []
+        for k, raw in zip(ends, pair, strict=True):
             if k is None:
                 raise MemoryPlanError(f"conflict {shown} must name integer tensor indices")
-        for k, raw in ((i, pair[0]), (j, pair[1])):
-            if not 0 <= k < n:  # type: ignore[operator]
+            if not 0 <= k < n:
                 raise MemoryPlanError(f"unknown tensor index {raw} in conflict {shown}")
+            checked.append(k)
+        i, j = min(checked), max(checked)
         if i == j:
             raise MemoryPlanError(f"conflict {shown} pairs a tensor with itself")
-        out.add((min(i, j), max(i, j)))  # type: ignore[type-var]
+        out.add((i, j))
     if records is not None:
         for i, j in interval_pairs(records):
             a, b = records[i], records[j]

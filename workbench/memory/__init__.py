@@ -1,0 +1,45 @@
+"""Memory: tensor lifetimes, static planners (SOMAS and classic ones), lower bounds, BestFit pool.
+
+>>> import workbench as wb
+>>> wb.memory.plan_usage([(32, 0, 1), (28, 1, 4), (36, 2, 5)], "greedy_by_size").arena_bytes
+96
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.memory.bounds import live_bytes_curve, peak_live_bytes
+from workbench.memory.check import check_no_overlap
+from workbench.memory.lifetimes import Lifetimes, lifetimes, pool_events
+from workbench.memory.plan import MemoryPlan, UsageRecord, parse_records
+from workbench.memory.planners import PLANNERS, plan_usage, planners
+from workbench.memory.pool import PoolResult, simulate_pool
+
+
+def plan_memory(run: Any, planner: str = "somas", **options: Any) -> MemoryPlan:
+    """Plan the activation memory of a Schedule or a Trace with the named planner.
+
+    A multi-stream Schedule is planned against its happens-before conflict set (SOMAS's ancestor
+    rule), a Trace or a single-stream schedule against its lifetimes.  ``notes`` gets the
+    producers, the persistent (input/parameter) bytes and where the lifetimes came from.
+    """
+    lt = lifetimes(run)
+    if lt.conflicts is not None:
+        options.setdefault("conflicts", lt.conflicts)
+    plan = plan_usage(lt.records, planner, **options)
+    plan.notes.update({"producers": lt.producers, "persistent_bytes": lt.persistent_bytes,
+                       "lifetimes_from": lt.source, "step_times": lt.step_times})
+    return plan
+
+
+def replay_pool(trace: Any, **options: Any) -> PoolResult:
+    """Dynamic reference counting of a Trace through MindSpore's BestFit pool."""
+    return simulate_pool(pool_events(trace), **options)
+
+
+__all__ = [
+    "PLANNERS", "Lifetimes", "MemoryPlan", "PoolResult", "UsageRecord", "check_no_overlap",
+    "lifetimes", "live_bytes_curve", "parse_records", "peak_live_bytes", "plan_memory",
+    "plan_usage", "planners", "pool_events", "replay_pool", "simulate_pool",
+]

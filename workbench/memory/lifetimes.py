@@ -1,0 +1,229 @@
+"""Tensor lifetimes and conflict sets from a Schedule or a Trace (seed 004, SOMAS; notes §1.1–1.2, §7).
+
+* **From a Schedule**: steps are positions in the issue order.  A tensor lives from its producer's
+  step to its last consumer's step (inclusive; no consumer: its producer's step; a graph output: to
+  the last step).  With several streams a step-wise lifetime is not enough: following SOMAS's
+  ancestor rule, tensors ``A`` and ``B`` may share memory only if every consumer of ``A`` happens
+  before ``B``'s producer (or vice versa) in *every* execution the schedule allows, where
+  happens-before is stream order + syncs + barriers.  The conflict set lists every other pair.
+* **From a Trace**: one concrete execution; steps are the trace's start/end events in time order
+  (an end before a start at the same time), and interval overlap is exact.
+* **Classes**: graph inputs and parameters are *lifelong* (live for the whole run, outside the
+  planned arena, reported as ``persistent_bytes``); no-task ops (reshape, flatten, squeeze, ...)
+  alias their input: their output needs no memory and extends the input's lifetime instead.
+
+Complexity: O(V · S) clocks plus O(T² · C) for the pairwise ancestor test (T tensors, C consumers
+per tensor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from workbench.errors import MemoryPlanError
+from workbench.graph import Graph
+from workbench.memory.plan import UsageRecord
+
+NO_TASK_KINDS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
+                           "flatten_grad", "reformat", "view"})
+LIFELONG_ROLES = frozenset({"input", "parameter"})
+
+
+@dataclass(frozen=True)
+class Lifetimes:
+    """Usage records of the planned tensors plus what the planners and charts need around them."""
+
+    records: tuple[UsageRecord, ...]
+    producers: tuple[str, ...]            # producing op per record
+    conflicts: frozenset[tuple[int, int]] | None  # None: interval overlap decides (one stream)
+    step_times: tuple[float, ...] = ()    # time (µs) of each step, for traces
+    persistent_bytes: int = 0             # inputs and parameters, outside the arena
+    aliases: dict[str, str] = field(default_factory=dict)  # no-task output -> tensor it aliases
+    source: str = "schedule"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.records)
+
+    def peak_bytes(self) -> int:
+        """Peak of live planned bytes (the lower bound of any arena)."""
+        from workbench.memory.bounds import peak_live_bytes
+
+        return peak_live_bytes(self.records)
+
+
+def _alias_roots(graph: Graph) -> dict[str, str]:
+    """No-task op output -> the tensor whose memory it reuses (followed through chains)."""
+    roots: dict[str, str] = {}
+    for op in graph.ops:
+        if op.kind in NO_TASK_KINDS and op.inputs and op.outputs:
+            src = op.inputs[0]
+            for out in op.outputs:
+                roots[out] = roots.get(src, src)
+    return roots
+
+
+def _usage(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str], int]:
+    """Planned tensors, their consumers (aliases folded in) and the lifelong byte total."""
+    roots = _alias_roots(graph)
+    tensors = graph.tensors
+    planned = [t.id for t in tensors.values()
+               if t.producer is not None and t.id not in roots and t.role not in LIFELONG_ROLES]
+    consumers: dict[str, list[str]] = {t: [] for t in planned}
+    for op in graph.ops:
+        for tid in op.inputs:
+            root = roots.get(tid, tid)
+            if root in consumers and op.id not in consumers[root]:
+                if graph.op(op.id).kind in NO_TASK_KINDS and tid == root:
+                    continue  # the alias op itself does not touch the memory
+                consumers[root].append(op.id)
+    persistent = sum(t.size_bytes for t in tensors.values()
+                     if t.producer is None or t.role in LIFELONG_ROLES)
+    return planned, consumers, roots, persistent
+
+
+def from_schedule(schedule: Any) -> Lifetimes:
+    """Lifetimes over the issue order, with SOMAS-style conflicts when there are several streams."""
+    graph = schedule.graph
+    planned, consumers, roots, persistent = _usage(graph)
+    step = {op: i for i, op in enumerate(schedule.issue_order)}
+    last_step = len(schedule.issue_order) - 1
+    outputs = {roots.get(t, t) for t in graph.outputs}
+    records, producers = [], []
+    for tid in planned:
+        t = graph.tensor(tid)
+        first = step[t.producer]
+        cons = consumers[tid]
+        last = max((step[c] for c in cons), default=first)
+        if tid in outputs:
+            last = last_step
+        records.append(UsageRecord(t.size_bytes, first, last, tid))
+        producers.append(t.producer)
+    conflicts = None
+    if schedule.n_streams > 1:
+        conflicts = _ancestor_conflicts(schedule, planned, consumers, producers, outputs)
+    return Lifetimes(tuple(records), tuple(producers), conflicts, persistent_bytes=persistent,
+                     aliases=roots, source="schedule")
+
+
+def _clocks(schedule: Any) -> tuple[dict[str, np.ndarray], dict[str, int], dict[str, int]]:
+    """Vector clock *before* each op (happens-before = stream order + syncs + barriers)."""
+    streams = schedule.streams
+    column = {s: c for c, s in enumerate(streams)}
+    stream_of = {op: column[s] for s, ops in streams.items() for op in ops}
+    position = {op: i for ops in streams.values() for i, op in enumerate(ops)}
+    width = max(1, len(column))
+    current = np.full((width, width), -1, dtype=np.int64)
+    after: dict[str, np.ndarray] = {}
+    before: dict[str, np.ndarray] = {}
+    waits: dict[str, list[str]] = {}
+    for a, b in schedule.syncs:
+        waits.setdefault(b, []).append(a)
+    barriers = set(schedule.barriers)
+    for i, op in enumerate(schedule.issue_order):
+        if i in barriers:
+            current[:] = current.max(axis=0)
+        c = stream_of[op]
+        clock = current[c].copy()
+        for a in waits.get(op, ()):
+            np.maximum(clock, after[a], out=clock)
+        before[op] = clock.copy()
+        clock[c] = max(clock[c], position[op])
+        after[op] = clock
+        current[c] = clock
+    return before, stream_of, position
+
+
+def _ancestor_conflicts(schedule: Any, planned: list[str], consumers: dict[str, list[str]],
+                        producers: list[str], outputs: set[str]) -> frozenset[tuple[int, int]]:
+    before, stream_of, position = _clocks(schedule)
+
+    def happens_before(x: str, y: str) -> bool:
+        if x == y:
+            return False
+        if stream_of[x] == stream_of[y]:
+            return position[x] < position[y]
+        return bool(before[y][stream_of[x]] >= position[x])
+
+    users = [consumers[t] or [producers[i]] for i, t in enumerate(planned)]
+    pairs = []
+    n = len(planned)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if producers[i] == producers[j]:
+                pairs.append((i, j))
+                continue
+            dead_i = planned[i] not in outputs and all(
+                happens_before(c, producers[j]) for c in users[i])
+            dead_j = planned[j] not in outputs and all(
+                happens_before(c, producers[i]) for c in users[j])
+            if not (dead_i or dead_j):
+                pairs.append((i, j))
+    return frozenset(pairs)
+
+
+def from_trace(trace: Any) -> Lifetimes:
+    """Lifetimes of one concrete execution: producer start to last consumer end."""
+    graph = trace.graph
+    planned, consumers, roots, persistent = _usage(graph)
+    start = dict(zip(trace.df["op"], trace.df["start_us"]))
+    end = dict(zip(trace.df["op"], trace.df["end_us"]))
+    outputs = {roots.get(t, t) for t in graph.outputs}
+    makespan = trace.makespan
+    spans = []
+    for tid in planned:
+        t = graph.tensor(tid)
+        if t.producer not in start:
+            raise MemoryPlanError(f"trace has no op {t.producer!r} (producer of tensor {tid!r})")
+        born = start[t.producer]
+        dies = max((end[c] for c in consumers[tid] if c in end), default=end[t.producer])
+        if tid in outputs:
+            dies = makespan
+        spans.append((born, dies))
+    events = sorted({(d, 0) for _, d in spans} | {(b, 1) for b, _ in spans})
+    index = {e: k for k, e in enumerate(events)}
+    records = tuple(UsageRecord(graph.tensor(tid).size_bytes, index[(b, 1)], index[(d, 0)], tid)
+                    for tid, (b, d) in zip(planned, spans))
+    fixed = tuple(UsageRecord(r.size, r.first, max(r.first, r.last), r.name) for r in records)
+    return Lifetimes(fixed, tuple(graph.tensor(t).producer for t in planned), None,
+                     step_times=tuple(t for t, _ in events), persistent_bytes=persistent,
+                     aliases=roots, source="trace")
+
+
+def lifetimes(run: Any) -> Lifetimes:
+    """Lifetimes of a Schedule or a Trace (see the module docstring)."""
+    from workbench.schedule import Schedule
+    from workbench.trace import Trace
+
+    if isinstance(run, Trace):
+        return from_trace(run)
+    if isinstance(run, Schedule):
+        return from_schedule(run)
+    raise MemoryPlanError(f"lifetimes need a Schedule or a Trace, got {type(run).__name__}")
+
+
+def pool_events(trace: Any) -> list[tuple[float, str, str, int]]:
+    """Dynamic reference counting over a Trace: allocate an output when its producer starts, free
+    it when its last consumer ends (graph outputs are never freed); frees first at equal times."""
+    graph = trace.graph
+    planned, consumers, roots, _ = _usage(graph)
+    start = dict(zip(trace.df["op"], trace.df["start_us"]))
+    end = dict(zip(trace.df["op"], trace.df["end_us"]))
+    outputs = {roots.get(t, t) for t in graph.outputs}
+    events: list[tuple[float, int, str, str, int]] = []
+    for tid in planned:
+        t = graph.tensor(tid)
+        events.append((start[t.producer], 1, "alloc", tid, t.size_bytes))
+        if tid not in outputs:
+            dies = max((end[c] for c in consumers[tid]), default=end[t.producer])
+            events.append((dies, 0, "free", tid, t.size_bytes))
+    events.sort(key=lambda e: (e[0], e[1]))
+    return [(time, action, tid, size) for time, _, action, tid, size in events]
+
+
+def records_of(items: Iterable[UsageRecord]) -> list[tuple[int, int, int, str]]:
+    return [(r.size, r.first, r.last, r.name) for r in items]

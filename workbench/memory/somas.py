@@ -1,0 +1,114 @@
+"""SOMAS-style static memory planning (seed 004 "Memory Management"; notes §1.3 FastHeuristic).
+
+MindSpore's SOMAS builds a conflict ("cannot reuse") relation between tensors, then runs several
+solvers, each a block *ordering* combined with a gap *fit*, and keeps the smallest arena. This
+module does the same over usage records (conflicts from interval overlap, or the explicit set a
+multi-stream schedule provides), with a wider strategy menu than MindSpore's release build.
+
+Simplified on purpose: every tensor is a singleton block (no contiguous lists, union/ref tensors or
+lifelong tensors); only the "Single Object" algorithm (one band with no ceiling, i.e. greedy offset
+assignment) is run, not "Shared Objects", so the 100 MiB preference rule does not arise.
+
+Alignment (default 512 bytes, MindSpore's GPU/CPU rule): sizes are rounded up to it for placement,
+and the reported lower bound is the peak of *aligned* live bytes, which is what any aligned plan
+must reserve. A zero-byte tensor stays zero bytes (MindSpore would give it 512).
+
+>>> paper = [(32, 0, 1), (28, 1, 4), (36, 2, 5), (16, 3, 5), (8, 4, 5), (64, 5, 7), (10, 6, 8),
+...          (40, 7, 8)]
+>>> plan = plan_somas(paper, alignment=1)
+>>> plan.arena_bytes, plan.notes["ordering"], plan.notes["fit"]
+(124, 'size', 'best')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from workbench.errors import OptionError
+from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
+from workbench.memory.static import FITS, make_plan, place_in_order, size_order
+
+
+def _lifetime_order(p: Problem) -> list[int]:
+    r = p.records
+    return sorted(range(len(r)), key=lambda i: (r[i].first - r[i].last, -r[i].size, i))
+
+
+def _degree_order(p: Problem) -> list[int]:
+    r = p.records
+    return sorted(range(len(r)), key=lambda i: (-len(p.neighbors[i]), -r[i].size, i))
+
+
+def _area_order(p: Problem) -> list[int]:
+    r = p.records
+    area = [x.size * (x.last - x.first + 1) for x in r]
+    return sorted(range(len(r)), key=lambda i: (-area[i], -r[i].size, i))
+
+
+def _first_step_order(p: Problem) -> list[int]:
+    r = p.records
+    return sorted(range(len(r)), key=lambda i: (r[i].first, -r[i].size, i))
+
+
+#: Block orderings; every one breaks ties by size descending, then record index.
+ORDERINGS: dict[str, Callable[[Problem], list[int]]] = {
+    "size": size_order,  # size descending (greedy by size; SOMAS kGreaterSizeSmallerIndex)
+    "lifetime": _lifetime_order,  # lifetime length (last - first + 1) descending
+    "degree": _degree_order,  # number of conflicting tensors descending
+    "area": _area_order,  # size x lifetime length descending
+    "first_step": _first_step_order,  # first step ascending (allocation order)
+}
+
+DEFAULT_ORDERINGS: tuple[str, ...] = tuple(ORDERINGS)
+#: Fits: "best" (smallest leftover; SOMAS BestFit), "first" (lowest offset; SOMAS SmallestFit,
+#: which the notes define as lowest offset first), "worst" (largest gap; debug WorstFit),
+#: "highest" (highest offset; debug LargestFit).
+DEFAULT_FITS: tuple[str, ...] = tuple(FITS)
+
+
+def _pick(names: Sequence[str], table: dict[str, object], what: str) -> list[str]:
+    if isinstance(names, str):
+        names = [names]
+    chosen = list(dict.fromkeys(names))
+    if not chosen:
+        raise OptionError(f"plan_somas needs at least one {what} (known: {', '.join(table)})")
+    for name in chosen:
+        if name not in table:
+            raise OptionError(f"unknown somas {what} {name!r} (known: {', '.join(table)})")
+    return chosen
+
+
+def plan_somas(
+    records: Iterable[RecordLike],
+    *,
+    alignment: int = 512,
+    conflicts: Iterable[Sequence[int]] | None = None,
+    orderings: Sequence[str] = DEFAULT_ORDERINGS,
+    fits: Sequence[str] = DEFAULT_FITS,
+) -> MemoryPlan:
+    """Run every (ordering, fit) combination and keep the smallest arena.
+
+    Iteration is ordering-major (in the order given, default ``size, lifetime, degree, area,
+    first_step``), then fit (default ``best, first, worst, highest``); a later combination wins only
+    if strictly smaller, so ties keep the earliest. ``("size", "best")`` is exactly greedy by size,
+    hence with the defaults SOMAS is never worse than :func:`plan_greedy_by_size` at the same
+    alignment. ``notes`` holds the winning ``ordering`` and ``fit`` and ``arenas``: every
+    combination's arena keyed by ``(ordering, fit)``. Complexity: O(k·n·d log d) for k
+    combinations and conflict degree d.
+    """
+    problem = prepare(records, alignment, conflicts)
+    order_names = _pick(orderings, ORDERINGS, "ordering")  # type: ignore[arg-type]
+    fit_names = _pick(fits, FITS, "fit")  # type: ignore[arg-type]
+    arenas: dict[tuple[str, str], int] = {}
+    best: tuple[int, str, str, list[int]] | None = None
+    for oname in order_names:
+        order = ORDERINGS[oname](problem)
+        for fname in fit_names:
+            offsets = place_in_order(problem, order, FITS[fname])
+            arena = max((o + s for o, s in zip(offsets, problem.sizes, strict=True)), default=0)
+            arenas[(oname, fname)] = arena
+            if best is None or arena < best[0]:
+                best = (arena, oname, fname, offsets)
+    assert best is not None
+    _, oname, fname, offsets = best
+    return make_plan("somas", problem, offsets, {"ordering": oname, "fit": fname, "arenas": arenas})
