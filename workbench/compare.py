@@ -24,7 +24,8 @@ from workbench.trace import Trace
 
 BASELINE = "serial"
 TABLE_COLUMNS = ("policy", "makespan_us", "speedup", "streams", "syncs", "barriers",
-                 "avg_concurrency", "utilisation", "lower_bound_us", "ratio_to_lb", "schedule_ms")
+                 "avg_concurrency", "utilisation", "lower_bound_us", "ratio_to_lb",
+                 "peak_live_mib", "arena_mib", "arena_ratio", "pool_reserved_mib", "schedule_ms")
 
 
 class Comparison:
@@ -33,7 +34,9 @@ class Comparison:
 
     def __init__(self, graph: Graph, device: str, mode: str, schedules: Mapping[str, Schedule],
                  traces: Mapping[str, Trace], table: pd.DataFrame, settings: Mapping[str, Any],
-                 lower_bounds: Mapping[str, float]) -> None:
+                 lower_bounds: Mapping[str, float],
+                 memory_plans: Mapping[str, Any] | None = None,
+                 pools: Mapping[str, Any] | None = None) -> None:
         self.graph = graph
         self.device = device
         self.mode = mode
@@ -42,6 +45,8 @@ class Comparison:
         self.table = table
         self.settings = dict(settings)
         self.lower_bounds = dict(lower_bounds)
+        self.memory_plans = dict(memory_plans or {})
+        self.pools = dict(pools or {})
 
     @property
     def best(self) -> str:
@@ -77,10 +82,13 @@ class Comparison:
 def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str = "h100",
             mode: str = "eager", executor: str = "simulator",
             options: Mapping[str, Mapping[str, Any]] | None = None,
+            planner: str | None = "somas", pool_chunk_bytes: int = 32 << 20,
             show_progress: bool = True) -> Comparison:
     """Schedule ``graph`` with each policy, execute each schedule, and rank them.
 
-    ``options`` maps a policy name to its keyword options.  ``executor`` is ``"simulator"`` (any
+    ``options`` maps a policy name to its keyword options.  ``planner`` plans each schedule's
+    activation memory (SOMAS conflicts for multi-stream schedules; ``None`` skips memory), and each
+    trace is replayed through the BestFit pool growing in ``pool_chunk_bytes`` chunks.  ``executor`` is ``"simulator"`` (any
     machine) or ``"cupy"`` (a CUDA GPU).  Speedups are over ``serial`` (which is always run, and
     listed first).  Every schedule is validated before it is executed.
     """
@@ -98,7 +106,11 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     spec = get_device(device)
     from workbench.execute import execute
 
+    from workbench.memory import plan_memory, replay_pool
+
     bounds = lower_bound_us(graph, spec)
+    plans: dict[str, Any] = {}
+    pools: dict[str, Any] = {}
     schedules: dict[str, Schedule] = {}
     traces: dict[str, Trace] = {}
     rows = []
@@ -110,7 +122,14 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         trace = execute(sched, executor=executor, device=spec, mode=mode)
         schedules[name], traces[name] = sched, trace
         m = trace.metrics()
-        rows.append({
+        memory: dict[str, float] = {}
+        if planner is not None:
+            plan = plans[name] = plan_memory(sched, planner)
+            pool = pools[name] = replay_pool(trace, chunk_bytes=pool_chunk_bytes)
+            memory = {"peak_live_mib": plan.lower_bound / 2**20,
+                      "arena_mib": plan.arena_bytes / 2**20, "arena_ratio": plan.ratio,
+                      "pool_reserved_mib": pool.peak_reserved / 2**20}
+        rows.append({**memory,
             "policy": name, "makespan_us": trace.makespan, "streams": sched.n_streams,
             "syncs": sched.n_syncs, "barriers": sched.n_barriers,
             "avg_concurrency": m["avg_concurrency"], "utilisation": m["utilisation"],
@@ -122,8 +141,10 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     table = pd.DataFrame(rows)
     base = float(table.loc[table["policy"] == BASELINE, "makespan_us"].iloc[0])
     table.insert(2, "speedup", base / table["makespan_us"])
-    table = table[list(TABLE_COLUMNS)]
+    table = table[[c for c in TABLE_COLUMNS if c in table.columns]]
     settings = {"policies": names, "options": {k: dict(v) for k, v in options.items()},
                 "device": spec.name, "device_description": spec.description, "mode": mode,
-                "executor": executor}
-    return Comparison(graph, spec.name, mode, schedules, traces, table, settings, bounds)
+                "executor": executor, "memory_planner": planner,
+                "pool_chunk_mib": pool_chunk_bytes / 2**20}
+    return Comparison(graph, spec.name, mode, schedules, traces, table, settings, bounds, plans,
+                      pools)

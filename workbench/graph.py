@@ -172,6 +172,9 @@ class Graph:
                 if known is None:
                     table[out] = Tensor(out, 0, producer=op.id)
                 elif known.producer is None:
+                    if known.role in ("input", "parameter"):
+                        raise GraphError(f"tensor {out!r} is a graph {known.role} but op "
+                                         f"{op.id!r} also produces it")
                     table[out] = replace(known, producer=op.id)
                 elif known.producer != op.id:
                     raise GraphError(f"tensor {out!r} is produced by both {known.producer!r} "
@@ -212,19 +215,21 @@ class Graph:
         pred: list[list[int]] = [[] for _ in range(n)]
         data_pred: list[list[int]] = [[] for _ in range(n)]
         for j, op in enumerate(self._ops):
-            for tid in op.inputs:
+            seen_pred: set[int] = set()
+            for tid in dict.fromkeys(op.inputs):  # an op reading a tensor twice consumes it once
                 consumers[tid].append(op.id)
                 i = producer_index.get(tid)
                 if i is None:
                     continue
                 if i == j:
                     raise GraphError(f"cycle: {op.id} -> {op.id} (op reads its own output {tid!r})")
-                if i not in data_pred[j]:
+                if i not in seen_pred:
+                    seen_pred.add(i)
                     data_pred[j].append(i)
                     pred[j].append(i)
         for a, b in self._control:
             i, j = self._index[a], self._index[b]
-            if i not in pred[j]:
+            if i not in pred[j]:  # control edges are few: a list scan is fine here
                 pred[j].append(i)
         for j in range(n):
             for i in pred[j]:

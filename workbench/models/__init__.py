@@ -13,7 +13,7 @@ from typing import Any
 
 from workbench.errors import GraphError
 from workbench.graph import Graph
-from workbench.models.cnn import inception_v3, randwire, squeezenet
+from workbench.models.cnn import inception_v3, nasnet_a_large, randwire, squeezenet
 from workbench.models.random_dags import gnp_dag, layered_dag, random_dag, series_parallel_dag
 from workbench.models.seeds import (
     mindspore_six_kernels,
@@ -56,6 +56,8 @@ for _name, _fn, _source in (
 MODELS.register("inception_v3", ModelInfo(inception_v3, "torchvision / IOS benchmark", "network"))
 MODELS.register("squeezenet", ModelInfo(squeezenet, "IOS benchmark", "network"))
 MODELS.register("randwire", ModelInfo(randwire, "IOS benchmark (RandWire-WS)", "network"))
+MODELS.register("nasnet_a_large", ModelInfo(nasnet_a_large, "IOS benchmark (NASNet-A large)",
+                                           "network"))
 MODELS.register("transformer_block", ModelInfo(transformer_block, "pre-LN transformer", "network"))
 MODELS.register("layered_dag", ModelInfo(layered_dag, "random family", "random"))
 MODELS.register("series_parallel_dag", ModelInfo(series_parallel_dag, "random family", "random"))
@@ -81,7 +83,7 @@ def build(name: str, **params: Any) -> Graph:
 
 __all__ = [
     "MODELS", "ModelInfo", "build", "gnp_dag", "inception_v3", "layered_dag",
-    "mindspore_six_kernels", "models", "nnc_diamond", "raf_occupancy_conv", "raf_three_branches",
+    "mindspore_six_kernels", "models", "nasnet_a_large", "nnc_diamond", "raf_occupancy_conv", "raf_three_branches",
     "random_dag", "randwire", "series_parallel_dag", "squeezenet", "textbook_heterogeneous",
     "textbook_mul_sub_add", "textbook_side_effects", "transformer_block",
 ]

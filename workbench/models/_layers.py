@@ -1,7 +1,7 @@
 """A small graph builder for DNN layers: tracks activation shapes and derives op costs from them.
 
-:class:`GraphBuilder` emits one :class:`~workbench.graph.Op` per layer call and returns the id of the
-op's output tensor, so networks read like forward passes::
+:class:`GraphBuilder` emits one :class:`~workbench.graph.Op` per layer call and returns the id of
+the op's output tensor, so networks read like forward passes::
 
     b = GraphBuilder("tiny")
     x = b.input("input", (1, 3, 32, 32))
@@ -55,6 +55,8 @@ Pair = tuple[int, int]
 def _pair(value: int | Sequence[int], what: str, name: str) -> Pair:
     if isinstance(value, int) and not isinstance(value, bool):
         return (value, value)
+    if not isinstance(value, Sequence):
+        raise GraphError(f"{name}: {what} must be an int or a pair of ints, got {value!r}")
     pair = tuple(value)
     if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
         raise GraphError(f"{name}: {what} must be an int or a pair of ints, got {value!r}")
@@ -172,21 +174,26 @@ class GraphBuilder:
     # ------------------------------------------------------------------------------ convolutions
     def conv(self, x: str, cout: int, k: int | Sequence[int], *, stride: int | Sequence[int] = 1,
              padding: int | Sequence[int] = 0, groups: int = 1, bias: bool = True,
-             act: str | None = None, name: str) -> str:
-        """2-D convolution (kind ``conv2d``), optionally with a fused activation ``act``.
+             act: str | None = None, pre_act: str | None = None, name: str) -> str:
+        """2-D convolution (kind ``conv2d``), optionally with a fused activation ``act`` after it
+        and/or ``pre_act`` before it (IOS's ``ReluConv`` unit is ``pre_act="relu"``).
 
         ``k``, ``stride`` and ``padding`` are ints or ``(h, w)`` pairs (1×7 kernels work);
-        ``Hout = floor((H + 2p - k) / s) + 1``.  FLOPs = ``2 * N*Cout*Hout*Wout * (Cin/groups)*kh*kw``
-        (multiply-adds × 2; bias and activation not counted).  Reads input + weights
-        ``(Cout, Cin/groups, kh, kw)`` (+ bias ``(Cout,)``), writes the output.  Thread blocks:
-        implicit GEMM, ``ceil(N*Hout*Wout / 64) * ceil(Cout / 64)``.
+        ``Hout = floor((H + 2p - k) / s) + 1``.
+        FLOPs = ``2 * N*Cout*Hout*Wout * (Cin/groups)*kh*kw`` (multiply-adds × 2; bias and ``act``
+        not counted; a ``pre_act`` adds its per-element FLOPs on the input).  Reads input +
+        weights ``(Cout, Cin/groups, kh, kw)`` (+ bias ``(Cout,)``), writes the output; a
+        ``pre_act`` adds one more write and read of the input-sized tensor.  Thread blocks:
+        implicit GEMM, ``ceil(N*Hout*Wout / 64) * ceil(Cout / 64)`` (with a ``pre_act``, at
+        least its elementwise grid).
         """
         n, cin, h, w = self._image(x, name)
         kk, ss, pp = _pair(k, "kernel", name), _pair(stride, "stride", name), _pair(
             padding, "padding", name)
-        if act not in (None, *ACTIVATION_FLOPS):
-            raise GraphError(f"{name}: unknown activation {act!r} "
-                             f"(known: None, {', '.join(ACTIVATION_FLOPS)})")
+        for a in (act, pre_act):
+            if a not in (None, *ACTIVATION_FLOPS):
+                raise GraphError(f"{name}: unknown activation {a!r} "
+                                 f"(known: None, {', '.join(ACTIVATION_FLOPS)})")
         if cout < 1 or groups < 1 or cin % groups or cout % groups:
             raise GraphError(f"{name}: groups={groups} must divide cin={cin} and cout={cout}")
         ho, wo = self._window(name, h, w, kk, ss, pp)
@@ -195,10 +202,21 @@ class GraphBuilder:
         if bias:
             inputs.append(self.parameter(f"{name}:bias", (cout,)))
         macs = n * cout * ho * wo * (cin // groups) * kk[0] * kk[1]
+        flops = 2 * macs
+        blocks = _gemm_blocks(n * ho * wo, cout)
+        bytes_read = sum(self.nbytes(t) for t in inputs)
+        bytes_written = n * cout * ho * wo * ELEMENT_BYTES
+        if pre_act is not None:
+            in_elems = n * cin * h * w
+            flops += ACTIVATION_FLOPS[pre_act] * in_elems
+            blocks = max(blocks, _blocks(in_elems))
+            bytes_read += in_elems * ELEMENT_BYTES
+            bytes_written += in_elems * ELEMENT_BYTES
         attrs = {"kernel": kk, "stride": ss, "padding": pp, "cin": cin, "cout": cout,
-                 "groups": groups, "bias": bias, "act": act}
-        return self._emit(name, "conv2d", inputs, (n, cout, ho, wo), flops=2 * macs,
-                          thread_blocks=_gemm_blocks(n * ho * wo, cout), attrs=attrs)
+                 "groups": groups, "bias": bias, "act": act, "pre_act": pre_act}
+        return self._emit(name, "conv2d", inputs, (n, cout, ho, wo), flops=flops,
+                          bytes_read=bytes_read, bytes_written=bytes_written,
+                          thread_blocks=blocks, attrs=attrs)
 
     def sepconv(self, x: str, cout: int, k: int, *, stride: int = 1, pre_act: str | None = "relu",
                 name: str) -> str:
@@ -260,7 +278,8 @@ class GraphBuilder:
         return self._pool(x, "avg", k, stride, padding, name)
 
     def global_avgpool(self, x: str, *, name: str) -> str:
-        """Mean over H and W (kind ``global_avgpool``) → ``(N, C, 1, 1)``; FLOPs = input elements."""
+        """Mean over H and W (kind ``global_avgpool``) → ``(N, C, 1, 1)``; FLOPs = input
+        elements."""
         n, c, h, w = self._image(x, name)
         return self._emit(name, "global_avgpool", [x], (n, c, 1, 1), flops=n * c * h * w,
                           thread_blocks=_blocks(n * c * h * w),
@@ -352,8 +371,7 @@ class GraphBuilder:
         if ax is None:
             raise GraphError(f"{name}: concat axis {axis} out of range for rank {rank}")
         for s in shapes[1:]:
-            if len(s) != rank or any(a != b for i, (a, b) in enumerate(zip(s, shapes[0]))
-                                     if i != ax):
+            if len(s) != rank or any(s[i] != shapes[0][i] for i in range(rank) if i != ax):
                 raise GraphError(f"{name}: concat inputs {shapes[0]} and {s} differ off axis "
                                  f"{axis}")
         out = list(shapes[0])
@@ -374,7 +392,8 @@ class GraphBuilder:
         return self._view(x, tuple(shape), "reshape", {}, name)
 
     def flatten(self, x: str, *, start_dim: int = 1, name: str) -> str:
-        """Flatten the axes from ``start_dim`` on (kind ``flatten``), a view like :meth:`reshape`."""
+        """Flatten the axes from ``start_dim`` on (kind ``flatten``), a view like
+        :meth:`reshape`."""
         src = self.shape(x)
         new = (*src[:start_dim], numel(src[start_dim:]))
         return self._view(x, new, "flatten", {"start_dim": start_dim}, name)

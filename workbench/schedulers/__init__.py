@@ -42,6 +42,9 @@ POLICIES.register("bfs", PolicyInfo(
     orders.schedule_bfs, "004 MindSpore", "one stream, MindSpore BFS order", multi_stream=False))
 POLICIES.register("dfs", PolicyInfo(
     orders.schedule_dfs, "004 MindSpore", "one stream, DFS order", multi_stream=False))
+POLICIES.register("memory_greedy", PolicyInfo(
+    orders.schedule_memory_greedy, "004 MindSpore (memory-aware order)",
+    "one stream, ready op that leaves the fewest live bytes first", multi_stream=False))
 POLICIES.register("nnc", PolicyInfo(
     nnc.schedule_nnc, "000 NNC", "rank-guided chains, recycled streams, signals"))
 POLICIES.register("wavefront", PolicyInfo(
@@ -69,8 +72,43 @@ def schedule(graph: Graph, policy: str, **options: Any) -> Schedule:
     if not isinstance(graph, Graph):
         raise ScheduleError(f"policy {policy!r} needs a Graph, got {type(graph).__name__}")
     known = info.options()
+    limit = options.pop("memory_limit_bytes", None)
     for key in options:
         if key not in known:
             raise ScheduleError(f"policy {policy!r} has no option {key!r} "
-                                f"(options: {', '.join(known) or 'none'})")
-    return info.fn(graph, **options)
+                                f"(options: {', '.join([*known, 'memory_limit_bytes'])})")
+    if limit is None:
+        return info.fn(graph, **options)
+    return _within_memory_limit(graph, policy, info, limit, options)
+
+
+def _within_memory_limit(graph: Graph, policy: str, info: PolicyInfo, limit: Any,
+                         options: dict[str, Any]) -> Schedule:
+    """Respect a memory limit by capping concurrency: plan the schedule's activations (SOMAS
+    conflicts, greedy-by-size offsets); while the arena exceeds the limit, reschedule with one
+    stream fewer.  A single stream that still does not fit falls back to the memory-aware order;
+    if even that exceeds the limit, a one-line OptionError says by how much."""
+    from dataclasses import replace
+
+    from workbench.errors import OptionError
+    from workbench.memory import plan_memory
+
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0:
+        raise OptionError(f"memory_limit_bytes must be a positive number, got {limit!r}")
+    sched = info.fn(graph, **options)
+    tried = []
+    while True:
+        arena = plan_memory(sched, "greedy_by_size").arena_bytes
+        tried.append((sched.n_streams, arena))
+        if arena <= limit:
+            break
+        if sched.n_streams > 1 and info.multi_stream:
+            sched = info.fn(graph, **{**options, "max_streams": sched.n_streams - 1})
+            continue
+        if sched.policy != "memory_greedy":
+            sched = orders.schedule_memory_greedy(graph)
+            continue
+        raise OptionError(f"policy {policy!r} cannot fit {graph.name!r} in {int(limit)} bytes: "
+                          f"the smallest arena found is {min(a for _, a in tried)} bytes")
+    notes = {**sched.notes, "memory_limit_bytes": limit, "memory_limit_tries": tried}
+    return replace(sched, policy=policy, notes=notes)
