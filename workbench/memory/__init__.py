@@ -7,9 +7,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from workbench.memory.bounds import live_bytes_curve, peak_live_bytes
+from workbench.memory.bounds import conflict_clique_bound, live_bytes_curve, peak_live_bytes
 from workbench.memory.check import check_no_overlap
 from workbench.memory.lifetimes import Lifetimes, lifetimes, pool_events
 from workbench.memory.plan import MemoryPlan, UsageRecord, parse_records
@@ -21,13 +22,21 @@ def plan_memory(run: Any, planner: str = "somas", **options: Any) -> MemoryPlan:
     """Plan the activation memory of a Schedule or a Trace with the named planner.
 
     A multi-stream Schedule is planned against its happens-before conflict set (SOMAS's ancestor
-    rule), a Trace or a single-stream schedule against its lifetimes.  ``notes`` gets the
+    rule), a Trace or a single-stream schedule against its lifetimes.  For a multi-stream schedule
+    the lower bound is the heaviest clique of the conflict graph (:func:`conflict_clique_bound`),
+    which every valid plan must reserve; the issue-order peak is kept in
+    ``notes["interval_lower_bound"]``.  ``notes`` gets the
     producers, the persistent (input/parameter) bytes and where the lifetimes came from.
     """
     lt = lifetimes(run)
     if lt.conflicts is not None:
         options.setdefault("conflicts", lt.conflicts)
     plan = plan_usage(lt.records, planner, **options)
+    if lt.conflicts is not None:
+        clique = conflict_clique_bound(lt.records, lt.conflicts, alignment=plan.alignment)
+        plan.notes["interval_lower_bound"] = plan.lower_bound
+        if clique > plan.lower_bound:
+            plan = dataclasses.replace(plan, lower_bound=clique)
     plan.notes.update({"producers": lt.producers, "persistent_bytes": lt.persistent_bytes,
                        "lifetimes_from": lt.source, "step_times": lt.step_times})
     return plan
@@ -39,7 +48,7 @@ def replay_pool(trace: Any, **options: Any) -> PoolResult:
 
 
 __all__ = [
-    "PLANNERS", "Lifetimes", "MemoryPlan", "PoolResult", "UsageRecord", "check_no_overlap",
+    "PLANNERS", "Lifetimes", "conflict_clique_bound", "MemoryPlan", "PoolResult", "UsageRecord", "check_no_overlap",
     "lifetimes", "live_bytes_curve", "parse_records", "peak_live_bytes", "plan_memory",
     "plan_usage", "planners", "pool_events", "replay_pool", "simulate_pool",
 ]

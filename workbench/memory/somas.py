@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from workbench.errors import OptionError
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
-from workbench.memory.static import FITS, make_plan, place_in_order, size_order
+from workbench.memory.static import FITS, breadth_order, make_plan, place_in_order, size_order
 
 
 def _lifetime_order(p: Problem) -> list[int]:
@@ -57,6 +57,7 @@ ORDERINGS: dict[str, Callable[[Problem], list[int]]] = {
     "degree": _degree_order,  # number of conflicting tensors descending
     "area": _area_order,  # size x lifetime length descending
     "first_step": _first_step_order,  # first step ascending (allocation order)
+    "breadth": breadth_order,  # widest steps first (TFLite greedy by breadth's visit order)
 }
 
 DEFAULT_ORDERINGS: tuple[str, ...] = tuple(ORDERINGS)
@@ -89,7 +90,7 @@ def plan_somas(
     """Run every (ordering, fit) combination and keep the smallest arena.
 
     Iteration is ordering-major (in the order given, default ``size, lifetime, degree, area,
-    first_step``), then fit (default ``best, first, worst, highest``); a later combination wins only
+    first_step, breadth``), then fit (default ``best, first, worst, highest``); a later combination wins only
     if strictly smaller, so ties keep the earliest. ``("size", "best")`` is exactly greedy by size,
     hence with the defaults SOMAS is never worse than :func:`plan_greedy_by_size` at the same
     alignment. ``notes`` holds the winning ``ordering`` and ``fit`` and ``arenas``: every

@@ -1,0 +1,110 @@
+"""The self-contained HTML report: plotly.js once, inline SVG, every name escaped."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import types
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import workbench as wb
+from workbench import report
+from workbench.graph import Graph
+from workbench.models import inception_v3, nnc_diamond
+from workbench.simulate import simulate
+
+PLOTLY_JS_MARKER = "* plotly.js v"  # the licence header line of the bundled plotly.min.js
+HOSTILE = '<script>alert("x")&</script>'
+POLICIES = ("serial", "bfs", "nnc", "wavefront", "asap")
+
+
+def make_comparison(graph: Graph, policies: tuple[str, ...] = POLICIES) -> types.SimpleNamespace:
+    """A stand-in for ``workbench.compare.Comparison`` built from real schedules and traces."""
+    schedules = {p: wb.schedule(graph, p) for p in policies}
+    traces = {p: simulate(s, "h100") for p, s in schedules.items()}
+    base = traces[policies[0]].makespan
+    lb = min(t.makespan for t in traces.values()) * 0.9
+    rows = []
+    for p, t in traces.items():
+        m, s = t.metrics(), schedules[p]
+        rows.append({"policy": p, "makespan_us": t.makespan, "speedup": base / t.makespan,
+                     "streams": s.n_streams, "syncs": s.n_syncs, "barriers": s.n_barriers,
+                     "avg_concurrency": m["avg_concurrency"], "utilisation": m["utilisation"],
+                     "lower_bound_us": lb, "ratio_to_lb": t.makespan / lb, "schedule_ms": 0.1})
+    table = pd.DataFrame(rows)
+    best = str(table.loc[table["makespan_us"].idxmin(), "policy"])
+    return types.SimpleNamespace(graph=graph, device="h100", mode="eager", schedules=schedules,
+                                 traces=traces, table=table, best=best,
+                                 settings={"device": "h100", "policies": list(policies),
+                                           "note": "<i>user & co</i>"})
+
+
+def hostile_graph() -> Graph:
+    a, b, c = HOSTILE, "b'&\"q\"", "<img src=x onerror=alert(1)>"
+    return Graph.from_edges([(a, b), (a, c), (b, "d"), (c, "d")],
+                            ops={a: "<b>conv</b>", b: "relu", c: "add&", "d": "x>y"},
+                            name='<script>alert("name")</script>')
+
+
+@pytest.fixture(scope="module")
+def diamond_html() -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return report.render(make_comparison(nnc_diamond()))
+
+
+def test_plotly_js_is_embedded_exactly_once(diamond_html: str) -> None:
+    assert diamond_html.count(PLOTLY_JS_MARKER) == 1
+    assert diamond_html.count("window.PlotlyConfig") == 1
+
+
+def test_one_plotly_div_per_figure(diamond_html: str) -> None:
+    ids = re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', diamond_html)
+    assert ids == ["wb-fig-makespan", "wb-fig-timelines"]
+    assert diamond_html.count("Plotly.newPlot(") == len(ids)
+
+
+def test_report_is_self_contained(diamond_html: str) -> None:
+    assert diamond_html.startswith("<!DOCTYPE html>")
+    assert "<svg" in diamond_html
+    assert not re.search(r"<script[^>]*\bsrc=", diamond_html)
+    assert not re.search(r"<link[^>]*\bhref=", diamond_html)
+    for section in ("How to read this", "Results", "Timelines", "Graph summary", "Settings",
+                    "Versions", "networkx", "pandas"):
+        assert section in diamond_html
+    assert "&lt;i&gt;user &amp; co&lt;/i&gt;" in diamond_html  # settings are escaped too
+
+
+def test_report_escapes_hostile_names() -> None:
+    comparison = make_comparison(hostile_graph())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        html = report.render(comparison)
+    assert "<script>alert(" not in html
+    assert "<img src=x" not in html and "<b>conv</b>" not in html
+    assert "&lt;script&gt;alert(&quot;name&quot;)&lt;/script&gt;" in html  # the graph name
+    assert "&lt;script&gt;alert(&quot;x&quot;)&amp;&lt;/script&gt;" in html  # an op id
+
+
+def test_report_without_dot_still_has_an_svg(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shutil, "which", lambda *a, **k: None)
+    with pytest.warns(RuntimeWarning, match="Graphviz 'dot' not found"):
+        html = report.render(make_comparison(nnc_diamond(), ("serial", "nnc")))
+    assert "<svg" in html and html.count(PLOTLY_JS_MARKER) == 1
+
+
+def test_write_inception_report(tmp_path: Path) -> None:
+    comparison = make_comparison(inception_v3(batch=1), POLICIES + ("dfs",))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = report.write(comparison, tmp_path / "out" / "report.html")
+    assert path == tmp_path / "out" / "report.html" and path.exists()
+    html = path.read_text(encoding="utf-8")
+    assert html.count(PLOTLY_JS_MARKER) == 1
+    assert html.count('class="plotly-graph-div"') == 2
+    assert "Conv2d_1a_3x3/conv" in html
+    assert 3e6 < path.stat().st_size < 20e6

@@ -1,0 +1,166 @@
+"""A self-contained, offline HTML report of a policy comparison.
+
+One file, no network: plotly.js is embedded exactly once (the first figure is written with
+``include_plotlyjs=True``, the others with ``False``, each in its own ``div``), the DAG is inline
+SVG, and the stylesheet is the :data:`CSS` string below (no data files to ship).  This is the recipe
+verified in the ecosystem notes §3.4 (renders in headless Chromium with external requests blocked).
+
+Every name that comes from the graph (op ids, kinds, graph name), from the policies or from the
+settings is HTML-escaped, so a hostile op id such as ``<script>alert(1)</script>`` shows as text.
+
+``comparison`` is any object with the attributes of :class:`workbench.compare.Comparison`:
+``graph, device, mode, schedules, traces, table, best, settings``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+from pathlib import Path
+from typing import Any
+
+import networkx
+import pandas as pd
+import plotly
+import plotly.graph_objects as go
+
+from workbench.viz.dag import dag_svg
+from workbench.viz.display import kv_table, stream_table
+from workbench.viz.style import LAYOUT_DEFAULTS, TIME_AXIS_TITLE, escape, tint
+from workbench.viz.tables import table_html
+from workbench.viz.timeline import timelines
+
+CSS = """
+body { font-family: Inter, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2933;
+       margin: 0 auto; max-width: 1200px; padding: 0 24px 48px; line-height: 1.45; }
+header { border-bottom: 2px solid #4e79a7; margin-bottom: 12px; }
+h1 { font-size: 1.6em; margin: 24px 0 4px; }
+h2 { font-size: 1.2em; margin-top: 32px; border-bottom: 1px solid #d9dee4; padding-bottom: 4px; }
+nav a { margin-right: 14px; color: #4e79a7; text-decoration: none; }
+.meta { color: #52606d; margin: 4px 0 12px; }
+table { border-collapse: collapse; font-size: 0.92em; }
+th, td { padding: 3px 10px 3px 0; text-align: left; vertical-align: top; }
+table.wb-table th, table.wb-table td { padding: 4px 10px; border-bottom: 1px solid #e4e7eb;
+                                       text-align: right; }
+table.wb-table th:first-child, table.wb-table td:first-child { text-align: left; }
+.dag { overflow: auto; max-height: 900px; border: 1px solid #e4e7eb; padding: 8px; }
+.dag svg { max-width: none; }
+.note { background: #f5f7fa; border-left: 4px solid #4e79a7; padding: 8px 14px; }
+code { font-size: 0.95em; }
+"""
+
+HOW_TO_READ = (
+    "Each policy assigned the graph's ops to GPU streams and the simulator ran the result on the "
+    "modelled device. <b>makespan</b> is the time until the last op ends (smaller is better); "
+    "<b>speedup</b> is relative to the baseline; <b>lower bound</b> is a time no schedule can beat "
+    "and <b>ratio to LB</b> how far a policy is from it (1.000 would be optimal). "
+    "<b>avg concurrency</b> is the average number of kernels running at once and "
+    "<b>utilisation</b> the share of the device's compute that did useful work. "
+    "In the timelines each row is a stream and each bar an op (hover for its name, kind, times, "
+    "flops and bytes); red arrows are syncs (an event recorded after one op and waited for before "
+    "another), dashed vertical lines are barriers (every stream joins). In the DAG, node colours "
+    "are the streams of the best policy, dashed edges are control dependencies and bold red edges "
+    "are the syncs that policy needs. The row highlighted in the table is the best policy."
+)
+
+
+def _figure_html(fig: go.Figure, div_id: str, *, first: bool) -> str:
+    """A figure as a ``<div>``; plotly.js is inlined only for the first figure of the page."""
+    return fig.to_html(full_html=False, include_plotlyjs=bool(first), div_id=div_id,
+                       config={"displaylogo": False, "responsive": True})
+
+
+def makespan_figure(table: pd.DataFrame, best: str | None = None) -> go.Figure:
+    """Horizontal bars of makespan per policy, with each policy's lower bound as a marker."""
+    policies = [str(p) for p in table["policy"]]
+    colors = [("#59a14f" if p == best else tint("#4e79a7", 0.2)) for p in policies]
+    labels = [escape(p) for p in policies]
+    fig = go.Figure(go.Bar(
+        orientation="h", x=table["makespan_us"].astype(float).to_numpy(), y=labels,
+        marker={"color": colors}, name="makespan",
+        hovertext=[f"<b>{escape(p)}</b><br>makespan: {m:,.1f} µs"
+                   for p, m in zip(policies, table["makespan_us"].astype(float), strict=True)],
+        hoverinfo="text"))
+    if "lower_bound_us" in table.columns:
+        fig.add_trace(go.Scatter(
+            x=table["lower_bound_us"].astype(float).to_numpy(), y=labels, mode="markers",
+            marker={"symbol": "line-ns-open", "size": 18, "color": "#1f2933",
+                    "line": {"width": 2}}, name="lower bound"))
+    fig.update_layout(**LAYOUT_DEFAULTS)
+    fig.update_layout(title="makespan per policy (green = best)", barmode="overlay",
+                      height=140 + 32 * len(policies))
+    fig.update_xaxes(title=TIME_AXIS_TITLE, rangemode="tozero")
+    fig.update_yaxes(autorange="reversed", type="category")
+    return fig
+
+
+def _versions() -> dict[str, str]:
+    import workbench
+
+    dot = shutil.which("dot") or shutil.which("graphviz-pure")
+    return {"python": platform.python_version(), "workbench": workbench.__version__,
+            "plotly": plotly.__version__, "pandas": pd.__version__,
+            "networkx": networkx.__version__,
+            "graphviz dot": dot if dot else "not found (built-in DAG drawing)"}
+
+
+def _section(anchor: str, title: str, body: str) -> str:
+    return f'<section id="{anchor}"><h2>{escape(title)}</h2>\n{body}\n</section>'
+
+
+def render(comparison: Any) -> str:
+    """The report as one HTML string (see the module docstring for what it holds)."""
+    graph = comparison.graph
+    best = comparison.best
+    best_schedule = comparison.schedules.get(best) if best is not None else None
+    name = escape(graph.name)
+    best_ms = ""
+    if best is not None and best in comparison.traces:
+        best_ms = f" ({comparison.traces[best].makespan:,.1f} µs)"
+    meta = (f"{len(graph)} ops · device <b>{escape(comparison.device)}</b> · mode "
+            f"<b>{escape(comparison.mode)}</b> · {len(comparison.traces)} policies · best: "
+            f"<b>{escape(best)}</b>{best_ms}")
+
+    figures = [("wb-fig-makespan", makespan_figure(comparison.table, best))]
+    if comparison.traces:
+        figures.append(("wb-fig-timelines", timelines(
+            dict(comparison.traces), title=f"timelines of {name} (shared time axis)")))
+    plots = [_figure_html(fig, div_id, first=i == 0) for i, (div_id, fig) in enumerate(figures)]
+
+    dag_body = f'<div class="dag">{dag_svg(graph, best_schedule)}</div>'
+    if best_schedule is not None:
+        dag_body = (f"<p>Coloured by the streams of <b>{escape(best)}</b>:</p>"
+                    f"{stream_table(best_schedule)}{dag_body}")
+
+    sections = [
+        _section("how", "How to read this", f'<p class="note">{HOW_TO_READ}</p>'),
+        _section("results", "Results", table_html(comparison.table) + plots[0]),
+        _section("timelines", "Timelines", "".join(plots[1:]) or "<p>No traces.</p>"),
+        _section("dag", "Graph", dag_body),
+        _section("summary", "Graph summary", kv_table(graph.summary())),
+        _section("settings", "Settings", kv_table(dict(comparison.settings or {}))),
+        _section("versions", "Versions", kv_table(_versions())),
+    ]
+    nav = " ".join(f'<a href="#{a}">{t}</a>' for a, t in (
+        ("results", "Results"), ("timelines", "Timelines"), ("dag", "Graph"),
+        ("settings", "Settings")))
+    return "\n".join([
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>Schedule Workbench report: {name}</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<header><h1>Schedule comparison: {name}</h1><p class=\"meta\">{meta}</p>"
+        f"<nav>{nav}</nav></header>",
+        *sections,
+        "</body></html>",
+    ])
+
+
+def write(comparison: Any, path: str | os.PathLike[str]) -> Path:
+    """Write :func:`render` to ``path`` (UTF-8; parent folders created) and return the path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(comparison), encoding="utf-8")
+    return out

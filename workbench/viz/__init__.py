@@ -1,0 +1,18 @@
+"""Views of graphs, schedules and traces: plotly timelines, Graphviz DAGs, ranking tables.
+
+Importing this package loads plotly and graphviz; the core (``import workbench``) never does
+(STYLE.md R9).  Every view has a pure data layer (``timeline_frame``, ``dag_layout``) and a render
+function returning a figure that is never ``.show()``-n.
+"""
+
+from __future__ import annotations
+
+from workbench.viz.dag import dag, dag_figure, dag_layout, dag_svg, dag_view
+from workbench.viz.style import stream_color
+from workbench.viz.tables import comparison_styler, table_html
+from workbench.viz.timeline import timeline, timeline_frame, timelines
+
+__all__ = [
+    "comparison_styler", "dag", "dag_figure", "dag_layout", "dag_svg", "dag_view",
+    "stream_color", "table_html", "timeline", "timeline_frame", "timelines",
+]

@@ -1,0 +1,297 @@
+"""Draw a graph as a DAG: Graphviz when ``dot`` is installed, a built-in layered drawing otherwise.
+
+* :func:`dag` builds a ``graphviz.Digraph`` (nodes labelled by op id and kind, filled with the
+  stream colour of a schedule, control edges dashed, sync edges bold red).
+* :func:`dag_svg` renders it to inline SVG for HTML pages (the XML prolog stripped).
+* Without ``dot`` (neither Debian's ``dot`` nor the ``graphviz-pure`` wheel), :func:`dag_svg`
+  draws the layered layout of :func:`dag_layout` as hand-written SVG and :func:`dag_view` returns
+  the plotly drawing of :func:`dag_figure`; both say so once with ``warnings.warn``.
+
+Names go through :func:`~workbench.viz.style.escape` before reaching DOT, SVG or hover text.  In
+DOT, Graphviz keeps HTML entities as they are in SVG output (so ``&lt;`` shows as ``<``), and the
+node *names* are internal (``n0``, ``n1``...), so no op id is ever parsed as DOT syntax.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import graphviz
+import plotly.graph_objects as go
+
+from workbench.graph import Graph, OpId
+from workbench.schedule import Schedule
+from workbench.viz.style import LAYOUT_DEFAULTS, SYNC_COLOR, escape, stream_color, tint
+
+NO_DOT_MESSAGE = ("Graphviz 'dot' not found: drawing the DAG with plotly "
+                  "(apt-get install graphviz for the Graphviz view)")
+PLAIN_FILL = "#e8eef7"
+_FILL_TINT = 0.45
+_MAX_BEND = 1.2  # horizontal offset (in node spacings) of an edge that skips 4+ levels
+
+
+# ------------------------------------------------------------------------------------ helpers
+def _dot_text(text: object) -> str:
+    """Escape a name for a DOT label: HTML entities (kept by Graphviz), literal backslashes."""
+    return escape(text).replace("\\", "\\\\").replace("\r", "").replace("\n", "\\n")
+
+
+def _have_dot() -> bool:
+    """True when a Graphviz renderer is on PATH: ``dot``, else the ``graphviz-pure`` wheel (then the
+    graphviz package is pointed at it; ecosystem notes §4)."""
+    if shutil.which("dot"):
+        return True
+    if shutil.which("graphviz-pure"):
+        try:
+            import pathlib
+
+            import graphviz.backend.dot_command as dot_command
+
+            dot_command.DOT_BINARY = pathlib.Path("graphviz-pure")
+            return True
+        except (ImportError, AttributeError):
+            return False
+    return False
+
+
+def _fill(schedule: Schedule | None, op: OpId) -> tuple[str, str]:
+    """(fill, border) colours of a node."""
+    if schedule is None:
+        return PLAIN_FILL, "#7f8c9d"
+    s = schedule.stream_of(op)
+    return tint(stream_color(s), _FILL_TINT), stream_color(s)
+
+
+def _title(graph: Graph, schedule: Schedule | None, max_nodes: int) -> str:
+    """The drawing's caption (escaped): graph name, size, colouring, and a large-graph notice."""
+    text = f"{escape(graph.name)}: {len(graph)} ops, {len(graph.edges)} edges"
+    if schedule is not None:
+        text += f"; colour = stream of {escape(schedule.policy)}, red = sync"
+    if len(graph) > max_nodes:
+        text += f" (large graph: {len(graph)} ops > {max_nodes}; the drawing is dense)"
+    return text
+
+
+# ------------------------------------------------------------------------------------ graphviz
+def dag(graph: Graph, schedule: Schedule | None = None, *, rankdir: str = "TB",
+        max_nodes: int = 400) -> graphviz.Digraph:
+    """A ``graphviz.Digraph`` of ``graph``; nodes filled with their stream's colour in ``schedule``.
+
+    Data edges are solid, control edges dashed, syncs of ``schedule`` bold red (a sync that is not a
+    graph edge is added as an extra red edge that does not affect the layout).  Graphs larger than
+    ``max_nodes`` are drawn in full with a note in the caption.  Nothing is rendered until the
+    caller asks (``.pipe()``, ``.source``, notebook display).
+    """
+    if rankdir not in ("TB", "LR", "BT", "RL"):
+        raise ValueError(f"unknown rankdir {rankdir!r} (known: TB, LR, BT, RL)")
+    g = graphviz.Digraph(name="dag", graph_attr={
+        "rankdir": rankdir, "label": graphviz.nohtml(_title(graph, schedule, max_nodes)),
+        "labelloc": "t", "fontname": "Helvetica", "fontsize": "12", "nodesep": "0.2",
+        "ranksep": "0.3",
+    }, node_attr={"shape": "box", "style": "rounded,filled", "fontname": "Helvetica",
+                  "fontsize": "10", "margin": "0.08,0.03", "height": "0.3"},
+        edge_attr={"arrowsize": "0.6", "color": "#6b7785"})
+    name = {op.id: f"n{i}" for i, op in enumerate(graph.ops)}
+    for op in graph.ops:
+        fill, border = _fill(schedule, op.id)
+        g.node(name[op.id], label=graphviz.nohtml(f"{_dot_text(op.id)}\\n{_dot_text(op.kind)}"),
+               tooltip=graphviz.nohtml(f"{_dot_text(op.id)} ({_dot_text(op.kind)})"),
+               fillcolor=fill, color=border)
+    syncs = set(schedule.syncs) if schedule is not None else set()
+    for a, b in graph.edges:
+        attrs: dict[str, str] = {}
+        style = ["dashed"] if graph.is_control_edge(a, b) else []
+        if (a, b) in syncs:
+            style.append("bold")
+            attrs.update(color=SYNC_COLOR, penwidth="2")
+        if style:
+            attrs["style"] = ",".join(style)
+        g.edge(name[a], name[b], **attrs)
+    edges = set(graph.edges)
+    for a, b in sorted(syncs - edges):
+        if a in name and b in name:
+            g.edge(name[a], name[b], style="bold", color=SYNC_COLOR, penwidth="2",
+                   constraint="false")
+    return g
+
+
+def dag_svg(graph: Graph, schedule: Schedule | None = None, **kw: Any) -> str:
+    """Inline SVG text of :func:`dag` (starts at ``<svg``, ready to embed in HTML).
+
+    Without ``dot``, warns once and returns the built-in layered drawing (also SVG).
+    """
+    max_nodes = int(kw.get("max_nodes", 400))
+    if _have_dot():
+        try:
+            svg = dag(graph, schedule, **kw).pipe(format="svg", encoding="utf-8")
+            return svg[svg.index("<svg"):]
+        except graphviz.ExecutableNotFound:
+            pass
+        except graphviz.CalledProcessError as exc:
+            warnings.warn(f"Graphviz 'dot' failed ({str(exc).splitlines()[0]}): drawing the DAG "
+                          f"without it", RuntimeWarning, stacklevel=2)
+            return layout_svg(graph, schedule, max_nodes=max_nodes)
+    warnings.warn(NO_DOT_MESSAGE, RuntimeWarning, stacklevel=2)
+    return layout_svg(graph, schedule, max_nodes=max_nodes)
+
+
+def dag_view(graph: Graph, schedule: Schedule | None = None,
+             **kw: Any) -> graphviz.Digraph | go.Figure:
+    """What a notebook should display: the Graphviz :func:`dag` when ``dot`` is available, else
+    :func:`dag_figure` with a one-line warning (a bare Digraph would raise at display time)."""
+    if _have_dot():
+        return dag(graph, schedule, **kw)
+    warnings.warn(NO_DOT_MESSAGE, RuntimeWarning, stacklevel=2)
+    return dag_figure(graph, schedule, max_nodes=int(kw.get("max_nodes", 400)))
+
+
+# ------------------------------------------------------------------------------------ fallback
+def dag_layout(graph: Graph) -> dict[OpId, tuple[float, float]]:
+    """Layered layout: ``y`` = topological level (longest path from a source, 0 at the top), ``x`` =
+    place within the level, centred on 0, ordered by one barycentre sweep over the predecessors.
+    Pure; O(V + E + V log V).
+
+    >>> g = Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
+    >>> dag_layout(g)
+    {'a': (0.0, 0.0), 'b': (-0.5, 1.0), 'c': (0.5, 1.0), 'd': (0.0, 2.0)}
+    """
+    level: dict[OpId, int] = {}
+    for op in graph.topo_order():
+        level[op] = max((level[p] + 1 for p in graph.predecessors(op)), default=0)
+    layers: dict[int, list[OpId]] = {}
+    for op in graph.op_ids:
+        layers.setdefault(level[op], []).append(op)
+    pos: dict[OpId, tuple[float, float]] = {}
+    for k in sorted(layers):
+        ops = layers[k]
+        if k > 0:
+            keys = {op: (_barycentre(graph, pos, op), i) for i, op in enumerate(ops)}
+            ops = sorted(ops, key=keys.__getitem__)
+        offset = (len(ops) - 1) / 2
+        for i, op in enumerate(ops):
+            pos[op] = (float(i - offset), float(k))
+    return {op: pos[op] for op in graph.op_ids}
+
+
+def _barycentre(graph: Graph, pos: Mapping[OpId, tuple[float, float]], op: OpId) -> float:
+    xs = [pos[p][0] for p in graph.predecessors(op)]
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def _bend(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float] | None:
+    """Control point for an edge that skips levels (so it does not run through the ops between
+    its ends on a straight line); ``None`` for an edge between adjacent levels."""
+    span = b[1] - a[1]
+    if span <= 1:
+        return None
+    return (a[0] + b[0]) / 2 + _MAX_BEND * min(span, 4.0) / 4, (a[1] + b[1]) / 2
+
+
+def _edge_groups(graph: Graph, schedule: Schedule | None) -> dict[str, list[tuple[OpId, OpId]]]:
+    syncs = set(schedule.syncs) if schedule is not None else set()
+    groups: dict[str, list[tuple[OpId, OpId]]] = {"data": [], "control": [], "sync": []}
+    for a, b in graph.edges:
+        kind = "sync" if (a, b) in syncs else "control" if graph.is_control_edge(a, b) else "data"
+        groups[kind].append((a, b))
+    groups["sync"] += sorted(syncs - set(graph.edges))
+    return groups
+
+
+def dag_figure(graph: Graph, schedule: Schedule | None = None, *,
+               max_nodes: int = 400) -> go.Figure:
+    """A plotly drawing of :func:`dag_layout` (used when Graphviz is missing): nodes coloured by
+    stream, data edges grey, control edges dashed, syncs red; hover shows op, kind and stream."""
+    pos = dag_layout(graph)
+    fig = go.Figure()
+    styles = {"data": {"color": "#9aa5b1", "width": 1},
+              "control": {"color": "#9aa5b1", "width": 1, "dash": "dash"},
+              "sync": {"color": SYNC_COLOR, "width": 2}}
+    for kind, edges in _edge_groups(graph, schedule).items():
+        if not edges:
+            continue
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for a, b in edges:
+            bend = _bend(pos[a], pos[b])
+            mid = [bend] if bend is not None else []
+            for x, y in [pos[a], *mid, pos[b]]:
+                xs.append(x)
+                ys.append(y)
+            xs.append(None)
+            ys.append(None)
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=styles[kind], name=kind,
+                                 hoverinfo="skip"))
+    ops = list(graph.ops)
+    fills = [_fill(schedule, op.id) for op in ops]
+    hover = [f"<b>{escape(op.id)}</b><br>kind: {escape(op.kind)}"
+             + (f"<br>stream {schedule.stream_of(op.id)}" if schedule is not None else "")
+             for op in ops]
+    fig.add_trace(go.Scatter(
+        x=[pos[op.id][0] for op in ops], y=[pos[op.id][1] for op in ops],
+        mode="markers+text" if len(ops) <= 60 else "markers",
+        text=[escape(op.id) for op in ops], textposition="middle right",
+        marker={"size": 14, "color": [f for f, _ in fills],
+                "line": {"color": [b for _, b in fills], "width": 1.5}},
+        hovertext=hover, hoverinfo="text", name="ops"))
+    levels = max((y for _, y in pos.values()), default=0.0)
+    xs_all = [x for x, _ in pos.values()] or [0.0]
+    fig.update_layout(**LAYOUT_DEFAULTS)
+    fig.update_layout(title=_title(graph, schedule, max_nodes), showlegend=False,
+                      height=int(min(4000, 200 + 60 * (levels + 1))))
+    fig.update_xaxes(visible=False, range=[min(xs_all) - 1.0, max(xs_all) + 2.0])
+    fig.update_yaxes(visible=False, autorange="reversed")
+    return fig
+
+
+def layout_svg(graph: Graph, schedule: Schedule | None = None, *, max_nodes: int = 400,
+               spacing: tuple[float, float] = (130.0, 56.0)) -> str:
+    """The :func:`dag_layout` drawing as standalone inline SVG (no Graphviz, no JavaScript)."""
+    pos = dag_layout(graph)
+    dx, dy = spacing
+    xs = [x for x, _ in pos.values()] or [0.0]
+    ys = [y for _, y in pos.values()] or [0.0]
+    x0 = min(xs)
+    width = (max(xs) - x0) * dx + 160 + _MAX_BEND * dx
+    height = max(ys) * dy + 100
+
+    def at(op: OpId) -> tuple[float, float]:
+        x, y = pos[op]
+        return (x - x0) * dx + 80, y * dy + 50
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+             f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="Helvetica, sans-serif" '
+             f'font-size="10">',
+             '<defs><marker id="wb-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" '
+             'markerHeight="6" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+             'fill="#6b7785"/></marker></defs>',
+             f'<text x="8" y="16" font-size="12">{_title(graph, schedule, max_nodes)}</text>']
+    styles = {"data": 'stroke="#9aa5b1"', "control": 'stroke="#9aa5b1" stroke-dasharray="4 3"',
+              "sync": f'stroke="{SYNC_COLOR}" stroke-width="2"'}
+    for kind, edges in _edge_groups(graph, schedule).items():
+        for a, b in edges:
+            (ax, ay), (bx, by) = at(a), at(b)
+            bend = _bend(pos[a], pos[b])
+            cx, cy = ((bx + ax) / 2, (by + ay) / 2) if bend is None else (
+                (bend[0] - x0) * dx + 80, bend[1] * dy + 50)
+            parts.append(f'<path d="M{ax:.1f},{ay + 11:.1f} Q{cx:.1f},{cy:.1f} {bx:.1f},'
+                         f'{by - 11:.1f}" fill="none" marker-end="url(#wb-arrow)" '
+                         f'{styles[kind]}/>')
+    for op in graph.ops:
+        x, y = at(op.id)
+        fill, border = _fill(schedule, op.id)
+        label = op.id if len(op.id) <= 22 else op.id[:9] + "…" + op.id[-12:]
+        parts.append(f'<g><title>{escape(op.id)} ({escape(op.kind)})</title>'
+                     f'<rect x="{x - 60:.1f}" y="{y - 11:.1f}" width="120" height="22" rx="5" '
+                     f'fill="{fill}" stroke="{border}"/>'
+                     f'<text x="{x:.1f}" y="{y + 3.5:.1f}" text-anchor="middle">'
+                     f'{escape(label)}</text></g>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def stream_legend(schedule: Schedule) -> Mapping[int, str]:
+    """Stream → colour for the streams ``schedule`` uses (for captions and legends)."""
+    return {s: stream_color(s) for s, ops in schedule.streams.items() if ops}

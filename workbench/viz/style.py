@@ -1,0 +1,87 @@
+"""Shared look of every view: the stream colour map, the op-kind colours, layout defaults and the
+one escaping helper used for every name that goes into HTML, SVG or hover text.
+
+Colours come from here only (STYLE.md R10), so stream 2 is the same colour in the timeline, in the
+DAG and in the report.
+
+>>> stream_color(0) == stream_color(len(STREAM_PALETTE))
+True
+>>> escape('<b a="1">&')
+'&lt;b a=&quot;1&quot;&gt;&amp;'
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+from typing import Any
+
+# Tableau 10: distinct, colour-blind friendlier than the plotly default, and readable as a fill.
+STREAM_PALETTE: tuple[str, ...] = (
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+    "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
+)
+# A second qualitative palette for op kinds (plotly's "Set2" + "Dark2"), so that a kind-coloured
+# timeline is not mistaken for a stream-coloured one.
+KIND_PALETTE: tuple[str, ...] = (
+    "#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3", "#a6d854", "#ffd92f", "#e5c494", "#b3b3b3",
+    "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
+)
+
+FONT_FAMILY = "Inter, 'Segoe UI', Helvetica, Arial, sans-serif"
+TIME_AXIS_TITLE = "time (µs)"
+SYNC_COLOR = "#d62728"
+BARRIER_COLOR = "#555555"
+
+#: Layout defaults shared by every plotly figure of the workbench.
+LAYOUT_DEFAULTS: dict[str, Any] = {
+    "template": "plotly_white",
+    "font": {"family": FONT_FAMILY, "size": 12},
+    "margin": {"l": 70, "r": 20, "t": 100, "b": 50},
+    "hoverlabel": {"align": "left"},
+    "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1.0},
+}
+
+
+def escape(text: object) -> str:
+    """``html.escape(str(text), quote=True)``: the one escaping used for names in HTML/SVG/hover."""
+    return html.escape(str(text), quote=True)
+
+
+def stream_color(i: int) -> str:
+    """The colour of stream ``i`` (a qualitative palette, cycling).
+
+    >>> stream_color(1)
+    '#f28e2b'
+    """
+    return STREAM_PALETTE[int(i) % len(STREAM_PALETTE)]
+
+
+def tint(color: str, amount: float = 0.5) -> str:
+    """Blend a ``#rrggbb`` colour towards white by ``amount`` (0 = unchanged, 1 = white).
+
+    >>> tint("#000000", 0.5)
+    '#808080'
+    """
+    r, g, b = (int(color[k:k + 2], 16) for k in (1, 3, 5))
+    mix = [round(c + (255 - c) * amount) for c in (r, g, b)]
+    return "#" + "".join(f"{c:02x}" for c in mix)
+
+
+def kind_colors(kinds: Iterable[str]) -> dict[str, str]:
+    """A colour per op kind, assigned in first-seen order (pass kinds in graph program order so
+    that several figures of one graph agree).
+
+    >>> kind_colors(["conv2d", "relu", "conv2d"])
+    {'conv2d': '#66c2a5', 'relu': '#fc8d62'}
+    """
+    out: dict[str, str] = {}
+    for kind in kinds:
+        if kind not in out:
+            out[kind] = KIND_PALETTE[len(out) % len(KIND_PALETTE)]
+    return out
+
+
+def stream_label(stream: object) -> str:
+    """The y-axis label of a stream row: ``"stream 0"``."""
+    return f"stream {stream}"
