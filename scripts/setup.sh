@@ -17,6 +17,9 @@ apt_install() {
 
 command -v python3 >/dev/null 2>&1 || apt_install python3 python3-venv
 command -v dot >/dev/null 2>&1 || apt_install graphviz
+if [ "$extra" = dev ] && [ ! -x /usr/bin/chromium ]; then
+  apt_install chromium fonts-liberation  # headless browser tests of the HTML report
+fi
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv 2>/dev/null || { apt_install python3-venv; rm -rf .venv; python3 -m venv .venv; }
 fi
