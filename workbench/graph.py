@@ -340,6 +340,23 @@ class Graph:
             name=self.name if name is None else name,
         )
 
+    def subgraph(self, op_ids: Iterable[OpId], *, name: str | None = None) -> Graph:
+        """The ops ``op_ids`` (kept in program order) with the tensors they touch; tensors produced
+        outside become graph inputs, control edges between kept ops are kept.  O(V + E)."""
+        keep = set(op_ids)
+        for op_id in keep:
+            self.index(op_id)
+        ops = [op for op in self._ops if op.id in keep]
+        tensors = {}
+        for op in ops:
+            for tid in (*op.inputs, *op.outputs):
+                t = self._tensors[tid]
+                if t.producer is not None and t.producer not in keep:
+                    t = replace(t, producer=None, role="input")
+                tensors[tid] = t
+        control = [(a, b) for a, b in self._control if a in keep and b in keep]
+        return Graph(ops, tensors.values(), control, name=name or f"{self.name}[sub]")
+
     def with_op(self, op_id: OpId, **changes: Any) -> Graph:
         """A copy with one op's fields changed (``dataclasses.replace`` on that op)."""
         return self.replace(ops=[replace(o, **changes) if o.id == op_id else o for o in self._ops])

@@ -16,7 +16,7 @@ from workbench.errors import ScheduleError
 from workbench.graph import Graph
 from workbench.registry import Registry
 from workbench.schedule import Schedule
-from workbench.schedulers import asap, nnc, orders, serial, wavefront
+from workbench.schedulers import asap, ios, nnc, orders, serial, wavefront
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,12 @@ POLICIES.register("wavefront", PolicyInfo(
     wavefront.schedule_wavefront, "001 RAF", "waves of chains separated by barriers"))
 POLICIES.register("asap", PolicyInfo(
     asap.schedule_asap, "001 RAF", "heavy chains on streams, events on light edges"))
+POLICIES.register("ios", PolicyInfo(
+    ios.schedule_ios, "001 RAF/IOS", "dynamic program over stages, simulator as cost oracle",
+    slow=True))
 
 # Small options that keep the common property tests fast (STYLE.md R3).
-TEST_OPTIONS: dict[str, dict[str, Any]] = {}
+TEST_OPTIONS: dict[str, dict[str, Any]] = {"ios": {"r": 2, "s": 3, "max_block_units": 8}}
 
 
 def policies() -> list[str]:
