@@ -87,9 +87,9 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     """Schedule ``graph`` with each policy, execute each schedule, and rank them.
 
     ``options`` maps a policy name to its keyword options.  ``planner`` plans each schedule's
-    activation memory (SOMAS conflicts for multi-stream schedules; ``None`` skips memory), and each
-    trace is replayed through the BestFit pool growing in ``pool_chunk_bytes`` chunks.  ``executor`` is ``"simulator"`` (any
-    machine) or ``"cupy"`` (a CUDA GPU).  Speedups are over ``serial`` (which is always run, and
+    activation memory (SOMAS conflicts for multi-stream schedules; ``None`` skips memory), and
+    each trace is replayed through the BestFit pool growing in ``pool_chunk_bytes`` chunks.
+    ``executor`` is ``"simulator"`` (any machine) or ``"cupy"`` (a CUDA GPU).  Speedups are over ``serial`` (which is always run, and
     listed first).  Every schedule is validated before it is executed.
     """
     if not isinstance(graph, Graph):
