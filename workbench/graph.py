@@ -69,10 +69,22 @@ _NUMERIC_OP_FIELDS = ("flops", "bytes_read", "bytes_written", "workspace_bytes")
 def _check_number(value: Any, what: str, *, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise GraphError(f"{what} must be a non-negative number, got {value!r}")
-    if value < 0 or math.isinf(value):
-        raise GraphError(f"{what} must be a non-negative number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GraphError(f"{what} must be a non-negative number, got {_short(value)}")
+    if isinstance(value, float) and not math.isfinite(value) or value < 0:
+        raise GraphError(f"{what} must be a non-negative number, got {_short(value)}")
+    if isinstance(value, int) and value >= 1 << 63:
+        raise GraphError(f"{what} is too large ({len(str(value))} digits)")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _show(name: str) -> str:
+    """An op id for a one-line message: as is when printable, else its repr."""
+    return name if name.isprintable() else repr(name)
 
 
 class Graph:
@@ -264,7 +276,7 @@ class Graph:
 
         sub = nx.DiGraph((i, j) for j in stuck for i in self._pred[j] if i in stuck)
         cycle = nx.find_cycle(sub)
-        names = [self._ops[a].id for a, _ in cycle] + [self._ops[cycle[0][0]].id]
+        names = [_show(self._ops[a].id) for a, _ in cycle] + [_show(self._ops[cycle[0][0]].id)]
         return " -> ".join(names)
 
     # ----------------------------------------------------------------------------- builders

@@ -1,4 +1,10 @@
-"""load() and save(): dispatch on the file suffix through one table."""
+"""load() and save(): dispatch on the file suffix through one table.
+
+Loaders: ``.json`` (the workbench format), ``.onnx`` (needs the ``onnx`` extra), ``.dot``/``.gv``.
+Also here: :func:`from_torch` (torch.fx import, needs the ``torch`` extra), Chrome trace export
+(:func:`to_chrome_trace`, :func:`save_chrome_trace`) and PyTorch profiler import
+(:func:`load_pytorch_trace`).  onnx and torch are imported only inside those functions.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +13,20 @@ from pathlib import Path
 
 from workbench.errors import FormatError
 from workbench.graph import Graph
-from workbench.io.dot import save_dot, to_dot
+from workbench.io.chrome_trace import load_pytorch_trace, save_chrome_trace, to_chrome_trace
+from workbench.io.dot import load_dot, save_dot, to_dot
+from workbench.io.fx import from_torch
 from workbench.io.json_format import graph_from_dict, graph_to_dict, load_json, save_json
+from workbench.io.onnx import load_onnx
 
-LOADERS: dict[str, Callable[[Path], Graph]] = {".json": load_json}
+LOADERS: dict[str, Callable[[Path], Graph]] = {".json": load_json, ".onnx": load_onnx,
+                                               ".dot": load_dot, ".gv": load_dot}
 SAVERS: dict[str, Callable[[Graph, Path], Path]] = {".json": save_json, ".dot": save_dot,
                                                     ".gv": save_dot}
 
 
 def load(path: str | Path) -> Graph:
-    """Load a graph; the format comes from the suffix (``.json``)."""
+    """Load a graph; the format comes from the suffix (``.json``, ``.onnx``, ``.dot``, ``.gv``)."""
     path = Path(path)
     loader = LOADERS.get(path.suffix.lower())
     if loader is None:
@@ -37,4 +47,5 @@ def save(graph: Graph, path: str | Path) -> Path:
     return saver(graph, path)
 
 
-__all__ = ["graph_from_dict", "graph_to_dict", "load", "save", "to_dot"]
+__all__ = ["from_torch", "graph_from_dict", "graph_to_dict", "load", "load_dot", "load_onnx",
+           "load_pytorch_trace", "save", "save_chrome_trace", "to_chrome_trace", "to_dot"]

@@ -1,11 +1,35 @@
-"""DOT (Graphviz) export of a graph's structure: ops as nodes (with kind and device), data edges
-solid, control edges dashed.  Names are quoted and escaped for DOT."""
+"""DOT (Graphviz) export and import of a graph's structure.
+
+Export (:func:`to_dot`): ops as nodes (with kind, device and flops), data edges solid, control
+edges dashed.  Names are quoted and escaped for DOT.
+
+Import (:func:`load_dot`) reads the subset of DOT that :func:`to_dot` writes and that people write
+by hand, with a small tokenizer (no pydot):
+
+* ``digraph NAME { ... }`` (``strict`` allowed; an undirected ``graph`` is an error);
+* node statements ``a [kind=conv2d, flops=1e9, duration_us=12, thread_blocks=80, size=4096,
+  device=gpu]`` (unknown attributes such as ``label`` or ``shape`` are ignored);
+* edge chains ``a -> b -> c [style=dashed]``; ``style=dashed`` or ``kind="control"`` makes control
+  edges, anything else data edges; ``{a b} -> c`` and ``subgraph x { ... }`` are flattened;
+* ``node [...]`` / ``edge [...]`` defaults, ``key=value`` graph attributes (ignored), quoted and
+  unquoted ids, ports (``a:p``, ignored), comments (``//``, ``/* */``, ``#``), optional ``;``.
+
+Each op produces one tensor ``"<id>:out"`` of ``size`` bytes (default 1 MiB, as
+:meth:`Graph.from_edges`) and reads its data predecessors' tensors.  An op with ``duration_us``
+keeps it; one with neither ``duration_us`` nor ``flops``/``bytes`` gets 10 µs (as ``from_edges``);
+otherwise the roofline model prices it.  Errors are one line with the file and line number.
+"""
 
 from __future__ import annotations
 
+import math
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from workbench.graph import Graph
+from workbench.errors import FormatError, GraphError
+from workbench.graph import DEFAULT_TENSOR_BYTES, Graph, Op, Tensor
 
 
 def _q(text: str) -> str:
@@ -28,3 +52,374 @@ def save_dot(graph: Graph, path: str | Path) -> Path:
     path = Path(path)
     path.write_text(to_dot(graph), encoding="utf-8")
     return path
+
+
+# ==================================================================================== tokenizer
+_TOKEN = re.compile(r"""
+    (?P<space>[ \t\r\f\v]+)
+  | (?P<newline>\n)
+  | (?P<comment>//[^\n]*|\#[^\n]*)
+  | (?P<block>/\*)
+  | (?P<quote>")
+  | (?P<html><)
+  | (?P<arrow>->|--)
+  | (?P<num>-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?)  # + exponents (repr)
+  | (?P<id>[A-Za-z_\x80-\U0010ffff][A-Za-z_0-9\x80-\U0010ffff]*)
+  | (?P<punct>[{}\[\];,=:])
+""", re.VERBOSE)
+
+MAX_NUMBER = float(2**62)  # numeric attributes beyond this are rejected (sums must stay finite)
+MAX_NESTING = 100  # subgraph depth (guards the recursive parser against hostile input)
+
+
+@dataclass(frozen=True)
+class _Tok:
+    kind: str  # "id" (any identifier, numeral or string), "punct", "arrow", "end"
+    text: str
+    line: int
+    quoted: bool = False
+
+
+def _tokenize(text: str, where: str) -> list[_Tok]:
+    toks: list[_Tok] = []
+    pos, line, n = 0, 1, len(text)
+    while pos < n:
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise FormatError(f"{where}: line {line}: unexpected character {text[pos]!r}")
+        kind = m.lastgroup
+        if kind == "space" or kind == "comment":
+            pos = m.end()
+        elif kind == "newline":
+            line += 1
+            pos = m.end()
+        elif kind == "block":
+            stop = text.find("*/", pos + 2)
+            if stop < 0:
+                raise FormatError(f"{where}: line {line}: unterminated /* comment")
+            line += text.count("\n", pos, stop)
+            pos = stop + 2
+        elif kind == "quote":
+            value, end = _quoted(text, pos, line, where)
+            toks.append(_Tok("id", value, line, quoted=True))
+            line += text.count("\n", pos, end)
+            pos = end
+        elif kind == "html":
+            value, end = _html(text, pos, line, where)
+            toks.append(_Tok("id", value, line, quoted=True))
+            line += text.count("\n", pos, end)
+            pos = end
+        else:
+            tok_kind = "id" if kind in ("num", "id") else kind
+            toks.append(_Tok(str(tok_kind), m.group(), line))
+            pos = m.end()
+    toks.append(_Tok("end", "end of file", line))
+    return toks
+
+
+def _quoted(text: str, start: int, line: int, where: str) -> tuple[str, int]:
+    """A double-quoted string from ``start``: ``\\"`` and ``\\\\`` unescape, backslash-newline
+    continues the line, other backslashes stay (``\\n`` in a label is DOT's own escape)."""
+    out: list[str] = []
+    i, n = start + 1, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            return "".join(out), i + 1
+        if c == "\\" and i + 1 < n:
+            nxt = text[i + 1]
+            if nxt in '"\\':
+                out.append(nxt)
+            elif nxt != "\n":
+                out.append(c + nxt)
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    raise FormatError(f"{where}: line {line}: unterminated quoted string")
+
+
+def _html(text: str, start: int, line: int, where: str) -> tuple[str, int]:
+    depth, i, n = 0, start, len(text)
+    while i < n:
+        if text[i] == "<":
+            depth += 1
+        elif text[i] == ">":
+            depth -= 1
+            if depth == 0:
+                return text[start + 1:i], i + 1
+        i += 1
+    raise FormatError(f"{where}: line {line}: unterminated <...> string")
+
+
+# ==================================================================================== parser
+@dataclass
+class _Node:
+    line: int
+    attrs: dict[str, tuple[str, int]] = field(default_factory=dict)  # key -> (value, line)
+
+
+class _Parser:
+    def __init__(self, toks: list[_Tok], where: str) -> None:
+        self.toks, self.i, self.where = toks, 0, where
+        self.nodes: dict[str, _Node] = {}
+        self.edges: list[tuple[str, str, bool, int]] = []  # (a, b, control, line)
+        self.name = "graph"
+
+    # ------------------------------------------------------------------ helpers
+    def peek(self, k: int = 0) -> _Tok:
+        return self.toks[min(self.i + k, len(self.toks) - 1)]
+
+    def take(self) -> _Tok:
+        tok = self.peek()
+        self.i += 1
+        return tok
+
+    def fail(self, message: str, tok: _Tok | None = None) -> FormatError:
+        tok = tok or self.peek()
+        return FormatError(f"{self.where}: line {tok.line}: {message}")
+
+    def is_punct(self, text: str, k: int = 0) -> bool:
+        tok = self.peek(k)
+        return tok.kind == "punct" and tok.text == text
+
+    def expect(self, text: str, context: str) -> _Tok:
+        tok = self.peek()
+        if not (tok.kind == "punct" and tok.text == text):
+            raise self.fail(f"expected '{text}' {context}, got {_show(tok)}")
+        return self.take()
+
+    def keyword(self, tok: _Tok, word: str) -> bool:
+        return tok.kind == "id" and not tok.quoted and tok.text.lower() == word
+
+    # ------------------------------------------------------------------ grammar
+    def parse(self) -> None:
+        tok = self.take()
+        if self.keyword(tok, "strict"):
+            tok = self.take()
+        if self.keyword(tok, "graph"):
+            raise self.fail("undirected 'graph' is not supported (use 'digraph' with '->')", tok)
+        if not self.keyword(tok, "digraph"):
+            raise self.fail(f"expected 'digraph', got {_show(tok)} (is it a DOT file?)", tok)
+        if self.peek().kind == "id":
+            self.name = self.take().text
+        self.expect("{", "to open the graph body")
+        self.statements({"node": {}, "edge": {}}, depth=1)
+        self.expect("}", "to close the graph")
+        if self.peek().kind != "end":
+            raise self.fail(f"unexpected {_show(self.peek())} after the closing '}}'")
+
+    def statements(self, defaults: dict[str, dict[str, tuple[str, int]]], depth: int) -> list[str]:
+        """Statements up to (not including) the matching ``}``; returns the node ids seen."""
+        seen: list[str] = []
+        while True:
+            tok = self.peek()
+            if tok.kind == "end":
+                raise self.fail("missing '}' at the end of the graph")
+            if tok.kind == "punct" and tok.text == "}":
+                return seen
+            if tok.kind == "punct" and tok.text == ";":
+                self.take()
+                continue
+            seen.extend(self.statement(defaults, depth))
+
+    def statement(self, defaults: dict[str, dict[str, tuple[str, int]]], depth: int) -> list[str]:
+        tok = self.peek()
+        if tok.kind == "id" and not tok.quoted and tok.text.lower() in ("node", "edge", "graph"):
+            self.take()
+            attrs = self.attr_lists() if self.is_punct("[") else {}
+            if tok.text.lower() != "graph":
+                defaults[tok.text.lower()] = {**defaults[tok.text.lower()], **attrs}
+            return []
+        if tok.kind == "id" and self.is_punct("=", 1):
+            self.take()
+            self.take()
+            if self.take().kind != "id":
+                raise self.fail(f"expected a value after '{tok.text} ='", tok)
+            return []
+        if tok.kind == "arrow" or (tok.kind == "punct" and tok.text != "{"):
+            raise self.fail(f"expected a node id or a statement, got {_show(tok)}")
+        return self.node_or_edge(defaults, depth)
+
+    def endpoint(self, defaults: dict[str, dict[str, tuple[str, int]]],
+                 depth: int) -> tuple[list[str], _Tok | None]:
+        """A node id (with an optional port) or a subgraph; returns its node ids and the id's
+        token (None for a subgraph)."""
+        tok = self.peek()
+        if self.keyword(tok, "subgraph") or (tok.kind == "punct" and tok.text == "{"):
+            if depth >= MAX_NESTING:
+                raise self.fail(f"subgraphs nested more than {MAX_NESTING} deep")
+            if self.keyword(tok, "subgraph"):
+                self.take()
+                if self.peek().kind == "id":
+                    self.take()
+            self.expect("{", "to open the subgraph")
+            inner = {k: dict(v) for k, v in defaults.items()}
+            ids = self.statements(inner, depth + 1)
+            self.expect("}", "to close the subgraph")
+            return ids, None
+        if tok.kind != "id":
+            raise self.fail(f"expected a node id, got {_show(tok)}")
+        self.take()
+        for _ in range(2):  # ports: a:port or a:port:compass
+            if self.is_punct(":"):
+                self.take()
+                if self.take().kind != "id":
+                    raise self.fail(f"expected a port name after '{tok.text}:'", tok)
+        self.declare(tok.text, tok.line, defaults["node"])
+        return [tok.text], tok
+
+    def declare(self, node_id: str, line: int, attrs: dict[str, tuple[str, int]]) -> None:
+        if node_id not in self.nodes:  # `node [...]` defaults apply when a node is created
+            self.nodes[node_id] = _Node(line, dict(attrs))
+
+    def node_or_edge(self, defaults: dict[str, dict[str, tuple[str, int]]],
+                     depth: int) -> list[str]:
+        ends, first = self.endpoint(defaults, depth)
+        line = self.toks[self.i - 1].line
+        chain = [ends]
+        seen = list(ends)
+        while self.peek().kind == "arrow":
+            arrow = self.take()
+            if arrow.text == "--":
+                raise self.fail("'--' (undirected edge) in a digraph; use '->'", arrow)
+            ends, _ = self.endpoint(defaults, depth)
+            chain.append(ends)
+            seen.extend(ends)
+        attrs = self.attr_lists() if self.is_punct("[") else {}
+        nxt = self.peek()
+        if nxt.kind == "punct" and nxt.text not in (";", "}", "{") or nxt.kind == "arrow":
+            what = f"node id {first.text!r}" if first is not None else "subgraph"
+            raise self.fail(f"expected '->' or '[' after {what}, got {_show(nxt)}")
+        if len(chain) == 1:
+            if first is not None:
+                self.nodes[first.text].attrs.update(attrs)
+            return seen
+        merged = {**defaults["edge"], **attrs}
+        style = merged.get("style", ("", 0))[0].lower()
+        control = "dashed" in style or merged.get("kind", ("", 0))[0].lower() == "control"
+        for left, right in zip(chain, chain[1:], strict=False):
+            for a in left:
+                for b in right:
+                    self.edges.append((a, b, control, line))
+        return seen
+
+    def attr_lists(self) -> dict[str, tuple[str, int]]:
+        attrs: dict[str, tuple[str, int]] = {}
+        while self.is_punct("["):
+            self.take()
+            while not self.is_punct("]"):
+                key = self.take()
+                if key.kind != "id":
+                    raise self.fail(f"expected an attribute name or ']', got {_show(key)}", key)
+                self.expect("=", f"after attribute name {key.text!r}")
+                value = self.take()
+                if value.kind != "id":
+                    raise self.fail(f"expected a value for attribute {key.text!r}, got "
+                                    f"{_show(value)}", value)
+                attrs[key.text] = (value.text, value.line)
+                if self.is_punct(",") or self.is_punct(";"):
+                    self.take()
+            self.take()
+        return attrs
+
+
+def _show(tok: _Tok) -> str:
+    if tok.kind == "end":
+        return "end of file"
+    return repr(tok.text) if len(tok.text) <= 40 else repr(tok.text[:40] + "...")
+
+
+# ==================================================================================== to a Graph
+_NUMBER_ATTRS = {"flops": "flops", "duration_us": "duration_us", "thread_blocks": "thread_blocks",
+                 "size": "size", "bytes": "size", "size_bytes": "size",
+                 "bytes_read": "bytes_read", "bytes_written": "bytes_written",
+                 "workspace_bytes": "workspace_bytes"}
+
+
+def _number(where: str, node_id: str, key: str, value: tuple[str, int], *,
+            integer: bool = False) -> float:
+    text, line = value
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if math.isnan(x) or not 0 <= x <= MAX_NUMBER or (integer and (x != int(x) or x < 1)):
+        need = "a positive integer" if integer else "a non-negative number"
+        need += f" of at most {MAX_NUMBER:.3g}"
+        raise FormatError(f"{where}: line {line}: node {node_id!r}: {key} must be {need}, "
+                          f"got {text!r}")
+    return x
+
+
+def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tuple[str, str]]]:
+    data_in: dict[str, list[str]] = {n: [] for n in parser.nodes}
+    control: list[tuple[str, str]] = []
+    for a, b, is_control, _ in parser.edges:
+        if is_control:
+            if (a, b) not in control:
+                control.append((a, b))
+        elif a not in data_in[b]:
+            data_in[b].append(a)
+    control = [(a, b) for a, b in control if a not in data_in[b]]
+    values: dict[str, dict[str, Any]] = {}
+    for node_id, node in parser.nodes.items():
+        v: dict[str, Any] = {}
+        for key, raw in node.attrs.items():
+            name = _NUMBER_ATTRS.get(key)
+            if name is not None:
+                v[name] = _number(where, node_id, key, raw, integer=name == "thread_blocks")
+        values[node_id] = v
+    sizes = {n: int(v.get("size", DEFAULT_TENSOR_BYTES)) for n, v in values.items()}
+    ops, tensors = [], []
+    for node_id, node in parser.nodes.items():
+        v = values[node_id]
+        preds = data_in[node_id]
+        duration = v.get("duration_us")
+        if duration is None and not any(k in v for k in ("flops", "bytes_read", "bytes_written",
+                                                         "size")):
+            duration = 10.0
+        tensors.append(Tensor(f"{node_id}:out", sizes[node_id], producer=node_id))
+        ops.append(Op(
+            node_id, kind=node.attrs.get("kind", ("op", 0))[0],
+            device=node.attrs.get("device", ("gpu", 0))[0], flops=float(v.get("flops", 0.0)),
+            bytes_read=int(v.get("bytes_read", sum(sizes[p] for p in preds))),
+            bytes_written=int(v.get("bytes_written", sizes[node_id])),
+            inputs=tuple(f"{p}:out" for p in preds), outputs=(f"{node_id}:out",),
+            thread_blocks=int(v["thread_blocks"]) if "thread_blocks" in v else None,
+            duration_us=duration, workspace_bytes=int(v.get("workspace_bytes", 0)),
+        ))
+    return ops, tensors, control
+
+
+def graph_from_dot(text: str, *, where: str = "<dot>") -> Graph:
+    """Parse DOT text (see the module docstring) into a :class:`Graph`; O(length of the text).
+
+    >>> g = graph_from_dot('digraph g { a [kind=conv2d]; a -> b -> c; a -> c [style=dashed] }')
+    >>> g.op_ids, g.op("a").kind, g.control_edges
+    (('a', 'b', 'c'), 'conv2d', (('a', 'c'),))
+    """
+    parser = _Parser(_tokenize(text, where), where)
+    parser.parse()
+    ops, tensors, control = _ops(parser, where)
+    try:
+        return Graph(ops, tensors, control, name=parser.name)
+    except GraphError as exc:
+        raise GraphError(f"{where}: {exc}".replace("\n", "\\n")) from None
+
+
+def load_dot(path: str | Path) -> Graph:
+    """Read a ``.dot``/``.gv`` file written by :func:`to_dot` or by hand (module docstring)."""
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not a text file (is it really DOT?)") from None
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return graph_from_dot(text, where=str(path).replace("\n", "\\n"))
+
+
+__all__ = ["graph_from_dot", "load_dot", "save_dot", "to_dot"]

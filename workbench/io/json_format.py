@@ -14,6 +14,7 @@ a schema error gives the JSON path (``ops[3].flops``) and the line where that op
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,8 @@ def load_json(path: str | Path) -> Graph:
     except json.JSONDecodeError as exc:
         raise FormatError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON "
                           f"({exc.msg}; truncated file?)") from None
+    except RecursionError:
+        raise FormatError(f"{path}: JSON nested too deeply to be a graph file") from None
     try:
         return graph_from_dict(data, text=text)
     except (FormatError, GraphError) as exc:
@@ -183,7 +186,8 @@ def _tensor(raw: Any, where: str) -> Tensor:
     if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
         raise FormatError(f"{where}.shape must be a list of non-negative integers, got {shape!r}")
     size = raw.get("size_bytes", 0)
-    if isinstance(size, bool) or not isinstance(size, (int, float)) or size < 0:
+    if (isinstance(size, bool) or not isinstance(size, (int, float)) or size < 0
+            or isinstance(size, float) and not math.isfinite(size) or size >= 1 << 63):
         raise FormatError(f"{where} ({raw['id']!r}): size_bytes must be a non-negative number, "
                           f"got {size!r}")
     producer = raw.get("producer")

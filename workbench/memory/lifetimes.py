@@ -29,7 +29,7 @@ from workbench.graph import Graph
 from workbench.memory.plan import UsageRecord
 
 NO_TASK_KINDS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
-                           "flatten_grad", "reformat", "view"})
+                           "flatten_grad", "reformat", "view", "identity", "dropout"})
 LIFELONG_ROLES = frozenset({"input", "parameter"})
 
 
