@@ -9,7 +9,10 @@ Every name that comes from the graph (op ids, kinds, graph name), from the polic
 settings is HTML-escaped, so a hostile op id such as ``<script>alert(1)</script>`` shows as text.
 
 ``comparison`` is any object with the attributes of :class:`workbench.compare.Comparison`:
-``graph, device, mode, schedules, traces, table, best, settings``.
+``graph, device, mode, schedules, traces, table, best, settings``; when it also has a non-empty
+``memory_plans`` (and optionally ``pools``) the report gets a "Memory" section: the live-memory
+curve of every policy (with the BestFit pool's reserved bytes) and the SOMAS lifetime chart of the
+best policy's plan.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ import plotly
 import plotly.graph_objects as go
 
 from workbench.viz.dag import dag_svg
-from workbench.viz.display import kv_table, stream_table
+from workbench.viz.display import kv_table, memory_plan_summary, stream_table
+from workbench.viz.lifetimes import lifetime_chart
+from workbench.viz.memory_curve import memory_curve
 from workbench.viz.style import LAYOUT_DEFAULTS, TIME_AXIS_TITLE, escape, tint
 from workbench.viz.tables import table_html
 from workbench.viz.timeline import timelines
@@ -46,6 +51,7 @@ table.wb-table th, table.wb-table td { padding: 4px 10px; border-bottom: 1px sol
 table.wb-table th:first-child, table.wb-table td:first-child { text-align: left; }
 .dag { overflow: auto; max-height: 900px; border: 1px solid #e4e7eb; padding: 8px; }
 .dag svg { max-width: none; }
+.wb-scroll { overflow-x: auto; max-width: 100%; }
 .note { background: #f5f7fa; border-left: 4px solid #4e79a7; padding: 8px 14px; }
 code { font-size: 0.95em; }
 """
@@ -95,6 +101,43 @@ def makespan_figure(table: pd.DataFrame, best: str | None = None) -> go.Figure:
     return fig
 
 
+MEMORY_HOW_TO_READ = (
+    "The first chart is the live activation memory of each executed schedule over time: an op's "
+    "output is allocated when the op starts and freed when its last consumer ends (graph inputs "
+    "and parameters are not counted; graph outputs stay to the end). Dashed lines of the same "
+    "colour are the bytes the BestFit memory pool reserved from the device while replaying the "
+    "same run; the gap is fragmentation plus caching. The second chart is the static plan of the "
+    "best policy: each rectangle is a tensor, spanning its lifetime (x) and its bytes inside one "
+    "arena (y); rectangles of tensors that may be live together never overlap. The solid line is "
+    "the arena size, the dashed line the lower bound no plan can beat."
+)
+
+
+def _memory_section(comparison: Any, best: str | None,
+                    name: str) -> tuple[str, list[tuple[str, go.Figure]]] | None:
+    """The Memory section's note and figures, or ``None`` when there are no memory plans."""
+    plans = dict(getattr(comparison, "memory_plans", None) or {})
+    if not plans:
+        return None
+    pools = dict(getattr(comparison, "pools", None) or {})
+    chosen = best if best in plans else next(iter(plans))
+    plan = plans[chosen]
+    figures: list[tuple[str, go.Figure]] = []
+    if comparison.traces:
+        figures.append(("wb-fig-memory", memory_curve(
+            dict(comparison.traces), pools=pools,
+            title=f"live activation memory of {name} (solid: in use, dashed: pool reserved)")))
+    figures.append(("wb-fig-lifetimes", lifetime_chart(
+        plan, title=f"memory plan of {escape(chosen)} ({escape(plan.planner)}): "
+                    f"{plan.arena_bytes / 2**20:,.2f} MiB arena")))
+    note = (f"<p>Memory plan of <b>{escape(chosen)}</b> by planner <b>{escape(plan.planner)}</b>: "
+            f"arena <b>{plan.arena_bytes / 2**20:,.2f} MiB</b>, lower bound "
+            f"<b>{plan.lower_bound / 2**20:,.2f} MiB</b>, ratio <b>{plan.ratio:.3f}</b>.</p>")
+    body = (f'<p class="note">{MEMORY_HOW_TO_READ}</p>{note}'
+            f"{kv_table(memory_plan_summary(plan))}")
+    return body, figures
+
+
 def _versions() -> dict[str, str]:
     import workbench
 
@@ -126,6 +169,10 @@ def render(comparison: Any) -> str:
     if comparison.traces:
         figures.append(("wb-fig-timelines", timelines(
             dict(comparison.traces), title=f"timelines of {name} (shared time axis)")))
+    n_main = len(figures)
+    memory = _memory_section(comparison, best, name)
+    if memory is not None:
+        figures += memory[1]
     plots = [_figure_html(fig, div_id, first=i == 0) for i, (div_id, fig) in enumerate(figures)]
 
     dag_body = f'<div class="dag">{dag_svg(graph, best_schedule)}</div>'
@@ -135,16 +182,20 @@ def render(comparison: Any) -> str:
 
     sections = [
         _section("how", "How to read this", f'<p class="note">{HOW_TO_READ}</p>'),
-        _section("results", "Results", table_html(comparison.table) + plots[0]),
-        _section("timelines", "Timelines", "".join(plots[1:]) or "<p>No traces.</p>"),
+        _section("results", "Results",
+                 f'<div class="wb-scroll">{table_html(comparison.table)}</div>' + plots[0]),
+        _section("timelines", "Timelines", "".join(plots[1:n_main]) or "<p>No traces.</p>"),
+        *([_section("memory", "Memory", memory[0] + "".join(plots[n_main:]))]
+          if memory is not None else []),
         _section("dag", "Graph", dag_body),
         _section("summary", "Graph summary", kv_table(graph.summary())),
         _section("settings", "Settings", kv_table(dict(comparison.settings or {}))),
         _section("versions", "Versions", kv_table(_versions())),
     ]
-    nav = " ".join(f'<a href="#{a}">{t}</a>' for a, t in (
-        ("results", "Results"), ("timelines", "Timelines"), ("dag", "Graph"),
-        ("settings", "Settings")))
+    links = [("results", "Results"), ("timelines", "Timelines"),
+             *([("memory", "Memory")] if memory is not None else []),
+             ("dag", "Graph"), ("settings", "Settings")]
+    nav = " ".join(f'<a href="#{a}">{t}</a>' for a, t in links)
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

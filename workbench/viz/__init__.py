@@ -1,18 +1,23 @@
-"""Views of graphs, schedules and traces: plotly timelines, Graphviz DAGs, ranking tables.
+"""Views of graphs, schedules, traces and memory plans: plotly timelines, memory curves,
+lifetime charts, Graphviz DAGs, ranking tables.
 
 Importing this package loads plotly and graphviz; the core (``import workbench``) never does
-(STYLE.md R9).  Every view has a pure data layer (``timeline_frame``, ``dag_layout``) and a render
-function returning a figure that is never ``.show()``-n.
+(STYLE.md R9).  Every view has a pure data layer (``timeline_frame``, ``dag_layout``,
+``memory_curve_frame``, ``lifetime_frame``) and a render function returning a figure that is never
+``.show()``-n.
 """
 
 from __future__ import annotations
 
 from workbench.viz.dag import dag, dag_figure, dag_layout, dag_svg, dag_view
+from workbench.viz.lifetimes import lifetime_chart, lifetime_frame
+from workbench.viz.memory_curve import memory_curve, memory_curve_frame
 from workbench.viz.style import stream_color
 from workbench.viz.tables import comparison_styler, table_html
 from workbench.viz.timeline import timeline, timeline_frame, timelines
 
 __all__ = [
     "comparison_styler", "dag", "dag_figure", "dag_layout", "dag_svg", "dag_view",
+    "lifetime_chart", "lifetime_frame", "memory_curve", "memory_curve_frame",
     "stream_color", "table_html", "timeline", "timeline_frame", "timelines",
 ]

@@ -1,4 +1,5 @@
-"""Rich notebook display of the core values (``_repr_html_`` of Graph, Schedule and Trace).
+"""Rich notebook display of the core values (``_repr_html_`` of Graph, Schedule, Trace, MemoryPlan
+and Comparison).
 
 The core classes import this module inside their ``_repr_html_`` only (STYLE.md R9).  Every name
 from a graph (op ids, kinds, graph and policy names) is HTML-escaped.  ``trace_html`` embeds
@@ -17,7 +18,9 @@ from workbench.graph import Graph
 from workbench.schedule import Schedule
 from workbench.trace import Trace
 from workbench.viz.dag import dag_svg
+from workbench.viz.lifetimes import lifetime_chart
 from workbench.viz.style import escape, stream_color
+from workbench.viz.tables import table_html
 from workbench.viz.timeline import timeline
 
 MAX_LISTED_OPS = 40  # ops listed per stream before "… and N more"
@@ -25,6 +28,7 @@ _BOX = 'style="font-family: Helvetica, Arial, sans-serif; font-size: 13px"'
 _CELL_CSS = "text-align:left; padding: 2px 10px 2px 0; vertical-align: top"
 _CELL = f'style="{_CELL_CSS}"'
 _NOWRAP = f'style="{_CELL_CSS}; white-space: nowrap"'
+SCROLL_X = 'style="overflow-x:auto; max-width:100%"'  # wide tables scroll instead of overflowing
 
 
 def format_value(value: Any) -> str:
@@ -94,3 +98,45 @@ def trace_html(trace: Trace) -> str:
                        div_id=f"wb-timeline-{uuid.uuid4().hex[:12]}")
     return (f"<div {_BOX}><h4>Trace {escape(trace.policy)} on {escape(trace.graph.name)}</h4>"
             f"{kv_table(info)}{plot}</div>")
+
+
+def _mib(n: float) -> str:
+    return f"{n / 2**20:,.2f} MiB ({int(n):,} B)"
+
+
+def memory_plan_summary(plan: Any) -> dict[str, Any]:
+    """The headline numbers of a MemoryPlan, as a label → value mapping (for :func:`kv_table`)."""
+    notes = plan.notes or {}
+    info: dict[str, Any] = {
+        "planner": plan.planner, "tensors": len(plan.records),
+        "arena": _mib(plan.arena_bytes), "lower bound": _mib(plan.lower_bound),
+        "ratio": f"{plan.ratio:.3f}", "alignment": f"{plan.alignment} B",
+    }
+    if "interval_lower_bound" in notes:
+        info["interval lower bound"] = _mib(notes["interval_lower_bound"])
+    if "persistent_bytes" in notes:
+        info["persistent (inputs, parameters)"] = _mib(notes["persistent_bytes"])
+    if "lifetimes_from" in notes:
+        info["lifetimes from"] = notes["lifetimes_from"]
+    if plan.conflicts is not None:
+        info["conflicts"] = f"{len(plan.conflicts):,} pairs (multi-stream happens-before)"
+    return info
+
+
+def memory_plan_html(plan: Any) -> str:
+    """HTML for a MemoryPlan: its headline numbers and the SOMAS lifetime chart (plotly.js inline,
+    works offline).  Meant for ``MemoryPlan._repr_html_``."""
+    fig = lifetime_chart(plan)
+    plot = fig.to_html(full_html=False, include_plotlyjs=True,
+                       div_id=f"wb-lifetimes-{uuid.uuid4().hex[:12]}")
+    return (f"<div {_BOX}><h4>Memory plan {escape(plan.planner)}</h4>"
+            f"{kv_table(memory_plan_summary(plan))}{plot}</div>")
+
+
+def comparison_html(comparison: Any) -> str:
+    """HTML for a Comparison: what was compared and the ranking table (scrolls when wide)."""
+    info = {"graph": comparison.graph.name, "ops": len(comparison.graph),
+            "device": comparison.device, "mode": comparison.mode,
+            "policies": list(comparison.schedules), "best": comparison.best}
+    return (f"<div {_BOX}><h4>Comparison on {escape(comparison.graph.name)}</h4>"
+            f"{kv_table(info)}<div {SCROLL_X}>{table_html(comparison.table)}</div></div>")

@@ -1,8 +1,8 @@
 """Ranking tables: the policy comparison as a formatted pandas Styler (or plain HTML).
 
-Formats: times in µs with 1 decimal, speedups with 2, ratios with 3, utilisation as a percentage;
-the row with the smallest makespan is highlighted.  Pandas' Styler needs ``jinja2``; without it the
-functions fall back to ``DataFrame.to_html()`` (which escapes cell text as well).
+Formats: times in µs with 1 decimal, speedups and MiB with 2, ratios with 3, utilisation as a
+percentage; the row with the smallest makespan is highlighted.  Pandas' Styler needs ``jinja2``;
+without it the functions fall back to ``DataFrame.to_html()`` (which escapes cell text as well).
 """
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ FORMATS: dict[str, str] = {
     "avg_concurrency": "{:.2f}",
     "utilisation": "{:.1%}",
     "schedule_ms": "{:.2f}",
+    "peak_live_mib": "{:,.2f}",
+    "arena_mib": "{:,.2f}",
+    "arena_ratio": "{:.3f}",
+    "pool_reserved_mib": "{:,.2f}",
 }
 
 

@@ -1,0 +1,127 @@
+"""Live activation memory over time of one or several traces (notes/memory_planners.md §7).
+
+Two layers (STYLE.md R10): :func:`memory_curve_frame` is the pure data function (a step function
+of live bytes over time, testable without plotly) and :func:`memory_curve` draws one step line per
+schedule, optionally beside the ``reserved`` bytes of the BestFit pool replay of the same trace
+(the gap between the two is fragmentation plus caching).
+
+The curve follows dynamic reference counting (:func:`workbench.memory.pool_events`): an op's
+output is allocated when the op starts and freed when its last consumer ends; graph outputs are
+never freed, so the curve ends at the graph-output level.  Inputs and parameters (lifelong, outside
+the planned arena) are not counted.  Its peak equals the lower bound of a plan made from the same
+trace with ``alignment=1``.
+
+Every policy name that reaches hover text or the legend goes through
+:func:`~workbench.viz.style.escape`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from workbench.trace import Trace
+from workbench.viz.style import LAYOUT_DEFAULTS, TIME_AXIS_TITLE, escape, stream_color
+
+MIB = float(2**20)
+FRAME_COLUMNS = ("time_us", "live_bytes")
+
+
+# ---------------------------------------------------------------------------------- data layer
+def memory_curve_frame(trace: Trace) -> pd.DataFrame:
+    """Live activation bytes of ``trace`` over time: one row per distinct event time.
+
+    Columns ``time_us`` (increasing) and ``live_bytes`` (the live bytes from that time until the
+    next row: a step function, drawn with ``line_shape="hv"``).  The curve starts at ``0`` bytes
+    at time 0, and its last row holds the bytes of the graph outputs (never freed); it is extended
+    to the trace's makespan when the last event comes earlier.  Pure: no plotting library is used.
+
+    >>> import workbench as wb
+    >>> g = wb.Graph.from_edges([("a", "b")], sizes={"a": 100, "b": 10})
+    >>> memory_curve_frame(wb.simulate(wb.schedule(g, "serial"))).live_bytes.tolist()
+    [0, 100, 110, 10]
+    """
+    from workbench.memory import pool_events
+
+    times: list[float] = [0.0]
+    live: list[int] = [0]
+    current = 0
+    for time_us, action, _tensor, size in pool_events(trace):
+        current += size if action == "alloc" else -size
+        t = float(time_us)
+        if t == times[-1]:
+            live[-1] = current  # several events at one time: keep the level after all of them
+        else:
+            times.append(t)
+            live.append(current)
+    makespan = float(trace.makespan) if len(trace.df) else 0.0
+    if makespan > times[-1]:
+        times.append(makespan)
+        live.append(current)
+    return pd.DataFrame({"time_us": times, "live_bytes": live}, columns=list(FRAME_COLUMNS))
+
+
+def _items(traces: Trace | Sequence[Trace] | Mapping[str, Trace]) -> list[tuple[str, Trace]]:
+    if isinstance(traces, Trace):
+        return [(str(traces.policy), traces)]
+    if isinstance(traces, Mapping):
+        return [(str(k), t) for k, t in traces.items()]
+    return [(str(t.policy), t) for t in traces]
+
+
+# ---------------------------------------------------------------------------------- drawing
+def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
+                 pools: Mapping[str, Any] | None = None, title: str | None = None) -> go.Figure:
+    """Live activation memory (MiB) over time (µs): one step line per schedule.
+
+    ``traces`` is one Trace, a sequence (labelled by each trace's policy) or a mapping label →
+    trace.  ``pools`` maps the same labels to :class:`~workbench.memory.pool.PoolResult`
+    (``workbench.memory.replay_pool``); for each label found there a dashed line of the pool's
+    ``reserved`` bytes is drawn in the same colour beside the solid "in use" line.  Hover shows
+    the policy, the time and the MiB.  ``title`` is used as given (escape it yourself if it holds
+    user names).  Returns the figure; never calls ``.show()``.
+    """
+    items = _items(traces)
+    if not items:
+        raise ValueError("memory_curve() needs at least one trace")
+    pools = dict(pools or {})
+    fig = go.Figure()
+    for i, (label, trace) in enumerate(items):
+        color = stream_color(i)
+        name = escape(label)
+        frame = memory_curve_frame(trace)
+        mib = (frame["live_bytes"] / MIB).to_numpy()
+        fig.add_trace(go.Scatter(
+            x=frame["time_us"].to_numpy(), y=mib, mode="lines", line_shape="hv",
+            line={"color": color, "width": 2}, name=f"{name} in use", legendgroup=name,
+            customdata=[name] * len(frame),
+            hovertemplate=("<b>%{customdata}</b> (in use)<br>time: %{x:,.2f} µs"
+                           "<br>%{y:,.3f} MiB<extra></extra>"),
+        ))
+        pool = pools.get(label)
+        if pool is not None and len(pool.timeline):
+            tl = pool.timeline
+            xs = [0.0, *tl["time_us"].astype(float).tolist()]
+            ys = [0.0, *(tl["reserved"].astype(float) / MIB).tolist()]
+            end = float(frame["time_us"].iloc[-1])
+            if end > xs[-1]:
+                xs.append(end)
+                ys.append(ys[-1])
+            fig.add_trace(go.Scatter(
+                x=xs, y=ys, mode="lines", line_shape="hv",
+                line={"color": color, "width": 1.5, "dash": "dash"}, name=f"{name} reserved",
+                legendgroup=name, customdata=[name] * len(xs),
+                hovertemplate=("<b>%{customdata}</b> (pool reserved)<br>time: %{x:,.2f} µs"
+                               "<br>%{y:,.3f} MiB<extra></extra>"),
+            ))
+    fig.update_layout(**LAYOUT_DEFAULTS)
+    default = ("live activation memory" + (" (solid: in use, dashed: pool reserved)"
+                                           if pools else ""))
+    fig.update_layout(title=title if title is not None else default, hovermode="closest",
+                      height=420)
+    fig.update_xaxes(type="linear", title=TIME_AXIS_TITLE, rangemode="tozero")
+    fig.update_yaxes(title="memory (MiB)", rangemode="tozero")
+    return fig
