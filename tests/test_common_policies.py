@@ -44,7 +44,8 @@ def test_policy_invariants_with_stream_cap(policy: str, graph: wb.Graph) -> None
 @pytest.mark.parametrize("policy", POLICY_NAMES)
 def test_policy_is_deterministic(policy: str) -> None:
     g = wb.models.inception_v3(batch=1)
-    a, b = wb.schedule(g, policy), wb.schedule(g, policy)
+    options = TEST_OPTIONS.get(policy, {})
+    a, b = wb.schedule(g, policy, **options), wb.schedule(g, policy, **options)
     assert dict(a.streams) == dict(b.streams) and a.syncs == b.syncs
 
 
