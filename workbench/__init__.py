@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from workbench import memory, models
+from workbench import memory, models, passes
 from workbench.compare import Comparison, compare
 from workbench.costs import DEVICES, DeviceSpec, devices
 from workbench.errors import (
@@ -34,6 +34,6 @@ __version__ = "0.1.0"
 __all__ = [
     "DEVICES", "Comparison", "DeviceSpec", "DeviceUnavailable", "FormatError", "Graph",
     "GraphError", "MemoryPlanError", "Op", "OptionError", "Schedule", "ScheduleError", "Tensor",
-    "Trace", "WorkbenchError", "compare", "devices", "execute", "load", "memory", "models", "plan_memory", "policies",
+    "Trace", "WorkbenchError", "compare", "devices", "execute", "load", "memory", "models", "passes", "plan_memory", "policies",
     "save", "schedule", "simulate",
 ]

@@ -1,0 +1,80 @@
+"""Graph → Graph passes (DESIGN.md "passes"): one registry table, ``PASSES``; O0/O1/O2 levels.
+
+Every pass is a pure function ``fn(graph) -> Graph`` that returns a new graph and never changes its
+input (STYLE.md R1).  ``run_passes(graph, names)`` applies registered passes in order; an unknown
+name raises a one-line :class:`~workbench.errors.OptionError` listing the known ones.  The
+heterogeneous helpers that do not return a graph (:func:`partition`, :func:`split_schedule`,
+:func:`merge_schedule`) are re-exported here but are not passes.
+
+>>> import workbench as wb
+>>> from workbench.passes import run_passes
+>>> run_passes(wb.models.textbook_side_effects(), ["side_effects"]).control_edges
+(('Assign_1', 'Assign_2'), ('Assign_2', 'Sub_1'))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from workbench.errors import OptionError
+from workbench.graph import Graph
+from workbench.passes.fusion import fuse_elementwise, fusion_groups, pattern_of
+from workbench.passes.no_task import drop_no_task_ops
+from workbench.passes.partition import (
+    Subgraph,
+    insert_copies,
+    merge_schedule,
+    min_subgraphs_lower_bound,
+    partition,
+    split_schedule,
+)
+from workbench.passes.side_effects import add_side_effect_edges, state_effects
+from workbench.registry import Registry
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    """A registered pass: the function, the seed it implements, one line on what it does."""
+
+    fn: Callable[[Graph], Graph]
+    seed: str
+    summary: str
+
+
+PASSES = Registry[PassInfo]("pass", error=OptionError)
+PASSES.register("side_effects", PassInfo(
+    add_side_effect_edges, "003 textbook §7.5.2; 004 auto-monad",
+    "control edges keep program order among ops touching the same state"))
+PASSES.register("no_task", PassInfo(
+    drop_no_task_ops, "004 MindSpore no-task nodes",
+    "reshape/flatten/squeeze/... become aliases: no launch, no memory"))
+PASSES.register("fusion", PassInfo(
+    fuse_elementwise, "004 MindSpore O1 graph-kernel fusion",
+    "maximal elementwise groups (and their reduce) become one fused kernel"))
+PASSES.register("insert_copies", PassInfo(
+    insert_copies, "003 textbook §7.5.3 (subgraph merge)",
+    "h2d/d2h/d2d copy ops on every data edge that crosses memory spaces"))
+
+
+def passes() -> list[str]:
+    """Names of all registered passes."""
+    return PASSES.names()
+
+
+def run_passes(graph: Graph, names: Iterable[str]) -> Graph:
+    """Apply the named passes in order; unknown names fail before any pass runs."""
+    fns = [PASSES.get(name).fn for name in names]
+    for fn in fns:
+        graph = fn(graph)
+    return graph
+
+
+from workbench.passes.levels import LEVELS, Level, apply_level, levels, run_level  # noqa: E402
+
+__all__ = [
+    "LEVELS", "PASSES", "Level", "PassInfo", "Subgraph", "add_side_effect_edges", "apply_level",
+    "drop_no_task_ops", "fuse_elementwise", "fusion_groups", "insert_copies", "levels",
+    "merge_schedule", "min_subgraphs_lower_bound", "partition", "passes", "pattern_of",
+    "run_level", "run_passes", "split_schedule", "state_effects",
+]

@@ -1,0 +1,271 @@
+"""A NumPy reference executor: really compute a small graph on the CPU, op by op, in a schedule's
+issue order (STYLE.md R5: an oracle that shares no code with the schedulers or the simulator).
+
+It answers "does this schedule compute the right values?", which is what side effects make
+interesting (seed 003 §7.5.2): with the textbook's ``x = y; x = z; r = x - y``, an issue order that
+runs the Sub first gives ``r = x₀ - y``; after :func:`workbench.passes.add_side_effect_edges`, every
+valid schedule gives ``r = z - y``.
+
+Semantics:
+
+* Ops run one at a time in ``schedule.issue_order`` (a Graph runs in ``graph.topo_order()``).  This
+  is one serialisation of the schedule; :meth:`Schedule.validate` guarantees every dependency points
+  forward in it, so it is a legal execution.  An op whose input has not been computed yet raises
+  :class:`~workbench.errors.ScheduleError`.
+* **State.**  Tensors of role ``parameter`` live in a state dict; every read sees the *current*
+  value.  ``assign`` / ``assign_add`` / ``assign_sub`` write ``attrs["writes"]`` (else their first
+  input) with their second input and output the new value.
+* Graph inputs not given in ``inputs`` are drawn from ``numpy.random.default_rng(seed)``:
+  activations/inputs ~ N(0, 1), parameters ~ U(0.5, 1.5) (positive, so norm variances are valid),
+  with the tensor's ``shape`` (else ``size_bytes // 4`` elements), float32.
+* Kernels (:data:`KERNELS`): elementwise (add of k inputs, sub, mul, div, relu, gelu (tanh
+  approximation), sigmoid, tanh, exp, log, neg, abs, sqrt, atan), matmul (``x @ W`` plus the bias
+  when a third input is given), concat, softmax (``attrs["scale"]``, ``attrs["axis"]``), layernorm
+  (params ``(2, D)``: gamma, beta), batchnorm (params ``(4, C)``: gamma, beta, mean, var),
+  transpose, global_avgpool, views (reshape, flatten, ... to the output tensor's shape), copies
+  (h2d, d2h, d2d: identity), print (identity), ``fused`` (evaluates ``attrs["expr"]`` member by
+  member) and the generic kind ``"op"`` of :meth:`Graph.from_edges` graphs (``1 + sum of the
+  inputs' means``, broadcast to the output size: enough to follow data flow).  No-task aliases
+  (``attrs["view_shapes"]``) are applied as reshapes.  Any other kind raises
+  :class:`~workbench.errors.OptionError`.
+
+Returns every tensor's value by id (parameters: their value at the end of the run).
+
+Examples
+--------
+>>> import numpy as np
+>>> import workbench as wb
+>>> from workbench.passes import add_side_effect_edges
+>>> g = add_side_effect_edges(wb.models.textbook_side_effects())
+>>> y, z = np.float32([0.2]), np.float32([0.3])
+>>> out = run_reference(wb.schedule(g, "nnc"), {"x": np.float32([1.0]), "y": y, "z": z})
+>>> bool(np.allclose(out["r"], z - y))
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from workbench.errors import OptionError, ScheduleError
+from workbench.graph import Graph, Op, TensorId
+
+Array = np.ndarray
+ShapeOf = Callable[[TensorId], tuple[int, ...] | None]
+Kernel = Callable[[Op, list[Array], ShapeOf], list[Array]]
+
+
+def _unary(fn: Callable[[Array], Array]) -> Kernel:
+    return lambda op, a, shape_of: [fn(a[0])]
+
+
+def _gelu(x: Array) -> Array:
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _add(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    out = a[0]
+    for x in a[1:]:
+        out = out + x
+    return [out]
+
+
+def _matmul(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    out = a[0] @ a[1]
+    if len(a) > 2:
+        out = out + a[2]
+    return [out]
+
+
+def _concat(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    axis = op.attrs.get("axis", 1) if a[0].ndim > 1 else 0
+    return [np.concatenate(a, axis=axis)]
+
+
+def _softmax(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    axis = op.attrs.get("axis", -1)
+    x = a[0] * op.attrs.get("scale", 1.0)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return [e / e.sum(axis=axis, keepdims=True)]
+
+
+def _layernorm(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    x, params = a[0], a[1]
+    mean = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, keepdims=True)
+    return [(x - mean) / np.sqrt(var + op.attrs.get("eps", 1e-5)) * params[0] + params[1]]
+
+
+def _batchnorm(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    x, (gamma, beta, mean, var) = a[0], a[1]
+    shape = [1] * x.ndim
+    shape[op.attrs.get("axis", 1)] = -1
+    scale = gamma / np.sqrt(var + op.attrs.get("eps", 1e-3))
+    return [x * scale.reshape(shape) + (beta - mean * scale).reshape(shape)]
+
+
+def _transpose(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    return [np.ascontiguousarray(np.transpose(a[0], op.attrs["perm"]))]
+
+
+def _view(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    shape = shape_of(op.outputs[0]) if op.outputs else None
+    return [a[0].reshape(shape) if shape else a[0]]
+
+
+def _global_avgpool(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    return [a[0].mean(axis=(2, 3), keepdims=True)]
+
+
+def _identity(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    return [a[0].copy() for _ in op.outputs]
+
+
+def _generic(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    value = 1.0 + sum(float(np.mean(x)) for x in a)
+    return [np.full(shape_of(t) or (1,), value, dtype=np.float32) for t in op.outputs]
+
+
+#: Kernel per op kind (``fused`` and the ``assign`` family are handled by the executor itself).
+KERNELS: dict[str, Kernel] = {
+    "add": _add,
+    "sub": lambda op, a, s: [a[0] - a[1]],
+    "mul": lambda op, a, s: [a[0] * a[1]],
+    "div": lambda op, a, s: [a[0] / a[1]],
+    "relu": _unary(lambda x: np.maximum(x, 0)),
+    "gelu": _unary(_gelu),
+    "sigmoid": _unary(lambda x: 1.0 / (1.0 + np.exp(-x))),
+    "tanh": _unary(np.tanh),
+    "exp": _unary(np.exp),
+    "log": _unary(np.log),
+    "neg": _unary(np.negative),
+    "abs": _unary(np.abs),
+    "sqrt": _unary(np.sqrt),
+    "atan": _unary(np.arctan),
+    "matmul": _matmul,
+    "concat": _concat,
+    "softmax": _softmax,
+    "layernorm": _layernorm,
+    "batchnorm": _batchnorm,
+    "transpose": _transpose,
+    "global_avgpool": _global_avgpool,
+    "h2d": _identity,
+    "d2h": _identity,
+    "d2d": _identity,
+    "print": _identity,
+    "op": _generic,
+    **{k: _view for k in ("reshape", "view", "flatten", "squeeze", "unsqueeze", "expand_dims",
+                          "flatten_grad", "reformat")},
+}
+STATE_KINDS = ("assign", "assign_add", "assign_sub")
+
+
+def _initial(graph: Graph, inputs: Mapping[TensorId, Any] | None, seed: int) -> dict[str, Array]:
+    rng = np.random.default_rng(seed)
+    given = dict(inputs or {})
+    tensors = graph.tensors
+    for k in given:
+        if k not in tensors:
+            raise OptionError(f"input {k!r} is not a tensor of graph {graph.name!r}")
+    values: dict[str, Array] = {}
+    for t in tensors.values():
+        if t.producer is not None:
+            continue
+        if t.id in given:
+            values[t.id] = np.asarray(given[t.id])
+            continue
+        shape = t.shape or (max(1, t.size_bytes // 4),)
+        if t.role == "parameter":
+            values[t.id] = rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
+        else:
+            values[t.id] = rng.standard_normal(size=shape).astype(np.float32)
+    return values
+
+
+def _run_op(op: Op, args: list[Array], shape_of: ShapeOf, state: dict[str, Array]) -> list[Array]:
+    views = op.attrs.get("view_shapes") or {}
+    for pos, shape in views.items():
+        args[int(pos)] = args[int(pos)].reshape(shape)
+    if op.kind in STATE_KINDS:
+        target = op.attrs.get("writes") or op.inputs[0]
+        if not isinstance(target, str):
+            target = list(target)[0]
+        value = args[1] if len(args) > 1 else args[0]
+        if op.kind == "assign_add":
+            value = state.get(target, args[0]) + value
+        elif op.kind == "assign_sub":
+            value = state.get(target, args[0]) - value
+        state[target] = np.array(value, copy=True)
+        return [np.array(value, copy=True) for _ in op.outputs]
+    if op.kind == "fused":
+        return _run_fused(op, args, shape_of, state)
+    kernel = KERNELS.get(op.kind)
+    if kernel is None:
+        known = ", ".join(sorted([*KERNELS, *STATE_KINDS, "fused"]))
+        raise OptionError(f"reference executor: op {op.id!r} has kind {op.kind!r}, which it "
+                          f"cannot compute (known: {known})")
+    try:
+        return kernel(op, args, shape_of)
+    except (IndexError, ValueError, KeyError, TypeError) as exc:
+        raise OptionError(f"reference executor: op {op.id!r} ({op.kind}) cannot run on inputs of "
+                          f"shapes {[a.shape for a in args]}: {exc}") from None
+
+
+def _run_fused(op: Op, args: list[Array], shape_of: ShapeOf,
+               state: dict[str, Array]) -> list[Array]:
+    env = dict(zip(op.inputs, args, strict=True))
+    for e in op.attrs["expr"]:
+        member = Op(e["op"], kind=e["kind"], inputs=tuple(e["inputs"]),
+                    outputs=tuple(e["outputs"]), attrs=e.get("attrs", {}))
+        outs = _run_op(member, [env[t] for t in member.inputs], shape_of, state)
+        env.update(zip(member.outputs, outs, strict=True))
+    return [env[t] for t in op.outputs]
+
+
+def run_reference(schedule_or_graph: Any, inputs: Mapping[TensorId, Any] | None = None, *,
+                  seed: int = 0) -> dict[TensorId, Array]:
+    """Compute every tensor of a small graph with NumPy, running ops in the schedule's issue order
+    (see the module docstring for the semantics).  O(V) kernel calls."""
+    if isinstance(schedule_or_graph, Graph):
+        graph, order = schedule_or_graph, list(schedule_or_graph.topo_order())
+    elif hasattr(schedule_or_graph, "issue_order") and hasattr(schedule_or_graph, "graph"):
+        graph, order = schedule_or_graph.graph, list(schedule_or_graph.issue_order)
+    else:
+        raise OptionError(f"run_reference needs a Schedule or a Graph, "
+                          f"got {type(schedule_or_graph).__name__}")
+    values = _initial(graph, inputs, seed)
+    tensors = graph.tensors
+    state = {t.id: values[t.id] for t in tensors.values() if t.role == "parameter"
+             and t.id in values}
+
+    def shape_of(t: TensorId) -> tuple[int, ...] | None:
+        tt = tensors.get(t)
+        return tt.shape if tt is not None and tt.shape else None
+
+    for op_id in order:
+        op = graph.op(op_id)
+        args = []
+        for t in op.inputs:
+            if t in state:
+                args.append(state[t])
+            elif t in values:
+                args.append(values[t])
+            else:
+                raise ScheduleError(f"op {op_id!r} runs before its input {t!r} is computed (the "
+                                    f"order violates a dependency)")
+        outs = _run_op(op, args, shape_of, state)
+        values.update(zip(op.outputs, outs, strict=True))
+    values.update(state)
+    return values
+
+
+def outputs_of(graph: Graph, values: Mapping[TensorId, Array]) -> dict[TensorId, Array]:
+    """Just the graph outputs of a :func:`run_reference` result."""
+    return {t: values[t] for t in graph.outputs}
+
+
+__all__: Sequence[str] = ["KERNELS", "outputs_of", "run_reference"]
