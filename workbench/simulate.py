@@ -80,26 +80,10 @@ def simulate(schedule: Schedule, device: str | DeviceSpec = "h100", *, mode: str
     >>> round(simulate(wb.schedule(g, "serial"), "h100", host_pipeline="pipelined").makespan, 1)
     44.0
     """
-    if mode not in MODES:
-        raise OptionError(f"unknown simulation mode {mode!r} (known: {', '.join(MODES)})")
-    if host_pipeline not in HOST_PIPELINES:
-        raise OptionError(f"unknown host pipeline {host_pipeline!r} "
-                          f"(known: {', '.join(HOST_PIPELINES)})")
-    spec = get_device(device)
+    run = _simulate(schedule, device, mode, calibration, host_pipeline)
+    order, ops, costs, stream_of, start, end, issue, phase, spec = run
     graph = schedule.graph
-    order = list(schedule.issue_order)
-    index = {op: i for i, op in enumerate(order)}
     n = len(order)
-    ops = [graph.op(op) for op in order]
-    costs = [op_cost(op, spec, calibration) for op in ops]
-    stream_of = [schedule.stream_of(op) for op in order]
-    waits: list[list[int]] = [[] for _ in range(n)]
-    for a, b in schedule.syncs:
-        waits[index[b]].append(index[a])
-    host = _Host(schedule, ops, waits, spec, mode, host_pipeline)
-    phase = [schedule.phase[op] for op in order]
-    start, end = _run(n, costs, stream_of, waits, host, phase, [pool_of(op) for op in ops])
-    issue = host.issue
     df = pd.DataFrame({
         "op": order,
         "kind": [op.kind for op in ops],
@@ -123,6 +107,39 @@ def simulate(schedule: Schedule, device: str | DeviceSpec = "h100", *, mode: str
             "host_bound_fraction": gated / n if n else 0.0}
     return Trace(df, graph=graph, policy=schedule.policy, device=spec.name, mode=mode,
                  schedule=schedule, meta=meta)
+
+
+def simulate_makespan(schedule: Schedule, device: str | DeviceSpec = "h100", *,
+                      mode: str = "eager", calibration: Mapping[str, float] | None = None,
+                      host_pipeline: str = "serial") -> float:
+    """Only the makespan of :func:`simulate` (no Trace, no DataFrame): what search loops such as
+    IOS's stage oracle need.  The schedule need not cover the whole graph."""
+    end = _simulate(schedule, device, mode, calibration, host_pipeline)[5]
+    return max(end, default=0.0)
+
+
+def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
+              calibration: Mapping[str, float] | None, host_pipeline: str) -> tuple:
+    if mode not in MODES:
+        raise OptionError(f"unknown simulation mode {mode!r} (known: {', '.join(MODES)})")
+    if host_pipeline not in HOST_PIPELINES:
+        raise OptionError(f"unknown host pipeline {host_pipeline!r} "
+                          f"(known: {', '.join(HOST_PIPELINES)})")
+    spec = get_device(device)
+    graph = schedule.graph
+    order = list(schedule.issue_order)
+    index = {op: i for i, op in enumerate(order)}
+    n = len(order)
+    ops = [graph.op(op) for op in order]
+    costs = [op_cost(op, spec, calibration) for op in ops]
+    stream_of = [schedule.stream_of(op) for op in order]
+    waits: list[list[int]] = [[] for _ in range(n)]
+    for a, b in schedule.syncs:
+        waits[index[b]].append(index[a])
+    host = _Host(schedule, ops, waits, spec, mode, host_pipeline)
+    phase = [schedule.phase[op] for op in order]
+    start, end = _run(n, costs, stream_of, waits, host, phase, [pool_of(op) for op in ops])
+    return order, ops, costs, stream_of, start, end, host.issue, phase, spec
 
 
 class _Host:
