@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 import workbench as wb
-from workbench.schedulers.ios import partition_blocks, schedule_ios, schedule_units
+from workbench.schedulers.ios import partition_blocks, schedule_ios, ios_units
 
 
 def test_units_collapse_conv_bn_relu() -> None:
     g = wb.models.inception_v3(batch=1)
-    units = schedule_units(g)
+    units = ios_units(g)
     assert len(units) == 119  # the IOS paper's operator count for Inception V3
     assert ["Conv2d_1a_3x3/conv", "Conv2d_1a_3x3/bn", "Conv2d_1a_3x3/relu"] in units
 
@@ -19,7 +19,7 @@ def test_blocks_cut_at_nodes_every_path_passes_through() -> None:
     # a -> (b, c) -> d -> e -> (f, g) -> h : cuts after a, d, e, h.
     g = wb.Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("d", "e"),
                              ("e", "f"), ("e", "g"), ("f", "h"), ("g", "h")])
-    units = schedule_units(g)
+    units = ios_units(g)
     blocks = [[units[u][0] for u in b] for b in partition_blocks(g, units, 40)]
     assert blocks == [["a"], ["b", "c", "d"], ["e"], ["f", "g", "h"]]
     chopped = partition_blocks(g, units, 2)

@@ -27,6 +27,7 @@ from workbench.memory import plan_memory
 from workbench.schedule import Schedule
 from workbench.schedulers import policies, schedule
 from workbench.simulate import simulate
+from workbench.sweep import sweep
 from workbench.trace import Trace
 
 __version__ = "0.1.0"
@@ -35,5 +36,5 @@ __all__ = [
     "DEVICES", "Comparison", "DeviceSpec", "DeviceUnavailable", "FormatError", "Graph",
     "GraphError", "MemoryPlanError", "Op", "OptionError", "Schedule", "ScheduleError", "Tensor",
     "Trace", "WorkbenchError", "compare", "devices", "execute", "load", "memory", "models", "passes", "plan_memory", "policies",
-    "save", "schedule", "simulate",
+    "save", "schedule", "simulate", "sweep",
 ]

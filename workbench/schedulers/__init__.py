@@ -16,7 +16,17 @@ from workbench.errors import ScheduleError
 from workbench.graph import Graph
 from workbench.registry import Registry
 from workbench.schedule import Schedule
-from workbench.schedulers import asap, ios, nnc, orders, serial, wavefront
+from workbench.schedulers import (
+    asap,
+    critical_path,
+    gpto,
+    ios,
+    min_streams,
+    nnc,
+    orders,
+    serial,
+    wavefront,
+)
 
 
 @dataclass(frozen=True)
@@ -54,9 +64,21 @@ POLICIES.register("asap", PolicyInfo(
 POLICIES.register("ios", PolicyInfo(
     ios.schedule_ios, "001 RAF/IOS", "dynamic program over stages, simulator as cost oracle",
     slow=True))
+POLICIES.register("min_streams", PolicyInfo(
+    min_streams.schedule_min_streams, "Nimble (beyond the seeds)",
+    "matching-based chains: fewest syncs at full logical concurrency"))
+POLICIES.register("gpto", PolicyInfo(
+    gpto.schedule_gpto, "004 MindSpore GPTO",
+    "list scheduling with a priority portfolio under a memory limit"))
+POLICIES.register("critical_path", PolicyInfo(
+    critical_path.schedule_critical_path, "HEFT-like (beyond the seeds)",
+    "upward-rank list scheduler, earliest-start stream"))
 
 # Small options that keep the common property tests fast (STYLE.md R3).
-TEST_OPTIONS: dict[str, dict[str, Any]] = {"ios": {"r": 2, "s": 3, "max_block_units": 8}}
+TEST_OPTIONS: dict[str, dict[str, Any]] = {
+    "ios": {"r": 2, "s": 3, "max_block_units": 8},
+    "gpto": {"priorities": ["bottom_level", "depth_min"]},
+}
 
 
 def policies() -> list[str]:
@@ -75,7 +97,7 @@ def schedule(graph: Graph, policy: str, **options: Any) -> Schedule:
     if not isinstance(graph, Graph):
         raise ScheduleError(f"policy {policy!r} needs a Graph, got {type(graph).__name__}")
     known = info.options()
-    limit = options.pop("memory_limit_bytes", None)
+    limit = None if "memory_limit_bytes" in known else options.pop("memory_limit_bytes", None)
     for key in options:
         if key not in known:
             raise ScheduleError(f"policy {policy!r} has no option {key!r} "

@@ -68,7 +68,7 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_block_units: int =
         s = min(s, max_streams)
     oracle = cost_oracle or simulator_oracle(graph, device=device, mode=mode)
     t0 = time.perf_counter()
-    unit_ops = schedule_units(graph) if units else [[op] for op in graph.topo_order()]
+    unit_ops = ios_units(graph) if units else [[op] for op in graph.topo_order()]
     blocks = partition_blocks(graph, unit_ops, max_block_units)
     search = _Search(graph, unit_ops, r, s, oracle)
     stages: list[list[list[OpId]]] = []
@@ -113,8 +113,8 @@ def simulator_oracle(graph: Graph, *, device: str = "h100", mode: str = "eager")
     return latency
 
 
-def schedule_units(graph: Graph) -> list[list[OpId]]:
-    """Group conv/matmul → batchnorm → activation chains into units (RAF IOS ``schedule_units``);
+def ios_units(graph: Graph) -> list[list[OpId]]:
+    """Group conv/matmul → batchnorm → activation chains into units (RAF IOS ``ios_units``);
     every other op is its own unit.  Units in topological order.  O(V)."""
     ops = graph.ops
     succ, pred = graph.succ_index, graph.pred_index

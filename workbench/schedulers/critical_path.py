@@ -1,0 +1,195 @@
+"""Critical-path list scheduling (HEFT-like; Topcuoglu, Hariri and Wu, 2002) on identical streams.
+
+1. **Priority**: the *upward rank* of each op, i.e. its bottom level: the longest path of
+   stand-alone durations (``op_cost(op, spec).alone_us``) from the op, itself included, to a sink.
+2. **Selection**: among the ready ops (all predecessors placed), the highest rank first; ties: the
+   longer op, then the topological order closest to program order.
+3. **Placement (insertion-based)**: the op goes to the stream where it can start earliest, no
+   sooner than the end of its last predecessor, using the first idle gap long enough to hold it
+   (an op may slide in before ops placed earlier).  Ties: the lowest stream id.
+4. **Events**: the issue order is the ops sorted by planned (start, end); each stream runs its ops
+   in that order; syncs come from :func:`~workbench.schedule.insert_syncs` (transitively reduced).
+
+The plan assumes every stream runs at stand-alone speed; the simulator then shares SMs and
+bandwidth between concurrent kernels, so the simulated makespan is usually longer than
+``notes["estimated_makespan_us"]``.
+
+The list scheduler here (:func:`_list_schedule`) is shared with :mod:`workbench.schedulers.gpto`.
+
+Complexity: O(V log V + E) for ranks and the ready heap, plus O(V · S · g) for placement, where g
+is the number of intervals scanned per stream (O(V) in the worst case, small in practice).
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from workbench.costs import DeviceSpec, get_device, op_cost
+from workbench.graph import Graph
+from workbench.schedule import Schedule, build_schedule, check_max_streams
+
+_EPS = 1e-9
+
+
+def schedule_critical_path(graph: Graph, *, device: str | DeviceSpec = "h100",
+                           max_streams: int | None = 4) -> Schedule:
+    """Upward-rank list scheduling with insertion into idle gaps (see the module docstring).
+
+    ``max_streams=None`` opens a new stream whenever no existing one can start the op as early.
+
+    Examples
+    --------
+    >>> g = Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")],
+    ...                      durations={"a": 10, "b": 30, "c": 10, "d": 10})
+    >>> s = schedule_critical_path(g, max_streams=2)
+    >>> s.streams
+    {0: ('a', 'b', 'd'), 1: ('c',)}
+    >>> s.notes["start_us"]
+    {'a': 0.0, 'b': 10.0, 'c': 10.0, 'd': 40.0}
+    """
+    max_streams = check_max_streams(max_streams)
+    spec = get_device(device)
+    n = len(graph)
+    dur = [op_cost(op, spec).alone_us for op in graph.ops]
+    rank = bottom_levels(graph, dur)
+    topo_pos = topo_positions(graph)
+    key = [(-rank[i], -dur[i], topo_pos[i]) for i in range(n)]
+    start, end, stream = _list_schedule(graph, dur, [0] * n, [max_streams], key.__getitem__)
+    ids = graph.op_ids
+    notes = {
+        "rank_us": {ids[i]: rank[i] for i in range(n)},
+        "start_us": {ids[i]: start[i] for i in range(n)},
+        "estimated_makespan_us": max(end, default=0.0),
+    }
+    return placement_schedule(graph, "critical_path", start, end, stream,
+                              options={"device": spec.name, "max_streams": max_streams},
+                              notes=notes, max_streams=max_streams)
+
+
+# ---------------------------------------------------------------------------------- shared helpers
+def topo_positions(graph: Graph) -> list[int]:
+    """Position of each op (by index) in ``graph.topo_order()``."""
+    pos = [0] * len(graph)
+    for p, i in enumerate(graph.topo_index):
+        pos[i] = p
+    return pos
+
+
+def bottom_levels(graph: Graph, dur: Sequence[float]) -> list[float]:
+    """Longest duration-weighted path from each op (itself included) to a sink.  O(V + E)."""
+    succ = graph.succ_index
+    bl = [0.0] * len(graph)
+    for i in reversed(graph.topo_index):
+        bl[i] = dur[i] + max((bl[j] for j in succ[i]), default=0.0)
+    return bl
+
+
+class _Timeline:
+    """The busy intervals of one stream (sorted, disjoint) and the first-fit gap search."""
+
+    __slots__ = ("starts", "ends")
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def earliest(self, ready: float, dur: float) -> float:
+        """The earliest start ``t >= ready`` with ``[t, t + dur)`` free on this stream."""
+        t = ready
+        k = bisect_right(self.ends, t)
+        while k < len(self.starts):
+            if t + dur <= self.starts[k] + _EPS:
+                return t
+            t = max(t, self.ends[k])
+            k += 1
+        return t
+
+    def insert(self, start: float, end: float) -> None:
+        k = bisect_left(self.starts, start) if end <= start else bisect_right(self.starts, start)
+        self.starts.insert(k, start)
+        self.ends.insert(k, end)
+
+    @property
+    def busy_us(self) -> float:
+        return sum(e - s for s, e in zip(self.starts, self.ends, strict=True))
+
+
+def _list_schedule(graph: Graph, dur: Sequence[float], types: Sequence[int],
+                   streams_per_type: Sequence[int | None], key: Callable[[int], Any],
+                   on_placed: Callable[[int], Sequence[int]] | None = None,
+                   ) -> tuple[list[float], list[float], list[int]]:
+    """List scheduling with insertion into the earliest idle gap.
+
+    Ready ops are taken smallest ``key(i)`` first.  ``key`` may change while scheduling: after an
+    op is placed, ``on_placed(i)`` returns the ops whose key changed, and stale heap entries are
+    skipped.  Op ``i`` may run on the streams of its type ``types[i]`` (``streams_per_type[t]``
+    of them, numbered after those of lower types; ``None``: a new stream whenever that starts the
+    op sooner).  Returns start, end and stream per op (by index).
+    """
+    n = len(graph)
+    pred, succ = graph.pred_index, graph.succ_index
+    lines: list[list[_Timeline]] = [
+        [_Timeline() for _ in range(k)] if k is not None else [] for k in streams_per_type]
+    offset = [0] * len(streams_per_type)
+    unbounded_base = sum(k for k in streams_per_type if k is not None)
+    for t in range(1, len(streams_per_type)):
+        offset[t] = offset[t - 1] + (streams_per_type[t - 1] or 0)
+    start, end = [0.0] * n, [0.0] * n
+    stream = [-1] * n
+    waiting = [len(p) for p in pred]
+    ready = [False] * n
+    heap: list[tuple[Any, int]] = []
+    for i in range(n):
+        if waiting[i] == 0:
+            ready[i] = True
+            heapq.heappush(heap, (key(i), i))
+    done = [False] * n
+    unbounded_ids: dict[tuple[int, int], int] = {}
+    while heap:
+        k, i = heapq.heappop(heap)
+        if done[i] or k != key(i):
+            continue
+        done[i] = True
+        t = types[i]
+        est = max((end[p] for p in pred[i]), default=0.0)
+        best_s, best_line = None, -1
+        for li, line in enumerate(lines[t]):
+            s = line.earliest(est, dur[i])
+            if best_s is None or s < best_s - _EPS:
+                best_s, best_line = s, li
+        if best_s is None or (streams_per_type[t] is None and best_s > est + _EPS):
+            lines[t].append(_Timeline())
+            best_s, best_line = est, len(lines[t]) - 1
+        start[i], end[i] = best_s, best_s + dur[i]
+        lines[t][best_line].insert(start[i], end[i])
+        if streams_per_type[t] is None:
+            stream[i] = unbounded_ids.setdefault(
+                (t, best_line), unbounded_base + 10**6 * t + best_line)
+        else:
+            stream[i] = offset[t] + best_line
+        if on_placed is not None:
+            for j in on_placed(i):
+                if ready[j] and not done[j]:
+                    heapq.heappush(heap, (key(j), j))
+        for j in succ[i]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                ready[j] = True
+                heapq.heappush(heap, (key(j), j))
+    return start, end, stream
+
+
+def placement_schedule(graph: Graph, policy: str, start: Sequence[float], end: Sequence[float],
+                       stream: Sequence[int], *, options: Mapping[str, Any],
+                       notes: Mapping[str, Any], max_streams: int | None) -> Schedule:
+    """Turn a timed placement into a Schedule: issue order = ops sorted by (start, end, topological
+    position); each stream runs its ops in that order; syncs by ``insert_syncs``."""
+    topo_pos = topo_positions(graph)
+    ids = graph.op_ids
+    order = sorted(range(len(graph)), key=lambda i: (start[i], end[i], topo_pos[i]))
+    stream_of = {ids[i]: stream[i] for i in order}
+    return build_schedule(graph, policy, stream_of, [ids[i] for i in order],
+                          max_streams=max_streams, options=options, notes=notes)

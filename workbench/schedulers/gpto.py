@@ -1,0 +1,319 @@
+"""GPTO, MindSpore's Graph Parallel Topology Optimizer (seed 004; notes nnc_mindspore.md §B.1).
+
+Objective: the smallest makespan whose memory fits a limit.  For each priority of a portfolio:
+
+1. **List scheduling** on typed processing elements (PEs = streams): ``compute_streams`` compute
+   streams and ``copy_streams`` copy/communication streams for ops whose kind is in
+   :data:`COPY_KINDS`.  The ready op with the best priority goes to the PE of its type where it
+   can start earliest, into the *first idle gap* that holds it (insertion-based), no sooner than
+   the end of its last predecessor.  Op durations are ``op_cost(op, spec).alone_us``.
+2. **Events** (ScheduleToEvents, simplified): ops are issued in (start, end) order, each PE is a
+   stream running its ops in that order, and the syncs are the transitively reduced cross-stream
+   dependencies (:func:`~workbench.schedule.insert_syncs`).
+3. **Memory**: the candidate schedule's activation arena, as
+   ``plan_memory(schedule, "greedy_by_size").arena_bytes`` (happens-before conflicts across
+   streams); identical placements are planned once.
+
+The winner is the candidate with the smallest list-schedule makespan among those whose arena fits
+``memory_limit_bytes`` (ties: smaller arena, then portfolio order).  If none fits, the candidate
+with the smallest arena is kept and ``notes["memory_limit_met"]`` is False.  ``notes["portfolio"]``
+lists every priority's estimated makespan and arena (on graphs above :data:`ARENA_ALL_MAX_OPS`
+ops only the arenas the choice needed are planned; the others are None).
+
+Priorities (:data:`PRIORITIES`; ties: longer op first, then topological order): ``bottom_level``
+(max), ``top_level`` (min: earliest-available first), ``top_plus_bottom`` (max: critical-path ops
+first), ``bottom_minus_top`` (max; Ahmad–Kwok–Wu), ``depth_max`` (DFS-like), ``depth_min``
+(BFS-like), ``weighted_length`` (max; Shirazi et al.: cost + max child wl + sum child wl / max child
+wl), ``cost_max``, ``cost_min``, ``memory_greedy`` (smallest memory impact first: bytes an op
+allocates minus the inputs it is the last to read, updated as consumers are placed).
+
+Simplified against MindSpore's ``gpto.cc``: one device (no cross-device communication groups);
+no subgraph/ConditionSwitch/Gather/if-block handling; costs from :mod:`workbench.costs` instead of
+MindSpore's integer formulas; two PE types (compute, copy; no "cube" PEs); the PE is chosen by
+earliest start over all PEs of the type rather than least-loaded first; the memory limit filters
+whole candidates (MindSpore also skips ready tasks that would exceed a soft limit while list
+scheduling) and memory is the planned arena rather than a running peak; no 512-byte padding;
+events come from ``insert_syncs`` rather than ScheduleToEvents' interval sweep (both give the
+cross-type orderings the placement needs; ours are transitively reduced).
+
+Complexity: P list-scheduling passes (P = number of priorities), each O((V + E) log V) plus the
+gap search (O(V · S · g), g intervals scanned per stream), plus one memory plan per distinct
+placement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from workbench.costs import DeviceSpec, critical_path_us, get_device, op_cost
+from workbench.errors import OptionError
+from workbench.graph import Graph
+from workbench.schedule import Schedule, check_max_streams
+from workbench.schedulers.critical_path import (
+    _list_schedule,
+    bottom_levels,
+    placement_schedule,
+    topo_positions,
+)
+
+COPY_KINDS = frozenset({"copy", "memcpy", "h2d", "d2h", "send", "recv", "allreduce"})
+PRIORITIES = ("bottom_level", "top_level", "top_plus_bottom", "bottom_minus_top", "depth_max",
+              "depth_min", "weighted_length", "cost_max", "cost_min", "memory_greedy")
+MEMORY_PLANNER = "greedy_by_size"
+#: Up to this many ops every candidate's arena is planned (for the notes); above, only those the
+#: choice needs (planning a multi-stream schedule is O(T²) in its tensors).
+ARENA_ALL_MAX_OPS = 1_000
+
+
+def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
+                  max_streams: int | None = None, compute_streams: int | None = None,
+                  copy_streams: int = 1, memory_limit_bytes: float | None = None,
+                  priorities: Sequence[str] | None = None) -> Schedule:
+    """Best list schedule of a priority portfolio under a memory limit (see the module docstring).
+
+    ``compute_streams`` defaults to ``max_streams`` (less the copy streams when the graph has copy
+    ops) or 4; copy streams are only opened when the graph has copy ops, and with
+    ``copy_streams=0`` copy ops share the compute streams.
+
+    Examples
+    --------
+    >>> g = Graph.from_edges([("x", "y")], ops={"x": "h2d", "y": "conv2d", "z": "relu"},
+    ...                      durations={"x": 20, "y": 10, "z": 5})
+    >>> s = schedule_gpto(g, compute_streams=1, priorities=["bottom_level"])
+    >>> s.notes["start_us"]
+    {'x': 0.0, 'y': 20.0, 'z': 0.0}
+    >>> s.stream_of("x") != s.stream_of("z")
+    True
+    """
+    max_streams = check_max_streams(max_streams)
+    spec = get_device(device)
+    names = _check_priorities(priorities)
+    limit = _check_limit(memory_limit_bytes)
+    is_copy = [op.kind.lower() in COPY_KINDS for op in graph.ops]
+    n_compute, n_copy = _stream_counts(max_streams, compute_streams, copy_streams, any(is_copy))
+    types = [1 if c and n_copy else 0 for c in is_copy]
+
+    n = len(graph)
+    dur = [op_cost(op, spec).alone_us for op in graph.ops]
+    levels = _levels(graph, dur)
+    topo_pos = topo_positions(graph)
+    memory = _MemoryImpact(graph)
+    candidates: list[dict[str, Any]] = []
+    for name in names:
+        key, on_placed = _priority(name, levels, dur, topo_pos, memory.fresh())
+        start, end, stream = _list_schedule(graph, dur, types, [n_compute, n_copy], key, on_placed)
+        sched = placement_schedule(graph, "gpto", start, end, stream, options={}, notes={},
+                                   max_streams=max_streams)
+        candidates.append({"priority": name, "makespan_us": max(end, default=0.0),
+                           "arena_bytes": None, "fits": None, "schedule": sched,
+                           "start_us": dict(zip(graph.op_ids, start, strict=True))})
+    best, fitting = _choose(candidates, limit, plan_all=n <= ARENA_ALL_MAX_OPS)
+    schedules = {c["priority"]: c["schedule"] for c in candidates}
+    winner = schedules[best["priority"]]
+    sums = [0.0, 0.0]
+    for i in range(n):
+        sums[types[i]] += dur[i]
+    lower = max(critical_path_us(graph, spec), sums[0] / n_compute,
+                sums[1] / n_copy if n_copy else 0.0)
+    notes = {
+        **winner.notes,
+        "winner": best["priority"],
+        "portfolio": [{k: c[k] for k in ("priority", "makespan_us", "arena_bytes", "fits")}
+                      for c in candidates],
+        "estimated_makespan_us": best["makespan_us"],
+        "start_us": best["start_us"],
+        "arena_bytes": best["arena_bytes"],
+        "memory_limit_bytes": limit,
+        "memory_limit_met": fitting,
+        "compute_streams": n_compute,
+        "copy_streams": n_copy,
+        "copy_ops": sum(types),
+        "lower_bound_us": lower,
+    }
+    if not fitting:
+        notes["memory_limit_message"] = (
+            f"no priority fits {int(limit or 0)} bytes; kept the smallest arena "
+            f"({best['arena_bytes']} bytes, priority {best['priority']!r})")
+    options = {"device": spec.name, "max_streams": max_streams, "compute_streams": compute_streams,
+               "copy_streams": copy_streams, "memory_limit_bytes": memory_limit_bytes,
+               "priorities": list(names)}
+    from dataclasses import replace
+
+    return replace(winner, options=options, notes=notes)
+
+
+def _choose(candidates: list[dict[str, Any]], limit: float | None, *,
+            plan_all: bool) -> tuple[dict[str, Any], bool]:
+    """The winner and whether it fits: candidates by estimated makespan (rounded to 1e-6 µs),
+    the first makespan with a fitting arena wins (ties: smaller arena, then portfolio order); if
+    none fits, the smallest arena.  Arenas are planned lazily (all of them when ``plan_all``);
+    identical placements are planned once."""
+    planned: dict[tuple[Any, ...], int] = {}
+
+    def plan(c: dict[str, Any]) -> None:
+        if c["arena_bytes"] is None:
+            sched = c["schedule"]
+            sig = (sched.issue_order, tuple(sched.streams.items()))
+            if sig not in planned:
+                planned[sig] = _arena_bytes(sched)
+            c["arena_bytes"] = planned[sig]
+            c["fits"] = limit is None or planned[sig] <= limit
+
+    if plan_all:
+        for c in candidates:
+            plan(c)
+    by_makespan: dict[float, list[dict[str, Any]]] = {}
+    for c in candidates:
+        by_makespan.setdefault(round(c["makespan_us"], 6), []).append(c)
+    for span in sorted(by_makespan):
+        group = by_makespan[span]
+        for c in group:
+            plan(c)
+        fit = [c for c in group if c["fits"]]
+        if fit:
+            return min(fit, key=lambda c: c["arena_bytes"]), True
+    return min(candidates, key=lambda c: (c["arena_bytes"], round(c["makespan_us"], 6))), False
+
+
+def _arena_bytes(sched: Schedule) -> int:
+    """``plan_memory(sched, MEMORY_PLANNER).arena_bytes`` without the clique lower bound that
+    ``plan_memory`` also computes (it is not needed here and costs as much as the plan)."""
+    from workbench.memory import lifetimes, plan_usage
+
+    lt = lifetimes(sched)
+    options = {} if lt.conflicts is None else {"conflicts": lt.conflicts}
+    return plan_usage(lt.records, MEMORY_PLANNER, **options).arena_bytes
+
+
+# ---------------------------------------------------------------------------------- options
+def _check_priorities(priorities: Sequence[str] | None) -> tuple[str, ...]:
+    if priorities is None:
+        return PRIORITIES
+    if isinstance(priorities, str) or not isinstance(priorities, Sequence) or not priorities:
+        raise OptionError(f"priorities must be a non-empty list of names "
+                          f"(known: {', '.join(PRIORITIES)}), got {priorities!r}")
+    for name in priorities:
+        if name not in PRIORITIES:
+            raise OptionError(f"unknown gpto priority {name!r} (known: {', '.join(PRIORITIES)})")
+    return tuple(dict.fromkeys(priorities))
+
+
+def _check_limit(limit: Any) -> float | None:
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
+        raise OptionError(f"memory_limit_bytes must be a positive number or None, got {limit!r}")
+    return limit
+
+
+def _check_count(value: Any, what: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        kind = "positive" if minimum > 0 else "non-negative"
+        raise OptionError(f"{what} must be a {kind} integer, got {value!r}")
+    return value
+
+
+def _stream_counts(max_streams: int | None, compute_streams: int | None, copy_streams: int,
+                   has_copy: bool) -> tuple[int, int]:
+    """(compute PEs, copy PEs) honouring ``max_streams``."""
+    if compute_streams is not None:
+        _check_count(compute_streams, "compute_streams", 1)
+    copy_n = _check_count(copy_streams, "copy_streams", 0) if has_copy else 0
+    if max_streams is None:
+        return (compute_streams or 4), copy_n
+    if compute_streams is not None:
+        if compute_streams > max_streams:
+            raise OptionError(f"compute_streams ({compute_streams}) exceeds max_streams "
+                              f"({max_streams})")
+        return compute_streams, min(copy_n, max_streams - compute_streams)
+    copy_n = min(copy_n, max_streams - 1)
+    return max_streams - copy_n, copy_n
+
+
+# ---------------------------------------------------------------------------------- priorities
+def _levels(graph: Graph, dur: list[float]) -> dict[str, list[float]]:
+    """Bottom and top levels (µs), depth (edges from a source) and weighted length per op."""
+    n = len(graph)
+    pred, succ = graph.pred_index, graph.succ_index
+    bl = bottom_levels(graph, dur)
+    tl, depth = [0.0] * n, [0.0] * n
+    for i in graph.topo_index:
+        tl[i] = max((tl[p] + dur[p] for p in pred[i]), default=0.0)
+        depth[i] = max((depth[p] + 1 for p in pred[i]), default=0.0)
+    wl = [0.0] * n
+    for i in reversed(graph.topo_index):
+        kids = [wl[j] for j in succ[i]]
+        top = max(kids, default=0.0)
+        wl[i] = dur[i] + top + (sum(kids) / top if top > 0 else 0.0)
+    return {"bl": bl, "tl": tl, "depth": depth, "wl": wl}
+
+
+_STATIC: dict[str, Callable[[dict[str, list[float]], list[float], int], float]] = {
+    "bottom_level": lambda lv, d, i: -lv["bl"][i],
+    "top_level": lambda lv, d, i: lv["tl"][i],
+    "top_plus_bottom": lambda lv, d, i: -(lv["tl"][i] + lv["bl"][i]),
+    "bottom_minus_top": lambda lv, d, i: -(lv["bl"][i] - lv["tl"][i]),
+    "depth_max": lambda lv, d, i: -lv["depth"][i],
+    "depth_min": lambda lv, d, i: lv["depth"][i],
+    "weighted_length": lambda lv, d, i: -lv["wl"][i],
+    "cost_max": lambda lv, d, i: -d[i],
+    "cost_min": lambda lv, d, i: d[i],
+}
+
+
+def _priority(name: str, levels: dict[str, list[float]], dur: list[float], topo_pos: list[int],
+              memory: _MemoryImpact) -> tuple[Callable[[int], Any],
+                                              Callable[[int], Sequence[int]] | None]:
+    """Sort key (smallest first) and, for dynamic priorities, the update hook."""
+    if name == "memory_greedy":
+        return (lambda i: (memory.impact[i], -dur[i], topo_pos[i])), memory.place
+    score = _STATIC[name]
+    keys = [(score(levels, dur, i), -dur[i], topo_pos[i]) for i in range(len(dur))]
+    return keys.__getitem__, None
+
+
+class _MemoryImpact:
+    """Bytes an op would add to live memory if placed now: its outputs and workspace, minus the
+    activations it is the last to read (graph outputs never die; inputs and parameters are
+    lifelong and not counted).  Updated as ops are placed."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        outputs = set(graph.outputs)
+        tensors = graph.tensors
+        self.size: dict[str, int] = {}
+        self.readers: dict[str, list[int]] = {}
+        for tid, t in tensors.items():
+            if t.producer is None or tid in outputs:
+                continue
+            self.size[tid] = t.size_bytes
+            self.readers[tid] = [graph.index(c) for c in graph.consumers(tid)]
+        self.base = [sum(tensors[t].size_bytes for t in op.outputs) + op.workspace_bytes
+                     for op in graph.ops]
+        self.inputs = [[t for t in dict.fromkeys(op.inputs) if t in self.size]
+                       for op in graph.ops]
+        self.impact: list[float] = []
+        self.left: dict[str, int] = {}
+        self.placed: list[bool] = []
+
+    def fresh(self) -> _MemoryImpact:
+        """Reset the running state for a new list-scheduling pass."""
+        self.left = {t: len(r) for t, r in self.readers.items()}
+        self.impact = [float(self.base[i] - sum(self.size[t] for t in self.inputs[i]
+                                                if self.left[t] == 1))
+                       for i in range(len(self.base))]
+        self.placed = [False] * len(self.base)
+        return self
+
+    def place(self, i: int) -> list[int]:
+        """Op ``i`` was placed: the ops that became the last reader of a tensor get cheaper."""
+        self.placed[i] = True
+        changed = []
+        for t in self.inputs[i]:
+            self.left[t] -= 1
+            if self.left[t] == 1:
+                last = next(j for j in self.readers[t] if not self.placed[j])
+                self.impact[last] -= self.size[t]
+                changed.append(last)
+        return changed
