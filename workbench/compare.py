@@ -24,7 +24,8 @@ from workbench.trace import Trace
 
 BASELINE = "serial"
 TABLE_COLUMNS = ("policy", "makespan_us", "speedup", "streams", "syncs", "barriers",
-                 "avg_concurrency", "utilisation", "lower_bound_us", "ratio_to_lb",
+                 "avg_concurrency", "utilisation", "critical_path_us", "work_us", "lower_bound_us",
+                 "ratio_to_lb", "optimum_us", "ratio_to_optimum",
                  "peak_live_mib", "arena_mib", "arena_ratio", "pool_reserved_mib", "schedule_ms")
 
 
@@ -83,12 +84,14 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             mode: str = "eager", executor: str = "simulator",
             options: Mapping[str, Mapping[str, Any]] | None = None,
             planner: str | None = "somas", pool_chunk_bytes: int = 32 << 20,
-            show_progress: bool = True) -> Comparison:
+            optimum_max_ops: int = 8, show_progress: bool = True) -> Comparison:
     """Schedule ``graph`` with each policy, execute each schedule, and rank them.
 
     ``options`` maps a policy name to its keyword options.  ``planner`` plans each schedule's
     activation memory (SOMAS conflicts for multi-stream schedules; ``None`` skips memory), and
     each trace is replayed through the BestFit pool growing in ``pool_chunk_bytes`` chunks.
+    Graphs of at most ``optimum_max_ops`` ops (simulator only) also get the exact optimum
+    (:func:`workbench.optimum.exact_optimum`) so each policy's distance to it is shown.
     ``executor`` is ``"simulator"`` (any machine) or ``"cupy"`` (a CUDA GPU).  Speedups are over ``serial`` (which is always run, and
     listed first).  Every schedule is validated before it is executed.
     """
@@ -109,6 +112,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     from workbench.memory import plan_memory, replay_pool
 
     bounds = lower_bound_us(graph, spec)
+    bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops)
     plans: dict[str, Any] = {}
     pools: dict[str, Any] = {}
     schedules: dict[str, Schedule] = {}
@@ -133,7 +137,10 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             "policy": name, "makespan_us": trace.makespan, "streams": sched.n_streams,
             "syncs": sched.n_syncs, "barriers": sched.n_barriers,
             "avg_concurrency": m["avg_concurrency"], "utilisation": m["utilisation"],
+            "critical_path_us": bounds["critical_path_us"], "work_us": bounds["work_us"],
             "lower_bound_us": bounds["lower_bound_us"],
+            "optimum_us": bounds["optimum_us"],
+            "ratio_to_optimum": trace.makespan / bounds["optimum_us"],
             "ratio_to_lb": trace.makespan / bounds["lower_bound_us"]
             if bounds["lower_bound_us"] > 0 else float("nan"),
             "schedule_ms": elapsed_ms,
@@ -148,3 +155,16 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
                 "pool_chunk_mib": pool_chunk_bytes / 2**20}
     return Comparison(graph, spec.name, mode, schedules, traces, table, settings, bounds, plans,
                       pools)
+
+
+def _optimum(graph: Graph, spec: Any, mode: str, executor: str, max_ops: int) -> float:
+    """The exact optimum when the graph is small enough, else NaN."""
+    from workbench.errors import WorkbenchError
+    from workbench.optimum import exact_optimum
+
+    if executor != "simulator" or len(graph) > max_ops:
+        return float("nan")
+    try:
+        return exact_optimum(graph, spec, mode=mode).makespan_us
+    except WorkbenchError:
+        return float("nan")

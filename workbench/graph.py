@@ -490,6 +490,12 @@ class Graph:
         return (f"Graph({self.name!r}, {len(self._ops)} ops, "
                 f"{sum(len(p) for p in self._pred)} edges)")
 
+    def _repr_html_(self) -> str:
+        """Notebook display: summary and DAG as inline SVG (without ``dot``: built-in drawing)."""
+        from workbench.viz.display import graph_html
+
+        return graph_html(self)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Graph):
             return NotImplemented

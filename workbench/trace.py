@@ -101,9 +101,17 @@ class Trace:
                 f"{self.mode}: makespan {self.makespan:.1f} µs, {len(self.df)} ops)")
 
     def _repr_html_(self) -> str:
+        """Static HTML: metrics and timeline (plotly.js embedded once per session)."""
         from workbench.viz.display import trace_html
 
-        return trace_html(self)
+        return trace_html(self, include_plotlyjs=None)
+
+    def _ipython_display_(self) -> None:
+        """Notebook display: the metrics table, then the timeline as a plotly mime bundle (see
+        ``workbench.viz.display``)."""
+        from workbench.viz.display import display_trace
+
+        display_trace(self)
 
 
 def _union_length(starts: list[float], ends: list[float]) -> float:

@@ -102,6 +102,23 @@ class MemoryPlan:
         else:
             yield from interval_pairs(self.records)
 
+    def __repr__(self) -> str:
+        return (f"MemoryPlan({self.planner!r}: {len(self.records)} tensors, arena "
+                f"{self.arena_bytes} B, lower bound {self.lower_bound} B, ratio {self.ratio:.3f})")
+
+    def _repr_html_(self) -> str:
+        """Static HTML: headline numbers and the lifetime chart (plotly.js once per session)."""
+        from workbench.viz.display import memory_plan_html
+
+        return memory_plan_html(self, include_plotlyjs=None)
+
+    def _ipython_display_(self) -> None:
+        """Notebook display: the headline numbers, then the lifetime chart as a plotly mime bundle
+        (see ``workbench.viz.display``)."""
+        from workbench.viz.display import display_memory_plan
+
+        display_memory_plan(self)
+
     def to_frame(self) -> pd.DataFrame:
         """One row per tensor: name, size, first, last, offset, end (= offset + size)."""
         import pandas as pd

@@ -1,18 +1,35 @@
 """Rich notebook display of the core values (``_repr_html_`` of Graph, Schedule, Trace, MemoryPlan
 and Comparison).
 
-The core classes import this module inside their ``_repr_html_`` only (STYLE.md R9).  Every name
-from a graph (op ids, kinds, graph and policy names) is HTML-escaped.  ``trace_html`` embeds
-plotly.js inline (``include_plotlyjs=True``): bigger output, but it renders in JupyterLab, in
-nbconvert HTML and offline alike (a CDN or require.js reference fails offline; ecosystem notes
-§3.1, §3.4).
+The core classes import this module inside their display methods only (STYLE.md R9).  Every name
+from a graph (op ids, kinds, graph and policy names) is HTML-escaped.
+
+How figures are displayed (ecosystem notes §3.1, §3.4):
+
+* ``Trace`` and ``MemoryPlan`` display as two outputs (``_ipython_display_`` →
+  :func:`display_with_figure`): an HTML table of their numbers, then the figure as a mime bundle
+  holding ``application/vnd.plotly.v1+json`` (what JupyterLab, Notebook 7 and Voilà render, through
+  the jupyterlab-plotly extension that ships with plotly: no plotly.js in the output) **and**
+  ``text/html`` (what nbconvert and other static exports use).  One bundle cannot hold both the
+  table and the figure: JupyterLab shows only the highest-ranked type (the plotly one).
+* plotly.js (4.8 MB) is embedded in the ``text/html`` of the *first* figure of the kernel session
+  only (:func:`plotlyjs_once`, a module-level flag, as plotly's own ``notebook`` renderer does);
+  later figures call the already loaded ``window.Plotly``.  A CDN or require.js reference would
+  fail offline.  ``_repr_html_`` (static HTML) follows the same rule.
+* The pure functions :func:`trace_html` and :func:`memory_plan_html` stay self-contained by
+  default (``include_plotlyjs=True``), for pages built outside a notebook.
 """
 
 from __future__ import annotations
 
+import json
+import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any
+
+import plotly.graph_objects as go
+import plotly.io as pio
 
 from workbench.graph import Graph
 from workbench.schedule import Schedule
@@ -88,16 +105,79 @@ def schedule_html(schedule: Schedule) -> str:
             f"{dag_svg(schedule.graph, schedule)}</div></div>")
 
 
-def trace_html(trace: Trace) -> str:
-    """HTML for a trace: its metrics and the timeline (plotly.js inline, works offline)."""
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+_plotlyjs_lock = threading.Lock()
+_plotlyjs_sent = False
+
+
+def plotlyjs_once() -> bool:
+    """True the first time it is called in this process (the caller embeds plotly.js), then False.
+
+    Notebook displays embed plotly.js (4.8 MB) once per kernel session instead of once per figure;
+    later figures reuse ``window.Plotly`` from the first one.  Thread-safe.
+    """
+    global _plotlyjs_sent
+    with _plotlyjs_lock:
+        first = not _plotlyjs_sent
+        _plotlyjs_sent = True
+        return first
+
+
+def reset_plotlyjs() -> None:
+    """Embed plotly.js again in the next display (after clearing the output that held it)."""
+    global _plotlyjs_sent
+    with _plotlyjs_lock:
+        _plotlyjs_sent = False
+
+
+def figure_div(fig: go.Figure, *, prefix: str = "wb-fig",
+               include_plotlyjs: bool | None = None) -> str:
+    """The figure as an HTML fragment with a unique div id; ``include_plotlyjs=None`` embeds
+    plotly.js only if no display of this session has done so yet (:func:`plotlyjs_once`)."""
+    embed = plotlyjs_once() if include_plotlyjs is None else include_plotlyjs
+    return fig.to_html(full_html=False, include_plotlyjs=embed,
+                       div_id=f"{prefix}-{uuid.uuid4().hex[:12]}")
+
+
+def figure_bundle(fig: go.Figure, *, html: bool = True, prefix: str = "wb-fig") -> dict[str, Any]:
+    """A display bundle for ``fig``: plotly JSON (JupyterLab/Voilà render it natively),
+    ``text/html`` for static exports (``html=False`` leaves it out: live widgets), and text."""
+    title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else "figure"
+    bundle: dict[str, Any] = {
+        PLOTLY_MIME: json.loads(pio.to_json(fig, validate=False, remove_uids=False)),
+        "text/plain": f"<plotly figure: {title}>",
+    }
+    if html:
+        bundle["text/html"] = figure_div(fig, prefix=prefix)
+    return bundle
+
+
+def display_with_figure(header_html: str, text: str, fig: go.Figure, *, prefix: str) -> None:
+    """Display ``header_html`` (numbers) and then ``fig`` (see the module docstring)."""
+    from IPython.display import display
+
+    display({"text/html": header_html, "text/plain": text}, raw=True)
+    display(figure_bundle(fig, prefix=prefix), raw=True)
+
+
+def _trace_header(trace: Trace, body: str = "") -> str:
     info = {"policy": trace.policy, "graph": trace.graph.name, "device": trace.device,
             "mode": trace.mode, "executor": getattr(trace, "executor", "simulator"),
             **trace.metrics()}
-    fig = timeline(trace)
-    plot = fig.to_html(full_html=False, include_plotlyjs=True,
-                       div_id=f"wb-timeline-{uuid.uuid4().hex[:12]}")
     return (f"<div {_BOX}><h4>Trace {escape(trace.policy)} on {escape(trace.graph.name)}</h4>"
-            f"{kv_table(info)}{plot}</div>")
+            f"{kv_table(info)}{body}</div>")
+
+
+def trace_html(trace: Trace, *, include_plotlyjs: bool | None = True) -> str:
+    """HTML for a trace: its metrics and the timeline.  ``include_plotlyjs=True`` (default) makes
+    the fragment self-contained (works offline); ``None`` embeds plotly.js once per session."""
+    plot = figure_div(timeline(trace), prefix="wb-timeline", include_plotlyjs=include_plotlyjs)
+    return _trace_header(trace, plot)
+
+
+def display_trace(trace: Trace) -> None:
+    """``Trace._ipython_display_``: the metrics table, then the timeline figure."""
+    display_with_figure(_trace_header(trace), repr(trace), timeline(trace), prefix="wb-timeline")
 
 
 def _mib(n: float) -> str:
@@ -123,14 +203,23 @@ def memory_plan_summary(plan: Any) -> dict[str, Any]:
     return info
 
 
-def memory_plan_html(plan: Any) -> str:
-    """HTML for a MemoryPlan: its headline numbers and the SOMAS lifetime chart (plotly.js inline,
-    works offline).  Meant for ``MemoryPlan._repr_html_``."""
-    fig = lifetime_chart(plan)
-    plot = fig.to_html(full_html=False, include_plotlyjs=True,
-                       div_id=f"wb-lifetimes-{uuid.uuid4().hex[:12]}")
+def _memory_plan_header(plan: Any, body: str = "") -> str:
     return (f"<div {_BOX}><h4>Memory plan {escape(plan.planner)}</h4>"
-            f"{kv_table(memory_plan_summary(plan))}{plot}</div>")
+            f"{kv_table(memory_plan_summary(plan))}{body}</div>")
+
+
+def memory_plan_html(plan: Any, *, include_plotlyjs: bool | None = True) -> str:
+    """HTML for a MemoryPlan: its headline numbers and the SOMAS lifetime chart.
+    ``include_plotlyjs`` as in :func:`trace_html`."""
+    plot = figure_div(lifetime_chart(plan), prefix="wb-lifetimes",
+                      include_plotlyjs=include_plotlyjs)
+    return _memory_plan_header(plan, plot)
+
+
+def display_memory_plan(plan: Any) -> None:
+    """``MemoryPlan._ipython_display_``: the headline numbers, then the lifetime chart."""
+    display_with_figure(_memory_plan_header(plan), repr(plan), lifetime_chart(plan),
+                        prefix="wb-lifetimes")
 
 
 def comparison_html(comparison: Any) -> str:

@@ -19,6 +19,7 @@ FORMATS: dict[str, str] = {
     "lower_bound_us": "{:,.1f}",
     "speedup": "{:.2f}×",
     "ratio_to_lb": "{:.3f}",
+    "ratio_to_optimum": "{:.3f}",
     "avg_concurrency": "{:.2f}",
     "utilisation": "{:.1%}",
     "schedule_ms": "{:.2f}",

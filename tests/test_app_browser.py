@@ -1,0 +1,261 @@
+"""The Workbench app and the notebook rich display in a real browser (headless Chromium).
+
+* The app is served by Voilà (the notebook rendered as a standalone page, with a live kernel) on
+  127.0.0.1 and a free port, opened in Chromium with every non-loopback request aborted; the test
+  clicks Run, waits for the ranking table, checks the other tabs and saves screenshots to
+  ``test-artifacts/``.  ``WORKBENCH_UPDATE_ASSETS=1`` also refreshes ``assets/app.png`` (the
+  README's screenshot).
+* The rich display of Graph, Schedule, Trace, MemoryPlan and Comparison is executed with nbclient,
+  exported with nbconvert and opened offline: every figure renders, plotly.js is embedded once.
+
+Skipped, with the reason, without Chromium, Playwright, Voilà or nbclient/nbconvert.  Never run
+``playwright install``: the system Chromium is used through ``executable_path``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip(f"browser tests need Chromium at {CHROMIUM} "
+                "(apt-get install chromium fonts-liberation)", allow_module_level=True)
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="browser tests need the 'playwright' package")
+nbformat = pytest.importorskip("nbformat")
+
+import workbench as wb  # noqa: E402
+from workbench import gpu  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+ASSETS = ROOT / "assets"
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+               "--disable-background-networking"]
+SERVER_START_S = 60
+RUN_TIMEOUT_MS = 90_000
+SCRIPT = "<script>window.__pwned=1</script>"
+APP_SOURCE = """\
+from workbench.ui import Workbench
+
+app = Workbench()
+app"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _notebook(path: Path, cells: list[str]) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+def _label(page: Any, policy: str) -> str:
+    """The option label of ``policy`` in the app's policy list ("serial — 123.4 µs (1.00×)")."""
+    labels = page.eval_on_selector_all(".wb-table-select option",
+                                       "els => els.map(e => e.textContent)")
+    return next(label for label in labels if label.split()[0] == policy)  # spaces may be nbsp
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server and its kernels (their own process group); SIGKILL if it lingers."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        try:
+            b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
+        except Exception as exc:  # a broken system Chromium is an environment problem
+            pytest.skip(f"cannot launch {CHROMIUM}: {str(exc).splitlines()[0]}")
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def voila_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Voilà server on 127.0.0.1 serving a notebook that shows the app; always stopped."""
+    pytest.importorskip("voila", reason="the app browser test needs Voilà (pip install voila)")
+    folder = tmp_path_factory.mktemp("voila")
+    _notebook(folder / "app.ipynb", [APP_SOURCE])
+    port, token = _free_port(), os.urandom(16).hex()
+    env = {**os.environ, "WORKBENCH_PROGRESS": "0"}
+    log = (folder / "voila.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "voila", "app.ipynb", "--no-browser", f"--port={port}",
+         "--Voila.ip=127.0.0.1", f"--token={token}", "--Voila.port_retries=0"],
+        cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"voila exited ({proc.returncode}): "
+                            f"{(folder / 'voila.log').read_text()[-2000:]}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"voila did not listen on port {port} in {SERVER_START_S} s")
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/?token={token}"
+    finally:
+        _stop(proc)
+        log.close()
+
+
+class Page:
+    """A browser page that may reach 127.0.0.1 only, recording JS errors and blocked URLs."""
+
+    def __init__(self, browser: Any, *, width: int = 1400, height: int = 950) -> None:
+        self.page = browser.new_page(viewport={"width": width, "height": height})
+        self.page_errors: list[str] = []
+        self.blocked: list[str] = []
+        self.page.on("pageerror", lambda e: self.page_errors.append(str(e)))
+        self.page.route("**/*", self._route)
+
+    def _route(self, route: Any) -> None:
+        url = route.request.url
+        if url.startswith(("http://127.0.0.1:", "ws://127.0.0.1:", "file:", "data:")):
+            route.continue_()
+        else:  # CDN fonts/icons of the page template: harmless when missing
+            self.blocked.append(url)
+            route.abort()
+
+    def tab(self, title: str) -> None:
+        self.page.click(f".wb-app .lm-TabBar-tab:has-text('{title}')")
+
+    def screenshot(self, path: Path) -> None:
+        """A full-page screenshot from the top (clicking Run scrolled the page)."""
+        self.page.evaluate("""() => { window.scrollTo(0, 0); document.querySelectorAll('*')
+            .forEach(e => { if (e.scrollTop) e.scrollTop = 0; }); }""")
+        self.page.wait_for_timeout(300)
+        self.page.screenshot(path=str(path), full_page=True)
+
+    def wait_for_figures(self, n: int) -> None:
+        """Wait until ``n`` plotly figures are visible (the other tabs' figures are hidden)."""
+        self.page.wait_for_function(
+            """n => [...document.querySelectorAll('.wb-app .js-plotly-plot')]
+                   .filter(e => e.offsetParent !== null && e.querySelector('.main-svg')).length
+                   >= n""", arg=n, timeout=15_000)
+
+
+def test_app_runs_in_voila(browser: Any, voila_url: str) -> None:
+    t0 = time.perf_counter()
+    view = Page(browser)
+    page = view.page
+    page.goto(voila_url, timeout=RUN_TIMEOUT_MS)
+    run = page.wait_for_selector(".wb-app .wb-run", timeout=RUN_TIMEOUT_MS)
+    shown = time.perf_counter() - t0
+    assert run is not None and page.locator(".wb-app .lm-TabBar-tab").count() == 5
+    if not gpu.is_available():  # greyed out, with the reason beside it
+        assert page.locator(".wb-executor select").is_disabled()
+        assert "cupy unavailable" in page.inner_text(".wb-app")
+
+    run.click()
+    page.wait_for_selector(".wb-app table.wb-table", timeout=RUN_TIMEOUT_MS)
+    ran = time.perf_counter() - t0
+    rows = page.locator(".wb-app table.wb-table tbody tr")
+    fast = [p for p in wb.policies() if not wb.schedulers.POLICIES.get(p).slow]
+    assert rows.count() == len(fast)
+    assert "done in" in page.inner_text(".wb-app")
+    ARTIFACTS.mkdir(exist_ok=True)
+    view.screenshot(ARTIFACTS / "app.png")
+
+    view.tab("Timelines")
+    view.wait_for_figures(1)
+    view.screenshot(ARTIFACTS / "app_timelines.png")
+
+    view.tab("Table")
+    page.select_option(".wb-table-select select", label=_label(page, "serial"))  # a row click
+    view.tab("DAG")
+    page.wait_for_function(
+        "() => document.querySelector('.wb-dag').innerText.includes('Streams of serial')",
+        timeout=15_000)
+    selected = page.eval_on_selector(".wb-selected select",
+                                     "e => e.options[e.selectedIndex].textContent")
+    assert selected.split()[0] == "serial"  # the dropdown above the tabs followed the table
+    dag = page.locator(".wb-dag svg").first
+    assert dag.is_visible()
+    view.tab("Memory")
+    view.wait_for_figures(2)  # memory curves + the selected policy's lifetime chart
+    assert not view.page_errors, view.page_errors
+    print(f"\napp shown after {shown:.1f} s, results after {ran:.1f} s, "
+          f"test {time.perf_counter() - t0:.1f} s; blocked {len(view.blocked)} CDN requests")
+
+    shot = ARTIFACTS / "app.png"
+    assert shot.stat().st_size > 20_000
+    if os.environ.get("WORKBENCH_UPDATE_ASSETS"):
+        ASSETS.mkdir(exist_ok=True)
+        shutil.copyfile(shot, ASSETS / "app.png")
+        assert (ASSETS / "app.png").stat().st_size < 400_000
+    page.close()
+
+
+RICH_CELLS = [
+    "import warnings\nwarnings.simplefilter('ignore')\nimport workbench as wb\n"
+    f"g = wb.Graph.from_edges([({SCRIPT!r}, 'b'), ({SCRIPT!r}, 'c'), ('b', 'd'), ('c', 'd')], "
+    f"name={SCRIPT!r})\ng",
+    "s = wb.schedule(g, 'nnc'); s",
+    "t = wb.simulate(s); t",
+    "wb.simulate(wb.schedule(g, 'serial'))",
+    "wb.plan_memory(s)",
+    "wb.compare(g, ['nnc'], show_progress=False)",
+]
+
+
+def test_rich_display_survives_html_export(browser: Any, tmp_path: Path) -> None:
+    nbclient = pytest.importorskip("nbclient")
+    nbconvert = pytest.importorskip("nbconvert")
+    nb = nbformat.read(_notebook(tmp_path / "rich.ipynb", RICH_CELLS), as_version=4)
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    trace_outputs = nb.cells[2].outputs
+    assert [o.output_type for o in trace_outputs] == ["display_data", "display_data"]
+    assert "application/vnd.plotly.v1+json" in trace_outputs[1].data  # JupyterLab, Voilà
+    html, _ = nbconvert.HTMLExporter(template_name="lab").from_notebook_node(nb)
+    assert html.count('class="plotly-graph-div"') == 3      # 2 timelines + 1 lifetime chart
+    assert html.count("* plotly.js v") == 1                 # embedded once per notebook
+    path = tmp_path / "rich.html"
+    path.write_text(html, encoding="utf-8")
+
+    view = Page(browser, width=1200, height=900)
+    page = view.page
+    page.goto(path.as_uri())
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=15_000)
+    rendered = page.eval_on_selector_all(
+        ".plotly-graph-div", "els => els.map(e => !!e.querySelector('.main-svg'))")
+    assert rendered == [True, True, True]
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert SCRIPT in page.inner_text("body")  # shown as text
+    assert not view.page_errors, view.page_errors
+    page.close()

@@ -1,0 +1,162 @@
+"""The exact optimum for small graphs: the best schedule of all, found by exhaustive search.
+
+The search space is every multi-stream schedule without barriers: every partition of the ops into
+streams (restricted growth strings over a topological order) times every dependency-consistent
+launch order on each stream (linear extensions of the sub-order), with the transitively reduced
+syncs that make it valid.  Each candidate is run by the simulator (default: ``mode="graph"``, the
+sink mode, so host issue order does not matter) and the smallest makespan wins.  Every policy
+without barriers produces a schedule inside this space, so its simulated makespan is at least the
+optimum; barrier policies (wavefront, IOS) add waits to a schedule of the space.
+
+Branch and bound keeps it tractable: a partition is skipped when its longest stream's total
+stand-alone time (a stream runs its ops one after another) or the critical path already reaches the
+best makespan found, and the search stops as soon as a schedule meets the critical path.  The space
+still grows like the number of ordered set partitions, so ``max_enumerated`` stream orders and
+``max_candidates`` simulated schedules guard it with a one-line OptionError.  In practice: every
+graph of up to 8 ops and dependency-rich graphs of 10–12 ops take seconds; wide graphs of 9+ ops
+(e.g. three independent layers of three) exceed the limits.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from workbench.costs import DeviceSpec, get_device
+from workbench.errors import OptionError
+from workbench.graph import Graph, OpId
+from workbench.schedule import Schedule, build_schedule, derive_issue_order
+
+
+@dataclass(frozen=True)
+class Optimum:
+    """The best schedule found, its makespan and how many candidates were simulated."""
+
+    schedule: Schedule
+    makespan_us: float
+    candidates: int
+
+
+def exact_optimum(graph: Graph, device: str | DeviceSpec = "h100", *, mode: str = "graph",
+                  max_ops: int = 12, max_candidates: int = 50_000,
+                  max_enumerated: int = 1_000_000) -> Optimum:
+    """Exhaustively search all barrier-free multi-stream schedules of a small graph (see the
+    module docstring).  Complexity: O(candidates · V · S) — exponential in the graph's width."""
+    from workbench.simulate import simulate_makespan
+
+    if len(graph) > max_ops:
+        raise OptionError(f"exact optimum: {graph.name!r} has {len(graph)} ops, more than "
+                          f"max_ops={max_ops} (exhaustive search is exponential)")
+    from workbench.costs import critical_path_us, op_cost
+
+    spec = get_device(device)
+    order = list(graph.topo_order())
+    before = _ancestors(graph)
+    alone = {op.id: op_cost(op, spec).alone_us for op in graph.ops}
+    offset = spec.graph_launch_us if mode == "graph" else 0.0
+    floor = critical_path_us(graph, spec) + offset
+    preds = {op: graph.predecessors(op) for op in order}
+    best: tuple[float, Schedule] | None = None
+    seen: set[frozenset[tuple[OpId, ...]]] = set()
+    count = 0
+    for blocks in _partitions(order):
+        # a stream runs its ops one after another: no schedule with these blocks is faster
+        bound = max(floor, offset + max(sum(alone[op] for op in b) for b in blocks))
+        if best is not None and bound >= best[0] - 1e-9:
+            continue
+        for streams in _stream_orders(blocks, before):
+            key = frozenset(streams)
+            if key in seen:
+                continue
+            seen.add(key)
+            if len(seen) > max_enumerated:
+                raise OptionError(f"exact optimum: more than {max_enumerated} stream orders to "
+                                  f"enumerate for {graph.name!r} (too wide for exhaustive search)")
+            path = _path_bound(streams, preds, alone, order)
+            if path is None:
+                continue  # stream orders that contradict each other deadlock: not a schedule
+            if best is not None and offset + path >= best[0] - 1e-9:
+                continue
+            count += 1
+            if count > max_candidates:
+                raise OptionError(f"exact optimum: more than {max_candidates} schedules to "
+                                  f"simulate for {graph.name!r} (too wide for exhaustive search)")
+            stream_of = {op: s for s, ops in enumerate(streams) for op in ops}
+            issue = derive_issue_order(graph, stream_of, dict(enumerate(streams)))
+            sched = build_schedule(graph, "optimum", stream_of, issue)
+            makespan = simulate_makespan(sched, spec, mode=mode)
+            if best is None or makespan < best[0] - 1e-9:
+                best = (makespan, sched)
+            if best[0] <= floor + 1e-9:
+                return Optimum(best[1], best[0], count)  # the critical path is reached
+    if best is None:
+        raise OptionError(f"exact optimum: no schedule found for {graph.name!r}")
+    return Optimum(best[1], best[0], count)
+
+
+def _path_bound(streams: tuple[tuple[OpId, ...], ...], preds: dict[OpId, tuple[OpId, ...]],
+                alone: dict[OpId, float], order: list[OpId]) -> float | None:
+    """Longest path of stand-alone times through dependencies plus stream order (no op can run
+    faster than alone, and a stream runs its ops in turn); ``None`` if the orders deadlock."""
+    prev = {ops[k]: ops[k - 1] for ops in streams for k in range(1, len(ops))}
+    finish: dict[OpId, float] = {}
+    pending = list(order)
+    while pending:
+        progressed = []
+        for op in pending:
+            deps = [*preds[op], *([prev[op]] if op in prev else [])]
+            if all(d in finish for d in deps):
+                finish[op] = alone[op] + max((finish[d] for d in deps), default=0.0)
+            else:
+                progressed.append(op)
+        if len(progressed) == len(pending):
+            return None
+        pending = progressed
+    return max(finish.values(), default=0.0)
+
+
+def _ancestors(graph: Graph) -> dict[OpId, set[OpId]]:
+    anc: dict[OpId, set[OpId]] = {}
+    for op in graph.topo_order():
+        acc: set[OpId] = set()
+        for p in graph.predecessors(op):
+            acc.add(p)
+            acc |= anc[p]
+        anc[op] = acc
+    return anc
+
+
+def _partitions(items: list[OpId]) -> Iterator[list[list[OpId]]]:
+    """All set partitions, each block in the given order (restricted growth strings); partitions
+    with many streams come first, so a good incumbent is found early."""
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for part in _partitions(rest):
+        yield [[first], *part]
+    for part in _partitions(rest):
+        for k in range(len(part)):
+            yield [*part[:k], [first, *part[k]], *part[k + 1:]]
+
+
+def _stream_orders(blocks: list[list[OpId]],
+                   before: dict[OpId, set[OpId]]) -> Iterator[tuple[tuple[OpId, ...], ...]]:
+    """Every combination of dependency-consistent orders of the blocks (streams sorted so that
+    relabelled duplicates coincide)."""
+    per_block = [list(_linear_extensions(block, before)) for block in blocks]
+    for combo in itertools.product(*per_block):
+        yield tuple(sorted(combo))
+
+
+def _linear_extensions(block: list[OpId], before: dict[OpId, set[OpId]]) -> Iterator[tuple]:
+    if len(block) <= 1:
+        yield tuple(block)
+        return
+    for i, op in enumerate(block):
+        if any(other in before[op] for other in block if other != op):
+            continue  # an ancestor of op is still unplaced
+        rest = block[:i] + block[i + 1:]
+        for tail in _linear_extensions(rest, before):
+            yield (op, *tail)
