@@ -72,3 +72,24 @@ def test_events_variant_and_options() -> None:
     for bad in ({"r": 0}, {"s": -1}, {"sync": "fence"}, {"max_block_units": 65}):
         with pytest.raises(wb.OptionError):
             wb.schedule(g, "ios", **bad)
+
+
+def test_operator_merge_reproduces_the_papers_mixed_5b_merge() -> None:
+    # notes ios.md §2: in Inception V3 the three 1x1 convs reading the block input (64 + 48 + 64
+    # channels) become one 176-channel 1x1 conv.
+    g = wb.models.inception_v3(batch=1)
+    s = wb.schedule(g, "ios", merge=True).validate()
+    first = ["Mixed_5b/branch1x1/conv", "Mixed_5b/branch5x5_1/conv", "Mixed_5b/branch3x3dbl_1/conv"]
+    assert first in s.notes["merges"]
+    merged = s.graph.op("merge(" + "+".join(first) + ")")
+    assert merged.attrs["cout"] == 176 and merged.attrs["kernel"] == (1, 1)
+    assert len(s.graph) < len(g)  # the schedule is of the merged graph, as IOS returns one
+    assert wb.simulate(s, "h100").respects()
+
+
+def test_merge_is_never_chosen_when_it_is_slower() -> None:
+    # Merging a 1x1 into a 3x3 pads it to 3x3 (9x its FLOPs): a cost oracle that charges the merged
+    # stage more than the parallel one must leave the graph unmerged.
+    g = wb.models.squeezenet(batch=1)
+    s = wb.schedule(g, "ios", merge=True).validate()
+    assert s.graph is g or len(s.graph) == len(g)

@@ -24,8 +24,9 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
    stream.  ``sync="events"`` instead keeps the stream assignment and order but replaces barriers by
    the transitively reduced cross-stream syncs (a variant, not the paper's).
 
-Not implemented: the paper's operator-merge stage strategy (same-input convolutions fused into one
-wider conv) — see ``notes["merge"]``.  Complexity: exponential in block width (states ≤ (n/d+1)^d
+``merge=True`` adds the paper's operator-merge strategy: an ending made of convolutions that read
+the same input can instead run as one wider convolution (:mod:`workbench.schedulers.ios_merge`);
+the DP keeps whichever of the two is faster.  Complexity: exponential in block width (states ≤ (n/d+1)^d
 for width d, endings per state bounded by r·s), linear in the number of blocks.
 """
 
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from workbench.costs import get_device
 from workbench.errors import OptionError
@@ -47,12 +49,15 @@ Oracle = Callable[[list[list[OpId]]], float]
 def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_block_units: int = 40,
                  units: bool = True, device: str = "h100", mode: str = "eager",
                  sync: str = "barrier", cost_oracle: Oracle | None = None,
-                 max_streams: int | None = None, show_progress: bool = False) -> Schedule:
+                 merge: bool = False, max_streams: int | None = None,
+                 show_progress: bool = False) -> Schedule:
     """Search the IOS schedule of ``graph`` (see the module docstring for the algorithm).
 
     ``r``: most units per group; ``s``: most groups per stage (``max_streams`` also caps ``s``);
     ``device``/``mode``: what the default simulator oracle models; ``cost_oracle``: a function
-    ``groups -> µs`` replacing it.
+    ``groups -> µs`` replacing it; ``merge``: also try the operator-merge strategy for endings made
+    of convolutions on one input (:mod:`workbench.schedulers.ios_merge`); when a merge wins, the
+    schedule is of the merged graph (``schedule.graph``), as IOS returns a new graph.
     """
     from workbench._progress import progress
 
@@ -71,9 +76,23 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_block_units: int =
     unit_ops = ios_units(graph) if units else [[op] for op in graph.topo_order()]
     blocks = partition_blocks(graph, unit_ops, max_block_units)
     search = _Search(graph, unit_ops, r, s, oracle)
+    if merge:
+        search.enable_merge(device, mode)
     stages: list[list[list[OpId]]] = []
     for block in progress(blocks, desc="IOS search", enabled=show_progress, total=len(blocks)):
         stages += search.block(block)
+    target = graph
+    if search.chosen_merges:
+        from workbench.schedulers.ios_merge import merged_graph
+
+        target, merged_ids = merged_graph(graph, unit_ops, search.chosen_merges)
+        first_op = {unit_ops[g[0]][0]: merged_ids[g[0]] for g in search.chosen_merges}
+        member_ops = {op for g in search.chosen_merges for u in g for op in unit_ops[u]}
+        stages = [[[new for op in grp if op in first_op for new in first_op[op]]
+                   or [op for op in grp if op not in member_ops]
+                   for grp in stage if any(op not in member_ops or op in first_op
+                                           for op in grp)]
+                  for stage in stages]
     order, stream_of, barriers = _emit(stages)
     notes = {
         "stages": stages,
@@ -86,14 +105,15 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_block_units: int =
         "stages_evaluated": search.evaluated,
         "cache_hits": search.hits,
         "estimated_us": search.total,
-        "merge": "operator merge is not implemented",
+        "merges": [[op for u in g for op in unit_ops[u][:1]] for g in search.chosen_merges],
     }
     options = {"r": r, "s": s, "max_block_units": max_block_units, "units": units,
-               "device": device, "mode": mode, "sync": sync, "max_streams": max_streams}
+               "device": device, "mode": mode, "sync": sync, "merge": merge,
+               "max_streams": max_streams}
     if sync == "events":
-        return build_schedule(graph, "ios", stream_of, order, max_streams=max_streams,
+        return build_schedule(target, "ios", stream_of, order, max_streams=max_streams,
                               options=options, notes=notes)
-    return build_schedule(graph, "ios", stream_of, order, barriers=barriers, syncs=(),
+    return build_schedule(target, "ios", stream_of, order, barriers=barriers, syncs=(),
                           max_streams=max_streams, options=options, notes=notes)
 
 
@@ -183,6 +203,33 @@ class _Search:
         self.cache: dict[tuple[tuple[int, ...], ...], float] = {}
         self.states = self.transitions = self.evaluated = self.hits = 0
         self.total = 0.0
+        self.merge_keys: list[Any] | None = None
+        self.merge_cache: dict[tuple[int, ...], float] = {}
+        self.chosen_merges: list[list[int]] = []
+
+    def enable_merge(self, device: str, mode: str) -> None:
+        from workbench.schedulers.ios_merge import merge_key
+
+        self.merge_keys = [merge_key(self.graph, ops) for ops in self.unit_ops]
+        self.device, self.mode = device, mode
+
+    def _merge_latency(self, groups: Sequence[list[int]]) -> float | None:
+        """Latency of the merged stage, or None when these groups cannot merge."""
+        if self.merge_keys is None or len(groups) < 2 or any(len(g) != 1 for g in groups):
+            return None
+        units = tuple(g[0] for g in groups)
+        key = self.merge_keys[units[0]]
+        if key is None or any(self.merge_keys[u] != key for u in units):
+            return None
+        hit = self.merge_cache.get(units)
+        if hit is None:
+            from workbench.schedulers.ios_merge import merged_graph
+
+            merged, ids = merged_graph(self.graph, self.unit_ops, [list(units)])
+            hit = simulator_oracle(merged, device=self.device, mode=self.mode)([ids[units[0]]])
+            self.merge_cache[units] = hit
+            self.evaluated += 1
+        return hit
 
     def block(self, block: list[int]) -> list[list[list[OpId]]]:
         n = len(block)
@@ -194,19 +241,23 @@ class _Search:
                 if v in local:
                     succ_mask[k] |= 1 << local[v]
                     pred_mask[local[v]] |= 1 << k
-        memo: dict[int, tuple[float, int]] = {0: (0.0, 0)}
+        memo: dict[int, tuple[float, int, bool]] = {0: (0.0, 0, False)}
 
         def solve(state: int) -> float:
             hit = memo.get(state)
             if hit is not None:
                 return hit[0]
             self.states += 1
-            best = (float("inf"), 0)
+            best = (float("inf"), 0, False)
             for ending, groups in self._endings(state, n, succ_mask, pred_mask, block):
                 self.transitions += 1
-                cost = solve(state & ~ending) + self._latency(groups)
+                rest = solve(state & ~ending)
+                cost = rest + self._latency(groups)
                 if cost < best[0]:
-                    best = (cost, ending)
+                    best = (cost, ending, False)
+                merged = self._merge_latency(groups)
+                if merged is not None and rest + merged < best[0]:
+                    best = (rest + merged, ending, True)
             memo[state] = best
             return best[0]
 
@@ -215,8 +266,12 @@ class _Search:
         stages = []
         state = full
         while state:
-            ending = memo[state][1]
-            stages.append(self._groups(ending, n, succ_mask, block))
+            _, ending, merged = memo[state]
+            groups = self._groups(ending, n, succ_mask, block)
+            if merged:
+                self.chosen_merges.append([g[0] for g in groups])
+                groups = [[u for g in groups for u in g]]
+            stages.append(groups)
             state &= ~ending
         stages.reverse()
         return [[[op for u in g for op in self.unit_ops[u]] for g in stage] for stage in stages]
