@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import workbench as wb
-from workbench.schedulers.ios import partition_blocks, schedule_ios, ios_units
+from workbench.schedulers.ios import ios_units, partition_blocks, schedule_ios
 
 
 def test_units_collapse_conv_bn_relu() -> None:

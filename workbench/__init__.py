@@ -35,6 +35,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DEVICES", "Comparison", "DeviceSpec", "DeviceUnavailable", "FormatError", "Graph",
     "GraphError", "MemoryPlanError", "Op", "OptionError", "Schedule", "ScheduleError", "Tensor",
-    "Trace", "WorkbenchError", "compare", "devices", "execute", "load", "memory", "models", "passes", "plan_memory", "policies",
+    "Trace", "WorkbenchError", "compare", "devices", "execute", "load", "memory", "models",
+    "passes", "plan_memory", "policies",
     "save", "schedule", "simulate", "sweep",
 ]

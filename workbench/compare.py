@@ -92,8 +92,9 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     each trace is replayed through the BestFit pool growing in ``pool_chunk_bytes`` chunks.
     Graphs of at most ``optimum_max_ops`` ops (simulator only) also get the exact optimum
     (:func:`workbench.optimum.exact_optimum`) so each policy's distance to it is shown.
-    ``executor`` is ``"simulator"`` (any machine) or ``"cupy"`` (a CUDA GPU).  Speedups are over ``serial`` (which is always run, and
-    listed first).  Every schedule is validated before it is executed.
+    ``executor`` is ``"simulator"`` (any machine) or ``"cupy"`` (a CUDA GPU).  Speedups are over
+    ``serial`` (which is always run, and listed first).  Every schedule is validated before it is
+    executed.
     """
     if not isinstance(graph, Graph):
         raise OptionError(f"compare() needs a Graph, got {type(graph).__name__}")
@@ -108,7 +109,6 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             raise OptionError(f"options given for {name!r}, which is not among the policies")
     spec = get_device(device)
     from workbench.execute import execute
-
     from workbench.memory import plan_memory, replay_pool
 
     bounds = lower_bound_us(graph, spec)

@@ -1,4 +1,5 @@
-"""execute(): run a Schedule on a named executor (STYLE.md R11: a table of names to import paths)."""
+"""execute(): run a Schedule on a named executor (STYLE.md R11: a table of names to import
+paths)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def execute(schedule: Schedule, *, executor: str = "simulator", **options: Any) 
     try:
         target = EXECUTORS[executor]
     except (KeyError, TypeError):
-        raise OptionError(f"unknown executor {executor!r} (known: {', '.join(EXECUTORS)})") from None
+        known = ", ".join(EXECUTORS)
+        raise OptionError(f"unknown executor {executor!r} (known: {known})") from None
     module, _, name = target.partition(":")
     fn = getattr(importlib.import_module(module), name)
     return fn(schedule, **options)

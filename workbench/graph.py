@@ -171,7 +171,8 @@ class Graph:
                 raise GraphError(f"duplicate tensor id {t.id!r}")
             _check_number(t.size_bytes, f"tensor {t.id!r}: size_bytes")
             if t.producer is not None and t.producer not in self._index:
-                raise GraphError(f"tensor {t.id!r} names producer {t.producer!r}, which is not an op")
+                raise GraphError(f"tensor {t.id!r} names producer {t.producer!r}, "
+                                 f"which is not an op")
             table[t.id] = t
         produced_by: dict[TensorId, OpId] = {}
         for op in self._ops:
@@ -252,7 +253,8 @@ class Graph:
         self._consumers = {k: tuple(v) for k, v in consumers.items()}
 
     def _check_acyclic(self) -> tuple[int, ...]:
-        """Kahn's algorithm, smallest program index first; O((V + E) log V).  Names a cycle if any."""
+        """Kahn's algorithm, smallest program index first; O((V + E) log V).  Names a cycle if
+        there is one."""
         n = len(self._ops)
         if all(i < j for j in range(n) for i in self._pred[j]):
             return tuple(range(n))  # program order is already topological (the common case)

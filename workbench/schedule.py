@@ -1,16 +1,17 @@
 """The Schedule value: which stream runs each op, the launch order, the syncs and the barriers.
 
 Execution model (CUDA semantics, as in the seeds): the host issues ops one by one in
-``issue_order``; each op is queued on its stream (streams run in order); a sync ``(a, b)`` records an
-event after ``a`` on a's stream and makes b's stream wait for it before ``b``; a barrier joins *all*
-streams (every op issued after it waits for every op issued before it).  Waiting on an event that has
-not been recorded yet is a no-op in CUDA, so a sync is only meaningful when ``a`` is issued before
-``b``.  Under these rules the happens-before order is "stream order + syncs + barriers", and every
-happens-before edge points forward in the issue order, which is what makes a schedule deadlock-free.
+``issue_order``; each op is queued on its stream (streams run in order); a sync ``(a, b)`` records
+an event after ``a`` on a's stream and makes b's stream wait for it before ``b``; a barrier joins
+*all* streams (every op issued after it waits for every op issued before it).  Waiting on an event
+that has not been recorded yet is a no-op in CUDA, so a sync is only meaningful when ``a`` is issued
+before ``b``.  Under these rules the happens-before order is "stream order + syncs + barriers", and
+every happens-before edge points forward in the issue order, which is what makes a schedule
+deadlock-free.
 
 Happens-before queries use vector clocks over streams (one small int array per live op), so both
-:func:`insert_syncs` and :meth:`Schedule.validate` run in O((V + E) · S) time for S streams, with memory
-for only the ops whose successors are still pending.
+:func:`insert_syncs` and :meth:`Schedule.validate` run in O((V + E) · S) time for S streams, with
+memory for only the ops whose successors are still pending.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ Sync = tuple[OpId, OpId]  # event recorded after [0], waited before [1]
 class Schedule:
     """A multi-stream schedule of a graph (DESIGN.md "Schedule").
 
-    ``streams`` maps each stream id to its ops in launch order; ``syncs`` are ``(a, b)`` pairs (event
-    after ``a``, wait before ``b``); ``issue_order`` is the host's global launch order (every stream's
-    list is a subsequence of it); ``barriers`` are positions in ``issue_order``: a barrier is issued
-    just before ``issue_order[p]``.  ``notes`` holds what the policy decided (ranks, waves, chains).
+    ``streams`` maps each stream id to its ops in launch order; ``syncs`` are ``(a, b)`` pairs
+    (event after ``a``, wait before ``b``); ``issue_order`` is the host's global launch order (every
+    stream's list is a subsequence of it); ``barriers`` are positions in ``issue_order``: a barrier
+    is issued just before ``issue_order[p]``.  ``notes`` holds what the policy decided (ranks,
+    waves, chains).
     """
 
     graph: Graph
@@ -185,11 +187,12 @@ def _check_dependencies(schedule: Schedule) -> None:
             pos = clocks.position[p]
             if ps == s:
                 if pos > clocks.position[op]:
-                    raise ScheduleError(f"dependency {p!r} -> {op!r} is not ordered: both on stream "
-                                        f"{s} but {op!r} is launched first")
+                    raise ScheduleError(f"dependency {p!r} -> {op!r} is not ordered: both on "
+                                        f"stream {s} but {op!r} is launched first")
             elif before[clocks.column[ps]] < pos:
                 raise ScheduleError(f"dependency {p!r} -> {op!r} is not ordered: {p!r} on stream "
-                                    f"{ps}, {op!r} on stream {s}, and no sync or barrier orders them")
+                                    f"{ps}, {op!r} on stream {s}, and no sync or barrier "
+                                    f"orders them")
         clocks.finish(op, before, keep=op in keep_for)
 
 
@@ -204,7 +207,8 @@ class _HappensBefore:
         self.stream_of = {op: s for s, ops in streams.items() for op in ops}
         self.position = {op: i for ops in streams.values() for i, op in enumerate(ops)}
         width = max(1, len(self.column))
-        self.current = np.full((width, width), -1, dtype=np.int64)  # per stream: clock after last op
+        # per stream: the clock after its last op
+        self.current = np.full((width, width), -1, dtype=np.int64)
         self.saved: dict[OpId, np.ndarray] = {}
         self.barrier_at = set(barriers)
 
@@ -274,7 +278,8 @@ def insert_syncs(graph: Graph, stream_of: Mapping[OpId, StreamId], issue_order: 
 
 
 def derive_issue_order(graph: Graph, stream_of: Mapping[OpId, StreamId],
-                       stream_orders: Mapping[StreamId, Sequence[OpId]] | None = None) -> list[OpId]:
+                       stream_orders: Mapping[StreamId, Sequence[OpId]] | None = None
+                       ) -> list[OpId]:
     """A host issue order: a topological order of graph edges plus stream orders, preferring the
     op that comes first in ``graph.topo_order()``.  O((V + E) log V)."""
     import heapq
@@ -358,9 +363,9 @@ def build_schedule(graph: Graph, policy: str, stream_of: Mapping[OpId, StreamId]
                    notes: Mapping[str, Any] | None = None) -> Schedule:
     """Assemble a :class:`Schedule` from a stream assignment.
 
-    The issue order defaults to :func:`derive_issue_order`; streams beyond ``max_streams`` are folded
-    (:func:`fold_streams`); syncs default to :func:`insert_syncs` (only the non-implied ones).
-    Stream ids are renumbered 0.. in order of first use.
+    The issue order defaults to :func:`derive_issue_order`; streams beyond ``max_streams`` are
+    folded (:func:`fold_streams`); syncs default to :func:`insert_syncs` (only the non-implied
+    ones). Stream ids are renumbered 0.. in order of first use.
     """
     order = list(issue_order) if issue_order is not None else derive_issue_order(graph, stream_of)
     barriers = tuple(sorted(set(barriers)))

@@ -58,7 +58,8 @@ class Trace:
         out = []
         for a, b in graph.edges:
             if a in end and b in start and start[b] < end[a] - tol_us:
-                out.append(f"{b!r} starts at {start[b]:.3f} µs before {a!r} ends at {end[a]:.3f} µs")
+                out.append(f"{b!r} starts at {start[b]:.3f} µs before {a!r} ends at "
+                           f"{end[a]:.3f} µs")
         return out
 
     def respects(self, graph: Graph | None = None) -> bool:
@@ -87,7 +88,8 @@ class Trace:
 
     def concurrency_curve(self) -> pd.DataFrame:
         """Number of kernels running over time: columns ``time_us, running`` (step function)."""
-        events = sorted([(t, 1) for t in self.df["start_us"]] + [(t, -1) for t in self.df["end_us"]],
+        starts = [(t, 1) for t in self.df["start_us"]]
+        events = sorted(starts + [(t, -1) for t in self.df["end_us"]],
                         key=lambda e: (e[0], e[1]))
         times, running, level = [], [], 0
         for t, d in events:

@@ -48,7 +48,8 @@ def replay_pool(trace: Any, **options: Any) -> PoolResult:
 
 
 __all__ = [
-    "PLANNERS", "Lifetimes", "conflict_clique_bound", "MemoryPlan", "PoolResult", "UsageRecord", "check_no_overlap",
+    "PLANNERS", "Lifetimes", "MemoryPlan", "PoolResult", "UsageRecord", "check_no_overlap",
+    "conflict_clique_bound",
     "lifetimes", "live_bytes_curve", "parse_records", "peak_live_bytes", "plan_memory",
     "plan_usage", "planners", "pool_events", "replay_pool", "simulate_pool",
 ]

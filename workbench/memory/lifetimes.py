@@ -1,4 +1,5 @@
-"""Tensor lifetimes and conflict sets from a Schedule or a Trace (seed 004, SOMAS; notes §1.1–1.2, §7).
+"""Tensor lifetimes and conflict sets from a Schedule or a Trace (seed 004, SOMAS; notes §1.1–1.2,
+§7).
 
 * **From a Schedule**: steps are positions in the issue order.  A tensor lives from its producer's
   step to its last consumer's step (inclusive; no consumer: its producer's step; a graph output: to

@@ -90,10 +90,10 @@ def plan_somas(
     """Run every (ordering, fit) combination and keep the smallest arena.
 
     Iteration is ordering-major (in the order given, default ``size, lifetime, degree, area,
-    first_step, breadth``), then fit (default ``best, first, worst, highest``); a later combination wins only
-    if strictly smaller, so ties keep the earliest. ``("size", "best")`` is exactly greedy by size,
-    hence with the defaults SOMAS is never worse than :func:`plan_greedy_by_size` at the same
-    alignment. ``notes`` holds the winning ``ordering`` and ``fit`` and ``arenas``: every
+    first_step, breadth``), then fit (default ``best, first, worst, highest``); a later combination
+    wins only if strictly smaller, so ties keep the earliest. ``("size", "best")`` is exactly greedy
+    by size, hence with the defaults SOMAS is never worse than :func:`plan_greedy_by_size` at the
+    same alignment. ``notes`` holds the winning ``ordering`` and ``fit`` and ``arenas``: every
     combination's arena keyed by ``(ordering, fit)``. Complexity: O(k·n·d log d) for k
     combinations and conflict degree d.
     """

@@ -1,7 +1,7 @@
 """Built-in graphs: the seeds' examples, real CNNs, a transformer block and random DAG families.
 
-``MODELS`` is the one table (name → builder); ``build(name, **params)`` builds by name, which is what
-the CLI and the notebook app use.
+``MODELS`` is the one table (name → builder); ``build(name, **params)`` builds by name, which is
+what the CLI and the notebook app use.
 """
 
 from __future__ import annotations
@@ -83,7 +83,8 @@ def build(name: str, **params: Any) -> Graph:
 
 __all__ = [
     "MODELS", "ModelInfo", "build", "gnp_dag", "inception_v3", "layered_dag",
-    "mindspore_six_kernels", "models", "nasnet_a_large", "nnc_diamond", "raf_occupancy_conv", "raf_three_branches",
+    "mindspore_six_kernels", "models", "nasnet_a_large", "nnc_diamond", "raf_occupancy_conv",
+    "raf_three_branches",
     "random_dag", "randwire", "series_parallel_dag", "squeezenet", "textbook_heterogeneous",
     "textbook_mul_sub_add", "textbook_side_effects", "transformer_block",
 ]

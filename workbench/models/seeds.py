@@ -51,8 +51,8 @@ def textbook_heterogeneous() -> Graph:
 
     From the text: Kernel_1, 2, 5, 9 run on the CPU, Kernel_6 is a Python op (on the host), Kernel_3
     and 4 on the GPU, Kernel_7 and 8 on the Ascend NPU; 1 and 2 are independent, 3 and 4 are
-    independent, 5 needs 3 and 4; the fewest-subgraph split is Graph_1_CPU, Graph_2_GPU, Graph_3_CPU,
-    Graph_4_Ascend, Graph_5_CPU.  Assumed wiring consistent with that: 1 -> 3, 2 -> 4,
+    independent, 5 needs 3 and 4; the fewest-subgraph split is Graph_1_CPU, Graph_2_GPU,
+    Graph_3_CPU, Graph_4_Ascend, Graph_5_CPU.  Assumed wiring consistent with that: 1 -> 3, 2 -> 4,
     (3, 4) -> 5 -> 6, 6 -> 7 -> 8 -> 9 (Kernel_6 joins Graph_3_CPU, being a host op).
     Each kernel is 20 µs; tensors are 4 MiB.
     """
@@ -90,9 +90,10 @@ def mindspore_six_kernels() -> Graph:
 
 
 def textbook_side_effects() -> Graph:
-    """The textbook's side-effect example (seed 003, §7.5.2, Fig. 7.5.4): ``x = y; x = z; r = x - y``
-    with a global parameter ``x``.  Without ordering, the two Assigns and the read of ``x`` are
-    independent ops; ``workbench.passes.side_effects`` adds the control edges (Fig. 7.5.5)."""
+    """The textbook's side-effect example (seed 003, §7.5.2, Fig. 7.5.4):
+    ``x = y; x = z; r = x - y`` with a global parameter ``x``.  Without ordering, the two Assigns
+    and the read of ``x`` are independent ops; ``workbench.passes.side_effects`` adds the control
+    edges (Fig. 7.5.5)."""
     tensors = [Tensor("x", 4, role="parameter", shape=(1,)),
                Tensor("y", 4, role="input", shape=(1,)), Tensor("z", 4, role="input", shape=(1,))]
     ops = [

@@ -1,4 +1,5 @@
-"""DAG helpers shared by the schedulers: transitive reduction, depths, visit orders, ancestor clocks.
+"""DAG helpers shared by the schedulers: transitive reduction, depths, visit orders, ancestor
+clocks.
 
 All functions work on the integer views of a :class:`~workbench.graph.Graph` (``succ_index``,
 ``pred_index``, ``topo_index``) so they stay near-linear on graphs with 100k ops.
@@ -71,7 +72,8 @@ def longest_chain_after(order: list[int] | tuple[int, ...], succ: list[list[int]
 def nnc_visit_order(graph: Graph) -> list[int]:
     """NNC's ``CCV_NNC_GRAPH_VISIT`` order: Kahn's algorithm in waves, with the single-child
     shortcut (a node with exactly one successor that becomes ready is visited at once, so chains
-    are walked depth-first).  Sources start in program order; successors in program order.  O(V + E).
+    are walked depth-first).  Sources start in program order; successors in program order.
+    O(V + E).
     """
     succ, pred = graph.succ_index, graph.pred_index
     indeg = [len(p) for p in pred]

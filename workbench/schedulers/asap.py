@@ -5,8 +5,8 @@
    order, that has no heavy consumer yet as its *heavy child*.  Heavy edges form vertex-disjoint
    chains; all other edges are light.
 2. **Issue order**: a ready stack sorted by depth (deepest on top); after issuing a node its light
-   consumers that become ready are pushed and the stack re-sorted, then its heavy consumer, if ready,
-   is pushed on top so chains stay contiguous.
+   consumers that become ready are pushed and the stack re-sorted, then its heavy consumer, if
+   ready, is pushed on top so chains stay contiguous.
 3. **Streams**: a node with a heavy child inherits its stream.  A chain head reuses a finished
    stream (its chain ended) whose last node reaches the head, scanning newest stream first as RAF's
    hash map does; otherwise it opens a new stream.

@@ -26,8 +26,8 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
 
 ``merge=True`` adds the paper's operator-merge strategy: an ending made of convolutions that read
 the same input can instead run as one wider convolution (:mod:`workbench.schedulers.ios_merge`);
-the DP keeps whichever of the two is faster.  Complexity: exponential in block width (states ≤ (n/d+1)^d
-for width d, endings per state bounded by r·s), linear in the number of blocks.
+the DP keeps whichever of the two is faster.  Complexity: exponential in block width
+(states ≤ (n/d+1)^d for width d, endings per state bounded by r·s), linear in the number of blocks.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """RAF's wavefront schedule (seed 001, ``stream_schedule_wavefront.cc``; notes raf_nimble.md §2).
 
 On the transitively reduced graph, repeat: the ready nodes (no unscheduled input) each start a
-chain; a chain grows while its current node has exactly one consumer and that consumer has no
-other pending input.  The chains built from one ready set form a *wave*; chain ``j`` of a wave runs on
+chain; a chain grows while its current node has exactly one consumer and that consumer has no other
+pending input.  The chains built from one ready set form a *wave*; chain ``j`` of a wave runs on
 stream ``j``; waves are separated by a barrier that joins all streams; there are no events inside a
 wave.  The next ready set is formed, in chain order then consumer order, by the consumers of each
 chain's last node whose inputs are now all scheduled.
