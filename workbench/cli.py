@@ -115,8 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "models":
             from workbench.models import MODELS
 
-            for name, info in MODELS.items():
-                print(f"{name:24s} {info.family:8s} {info.source}")
+            for name, model in MODELS.items():
+                print(f"{name:24s} {model.family:8s} {model.source}")
             return 0
         if args.command == "devices":
             from workbench.costs import DEVICES

@@ -548,7 +548,7 @@ class Graph:
             outs = attrs.get("outputs") or {f"{nid}:out": DEFAULT_TENSOR_BYTES}
             for tid, size in outs.items():
                 tensors.append(Tensor(str(tid), size, producer=nid))
-            ins = []
+            ins: list[str] = []
             for p in nxg.predecessors(node):
                 e = nxg.edges[p, node]
                 if e.get("kind") == "control":

@@ -163,9 +163,9 @@ class Schedule:
             if issue[a] >= issue[b]:
                 raise ScheduleError(f"sync {a!r} -> {b!r}: {b!r} waits on an event recorded later "
                                     f"by {a!r} (the wait is a no-op or a deadlock)")
-        for b in self.barriers:
-            if not 0 <= b <= len(self.issue_order):
-                raise ScheduleError(f"barrier position {b} is outside the issue order")
+        for position in self.barriers:
+            if not 0 <= position <= len(self.issue_order):
+                raise ScheduleError(f"barrier position {position} is outside the issue order")
         _check_dependencies(self)
         return self
 
@@ -343,9 +343,6 @@ def fold_streams(stream_of: Mapping[OpId, StreamId], issue_order: Sequence[OpId]
         return dict(stream_of), {s: s for s in logical_first}
     mapping: dict[StreamId, StreamId] = {}
     physical_last: dict[StreamId, int] = {}
-    first_issue = {}
-    for i, op in enumerate(issue_order):
-        first_issue.setdefault(stream_of[op], i)
     for s in logical_first:
         if len(physical_last) < max_streams:
             p = len(physical_last)

@@ -117,14 +117,15 @@ class Trace:
 
 
 def _union_length(starts: list[float], ends: list[float]) -> float:
-    total, cur_s, cur_e = 0.0, None, None
-    for s, e in sorted(zip(starts, ends)):
-        if cur_e is None or s > cur_e:
-            if cur_e is not None:
-                total += cur_e - cur_s
+    spans = sorted(zip(starts, ends))
+    if not spans:
+        return 0.0
+    total = 0.0
+    cur_s, cur_e = spans[0]
+    for s, e in spans[1:]:
+        if s > cur_e:
+            total += cur_e - cur_s
             cur_s, cur_e = s, e
         else:
             cur_e = max(cur_e, e)
-    if cur_e is not None:
-        total += cur_e - cur_s
-    return total
+    return total + cur_e - cur_s

@@ -63,10 +63,11 @@ def schedule_asap(graph: Graph, *, max_streams: int | None = None) -> Schedule:
             stream = tails.stream_of[heavy_child[v]]
         else:
             reusable = set(tails.finished_streams(clock))
-            stream = next((s for s in reversed(finished) if s in reusable), None)
-            if stream is None:
+            reused = next((s for s in reversed(finished) if s in reusable), None)
+            if reused is None:
                 stream = tails.new_stream()
             else:
+                stream = reused
                 finished.remove(stream)
         tails.place(v, stream)
         tails.set_tail(stream, v)

@@ -76,6 +76,7 @@ def merged_graph(graph: Graph, unit_ops: Sequence[Sequence[OpId]],
             ops_here.append(op)
             prev_out = out_id
             removed.update(m.id for m in members)
+        assert prev_out is not None
         for u in units:
             replaced[graph.op(u[-1]).outputs[0]] = prev_out  # consumers read a channel slice
         new_ops[units[0][0]] = ops_here

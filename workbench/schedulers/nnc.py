@@ -135,7 +135,7 @@ def _pick_over_cap(tails: StreamTails, commands: list[set[str]], visited: list[b
 
 def _follow_chain(v: int, stream: int, rsucc: list[list[int]], rank: list[int], kinds: list[str],
                   commands: list[set[str]], tails: StreamTails, variant: str) -> list[int]:
-    chain = []
+    chain: list[int] = []
     cur = v
     while True:
         best = None

@@ -53,7 +53,9 @@ def schedule_wavefront(graph: Graph, *, max_streams: int | None = None) -> Sched
                     next_ready.append(d)
         waves.append(chains)
         ready = next_ready
-    order, stream_of, barriers = [], {}, []
+    order: list[str] = []
+    stream_of: dict[str, int] = {}
+    barriers: list[int] = []
     for w, chains in enumerate(waves):
         if w:
             barriers.append(len(order))
