@@ -10,7 +10,8 @@ def _probe() -> tuple[bool, str]:
     try:
         import cupy  # noqa: F401
     except Exception as exc:  # ImportError, or a broken CUDA install
-        return False, f"CuPy is not installed ({type(exc).__name__}); pip install 'schedule-workbench[gpu]'"
+        return False, (f"CuPy is not installed ({type(exc).__name__}); "
+                       f"pip install 'schedule-workbench[gpu]'")
     try:
         import cupy
 

@@ -1,0 +1,54 @@
+"""The README's main command end to end, and the listing commands."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import workbench as wb
+from workbench.cli import main
+
+
+def test_main_command_writes_a_report(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    run = subprocess.run([sys.executable, "-m", "workbench.cli", "compare", "--model",
+                          "inception_v3", "--device", "h100", "-o", str(out), "--no-progress"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "best:" in run.stdout and "serial" in run.stdout
+    html = out.read_text()
+    assert html.count("* plotly.js v") == 1 and "<svg" in html
+    for policy in wb.policies():
+        assert policy in run.stdout
+
+
+def test_compare_a_graph_file_with_options(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path = wb.save(wb.models.nnc_diamond(), tmp_path / "g.json")
+    code = main(["compare", str(path), "--policies", "nnc,asap", "--mode", "graph",
+                 "--max-streams", "1", "-o", str(tmp_path / "r.html"), "--no-progress"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "nnc_diamond: 4 ops on h100 (graph)" in out
+
+
+def test_listings(capsys: pytest.CaptureFixture[str]) -> None:
+    for command, expected in (("policies", "nnc"), ("models", "inception_v3"),
+                              ("devices", "rtx3070_laptop")):
+        assert main([command]) == 0
+        assert expected in capsys.readouterr().out
+
+
+def test_model_parameters_and_usage_errors(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    report = str(tmp_path / "r.html")
+    assert main(["compare", "--model", "inception_v3", "--param", "resolution=10", "-o", report,
+                 "--no-progress"]) == 2
+    assert "too small" in capsys.readouterr().err
+    assert main(["compare", "-o", report]) == 2
+    assert "either a graph file or --model" in capsys.readouterr().err
+    assert main(["compare", "--model", "nnc_diamond", "--param", "x", "-o", report]) == 2
+    assert "KEY=VALUE" in capsys.readouterr().err
