@@ -232,6 +232,29 @@ class _HappensBefore:
         return before
 
 
+def clocks_before(schedule: Schedule) -> tuple[dict[OpId, np.ndarray], dict[OpId, int],
+                                               dict[OpId, int]]:
+    """The vector clock *before* every op (happens-before = stream order + syncs + barriers), the
+    clock column of each op's stream, and each op's position on its stream.
+
+    ``x`` happens before ``y`` on another stream iff ``before[y][column[x]] >= position[x]``.
+    O((V + E) · S) time, O(V · S) memory.
+    """
+    clocks = _HappensBefore(schedule.streams, schedule.barriers)
+    waits: dict[OpId, list[OpId]] = {}
+    for a, b in schedule.syncs:
+        waits.setdefault(b, []).append(a)
+    sources = {a for a, _ in schedule.syncs}
+    before: dict[OpId, np.ndarray] = {}
+    for i, op in enumerate(schedule.issue_order):
+        clocks.at_issue_index(i)
+        clock = clocks.before(op, waits.get(op, ()))
+        before[op] = clock.copy()
+        clocks.finish(op, clock, keep=op in sources)
+    column = {op: clocks.column[s] for op, s in clocks.stream_of.items()}
+    return before, column, clocks.position
+
+
 # ---------------------------------------------------------------------------------- building
 def insert_syncs(graph: Graph, stream_of: Mapping[OpId, StreamId], issue_order: Sequence[OpId],
                  *, barriers: Iterable[int] = ()) -> list[Sync]:

@@ -23,8 +23,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from workbench.errors import MemoryPlanError
 from workbench.graph import Graph
 from workbench.memory.plan import UsageRecord
@@ -111,37 +109,11 @@ def from_schedule(schedule: Any) -> Lifetimes:
                      aliases=roots, source="schedule")
 
 
-def _clocks(schedule: Any) -> tuple[dict[str, np.ndarray], dict[str, int], dict[str, int]]:
-    """Vector clock *before* each op (happens-before = stream order + syncs + barriers)."""
-    streams = schedule.streams
-    column = {s: c for c, s in enumerate(streams)}
-    stream_of = {op: column[s] for s, ops in streams.items() for op in ops}
-    position = {op: i for ops in streams.values() for i, op in enumerate(ops)}
-    width = max(1, len(column))
-    current = np.full((width, width), -1, dtype=np.int64)
-    after: dict[str, np.ndarray] = {}
-    before: dict[str, np.ndarray] = {}
-    waits: dict[str, list[str]] = {}
-    for a, b in schedule.syncs:
-        waits.setdefault(b, []).append(a)
-    barriers = set(schedule.barriers)
-    for i, op in enumerate(schedule.issue_order):
-        if i in barriers:
-            current[:] = current.max(axis=0)
-        c = stream_of[op]
-        clock = current[c].copy()
-        for a in waits.get(op, ()):
-            np.maximum(clock, after[a], out=clock)
-        before[op] = clock.copy()
-        clock[c] = max(clock[c], position[op])
-        after[op] = clock
-        current[c] = clock
-    return before, stream_of, position
-
-
 def _ancestor_conflicts(schedule: Any, planned: list[str], consumers: dict[str, list[str]],
                         producers: list[str], outputs: set[str]) -> frozenset[tuple[int, int]]:
-    before, stream_of, position = _clocks(schedule)
+    from workbench.schedule import clocks_before
+
+    before, stream_of, position = clocks_before(schedule)
 
     def happens_before(x: str, y: str) -> bool:
         if x == y:
