@@ -400,3 +400,54 @@ def with_host_stages(device: str | DeviceSpec, *, infer_us: float, resize_us: fl
     total = float(sum(stages))
     split = tuple(v / total for v in stages) if total > 0 else (0.25, 0.25, 0.5)
     return with_overrides(device, launch_overhead_us=total, host_stage_split=split)
+
+
+def calibrate(trace_or_table: Any) -> dict[str, float]:
+    """Per-op stand-alone times (µs) for ``simulate(..., calibration=...)``.
+
+    Accepts a measured :class:`~workbench.trace.Trace` (its ``alone_us`` where finite, else the
+    op's measured ``duration_us``), a :class:`~workbench.gpu.calibration.CalibrationTable`, a path
+    to one saved as JSON (:func:`save_calibration`), a mapping with an ``"ops"`` entry (the JSON
+    layout) or a plain ``{op_id: µs}`` mapping.  Times must be finite and non-negative.
+
+    >>> calibrate({"a": 12.5, "b": 3})
+    {'a': 12.5, 'b': 3.0}
+    """
+    import os
+
+    from workbench.gpu.calibration import CalibrationTable, load_calibration, table_from_trace
+
+    source = trace_or_table
+    if isinstance(source, (str, os.PathLike)):
+        source = load_calibration(source)
+    if hasattr(source, "df") and hasattr(source, "graph"):
+        source = table_from_trace(source)
+    if isinstance(source, CalibrationTable):
+        ops: Mapping[str, Any] = source.ops
+    elif isinstance(source, Mapping):
+        ops = source["ops"] if isinstance(source.get("ops"), Mapping) else source
+    else:
+        raise OptionError(f"calibrate() needs a Trace, a calibration table, a path or a mapping, "
+                          f"got {type(trace_or_table).__name__}")
+    out = {}
+    for op, value in ops.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value < 0:
+            raise OptionError(f"calibration of op {op!r} is {value!r}; expected a non-negative "
+                              f"number of microseconds")
+        out[str(op)] = float(value)
+    return out
+
+
+def save_calibration(table: Any, path: Any) -> Any:
+    """Write a calibration table (or ``{op: µs}``) as JSON (:mod:`workbench.gpu.calibration`)."""
+    from workbench.gpu.calibration import save_calibration as _save
+
+    return _save(table, path)
+
+
+def load_calibration(path: Any) -> Any:
+    """Read a calibration table written by :func:`save_calibration`."""
+    from workbench.gpu.calibration import load_calibration as _load
+
+    return _load(path)
