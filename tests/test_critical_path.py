@@ -9,26 +9,15 @@ import workbench as wb
 from tests.strategies import dags
 from workbench.costs import critical_path_us
 from workbench.schedulers.critical_path import schedule_critical_path
-from workbench.simulate import simulate
 
 
-@settings(max_examples=60)
+# The shared invariants (validate, every op once, dependencies, stream cap) are checked for every
+# registered policy in tests/test_common_policies.py; only what is special to this policy is here.
+@settings(max_examples=40)
 @given(graph=dags(max_ops=24))
-def test_common_invariants(graph: wb.Graph) -> None:
-    s = schedule_critical_path(graph).validate()
-    assert sorted(op for ops in s.streams.values() for op in ops) == sorted(graph.op_ids)
-    assert sorted(s.issue_order) == sorted(graph.op_ids)
-    t = simulate(s, "h100")
-    assert t.violations() == []
-    assert t.makespan >= critical_path_us(graph, "h100") - 1e-6
+def test_list_schedule_estimate_is_at_least_the_critical_path(graph: wb.Graph) -> None:
+    s = schedule_critical_path(graph)
     assert s.notes["estimated_makespan_us"] >= critical_path_us(graph, "h100") - 1e-6
-
-
-@settings(max_examples=25)
-@given(graph=dags(max_ops=16))
-def test_stream_cap_is_honoured(graph: wb.Graph) -> None:
-    s = schedule_critical_path(graph, max_streams=2).validate()
-    assert s.n_streams <= 2
 
 
 def test_hand_worked_example() -> None:

@@ -14,9 +14,7 @@ from hypothesis import given, settings
 
 import workbench as wb
 from tests.strategies import dags
-from workbench.costs import critical_path_us
 from workbench.schedulers.min_streams import max_bipartite_matching, schedule_min_streams
-from workbench.simulate import simulate
 
 
 def _closure(graph: wb.Graph) -> nx.DiGraph:
@@ -80,24 +78,7 @@ TWO_LEVEL_MISSES_WIDTH = [("n1", "n2"), ("n1", "n3"), ("n0", "n3"), ("n2", "n3")
                           ("n1", "n5"), ("n3", "n5"), ("n2", "n6"), ("n4", "n6"), ("n3", "n7")]
 
 
-# ---------------------------------------------------------------------------------- invariants
-@settings(max_examples=60)
-@given(graph=dags(max_ops=24))
-def test_common_invariants(graph: wb.Graph) -> None:
-    s = schedule_min_streams(graph).validate()
-    assert sorted(op for ops in s.streams.values() for op in ops) == sorted(graph.op_ids)
-    assert sorted(s.issue_order) == sorted(graph.op_ids)
-    t = simulate(s, "h100")
-    assert t.violations() == []
-    assert t.makespan >= critical_path_us(graph, "h100") - 1e-6
-
-
-@settings(max_examples=25)
-@given(graph=dags(max_ops=16))
-def test_stream_cap_is_honoured(graph: wb.Graph) -> None:
-    s = schedule_min_streams(graph, max_streams=2).validate()
-    assert s.n_streams <= 2
-    assert simulate(s, "h100").violations() == []
+# The shared invariants are checked for every registered policy in tests/test_common_policies.py.
 
 
 @settings(max_examples=80)
