@@ -24,8 +24,8 @@ NETWORKS = {
 }
 
 
-# search-based policies are timed only up to these sizes (their cost grows much faster than V + E;
-# IOS is exponential in the width of these random DAGs: its search times are in benchmarks/search.py)
+# Search-based policies are timed only up to these sizes: their cost grows much faster than V + E.
+# IOS is exponential in the width of these random DAGs; benchmarks/search.py reports its searches.
 SIZE_LIMITS = {"ios": 0, "gpto": 1000, "min_streams": 10_000, "memory_greedy": 10_000}
 
 
