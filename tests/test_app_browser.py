@@ -14,6 +14,7 @@ Skipped, with the reason, without Chromium, Playwright, Voilà or nbclient/nbcon
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -101,12 +102,11 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-@pytest.fixture(scope="module")
-def voila_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Voilà server on 127.0.0.1 serving a notebook that shows the app; always stopped."""
+@contextlib.contextmanager
+def _voila(folder: Path, cells: list[str]) -> Iterator[str]:
+    """A Voilà server on 127.0.0.1 serving a notebook of ``cells``; always stopped."""
     pytest.importorskip("voila", reason="the app browser test needs Voilà (pip install voila)")
-    folder = tmp_path_factory.mktemp("voila")
-    _notebook(folder / "app.ipynb", [APP_SOURCE])
+    _notebook(folder / "app.ipynb", cells)
     port, token = _free_port(), os.urandom(16).hex()
     env = {**os.environ, "WORKBENCH_PROGRESS": "0"}
     log = (folder / "voila.log").open("wb")
@@ -131,6 +131,13 @@ def voila_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         _stop(proc)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def voila_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Voilà serving a notebook that shows the app."""
+    with _voila(tmp_path_factory.mktemp("voila"), [APP_SOURCE]) as url:
+        yield url
 
 
 class Page:
@@ -259,3 +266,41 @@ def test_rich_display_survives_html_export(browser: Any, tmp_path: Path) -> None
     assert SCRIPT in page.inner_text("body")  # shown as text
     assert not view.page_errors, view.page_errors
     page.close()
+
+
+HOSTILE_APP = f"""\
+import json
+import workbench as wb
+from workbench.io import graph_to_dict
+from workbench.ui import Workbench
+
+evil, img = {SCRIPT!r}, "<img src=x onerror=window.__pwned=2>"
+quoted = "b'&\\"q\\""
+g = wb.Graph.from_edges([(evil, quoted), (evil, img), (quoted, "d"), (img, "d")],
+                        ops={{evil: "<b>conv</b>", quoted: "relu", img: "add&", "d": "x>y"}},
+                        name="evil " + evil)
+app = Workbench()
+app.policies.value = ("serial", "nnc")
+app.load_upload("evil<script>.json", json.dumps(graph_to_dict(g)).encode())
+app.run(wait=True)
+app.select("nnc")
+app"""
+
+
+def test_hostile_names_stay_text_in_the_app(browser: Any,
+                                            tmp_path_factory: pytest.TempPathFactory) -> None:
+    """An uploaded graph whose names hold <script>, an <img onerror>, quotes and & renders as text
+    in the app in a real browser: no script runs."""
+    with _voila(tmp_path_factory.mktemp("voila_evil"), [HOSTILE_APP]) as url:
+        view = Page(browser)
+        page = view.page
+        page.goto(url, timeout=RUN_TIMEOUT_MS)
+        page.wait_for_selector(".wb-app table.wb-table", timeout=RUN_TIMEOUT_MS)
+        view.tab("DAG")
+        page.wait_for_selector(".wb-dag svg", timeout=15_000)
+        assert page.evaluate("() => window.__pwned") is None
+        assert page.locator(".wb-app img[src='x']").count() == 0
+        text = page.inner_text(".wb-app")
+        assert "<script>window.__pwned=1</script>" in text  # shown literally, not run
+        assert not view.page_errors, view.page_errors
+        page.close()
