@@ -77,3 +77,13 @@ def test_graph_is_a_value() -> None:
     assert g.op("N2").flops == 0 and g2.op("N2").flops == 1e9 and g != g2
     assert g == wb.models.nnc_diamond()
     assert g.summary()["ops"] == 4 and "4 ops" in repr(g)
+
+
+def test_priority_topological_order() -> None:
+    from workbench.graph import priority_topological_order
+
+    preds = {"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"]}
+    priority = {"a": 0, "b": 2, "c": 1, "d": 3}
+    assert priority_topological_order(preds, priority) == ["a", "c", "b", "d"]
+    cyclic = {"a": ["b"], "b": ["a"], "c": []}
+    assert priority_topological_order(cyclic, {"a": 0, "b": 1, "c": 2}) == ["c"]  # cycle left out

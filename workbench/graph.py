@@ -66,6 +66,32 @@ class Op:
 _NUMERIC_OP_FIELDS = ("flops", "bytes_read", "bytes_written", "workspace_bytes")
 
 
+def priority_topological_order(preds: Mapping[Any, Iterable[Any]],
+                                priority: Mapping[Any, Any]) -> list[Any]:
+    """Kahn's algorithm over ``preds`` (node -> its predecessors), always taking the ready node
+    with the smallest ``priority``.  Nodes on a cycle are left out, so a result shorter than
+    ``preds`` means a cycle.  O((V + E) log V).
+    """
+    succs: dict[Any, list[Any]] = {n: [] for n in preds}
+    indeg = {}
+    for n, ps in preds.items():
+        ps = set(ps)
+        indeg[n] = len(ps)
+        for p in ps:
+            succs[p].append(n)
+    heap = [(priority[n], n) for n, d in indeg.items() if d == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, n = heapq.heappop(heap)
+        order.append(n)
+        for s in succs[n]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                heapq.heappush(heap, (priority[s], s))
+    return order
+
+
 def _check_number(value: Any, what: str, *, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return

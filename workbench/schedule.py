@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import OptionError, ScheduleError
-from workbench.graph import Graph, OpId
+from workbench.graph import Graph, OpId, priority_topological_order
 
 StreamId = int
 Sync = tuple[OpId, OpId]  # event recorded after [0], waited before [1]
@@ -305,31 +305,16 @@ def derive_issue_order(graph: Graph, stream_of: Mapping[OpId, StreamId],
                        ) -> list[OpId]:
     """A host issue order: a topological order of graph edges plus stream orders, preferring the
     op that comes first in ``graph.topo_order()``.  O((V + E) log V)."""
-    import heapq
-
     rank = {op: i for i, op in enumerate(graph.topo_order())}
     preds: dict[OpId, set[OpId]] = {op: set(graph.predecessors(op)) for op in graph.op_ids}
     if stream_orders:
         for ops in stream_orders.values():
             for x, y in zip(ops, ops[1:]):
                 preds[y].add(x)
-    succs: dict[OpId, list[OpId]] = {op: [] for op in graph.op_ids}
-    for op, ps in preds.items():
-        for p in ps:
-            succs[p].append(op)
-    indeg = {op: len(ps) for op, ps in preds.items()}
-    heap = [(rank[op], op) for op, d in indeg.items() if d == 0]
-    heapq.heapify(heap)
-    order = []
-    while heap:
-        _, op = heapq.heappop(heap)
-        order.append(op)
-        for nxt in succs[op]:
-            indeg[nxt] -= 1
-            if indeg[nxt] == 0:
-                heapq.heappush(heap, (rank[nxt], nxt))
-    if len(order) != len(indeg):
-        stuck = next(op for op, d in indeg.items() if d > 0)
+    order = priority_topological_order(preds, rank)
+    if len(order) != len(preds):
+        placed = set(order)
+        stuck = next(op for op in graph.op_ids if op not in placed)
         raise ScheduleError(f"stream orders contradict the graph's dependencies near {stuck!r} "
                             f"(deadlock)")
     return order

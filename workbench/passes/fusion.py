@@ -44,10 +44,9 @@ Examples
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import replace
 
-from workbench.graph import Graph, Op, OpId, Tensor, TensorId
+from workbench.graph import Graph, Op, OpId, Tensor, TensorId, priority_topological_order
 from workbench.memory.lifetimes import NO_TASK_KINDS
 from workbench.passes.side_effects import IO_KINDS, WRITE_KINDS
 
@@ -192,21 +191,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
         ra, rb = rep.get(a, a), rep.get(b, b)
         if ra != rb:
             preds[rb].add(ra)
-    succs: dict[OpId, list[OpId]] = {n: [] for n in node_pos}
-    for n, ps in preds.items():
-        for p in ps:
-            succs[p].append(n)
-    indeg = {n: len(ps) for n, ps in preds.items()}
-    heap = [(node_pos[n], n) for n, d in indeg.items() if d == 0]
-    heapq.heapify(heap)
-    order: list[OpId] = []
-    while heap:
-        _, n = heapq.heappop(heap)
-        order.append(n)
-        for s in succs[n]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                heapq.heappush(heap, (node_pos[s], s))
+    order = priority_topological_order(preds, node_pos)
     new_ops = [fused_ops[n] if n in fused_ops else graph.op(n) for n in order]
     new_tensors: list[Tensor] = []
     for tid, tensor in tensors.items():
