@@ -28,12 +28,8 @@ from typing import Any
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip(f"browser tests need Chromium at {CHROMIUM} "
-                "(apt-get install chromium fonts-liberation)", allow_module_level=True)
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="browser tests need the 'playwright' package")
+from tests._browser import launch  # skips this module without Chromium or Playwright
+
 nbformat = pytest.importorskip("nbformat")
 
 import workbench as wb  # noqa: E402
@@ -42,8 +38,6 @@ from workbench import gpu  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 ASSETS = ROOT / "assets"
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--disable-background-networking"]
 SERVER_START_S = 60
 RUN_TIMEOUT_MS = 90_000
 SCRIPT = "<script>window.__pwned=1</script>"
@@ -93,13 +87,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        try:
-            b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
-        except Exception as exc:  # a broken system Chromium is an environment problem
-            pytest.skip(f"cannot launch {CHROMIUM}: {str(exc).splitlines()[0]}")
-        yield b
-        b.close()
+    yield from launch()
 
 
 @contextlib.contextmanager

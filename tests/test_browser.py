@@ -16,19 +16,11 @@ from typing import Any
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip(f"headless browser tests need Chromium at {CHROMIUM} "
-                "(apt-get install chromium fonts-liberation)", allow_module_level=True)
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="headless browser tests need the 'playwright' package")
-
-import workbench as wb  # noqa: E402
-from workbench.graph import Graph  # noqa: E402
+import workbench as wb
+from tests._browser import launch  # skips this module without Chromium or Playwright
+from workbench.graph import Graph
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--disable-background-networking"]
 PAYLOAD = "<script>window.__pwned=1</script>"
 IMG_PAYLOAD = '<img src=x onerror="window.__pwned=2">'
 RENDER_TIMEOUT_MS = 15_000
@@ -36,13 +28,7 @@ RENDER_TIMEOUT_MS = 15_000
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        try:
-            b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=LAUNCH_ARGS)
-        except Exception as exc:  # a broken system Chromium is an environment problem
-            pytest.skip(f"cannot launch {CHROMIUM}: {str(exc).splitlines()[0]}")
-        yield b
-        b.close()
+    yield from launch()
 
 
 class Page:
