@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.costs import get_device, op_cost, pool_of
+from workbench.costs import get_device, op_cost, pool_of, with_overrides
 from workbench.graph import Graph, Op, Tensor
 from workbench.passes import (
     insert_copies,
@@ -20,6 +20,8 @@ from workbench.reference import run_reference
 from workbench.simulate import simulate
 
 H100 = get_device("h100")
+# hand-worked times use round host costs (4 µs per launch, 2 µs kernel latency), no interference
+TOY = with_overrides(H100, launch_overhead_us=4.0, kernel_latency_us=2.0, interference=0.0)
 
 
 def test_textbook_partition_is_exactly_the_five_subgraphs() -> None:
@@ -147,10 +149,10 @@ def _copies(kinds: tuple[str, str]) -> wb.Schedule:
 
 
 def test_copy_engines_one_per_direction() -> None:
-    same = simulate(_copies(("h2d", "h2d")), "h100")
+    same = simulate(_copies(("h2d", "h2d")), TOY)
     assert same.end_of("c1") == pytest.approx(4.0 + 1002.0)
     assert same.start_of("c2") == pytest.approx(same.end_of("c1"))  # one H2D engine: queued
-    both = simulate(_copies(("h2d", "d2h")), "h100")
+    both = simulate(_copies(("h2d", "d2h")), TOY)
     assert both.start_of("c2") == pytest.approx(8.0)  # the D2H engine works at the same time
     assert both.makespan == pytest.approx(8.0 + 1002.0)
 
@@ -161,7 +163,7 @@ def test_copies_overlap_compute() -> None:
               bytes_read=50_000_000, bytes_written=50_000_000),
            Op("k", kind="op", duration_us=500.0, outputs=("z",))]
     g = Graph(ops, tensors)
-    t = simulate(wb.Schedule(g, "hand", {0: ("copy",), 1: ("k",)}, (), ("copy", "k")), "h100")
+    t = simulate(wb.Schedule(g, "hand", {0: ("copy",), 1: ("k",)}, (), ("copy", "k")), TOY)
     assert t.end_of("k") == pytest.approx(8.0 + 500.0)  # full speed beside the copy
     assert t.end_of("copy") == pytest.approx(4.0 + 1002.0)
 
@@ -171,7 +173,7 @@ def test_python_op_blocks_the_host() -> None:
     g = Graph.from_edges([], ops=["P", "G1", "G2"], devices={"P": "python"},
                          durations={"P": 20.0, "G1": 10.0, "G2": 10.0})
     s = wb.schedule(g, "nnc")
-    t = simulate(s, "h100")
+    t = simulate(s, TOY)
     dispatch = H100.host.dispatch_us
     assert t.start_of("P") == pytest.approx(dispatch)
     assert t.end_of("P") == pytest.approx(dispatch + 20.0)
@@ -181,7 +183,7 @@ def test_python_op_blocks_the_host() -> None:
     # a C++ CPU op does not block: the GPU kernels are issued while it runs
     cpu = Graph.from_edges([], ops=["C", "G1", "G2"], devices={"C": "cpu"},
                            durations={"C": 20.0, "G1": 10.0, "G2": 10.0})
-    tc = simulate(wb.schedule(cpu, "nnc"), "h100")
+    tc = simulate(wb.schedule(cpu, "nnc"), TOY)
     assert tc.start_of("G1") == pytest.approx(dispatch + 4.0)
     # sink mode: nothing to block
-    assert simulate(s, "h100", mode="graph").start_of("G1") == pytest.approx(8.0)
+    assert simulate(s, TOY, mode="graph").start_of("G1") == pytest.approx(8.0)

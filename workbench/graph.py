@@ -16,6 +16,7 @@ import heapq
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Any
 
 from workbench.errors import GraphError
@@ -412,7 +413,8 @@ class Graph:
 
     @property
     def tensors(self) -> Mapping[TensorId, Tensor]:
-        return dict(self._tensors)
+        """A read-only view of the tensor table (O(1))."""
+        return MappingProxyType(self._tensors)
 
     @property
     def outputs(self) -> tuple[TensorId, ...]:

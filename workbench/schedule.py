@@ -28,6 +28,7 @@ from workbench.graph import Graph, OpId, priority_topological_order
 
 StreamId = int
 Sync = tuple[OpId, OpId]  # event recorded after [0], waited before [1]
+BARRIER_KINDS = ("join", "device_sync")
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,8 +38,12 @@ class Schedule:
     ``streams`` maps each stream id to its ops in launch order; ``syncs`` are ``(a, b)`` pairs
     (event after ``a``, wait before ``b``); ``issue_order`` is the host's global launch order (every
     stream's list is a subsequence of it); ``barriers`` are positions in ``issue_order``: a barrier
-    is issued just before ``issue_order[p]``.  ``notes`` holds what the policy decided (ranks,
-    waves, chains).
+    is issued just before ``issue_order[p]``.  ``barrier_kind`` says how a barrier is realised:
+    ``"join"`` (every stream waits on an event of every other stream, or a legacy NULL-stream
+    launch, as RAF does: the host goes on issuing) or ``"device_sync"`` (``cudaDeviceSynchronize``,
+    as IOS's runtime does between stages: the host stops until the device is idle, so the device
+    then idles while the host issues the next stage).  Both order the same ops.  ``notes`` holds
+    what the policy decided (ranks, waves, chains).
     """
 
     graph: Graph
@@ -49,6 +54,12 @@ class Schedule:
     barriers: tuple[int, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
     notes: Mapping[str, Any] = field(default_factory=dict)
+    barrier_kind: str = "join"
+
+    def __post_init__(self) -> None:
+        if self.barrier_kind not in BARRIER_KINDS:
+            raise OptionError(f"unknown barrier kind {self.barrier_kind!r} "
+                              f"(known: {', '.join(BARRIER_KINDS)})")
 
     # ------------------------------------------------------------------ derived views
     @cached_property
@@ -365,7 +376,8 @@ def build_schedule(graph: Graph, policy: str, stream_of: Mapping[OpId, StreamId]
                    issue_order: Sequence[OpId] | None = None, *, barriers: Iterable[int] = (),
                    syncs: Iterable[Sync] | None = None, max_streams: int | None = None,
                    options: Mapping[str, Any] | None = None,
-                   notes: Mapping[str, Any] | None = None) -> Schedule:
+                   notes: Mapping[str, Any] | None = None,
+                   barrier_kind: str = "join") -> Schedule:
     """Assemble a :class:`Schedule` from a stream assignment.
 
     The issue order defaults to :func:`derive_issue_order`; streams beyond ``max_streams`` are
@@ -391,4 +403,4 @@ def build_schedule(graph: Graph, policy: str, stream_of: Mapping[OpId, StreamId]
     if len(set(mapping.values())) != len(mapping):
         notes["folded_streams"] = {"logical": len(mapping), "physical": len(set(mapping.values()))}
     return Schedule(graph, policy, {s: tuple(v) for s, v in streams.items()}, tuple(sync_list),
-                    tuple(order), barriers, dict(options or {}), notes)
+                    tuple(order), barriers, dict(options or {}), notes, barrier_kind)

@@ -219,14 +219,15 @@ class GraphBuilder:
                           thread_blocks=blocks, attrs=attrs)
 
     def sepconv(self, x: str, cout: int, k: int, *, stride: int = 1, pre_act: str | None = "relu",
-                name: str) -> str:
+                bias: bool = False, name: str) -> str:
         """ReLU → depthwise k×k (padding ``k//2``) → pointwise 1×1, as ONE op (kind ``sepconv``).
 
-        This is IOS's ``ReluSepConv`` schedulable unit (three kernels run back to back on one
-        stream).  Costs are the sum of the three kernels: FLOPs = input elements (ReLU)
+        This is IOS's ``ReluSepConv`` schedulable unit (its kernels run back to back on one
+        stream).  Costs are the sum of the three layers: FLOPs = input elements (ReLU)
         + ``2*N*Cin*Hout*Wout*k*k`` (depthwise) + ``2*N*Cout*Hout*Wout*Cin`` (pointwise); bytes
         include the two intermediate tensors (written then read back).  Thread blocks: the widest
-        of the three kernels.  Parameters: ``<name>:dw_weight`` and ``<name>:pw_weight`` (no bias).
+        of the three kernels.  Parameters: ``<name>:dw_weight`` and ``<name>:pw_weight``, and with
+        ``bias`` (IOS's convolutions all have one) ``<name>:dw_bias`` and ``<name>:pw_bias``.
         """
         n, cin, h, w = self._image(x, name)
         if pre_act not in (None, *ACTIVATION_FLOPS):
@@ -235,19 +236,22 @@ class GraphBuilder:
         ho, wo = self._window(name, h, w, (k, k), (stride, stride), (pad, pad))
         dw = self.parameter(f"{name}:dw_weight", (cin, 1, k, k))
         pw = self.parameter(f"{name}:pw_weight", (cout, cin, 1, 1))
+        biases = [self.parameter(f"{name}:dw_bias", (cin,)),
+                  self.parameter(f"{name}:pw_bias", (cout,))] if bias else []
         in_bytes = self.nbytes(x)
         mid_bytes = n * cin * ho * wo * ELEMENT_BYTES
         out_elems = n * cout * ho * wo
         act_flops = ACTIVATION_FLOPS[pre_act] * numel(self.shape(x)) if pre_act else 0
         flops = act_flops + 2 * n * cin * ho * wo * k * k + 2 * out_elems * cin
         act_bytes = in_bytes if pre_act else 0  # relu: reads x, writes relu(x), read by dw
-        bytes_read = in_bytes + act_bytes + self.nbytes(dw) + mid_bytes + self.nbytes(pw)
+        bytes_read = in_bytes + act_bytes + self.nbytes(dw) + mid_bytes + self.nbytes(pw) + sum(
+            self.nbytes(t) for t in biases)
         bytes_written = act_bytes + mid_bytes + out_elems * ELEMENT_BYTES
         blocks = max(_blocks(numel(self.shape(x))), _gemm_blocks(n * ho * wo, cin),
                      _gemm_blocks(n * ho * wo, cout))
         attrs = {"kernel": (k, k), "stride": (stride, stride), "padding": (pad, pad),
-                 "cin": cin, "cout": cout, "groups": cin, "pre_act": pre_act, "bias": False}
-        return self._emit(name, "sepconv", [x, dw, pw], (n, cout, ho, wo), flops=flops,
+                 "cin": cin, "cout": cout, "groups": cin, "pre_act": pre_act, "bias": bias}
+        return self._emit(name, "sepconv", [x, dw, pw, *biases], (n, cout, ho, wo), flops=flops,
                           bytes_read=bytes_read, bytes_written=bytes_written,
                           thread_blocks=blocks, attrs=attrs)
 

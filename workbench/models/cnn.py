@@ -258,7 +258,7 @@ def randwire_edges(stage: str) -> list[tuple[int, int]]:
 def _randwire_node(b: GraphBuilder, x: str, cout: int, stride: int, *, fused: bool,
                    name: str) -> str:
     if fused:
-        return b.sepconv(x, cout, 3, stride=stride, name=f"{name}/sepconv")
+        return b.sepconv(x, cout, 3, stride=stride, bias=True, name=f"{name}/sepconv")
     y = b.relu(x, name=f"{name}/relu")
     y = b.conv(y, b.shape(y)[1], 3, stride=stride, padding=1, groups=b.shape(y)[1], bias=False,
                name=f"{name}/dwconv")
@@ -340,7 +340,7 @@ class _Nas:
 
     def relu_sep(self, x: str, cout: int, k: int, *, stride: int = 1, name: str) -> str:
         if self.fused:
-            return self.b.sepconv(x, cout, k, stride=stride, name=name)
+            return self.b.sepconv(x, cout, k, stride=stride, bias=True, name=name)
         cin = self.b.shape(x)[1]
         y = self.b.relu(x, name=f"{name}/relu")
         y = self.b.conv(y, cin, k, stride=stride, padding=k // 2, groups=cin, bias=False,

@@ -124,7 +124,9 @@ def raf_three_branches() -> Graph:
 def raf_occupancy_conv() -> Graph:
     """The RAF seed's occupancy example: two independent batch-1 convolutions (375 -> 750 channels,
     3x3, stride 1, 15x15 input) of 48 thread blocks each; on a 40-SM RTX 3070 Laptop with 2 blocks
-    per SM one such kernel fills 60% of the device, so two on two streams overlap."""
+    per SM one such kernel fills 60% of the device, so two on two streams overlap.  The ops keep
+    the seed's launch shape (``attrs["launch"] = "given"``: 48 blocks, 2 per SM) instead of the
+    kernel the cost model would choose for the shapes."""
     flops = 2 * 750 * 15 * 15 * 375 * 9
     in_bytes = 375 * 17 * 17 * 4
     w_bytes = 750 * 375 * 9 * 4
@@ -136,6 +138,6 @@ def raf_occupancy_conv() -> Graph:
     ops = [Op(name, kind="conv2d", inputs=("x", w), outputs=(y,), flops=flops,
               bytes_read=in_bytes + w_bytes, bytes_written=out_bytes, thread_blocks=48,
               attrs={"kernel": (3, 3), "stride": (1, 1), "padding": (0, 0), "cin": 375,
-                     "cout": 750})
+                     "cout": 750, "launch": "given"})
            for name, w, y in (("conv_a", "w1", "y1"), ("conv_b", "w2", "y2"))]
     return Graph(ops, tensors, name="raf_occupancy_conv")

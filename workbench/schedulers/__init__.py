@@ -21,6 +21,7 @@ from workbench.schedulers import (
     critical_path,
     gpto,
     ios,
+    ios_greedy,
     min_streams,
     nnc,
     orders,
@@ -64,6 +65,9 @@ POLICIES.register("asap", PolicyInfo(
 POLICIES.register("ios", PolicyInfo(
     ios.schedule_ios, "001 RAF/IOS", "dynamic program over stages, simulator as cost oracle",
     slow=True))
+POLICIES.register("ios_greedy", PolicyInfo(
+    ios_greedy.schedule_ios_greedy, "001 RAF/IOS (IOS's Greedy baseline)",
+    "all ready ops per stage (at most 10), device syncs between stages"))
 POLICIES.register("min_streams", PolicyInfo(
     min_streams.schedule_min_streams, "Nimble (beyond the seeds)",
     "matching-based chains: fewest syncs at full logical concurrency"))

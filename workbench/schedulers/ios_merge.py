@@ -48,6 +48,11 @@ def merged_graph(graph: Graph, unit_ops: Sequence[Sequence[OpId]],
     new_ops: dict[OpId, list[Op]] = {}  # first removed op id -> merged ops to insert there
     new_tensors: list[Tensor] = []
     merged_ids: dict[int, list[OpId]] = {}
+    for group in merges:  # first every renaming: a merged unit may read another's output
+        units = [list(unit_ops[u]) for u in group]
+        last = "merge(" + "+".join(graph.op(u[-1]).id for u in units) + "):out"
+        for u in units:
+            replaced[graph.op(u[-1]).outputs[0]] = last  # consumers read a channel slice
     for group in merges:
         units = [list(unit_ops[u]) for u in group]
         depth = len(units[0])
@@ -62,7 +67,8 @@ def merged_graph(graph: Graph, unit_ops: Sequence[Sequence[OpId]],
             n, _, ho, wo = shapes[0]
             size = sum(graph.tensor(m.outputs[0]).size_bytes for m in members)
             if level == 0:
-                op = _merged_conv(graph, members, mid, out_id, n, ho, wo, cout)
+                op = _merged_conv(graph, members, mid, out_id, n, ho, wo, cout,
+                                  replaced.get(members[0].inputs[0], members[0].inputs[0]))
             else:
                 op = Op(mid, kind=members[0].kind, device=members[0].device,
                         flops=sum(m.flops for m in members),
@@ -77,8 +83,6 @@ def merged_graph(graph: Graph, unit_ops: Sequence[Sequence[OpId]],
             prev_out = out_id
             removed.update(m.id for m in members)
         assert prev_out is not None
-        for u in units:
-            replaced[graph.op(u[-1]).outputs[0]] = prev_out  # consumers read a channel slice
         new_ops[units[0][0]] = ops_here
         merged_ids[group[0]] = [op.id for op in ops_here]
     ops: list[Op] = []
@@ -98,13 +102,16 @@ def merged_graph(graph: Graph, unit_ops: Sequence[Sequence[OpId]],
 
 
 def _merged_conv(graph: Graph, members: list[Op], mid: str, out_id: str, n: int, ho: int,
-                 wo: int, cout: int) -> Op:
+                 wo: int, cout: int, x: str) -> Op:
+    """The merged convolution reading ``x`` (the members' input, renamed if its producer was
+    merged too): largest kernel, padding to keep the output size, the members' bias and
+    activation (they share the activation: :func:`merge_key`)."""
     kernels = [tuple(m.attrs.get("kernel", (1, 1))) for m in members]
     kh, kw = max(k[0] for k in kernels), max(k[1] for k in kernels)
-    cin = int(members[0].attrs.get("cin", 0)) or graph.tensor(members[0].inputs[0]).shape[1]
-    x = members[0].inputs[0]
+    original = members[0].inputs[0]
+    cin = int(members[0].attrs.get("cin", 0)) or graph.tensor(original).shape[1]
     weights = 4 * cout * cin * kh * kw
-    in_bytes = graph.tensor(x).size_bytes
+    in_bytes = graph.tensor(original).size_bytes
     out_bytes = 4 * n * cout * ho * wo
     return Op(mid, kind="conv2d", device=members[0].device,
               flops=2.0 * n * cout * ho * wo * cin * kh * kw,
@@ -112,7 +119,9 @@ def _merged_conv(graph: Graph, members: list[Op], mid: str, out_id: str, n: int,
               outputs=(out_id,),
               thread_blocks=math.ceil(n * ho * wo / 64) * math.ceil(cout / 64),
               attrs={"kernel": (kh, kw), "stride": members[0].attrs.get("stride", (1, 1)),
-                     "cin": cin, "cout": cout, "merged": [m.id for m in members]})
+                     "padding": (kh // 2, kw // 2), "cin": cin, "cout": cout, "groups": 1,
+                     "bias": any(m.attrs.get("bias") for m in members),
+                     "act": members[0].attrs.get("act"), "merged": [m.id for m in members]})
 
 
 def _with_inputs(op: Op, inputs: tuple[str, ...]) -> Op:

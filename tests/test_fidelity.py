@@ -1,0 +1,85 @@
+"""The simulator against published measurements (workbench/data/fidelity.json): every row within
+its tolerance, speedups within theirs, devices in a sensible order.  A change to the cost model
+or the simulator that breaks fidelity fails here."""
+
+from __future__ import annotations
+
+import pytest
+
+import workbench as wb
+from workbench import fidelity as F
+
+ROWS = F.load_rows()
+TOL = F.tolerances()
+# IOS searches on RandWire and NASNet-A take minutes: the rows run in benchmarks/fidelity.py
+FAST = [r for r in ROWS if r.schedule in F.FIXED_SCHEDULES or r.network in ("inception_v3",
+                                                                          "squeezenet")]
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, dict]:
+    return {r["id"]: r for r in F.evaluate(FAST)}
+
+
+@pytest.mark.parametrize("row", FAST, ids=lambda r: r.id)
+def test_row_within_tolerance(row: F.Row, results: dict[str, dict]) -> None:
+    r = results[row.id]
+    assert abs(r["error"]) <= TOL["latency"], (
+        f"{row.id}: simulated {r['simulated_ms']:.2f} ms vs published {row.latency_ms:.2f} ms "
+        f"({100 * r['error']:+.1f}%)")
+
+
+@pytest.mark.parametrize("network,batch,suffix", [
+    ("inception_v3", 1, ""), ("squeezenet", 1, ""), ("inception_v3", 1, "-readme"),
+    *[("inception_v3", b, "") for b in (16, 32, 64, 128)]])
+def test_speedup_within_tolerance(network: str, batch: int, suffix: str,
+                                  results: dict[str, dict]) -> None:
+    seq = results[f"{network}-b{batch}-sequential{suffix}"]
+    ios = results[f"{network}-b{batch}-ios{suffix}"]
+    published = seq["latency_ms"] / ios["latency_ms"]
+    simulated = seq["simulated_ms"] / ios["simulated_ms"]
+    assert abs(simulated / published - 1) <= TOL["speedup"], (network, batch, published,
+                                                              simulated)
+
+
+def test_ios_beats_greedy_on_inception_batch_1(results: dict[str, dict]) -> None:
+    # measured: IOS 4.03 ms, greedy 4.62 ms (1.15x)
+    assert results["inception_v3-b1-ios"]["simulated_ms"] < \
+        results["inception_v3-b1-greedy"]["simulated_ms"]
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+def test_newer_devices_of_a_class_are_faster(batch: int) -> None:
+    g = wb.models.inception_v3(batch, fused=True)
+    s = wb.schedule(g, "serial")
+    ms = {d: wb.simulate(s, d).makespan for d in wb.devices()}
+    assert ms["h100"] < ms["a100"] < ms["v100"]
+    assert ms["h200"] <= ms["h100"]
+    assert ms["l4"] < ms["t4"]
+    assert ms["rtx4090"] < ms["rtx3070_laptop"]
+
+
+def test_fit_recovers_a_perturbed_parameter() -> None:
+    # start the launch overhead far off; fitting it alone on SqueezeNet's fixed rows brings it
+    # back near the shipped value (a fit that cannot move would fail here)
+    rows = [r for r in ROWS if r.network == "squeezenet"]
+    shipped = F.current_values()["launch_overhead_us"]
+    fitted = F.fit(rows, start={"launch_overhead_us": 3 * shipped},
+                   parameters=["launch_overhead_us"], max_evaluations=40)
+    assert abs(fitted["launch_overhead_us"] - shipped) < 0.3 * shipped
+
+
+def test_every_parameter_says_where_it_comes_from() -> None:
+    import json
+
+    from workbench.devices import data_text
+
+    data = json.loads(data_text("gpu_model.json"))
+    for section in ("runtime", "library"):
+        for name, entry in data[section].items():
+            assert entry["kind"] in ("fitted", "spec", "assumed") and entry["source"], name
+    fitted = {n for s in ("runtime", "library") for n, e in data[s].items()
+              if e["kind"] == "fitted"}
+    assert fitted == {name for name, _, _, _ in F.FIT_PARAMETERS}
+    for name in wb.devices():
+        assert wb.DEVICES.get(name).sources, name

@@ -1,0 +1,239 @@
+"""The simulator against published measurements: the fidelity dataset, its evaluation and the fit.
+
+``workbench/data/fidelity.json`` holds published end-to-end latencies (network, batch, device,
+schedule, milliseconds, citation).  :func:`evaluate` simulates every row with the workbench's own
+graphs and schedules and reports the relative error; :func:`fit` fits the cost model's free
+parameters (:data:`FIT_PARAMETERS`: kernel-library efficiencies, launch and synchronisation costs,
+interference; never a per-network factor) on rows whose schedule does not depend on the model
+(``sequential``, ``greedy``), by least squares on log latency; :func:`leave_one_network_out`
+refits without each network in turn and predicts it, which is the honest estimate of the error on
+a network the parameters never saw.  ``benchmarks/fidelity.py`` prints all of it.
+
+Schedules: ``sequential`` → ``serial``; ``greedy`` → ``ios_greedy`` (IOS's Greedy, device syncs
+between stages); ``ios_parallel`` → ``ios`` without merge and ``ios`` → ``ios`` with
+``merge=True`` (IOS-Both), both with device-sync barriers as IOS's runtime runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.devices import DeviceSpec, data_text, get_device, with_overrides
+from workbench.errors import OptionError
+from workbench.graph import Graph
+from workbench.kernel_model import GpuModel, default_model
+
+#: Parameters :func:`fit` may change: (name, where: "model" or "device", lower, upper).
+FIT_PARAMETERS: tuple[tuple[str, str, float, float], ...] = (
+    ("warp_utilization", "model", 0.01, 0.5),
+    ("gemm_efficiency", "model", 0.5, 0.98),
+    ("winograd_efficiency", "model", 0.2, 1.0),
+    ("direct_efficiency", "model", 0.02, 0.9),
+    ("interference", "device", 0.0, 3.0),
+    ("launch_overhead_us", "device", 1.0, 20.0),
+    ("kernel_latency_us", "device", 0.5, 20.0),
+    ("device_sync_us", "device", 0.0, 60.0),
+)
+FIXED_SCHEDULES = ("sequential", "greedy")  # rows that can fit parameters
+SEARCHED_SCHEDULES = ("ios_parallel", "ios")  # rows that need a search under the model
+
+
+@dataclass(frozen=True)
+class Row:
+    """One published measurement."""
+
+    id: str
+    network: str
+    batch: int
+    device: str
+    schedule: str
+    latency_ms: float
+    source: str
+
+
+def load_rows(path: str | None = None) -> list[Row]:
+    """The rows of the fidelity dataset (the packaged one unless ``path`` is given)."""
+    raw = json.loads(open(path, encoding="utf-8").read() if path else data_text("fidelity.json"))
+    rows = []
+    for r in raw["rows"]:
+        unknown = set(r) - set(Row.__dataclass_fields__)
+        if unknown:
+            raise OptionError(f"fidelity row {r.get('id')!r}: unknown key {sorted(unknown)[0]!r}")
+        rows.append(Row(**r))
+    return rows
+
+
+def tolerances() -> dict[str, float]:
+    return dict(json.loads(data_text("fidelity.json"))["tolerance"])
+
+
+def network(name: str, batch: int) -> Graph:
+    """The IOS benchmark graph ``name`` at ``batch`` (IOS's fused units)."""
+    from workbench import models
+
+    builders: dict[str, Callable[..., Graph]] = {
+        "inception_v3": lambda b: models.inception_v3(b, fused=True),
+        "squeezenet": lambda b: models.squeezenet(b),
+        "randwire": lambda b: models.randwire(b),
+        "nasnet_a_large": lambda b: models.nasnet_a_large(b),
+    }
+    if name not in builders:
+        raise OptionError(f"unknown fidelity network {name!r} (known: {', '.join(builders)})")
+    return builders[name](batch)
+
+
+def schedule_row(row: Row, graph: Graph, spec: DeviceSpec, model: GpuModel | None = None,
+                 *, ios_options: Mapping[str, Any] | None = None) -> Any:
+    """The workbench schedule that corresponds to ``row.schedule``."""
+    from workbench.schedulers import schedule
+
+    if row.schedule == "sequential":
+        return schedule(graph, "serial")
+    if row.schedule == "greedy":
+        return schedule(graph, "ios_greedy")
+    if row.schedule in SEARCHED_SCHEDULES:
+        from dataclasses import replace
+
+        options = {"device": spec, "merge": row.schedule == "ios", **(ios_options or {})}
+        sched = schedule(graph, "ios", **options)
+        return replace(sched, barrier_kind="device_sync")  # IOS's runtime between stages
+    raise OptionError(f"fidelity row {row.id!r}: unknown schedule {row.schedule!r}")
+
+
+def model_with(values: Mapping[str, float], base_model: GpuModel | None = None,
+               base_device: str | DeviceSpec = "v100") -> tuple[GpuModel, DeviceSpec]:
+    """The GPU model and device spec with the fitted ``values`` applied."""
+    where = {name: place for name, place, _, _ in FIT_PARAMETERS}
+    unknown = sorted(set(values) - set(where))
+    if unknown:
+        raise OptionError(f"unknown fit parameter {unknown[0]!r}")
+    model = (base_model or default_model()).with_values(
+        **{k: v for k, v in values.items() if where[k] == "model"})
+    spec = with_overrides(get_device(base_device),
+                          **{k: v for k, v in values.items() if where[k] == "device"})
+    return model, spec
+
+
+def predict(row: Row, model: GpuModel | None = None, spec: DeviceSpec | None = None, *,
+            graphs: dict[tuple[str, int], Graph] | None = None,
+            schedules: dict[str, Any] | None = None,
+            ios_options: Mapping[str, Any] | None = None) -> float:
+    """Simulated latency of ``row`` in ms.  ``graphs``/``schedules``: caches shared between
+    calls (a fixed schedule does not depend on the model)."""
+    from workbench.simulate import simulate_makespan
+
+    spec = spec or get_device(row.device)
+    key = (row.network, row.batch)
+    graphs = graphs if graphs is not None else {}
+    if key not in graphs:
+        graphs[key] = network(row.network, row.batch)
+    graph = graphs[key]
+    sched = None
+    if schedules is not None and row.schedule in FIXED_SCHEDULES:
+        sched = schedules.get(row.id)
+    if sched is None:
+        sched = schedule_row(row, graph, spec, model, ios_options=ios_options)
+        if schedules is not None and row.schedule in FIXED_SCHEDULES:
+            schedules[row.id] = sched
+    return simulate_makespan(sched, spec, model=model) / 1000.0
+
+
+def evaluate(rows: Iterable[Row], model: GpuModel | None = None,
+             spec: DeviceSpec | None = None, *, ios_options: Mapping[str, Any] | None = None,
+             progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Simulate every row: dicts with the row's fields, ``simulated_ms`` and ``error``
+    (simulated / published - 1) and ``seconds`` (time to schedule and simulate)."""
+    graphs: dict[tuple[str, int], Graph] = {}
+    out = []
+    for row in rows:
+        t0 = time.perf_counter()
+        sim = predict(row, model, spec or get_device(row.device), graphs=graphs,
+                      ios_options=ios_options)
+        out.append({**row.__dict__, "simulated_ms": sim, "error": sim / row.latency_ms - 1.0,
+                    "seconds": time.perf_counter() - t0})
+        if progress:
+            progress(f"{row.id}: {sim:.2f} ms (published {row.latency_ms:.2f})")
+    return out
+
+
+def fit(rows: Sequence[Row], *, start: Mapping[str, float] | None = None,
+        parameters: Sequence[str] | None = None, max_evaluations: int = 400,
+        progress: Callable[[str], None] | None = None) -> dict[str, float]:
+    """Fit :data:`FIT_PARAMETERS` (or the named subset) on ``rows`` (fixed schedules only) by
+    minimising the sum of squared log errors (Nelder-Mead in a bounded log space).  Returns the
+    fitted values.  Deterministic; cost: ``max_evaluations`` × the rows' simulation time."""
+    from scipy.optimize import minimize
+
+    rows = [r for r in rows if r.schedule in FIXED_SCHEDULES]
+    if not rows:
+        raise OptionError("fit() needs rows with a fixed schedule (sequential or greedy)")
+    bounds = {name: (lo, hi) for name, _, lo, hi in FIT_PARAMETERS}
+    names = list(parameters or bounds)
+    current = current_values()
+    x0 = dict(current, **(start or {}))
+    graphs: dict[tuple[str, int], Graph] = {}
+    schedules: dict[str, Any] = {}
+
+    def unpack(x: Sequence[float]) -> dict[str, float]:
+        out = {}
+        for name, v in zip(names, x, strict=True):
+            lo, hi = bounds[name]
+            out[name] = lo + (hi - lo) / (1.0 + math.exp(-v))  # logistic: stays in bounds
+        return out
+
+    def pack(values: Mapping[str, float]) -> list[float]:
+        x = []
+        for name in names:
+            lo, hi = bounds[name]
+            p = min(max((values[name] - lo) / (hi - lo), 1e-6), 1 - 1e-6)
+            x.append(math.log(p / (1 - p)))
+        return x
+
+    calls = [0]
+
+    def loss(x: Sequence[float]) -> float:
+        model, spec = model_with(unpack(x))
+        total = 0.0
+        for row in rows:
+            sim = predict(row, model, spec, graphs=graphs, schedules=schedules)
+            total += math.log(sim / row.latency_ms) ** 2
+        calls[0] += 1
+        if progress and calls[0] % 25 == 0:
+            progress(f"fit: {calls[0]} evaluations, loss {total:.4f}")
+        return total
+
+    result = minimize(loss, pack(x0), method="Nelder-Mead",
+                      options={"maxfev": max_evaluations, "xatol": 1e-3, "fatol": 1e-6})
+    return {**{k: current[k] for k in names}, **unpack(result.x)}
+
+
+def current_values() -> dict[str, float]:
+    """The values of :data:`FIT_PARAMETERS` now in ``workbench/data/gpu_model.json``."""
+    model = default_model()
+    spec = get_device("v100")
+    out = {}
+    for name, place, _, _ in FIT_PARAMETERS:
+        out[name] = float(getattr(model if place == "model" else spec, name))
+    return out
+
+
+def leave_one_network_out(rows: Sequence[Row], *, max_evaluations: int = 250,
+                          progress: Callable[[str], None] | None = None
+                          ) -> list[dict[str, Any]]:
+    """For each network: fit on the other networks' fixed-schedule rows, then predict every row
+    of the left-out network (fixed schedules only: a searched schedule would need the search per
+    fold).  Returns :func:`evaluate`-style dicts with a ``fold`` key."""
+    out = []
+    for net in dict.fromkeys(r.network for r in rows):
+        train = [r for r in rows if r.network != net]
+        test = [r for r in rows if r.network == net and r.schedule in FIXED_SCHEDULES]
+        values = fit(train, max_evaluations=max_evaluations, progress=progress)
+        model, spec = model_with(values)
+        for res in evaluate(test, model, spec):
+            out.append({**res, "fold": f"without {net}"})
+    return out
