@@ -66,6 +66,7 @@ from workbench.kernel_model import (
     Phase,
     check_precision,
     default_model,
+    model_for,
     kernel_precision,
     time_launch,
 )
@@ -282,7 +283,7 @@ def op_cost(op: Op, spec: DeviceSpec | str, calibration: Mapping[str, float] | N
     if fn is None:
         check_op_device(op.device, where=f"op {op.id!r}")
         raise AssertionError  # unreachable
-    return fn(op, spec, calibration, graph, precision, model or default_model())
+    return fn(op, spec, calibration, graph, precision, model or model_for(spec))
 
 
 def graph_costs(graph: Graph, device: str | DeviceSpec,
@@ -291,7 +292,7 @@ def graph_costs(graph: Graph, device: str | DeviceSpec,
     """:func:`op_cost` for every op, in program order.  Cached on the graph (without a
     calibration), since schedulers, the simulator and IOS's oracle ask again and again.  O(V)."""
     spec = get_device(device)
-    model = model or default_model()
+    model = model or model_for(spec)
     check_precision(precision)
     key = ("costs", spec, precision, model)
     cache: dict[Any, Any] = graph._cache  # the graph's own memo table

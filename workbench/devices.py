@@ -83,7 +83,9 @@ class DeviceSpec:
     CUDA-core peak), ``tensor_tflops`` (dense tensor-core peak per precision), ``bandwidth_gbps``,
     the per-SM limits (``max_threads_per_sm``, ``max_blocks_per_sm``, ``registers_per_sm``,
     ``shared_memory_per_sm_kib``), ``l2_cache_mib``, ``memory_latency_ns``,
-    ``max_concurrent_kernels`` (resident grids per device: 128 from compute capability 7.0 on).
+    ``max_concurrent_kernels`` (resident grids per device: 128 from compute capability 7.0 on),
+    ``model_overrides`` (kernel-library parameters fitted for this device, applied over
+    ``gpu_model.json``: :func:`workbench.kernel_model.model_for`).
     Host and runtime: ``launch_overhead_us`` (host time per kernel launch, eager),
     ``kernel_latency_us`` (device time between one kernel's end and the next one's start on a
     stream), ``event_overhead_us`` (host time per event record or wait), ``device_sync_us`` (extra
@@ -116,6 +118,7 @@ class DeviceSpec:
     l2_cache_mib: float = 6.0
     memory_latency_ns: float = 600.0
     max_concurrent_kernels: int = 128
+    model_overrides: tuple[tuple[str, Any], ...] = ()  # GpuModel values for this device
     architecture: str = ""
     compute_capability: str = ""
     sources: tuple[str, ...] = ()
@@ -192,7 +195,8 @@ _FILE_KEYS = {"name", "description", "architecture", "compute_capability", "sm_c
               "memory_gib", "l2_cache_mib", "memory_type", "max_threads_per_sm",
               "max_blocks_per_sm", "registers_per_sm", "shared_memory_per_sm_kib", "pcie_gbps",
               "sources", "launch_overhead_us", "kernel_latency_us", "event_overhead_us",
-              "device_sync_us", "graph_launch_us", "memory_latency_ns", "interference"}
+              "device_sync_us", "graph_launch_us", "memory_latency_ns", "interference",
+              "gpu_model", "fitted_on"}
 
 
 def data_text(*parts: str) -> str:
@@ -247,12 +251,81 @@ def device_from_dict(raw: dict[str, Any], *, where: str = "device file") -> Devi
         architecture=str(raw.get("architecture", "")),
         compute_capability=str(raw.get("compute_capability", "")),
         sources=tuple(str(s) for s in raw.get("sources", ())),
+        model_overrides=_model_overrides(raw.get("gpu_model", {}), where),
         **runtime,
     )
     lanes_peak = 2 * spec.fp32_lanes_per_sm * spec.sm_count * spec.boost_clock_mhz * 1e-6
     if not math.isclose(lanes_peak, spec.peak_tflops, rel_tol=0.03):
         raise OptionError(f"{where}: fp32 peak {spec.peak_tflops} TFLOP/s disagrees with "
                           f"2 x lanes x SMs x clock = {lanes_peak:.1f}")
+    return spec
+
+
+def _model_overrides(raw: Any, where: str) -> tuple[tuple[str, Any], ...]:
+    from workbench.kernel_model import default_model
+
+    if not isinstance(raw, dict):
+        raise OptionError(f"{where}: gpu_model must be an object of parameter values")
+    known = set(default_model().__dataclass_fields__)
+    for key, value in raw.items():
+        if key not in known:
+            raise OptionError(f"{where}: unknown gpu_model parameter {key!r} "
+                              f"(known: {', '.join(sorted(known))})")
+        if isinstance(value, list):
+            raw[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+    return tuple(sorted(raw.items()))
+
+
+def device_to_dict(spec: DeviceSpec, *, fitted_on: str = "") -> dict[str, Any]:
+    """The JSON layout of a device file for ``spec`` (inverse of :func:`device_from_dict`): the
+    spec-sheet figures, the runtime costs and any ``gpu_model`` overrides."""
+    out: dict[str, Any] = {
+        "name": spec.name, "description": spec.description, "architecture": spec.architecture,
+        "compute_capability": spec.compute_capability, "sm_count": spec.sm_count,
+        "boost_clock_mhz": spec.boost_clock_mhz, "fp32_lanes_per_sm": spec.fp32_lanes_per_sm,
+        "peak_tflops": {"fp32": spec.peak_tflops, **dict(spec.tensor_tflops)},
+        "memory_bandwidth_gbps": spec.bandwidth_gbps, "memory_gib": spec.memory_gib,
+        "l2_cache_mib": spec.l2_cache_mib, "max_threads_per_sm": spec.max_threads_per_sm,
+        "max_blocks_per_sm": spec.max_blocks_per_sm, "registers_per_sm": spec.registers_per_sm,
+        "shared_memory_per_sm_kib": spec.shared_memory_per_sm_kib,
+        "pcie_gbps": spec.copy_bandwidth_gbps, "memory_latency_ns": spec.memory_latency_ns,
+        "launch_overhead_us": spec.launch_overhead_us,
+        "kernel_latency_us": spec.kernel_latency_us, "event_overhead_us": spec.event_overhead_us,
+        "device_sync_us": spec.device_sync_us, "graph_launch_us": spec.graph_launch_us,
+        "interference": spec.interference, "sources": list(spec.sources),
+    }
+    if spec.model_overrides:
+        out["gpu_model"] = {k: list(v) if isinstance(v, tuple) else v
+                            for k, v in spec.model_overrides}
+    if fitted_on:
+        out["fitted_on"] = fitted_on
+    return out
+
+
+def save_device(spec: DeviceSpec, path: str | Any, *, fitted_on: str = "") -> Any:
+    """Write ``spec`` as a device file (the format of ``workbench/data/devices/*.json``)."""
+    from pathlib import Path
+
+    target = Path(path)
+    target.write_text(json.dumps(device_to_dict(spec, fitted_on=fitted_on), indent=1) + "\n",
+                      encoding="utf-8")
+    return target
+
+
+def load_device(path: str | Any, *, register: bool = False) -> DeviceSpec:
+    """Read a device file; ``register=True`` also adds it to :data:`DEVICES` under its name."""
+    from pathlib import Path
+
+    target = Path(path)
+    try:
+        raw = json.loads(target.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise OptionError(f"{target}: cannot read a device file ({exc})") from None
+    if not isinstance(raw, dict):
+        raise OptionError(f"{target}: a device file is a JSON object")
+    spec = device_from_dict(raw, where=str(target))
+    if register:
+        DEVICES.register(spec.name, spec)
     return spec
 
 

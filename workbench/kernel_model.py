@@ -195,10 +195,22 @@ def _class_limits(kind: str, precision: str, model: GpuModel) -> tuple[float, fl
     return model.gemm_efficiency, model.warp_utilization  # elementwise, generic
 
 
+def model_for(spec: DeviceSpec) -> GpuModel:
+    """The :class:`GpuModel` for a device: the shipped parameters with the device file's
+    ``gpu_model`` overrides (e.g. fitted on measurements of that device) applied."""
+    return _model_for(spec.model_overrides)
+
+
+@lru_cache(maxsize=64)
+def _model_for(overrides: tuple[tuple[str, Any], ...]) -> GpuModel:
+    model = default_model()
+    return model.with_values(**dict(overrides)) if overrides else model
+
+
 def time_launch(launch: Launch, spec: DeviceSpec, model: GpuModel | None = None) -> KernelTime:
     """Stand-alone timing of ``launch`` on ``spec`` (the module docstring gives the model).
     O(1)."""
-    return _time_launch(launch, spec, model or default_model())
+    return _time_launch(launch, spec, model or model_for(spec))
 
 
 @lru_cache(maxsize=1 << 16)

@@ -66,7 +66,7 @@ from workbench.costs import (
 )
 from workbench.errors import OptionError
 from workbench.graph import Op
-from workbench.kernel_model import GpuModel, check_precision, default_model
+from workbench.kernel_model import GpuModel, check_precision, model_for
 from workbench.schedule import Schedule
 from workbench.trace import Trace
 
@@ -167,7 +167,7 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
                           f"(known: {', '.join(HOST_PIPELINES)})")
     check_precision(precision)
     spec = get_device(device)
-    model = model or default_model()
+    model = model or model_for(spec)
     graph = schedule.graph
     order = list(schedule.issue_order)
     all_costs = graph_costs(graph, spec, calibration, precision=precision, model=model)
