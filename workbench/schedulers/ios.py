@@ -3,7 +3,9 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
 
 1. **Units.**  With ``units=True`` conv/matmul → batchnorm → activation chains (each link the
    only consumer of the one before) run as one schedule unit, as RAF's IOS pass does; IOS's own
-   benchmark graphs fold these into one op, so unit counts match the paper's op counts.  Ops that
+   benchmark graphs fold these into one op, so unit counts match the paper's op counts.  Bias
+   ops, and ``mul``/``add`` whose other inputs are weights (a batchnorm exported as scale and
+   shift), continue the chain like batchnorm; an activation ends it.  Ops that
    only compute weights (their outputs are parameters, or they read nothing but parameters, e.g.
    ONNX ``ConstantOfShape`` → ``Unsqueeze``) and feed one op join that op's unit: IOS's graphs
    hold weights, not ops that make them.
@@ -57,13 +59,17 @@ from workbench.schedulers.ios_oracle import StageOracle
 from workbench.schedulers.ios_search import PartResult, PartSearch
 
 UNIT_HEADS = frozenset({"conv2d", "matmul", "sepconv"})
-UNIT_TAILS = frozenset({"batchnorm", "relu", "gelu", "sigmoid", "tanh", "bias"})
+AFFINE_TAILS = frozenset({"batchnorm", "bias", "mul", "add"})   # the unit goes on after these
+UNIT_TAILS = AFFINE_TAILS | {"relu", "gelu", "sigmoid", "tanh"}
 Oracle = Callable[[list[list[OpId]]], float]
 
 DEFAULT_TIME_BUDGET_S = 60.0
-"""Wall-clock budget of one search unless ``time_budget_s`` says otherwise."""
-DEFAULT_PART_WORK = 2_000_000
-"""Work (transitions, plus 16 per new stage) one attempt at a part may take before it is split."""
+"""Wall-clock budget of one search unless ``time_budget_s`` says otherwise: a safety net; with
+the default ``part_work`` RandWire (182 units) searches in about 12 s and NASNet-A large (476)
+in about 45 s on one core of a shared 2-core machine (``benchmarks/ios_scaling.py``)."""
+DEFAULT_PART_WORK = 500_000
+"""Work (transitions, plus 16 per new stage) one attempt at a part may take before the part is
+split in halves: about 2–5 s of search.  Inception V3 never comes close (≈ 3,000 per block)."""
 MAX_PART_SIZE = 64
 
 
@@ -166,6 +172,7 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
         "stages_pruned": sum(res.pruned for res in results),
         "simulations": sum(res.simulations for res in results),
         "part_splits": sum(res.splits for res in results),
+        "peak_endings_held": max((res.peak_waiting for res in results), default=0),
         "greedy_units": sum(res.greedy_units for res in results),
         "estimated_us": sum(res.cost_us for res in results),
         "merges": [[op for u in g for op in unit_ops[u][:1]] for g in chosen_merges],
@@ -197,13 +204,25 @@ def simulator_oracle(graph: Graph, *, device: str = "h100", mode: str = "eager")
 
 # ------------------------------------------------------------------------------------ units
 def ios_units(graph: Graph) -> list[list[OpId]]:
-    """Group conv/matmul → batchnorm → activation chains into units (RAF IOS ``ios_units``) and
-    attach single-consumer weight-making ops to their consumer's unit; every other op is its own
-    unit.  Each unit's ops and the units themselves are in topological order.  O(V + E)."""
+    """Group conv/matmul → batchnorm/affine → activation chains into units (RAF IOS
+    ``ios_units``) and attach single-consumer weight-making ops to their consumer's unit; every
+    other op is its own unit.  Each unit's ops and the units themselves are in topological
+    order.  O(V + E)."""
     ops = graph.ops
     succ, pred = graph.succ_index, graph.pred_index
     host = _weight_hosts(graph)
     real_preds = [sum(1 for p in pred[i] if p not in host) for i in range(len(ops))]
+    weights = {t for h in host for t in ops[h].outputs} | {
+        t.id for t in graph.tensors.values() if t.role == "parameter" and t.producer is None}
+
+    def links(cur: int) -> bool:     # may the one consumer of ``cur`` join its unit?
+        nxt = succ[cur][0] if len(succ[cur]) == 1 else None
+        if nxt is None or real_preds[nxt] != 1 or ops[nxt].kind not in UNIT_TAILS:
+            return False
+        if ops[nxt].kind in ("mul", "add"):   # only with weights: not a residual add
+            return all(t in weights or t in ops[cur].outputs for t in ops[nxt].inputs)
+        return True
+
     unit_of: dict[int, int] = {}
     members: list[list[int]] = []
     for i in graph.topo_index:
@@ -214,12 +233,11 @@ def ios_units(graph: Graph) -> list[list[OpId]]:
         unit_of[i] = u
         if ops[i].kind in UNIT_HEADS:
             cur = i
-            while (len(succ[cur]) == 1 and real_preds[succ[cur][0]] == 1
-                   and ops[succ[cur][0]].kind in UNIT_TAILS):
+            while links(cur):
                 cur = succ[cur][0]
                 unit.append(cur)
                 unit_of[cur] = u
-                if ops[cur].kind != "batchnorm":
+                if ops[cur].kind not in AFFINE_TAILS:
                     break
         members.append(unit)
     for i, h in host.items():
@@ -383,7 +401,8 @@ def _search_part(ctx: _Context, index: int, deadline: float | None, share_s: flo
         keys = [merge_key(ctx.graph, ctx.unit_ops[u]) for u in part]
     search = PartSearch(part, succ, ctx.r, ctx.s, oracle, work_cap=ctx.part_work,
                         states_cap=states_cap, deadline=deadline, merge_keys=keys,
-                        merge_latency=oracle.merged if ctx.merge else None, on_tick=on_tick)
+                        merge_latency=oracle.merged if ctx.merge else None,
+                        bounds=ctx.cost_oracle is None, on_tick=on_tick)
     return search.run(index)
 
 

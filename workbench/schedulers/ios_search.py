@@ -15,13 +15,25 @@ never the list of all endings (the cause of the old ``MemoryError`` on wide grap
 same space as enumerating every ending and filtering by components (issue #10 of the paper's
 code fixed), so the state count on Inception V3 stays at the paper's 1,206.
 
+**Fewer stage evaluations, same result.**  A stage never runs faster than any of its groups alone,
+nor than the stage without its last-issued group (more work sharing the device; checked on the
+simulator by ``tests/test_ios.py``), and an ending grows by groups issued after the ones it has,
+so its latency is at least that of its slowest group alone and of the ending it grew from.
+One-group endings come first (a good incumbent early); an ending whose bound cannot beat the best
+so far is never evaluated, and new stages wait (up to :data:`DEFER` per state) to be evaluated in
+order of their bound.  The winner is the cheapest ending, ties going to the first enumerated,
+exactly as a plain scan would choose.  The bounds are used with the simulator oracle only
+(``bounds=False`` for a user's oracle, which need not be monotone, e.g. a noisy measurement).
+
 **Bounded work.**  One attempt at a (sub)part may spend ``work_cap`` work units (a transition is
 1, a stage seen for the first time in this part is :data:`STAGE_WORK` more).  Past that the
 attempt stops and the subpart is split into its first and second half in topological order, each
 searched on its own: the memo stays valid across attempts (``cost(S)`` depends on ``S`` alone), so
-the first half reuses what the aborted attempt solved.  The memo and latency table live per part
-and are trimmed at every split, so memory is O(work_cap).  Everything here counts work, never
-time, so a search is deterministic; only the time budget (checked every 256 transitions) is not.
+the first half reuses what the aborted attempt solved; later subparts at least as large as an
+aborted one are split without an attempt.  The memo and latency table live per part and are
+trimmed at every split, so memory is O(work_cap).  Everything here counts work, never time, so a
+search is deterministic; only the time budget (checked every 256 transitions and before every
+subpart) is not.
 
 **Budgets.**  When the deadline passes or the global state budget is spent, the subpart being
 searched is finished from the largest state already solved (an optimal prefix) plus a greedy
@@ -40,6 +52,7 @@ from dataclasses import dataclass, field
 STAGE_WORK = 16        # a first-seen stage costs this many transitions' worth of work
 TICK = 255             # check the clock every TICK + 1 transitions
 MERGE_TIE = 1e-9       # µs added to a merged stage: on a tie, keep the graph unmerged
+DEFER = 2048           # new stages of one state evaluated best bound first (memory: per level)
 
 GroupOracle = Callable[[list[list[int]]], float]   # groups of global unit ids -> µs
 MergeOracle = Callable[[tuple[int, ...]], float]   # units to merge -> µs
@@ -74,6 +87,7 @@ class PartResult:
     greedy_units: int = 0
     budget_hit: str | None = None
     seconds: float = 0.0
+    peak_waiting: int = 0     # most endings held at once (waiting lists over the recursion)
 
 
 class PartSearch:
@@ -83,7 +97,7 @@ class PartSearch:
                  latency: GroupOracle, *, work_cap: int | None = None,
                  states_cap: int | None = None, deadline: float | None = None,
                  merge_keys: Sequence[Hashable | None] | None = None,
-                 merge_latency: MergeOracle | None = None,
+                 merge_latency: MergeOracle | None = None, bounds: bool = True,
                  on_tick: Callable[[PartSearch], None] | None = None) -> None:
         n = len(units)
         self.units, self.n, self.r, self.s = list(units), n, r, s
@@ -106,11 +120,12 @@ class PartSearch:
             self.desc[k] = d
         self.merge_keys = list(merge_keys) if merge_keys is not None else None
         self.work_cap, self.states_cap, self.deadline = work_cap, states_cap, deadline
-        self.on_tick = on_tick
+        self.on_tick, self.bounds = on_tick, bounds
         self.memo: dict[int, tuple[float, int, bool]] = {0: (0.0, 0, False)}
         self.lat: dict[int, float] = {}
         self.mlat: dict[int, float | None] = {}
         self.work = 0
+        self.waiting = 0
         self.result = PartResult(-1)
 
     # ---------------------------------------------------------------------------- driver
@@ -120,12 +135,20 @@ class PartSearch:
         res = self.result
         res.index = index
         queue = [(1 << self.n) - 1] if self.n else []
+        too_big = self.n + 1          # the smallest subpart size whose attempt was aborted
         while queue:
             mask = queue.pop(0)
+            if res.budget_hit is None and self.deadline is not None \
+                    and time.time() > self.deadline:
+                res.budget_hit = "time_budget_s"
             if res.budget_hit is not None:
                 self._emit(self._greedy(mask))
                 continue
-            self.work = 0
+            if too_big <= mask.bit_count() > 1:   # as large as a failed one: split it unattempted
+                queue[:0] = list(_halves(mask))
+                res.splits += 1
+                continue
+            self.work = self.waiting = 0
             try:
                 cost = self._solve(mask) if mask not in self.memo else self.memo[mask][0]
                 res.cost_us += cost
@@ -135,6 +158,7 @@ class PartSearch:
                 first, second = _halves(mask)
                 queue[:0] = [first, second]
                 res.splits += 1
+                too_big = min(too_big, mask.bit_count())
                 self._trim(first)
             except _OutOfBudget as hit:
                 res.budget_hit = hit.budget
@@ -157,14 +181,22 @@ class PartSearch:
 
     # ---------------------------------------------------------------------------- the DP
     def _solve(self, state: int) -> float:
+        """cost(state), memoised.  Every ending is a transition; its stage is evaluated only
+        if its lower bound could still win, and new stages wait (up to :data:`DEFER` of them)
+        until the cheap ones are known and are then evaluated best bound first.  The winner
+        is the cheapest ending, ties to the first enumerated (parallel before merged), so the
+        result does not depend on the evaluation order."""
         res = self.result
         res.states += 1
         if self.states_cap is not None and res.states > self.states_cap:
             raise _OutOfBudget("max_states")
         memo, lat = self.memo, self.lat
         merging = self.merge_keys is not None
-        best, best_ending, best_merged = math.inf, 0, False
+        best, best_at, best_ending, best_merged = math.inf, -1, 0, False
+        waiting: list[tuple[float, int, int, float]] = []
+        at = -1
         for ending, bound in self._endings(state):
+            at += 1
             res.transitions += 1
             self.work += 1
             if not res.transitions & TICK:
@@ -172,20 +204,44 @@ class PartSearch:
             rest = state ^ ending
             hit = memo.get(rest)
             cost = hit[0] if hit is not None else self._solve(rest)
-            if cost + bound >= best:
-                res.pruned += 1          # cannot win: its slowest group alone is too slow
+            low = cost + bound
+            if low > best or (low == best and at > best_at):
+                res.pruned += 1          # cannot win: its slowest part alone is too slow
             else:
                 stage = lat.get(ending)
-                if stage is None:
-                    stage = self._stage_latency(ending)
+                if stage is None and len(waiting) < DEFER:
+                    waiting.append((low, at, ending, cost))
+                    self.waiting += 1
+                    if self.waiting > res.peak_waiting:
+                        res.peak_waiting = self.waiting
                 else:
-                    res.hits += 1
-                if cost + stage < best:
-                    best, best_ending, best_merged = cost + stage, ending, False
+                    if stage is None:
+                        stage = self._stage_latency(ending)
+                    else:
+                        res.hits += 1
+                    total = cost + stage
+                    if total < best or (total == best and at < best_at):
+                        best, best_at, best_ending, best_merged = total, at, ending, False
             if merging:
                 merged = self._merge_latency(ending)
-                if merged is not None and cost + merged < best:
-                    best, best_ending, best_merged = cost + merged, ending, True
+                if merged is not None:
+                    total = cost + merged
+                    if total < best or (total == best and at < best_at):
+                        best, best_at, best_ending, best_merged = total, at, ending, True
+        waiting.sort()
+        self.waiting -= len(waiting)
+        for low, at, ending, cost in waiting:
+            if low > best or (low == best and at > best_at):
+                res.pruned += 1
+                continue
+            stage = lat.get(ending)
+            if stage is None:
+                stage = self._stage_latency(ending)
+            else:
+                res.hits += 1
+            total = cost + stage
+            if total < best or (total == best and at <= best_at):
+                best, best_at, best_ending, best_merged = total, at, ending, False
         memo[state] = (best, best_ending, best_merged)
         return best
 
@@ -242,20 +298,24 @@ class PartSearch:
         """Every ending of ``state`` with at most s groups of at most r units, lazily, each with
         a lower bound on its latency.
 
-        Endings grow one group at a time (depth-first), and a stage never runs faster with one
-        more group, so the bound of ``E + g`` is the larger of ``latency(E)`` (when the caller
-        has computed it meanwhile, else ``E``'s own bound) and ``g`` run alone."""
+        Endings grow one group at a time (depth-first), each new group issued after the
+        others, and a stage never runs faster with one more group issued last, so the bound of
+        ``E + g`` is the larger of ``latency(E)`` (when the caller has computed it meanwhile,
+        else ``E``'s own bound) and ``g`` run alone."""
         groups = self._candidate_groups(state)
-        alone = [self._group_latency(g) for g in groups]
+        if self.bounds:
+            alone, known = [self._group_latency(g) for g in groups], self.lat
+        else:                              # a user's oracle need not be monotone: no bounds
+            alone, known = [-math.inf] * len(groups), {}
         yield from zip(groups, alone)      # one-group stages first: a good bound early
-        if s_max := self.s - 1:
-            yield from self._wider_endings(groups, alone, s_max)
+        if self.s > 1:
+            yield from self._wider_endings(groups, alone, self.s - 1, known)
 
-    def _wider_endings(self, groups: list[int], alone: list[float],
-                       more: int) -> Iterator[tuple[int, float]]:
+    @staticmethod
+    def _wider_endings(groups: list[int], alone: list[float], more: int,
+                       lat: dict[int, float]) -> Iterator[tuple[int, float]]:
         """The endings of two or more groups: depth-first, each group followed by later
-        disjoint ones (at most ``more`` of them)."""
-        lat = self.lat
+        disjoint ones (at most ``more`` of them); ``lat``: known stage latencies."""
         n = len(groups)
         nxt = [0] * (more + 2)
         used = [0] * (more + 2)
