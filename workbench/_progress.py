@@ -33,12 +33,12 @@ class Bar:
     ...     bar.update(1); bar.note("part 2/3: 120 states")
     """
 
-    def __init__(self, total: int | None, desc: str, enabled: bool) -> None:
+    def __init__(self, total: int | None, desc: str, enabled: bool, unit: str = "it") -> None:
         self._bar: Any = None
         if _shown(enabled):
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=total, desc=desc, leave=False)
+            self._bar = tqdm(total=total, desc=desc, leave=False, unit=unit)
 
     def update(self, n: int = 1) -> None:
         if self._bar is not None:
@@ -60,9 +60,10 @@ class Bar:
         self.close()
 
 
-def progress_bar(*, total: int | None = None, desc: str = "", enabled: bool = True) -> Bar:
-    """A :class:`Bar` with ``total`` steps."""
-    return Bar(total, desc, enabled)
+def progress_bar(*, total: int | None = None, desc: str = "", enabled: bool = True,
+                 unit: str = "it") -> Bar:
+    """A :class:`Bar` with ``total`` steps of ``unit``."""
+    return Bar(total, desc, enabled, unit)
 
 
 def _shown(enabled: bool) -> bool:

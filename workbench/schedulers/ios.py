@@ -412,7 +412,8 @@ def _search_parts(ctx: _Context, engine: str, workers: int | None, client: Any,
     from workbench._progress import progress_bar
 
     n_parts, total_units = len(ctx.parts), sum(len(p) for p in ctx.parts)
-    with progress_bar(total=total_units, desc="IOS search", enabled=show_progress) as bar:
+    with progress_bar(total=total_units, desc="IOS search", enabled=show_progress,
+                      unit=" units") as bar:
         if engine == "local":
             return _serial_parts(ctx, deadline, max_states, bar)
         from workbench._engines import run_tasks
