@@ -19,8 +19,9 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
    paper's space is reached (its issue #10 fixed).  A part whose search exceeds ``part_work`` is
    split in halves, each searched on its own.
 4. **Budgets.**  ``time_budget_s`` (default :data:`DEFAULT_TIME_BUDGET_S`) and ``max_states``
-   (default none) bound the whole search.  Time is shared between parts in proportion to their
-   units (what a part leaves unused goes to the later ones); when a budget runs out, the part at
+   (default none) bound the whole search.  A part may use up to :data:`SHARE_BOOST` times its
+   share of the time left (its units over the units left; what it leaves unused goes to the
+   later ones), so one hard part cannot starve the rest; when a budget runs out, the part at
    hand keeps its best solved prefix and is finished greedily, and ``notes["budget_hit"]`` says
    which budget and where.  So ``wb.schedule(g, "ios")`` finishes in bounded time on any graph.
 5. **Stage latency** comes from a *cost oracle*: by default the workbench simulator runs the stage
@@ -71,6 +72,8 @@ DEFAULT_PART_WORK = 500_000
 """Work (transitions, plus 16 per new stage) one attempt at a part may take before the part is
 split in halves: about 2–5 s of search.  Inception V3 never comes close (≈ 3,000 per block)."""
 MAX_PART_SIZE = 64
+SHARE_BOOST = 4.0
+"""A part may take this many times its proportional share of the time left."""
 
 
 def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 40,
@@ -421,8 +424,8 @@ def _search_parts(ctx: _Context, engine: str, workers: int | None, client: Any,
         # Each part may use its share of the budget, scaled by the parallelism, and never past
         # the deadline; each may use all of max_states (reconciled below, as the serial search).
         width = max(1, min(workers or 2, n_parts))
-        tasks = [(ctx, i, deadline,
-                  None if budget_s is None else budget_s * width * len(p) / max(1, total_units),
+        tasks = [(ctx, i, deadline, None if budget_s is None else
+                  budget_s * min(1.0, SHARE_BOOST * width * len(p) / max(1, total_units)),
                   max_states) for i, p in enumerate(ctx.parts)]
 
         def done(i: int, res: PartResult) -> None:
@@ -450,8 +453,9 @@ def _serial_parts(ctx: _Context, deadline: float | None, max_states: int | None,
     last_note = [0.0]
     for i, part in enumerate(ctx.parts):
         share = None
-        if deadline is not None:   # this part's share of the time left
-            share = max(0.0, deadline - time.time()) * len(part) / left_units
+        if deadline is not None:   # what this part may take of the time left
+            share = max(0.0, deadline - time.time()) * min(1.0, SHARE_BOOST * len(part)
+                                                           / left_units)
 
         def tick(search: PartSearch, i: int = i, part: list[int] = part) -> None:
             now = time.perf_counter()
