@@ -144,7 +144,8 @@ def test_parts_follow_topological_order_and_max_part_size() -> None:
     with pytest.raises(wb.OptionError, match="disagree"):
         wb.schedule(g, "ios", max_part_size=9, max_block_units=7)
     for bad in ({"time_budget_s": 0}, {"max_states": -1}, {"part_work": 1.5},
-                {"engine": "threads"}, {"workers": 0}, {"client": object()}):
+                {"engine": "threads"}, {"workers": 0}, {"client": object()},
+                {"workers": 2, "cost_oracle": lambda groups: 1.0}):
         with pytest.raises(wb.OptionError):
             wb.schedule(g, "ios", **bad)
 

@@ -5,10 +5,10 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
    only consumer of the one before) run as one schedule unit, as RAF's IOS pass does; IOS's own
    benchmark graphs fold these into one op, so unit counts match the paper's op counts.  Bias
    ops, and ``mul``/``add`` whose other inputs are weights (a batchnorm exported as scale and
-   shift), continue the chain like batchnorm; an activation ends it.  Ops that
-   only compute weights (their outputs are parameters, or they read nothing but parameters, e.g.
-   ONNX ``ConstantOfShape`` → ``Unsqueeze``) and feed one op join that op's unit: IOS's graphs
-   hold weights, not ops that make them.
+   shift), continue the chain like batchnorm; an activation ends it.  Ops that only compute
+   weights (their outputs are parameters, or they read nothing but parameters, e.g. ONNX
+   ``ConstantOfShape`` → ``Unsqueeze``) and feed one op join that op's unit: IOS's graphs hold
+   weights, not ops that make them (such units do not merge).
 2. **Blocks and parts.**  The graph is cut after every unit that every source-to-sink path passes
    through (the dominator chain of the sink).  A block larger than ``max_part_size`` units is cut
    into consecutive parts of its topological order, as IOS's optimizer does (its
@@ -17,9 +17,10 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
    of units still to schedule, an ending a possible last stage; at most ``s`` groups of at most
    ``r`` units per stage (defaults r=3, s=8).  Endings are generated lazily, every ending of the
    paper's space is reached (its issue #10 fixed).  A part whose search exceeds ``part_work`` is
-   split in halves, each searched on its own.
+   split in halves, each searched on its own.  Stage latencies bound from below prune most
+   evaluations without changing the result (with the simulator oracle).
 4. **Budgets.**  ``time_budget_s`` (default :data:`DEFAULT_TIME_BUDGET_S`) and ``max_states``
-   (default none) bound the whole search.  A part may use up to :data:`SHARE_BOOST` times its
+   (default none) bound the whole search.  A part may use up to ``SHARE_BOOST`` (4) times its
    share of the time left (its units over the units left; what it leaves unused goes to the
    later ones), so one hard part cannot starve the rest; when a budget runs out, the part at
    hand keeps its best solved prefix and is finished greedily, and ``notes["budget_hit"]`` says
@@ -29,8 +30,9 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
    simulates structurally identical stages once); a user function ``cost_oracle(groups:
    list[list[op_id]]) -> µs`` can replace it (e.g. measured on a GPU).
 6. **Parallel parts.**  ``engine="processes"`` (or ``workers=n``) or ``engine="dask"``
-   (``client=``) search the parts at once (:mod:`workbench._engines`, as ``sweep`` does); the
-   schedule is identical to the serial one unless the time budget runs out.
+   (``client=``) search the parts at once (:mod:`workbench.schedulers.ios_parts` over
+   :mod:`workbench._engines`, as ``sweep`` does); the schedule is identical to the serial one
+   unless the time budget runs out.
 7. **Emission.**  Stages in order; group ``j`` on stream ``j``; consecutive single-group stages
    are fused (no barrier between them, as RAF does); between other stages a barrier that joins
    every stream.  ``sync="events"`` keeps the stream assignment and order but replaces barriers
@@ -40,8 +42,9 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
 
 ``merge=True`` adds the paper's operator-merge strategy: an ending made of convolutions that read
 the same input can instead run as one wider convolution (:mod:`workbench.schedulers.ios_merge`);
-the DP keeps whichever of the two is faster.  Complexity: exponential in part width (states ≤
-(n/d+1)^d for width d), bounded by ``part_work`` per part and by the budgets overall.
+the DP keeps whichever of the two is faster (ties keep the graph unmerged).  Complexity:
+exponential in part width (states ≤ (n/d+1)^d for width d), bounded by ``part_work`` per part
+and by the budgets overall; memory O(``part_work``) per part.
 """
 
 from __future__ import annotations
@@ -49,15 +52,15 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from workbench.errors import OptionError
 from workbench.graph import Graph, OpId
 from workbench.schedule import Schedule, build_schedule, check_max_streams
 from workbench.schedulers.ios_oracle import StageOracle
-from workbench.schedulers.ios_search import PartResult, PartSearch
+from workbench.schedulers.ios_parts import SearchContext, describe_hit, search_parts
 
 UNIT_HEADS = frozenset({"conv2d", "matmul", "sepconv"})
 AFFINE_TAILS = frozenset({"batchnorm", "bias", "mul", "add"})   # the unit goes on after these
@@ -72,8 +75,6 @@ DEFAULT_PART_WORK = 500_000
 """Work (transitions, plus 16 per new stage) one attempt at a part may take before the part is
 split in halves: about 2–5 s of search.  Inception V3 never comes close (≈ 3,000 per block)."""
 MAX_PART_SIZE = 64
-SHARE_BOOST = 4.0
-"""A part may take this many times its proportional share of the time left."""
 
 
 def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 40,
@@ -123,6 +124,14 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
 
     engine = engine or ("processes" if workers not in (None, 1) else "local")
     check_engine(engine, workers, client)
+    if engine == "processes" and cost_oracle is not None:
+        import pickle
+
+        try:
+            pickle.dumps(cost_oracle)
+        except Exception:
+            raise OptionError("ios with engine='processes' needs a cost_oracle that pickles (a "
+                              "module-level function), not a lambda or closure") from None
     max_streams = check_max_streams(max_streams)
     if max_streams is not None:
         s = min(s, max_streams)
@@ -130,11 +139,11 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     t0 = time.perf_counter()
     unit_ops = ios_units(graph) if units else [[op] for op in graph.topo_order()]
     parts = partition_blocks(graph, unit_ops, max_part_size)
-    ctx = _Context(uuid.uuid4().hex, graph, unit_ops, parts, r, s, device, mode, merge,
-                   part_work, cost_oracle)
+    ctx = SearchContext(uuid.uuid4().hex, graph, unit_ops, parts, r, s, device, mode, merge,
+                        part_work, cost_oracle)
     deadline = None if time_budget_s is None else time.time() + time_budget_s
-    results = _search_parts(ctx, engine, workers, client, deadline, time_budget_s, max_states,
-                            show_progress)
+    results = search_parts(ctx, engine, workers, client, deadline, time_budget_s, max_states,
+                           show_progress)
 
     stages: list[list[list[OpId]]] = []
     chosen_merges: list[list[int]] = []
@@ -180,8 +189,8 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
         "estimated_us": sum(res.cost_us for res in results),
         "merges": [[op for u in g for op in unit_ops[u][:1]] for g in chosen_merges],
         "engine": engine,
-        "budget_hit": None if hit is None else _describe_hit(hit, results, parts, time_budget_s,
-                                                             max_states),
+        "budget_hit": None if hit is None else describe_hit(hit, results, parts, time_budget_s,
+                                                            max_states),
         "fallback": None,
     }
     options = {"r": r, "s": s, "max_part_size": max_part_size, "units": units,
@@ -323,168 +332,6 @@ def partition_blocks(graph: Graph, unit_ops: list[list[OpId]], max_units: int) -
         for j in range(k):
             parts.append(block[j * len(block) // k:(j + 1) * len(block) // k])
     return [p for p in parts if p]
-
-
-# ------------------------------------------------------------------------------------ search
-@dataclass(frozen=True)
-class _Context:
-    """Everything a worker needs to search any part (pickled once per task)."""
-
-    token: str
-    graph: Graph
-    unit_ops: list[list[OpId]]
-    parts: list[list[int]]
-    r: int
-    s: int
-    device: str
-    mode: str
-    merge: bool
-    part_work: int | None
-    cost_oracle: Oracle | None
-
-
-_WORKER_ORACLE: dict[str, Any] = {}   # one oracle per process and search: parts share its cache
-
-
-def _oracle_for(ctx: _Context) -> Any:
-    if ctx.token not in _WORKER_ORACLE:
-        _WORKER_ORACLE.clear()
-        _WORKER_ORACLE[ctx.token] = _UnitOracle(ctx)
-    return _WORKER_ORACLE[ctx.token]
-
-
-class _UnitOracle:
-    """Groups of unit ids → µs, over the simulator oracle or the user's; merge latencies too."""
-
-    def __init__(self, ctx: _Context) -> None:
-        self.ctx = ctx
-        self.inner: Any = ctx.cost_oracle or StageOracle(ctx.graph, device=ctx.device,
-                                                         mode=ctx.mode)
-        self.merge_cache: dict[tuple[int, ...], float] = {}
-
-    @property
-    def simulated(self) -> int | None:
-        return getattr(self.inner, "simulated", None)
-
-    def __call__(self, groups: list[list[int]]) -> float:
-        unit_ops = self.ctx.unit_ops
-        return float(self.inner([[op for u in g for op in unit_ops[u]] for g in groups]))
-
-    def merged(self, units: tuple[int, ...]) -> float:
-        hit = self.merge_cache.get(units)
-        if hit is None:
-            from workbench.schedulers.ios_merge import merged_graph
-
-            merged, ids = merged_graph(self.ctx.graph, self.ctx.unit_ops, [list(units)])
-            hit = StageOracle(merged, device=self.ctx.device, mode=self.ctx.mode)([ids[units[0]]])
-            self.merge_cache[units] = hit
-        return hit
-
-
-def _search_part(ctx: _Context, index: int, deadline: float | None, share_s: float | None,
-                 states_cap: int | None, on_tick: Callable[[PartSearch], None] | None = None
-                 ) -> PartResult:
-    """Search part ``index`` (module-level so process and Dask workers can run it)."""
-    part = ctx.parts[index]
-    if share_s is not None:
-        own = time.time() + share_s
-        deadline = own if deadline is None else min(deadline, own)
-    local = {u: k for k, u in enumerate(part)}
-    succ = [0] * len(part)
-    unit_of = {op: u for u, ops in enumerate(ctx.unit_ops) for op in ops}
-    for a, b in ctx.graph.edges:
-        ua, ub = unit_of[a], unit_of[b]
-        if ua != ub and ua in local and ub in local:
-            succ[local[ua]] |= 1 << local[ub]
-    oracle = _oracle_for(ctx)
-    keys = None
-    if ctx.merge:
-        from workbench.schedulers.ios_merge import merge_key
-
-        keys = [merge_key(ctx.graph, ctx.unit_ops[u]) for u in part]
-    search = PartSearch(part, succ, ctx.r, ctx.s, oracle, work_cap=ctx.part_work,
-                        states_cap=states_cap, deadline=deadline, merge_keys=keys,
-                        merge_latency=oracle.merged if ctx.merge else None,
-                        bounds=ctx.cost_oracle is None, on_tick=on_tick)
-    return search.run(index)
-
-
-def _search_parts(ctx: _Context, engine: str, workers: int | None, client: Any,
-                  deadline: float | None, budget_s: float | None, max_states: int | None,
-                  show_progress: bool) -> list[PartResult]:
-    from workbench._progress import progress_bar
-
-    n_parts, total_units = len(ctx.parts), sum(len(p) for p in ctx.parts)
-    with progress_bar(total=total_units, desc="IOS search", enabled=show_progress,
-                      unit=" units") as bar:
-        if engine == "local":
-            return _serial_parts(ctx, deadline, max_states, bar)
-        from workbench._engines import run_tasks
-
-        # Each part may use its share of the budget, scaled by the parallelism, and never past
-        # the deadline; each may use all of max_states (reconciled below, as the serial search).
-        width = max(1, min(workers or 2, n_parts))
-        tasks = [(ctx, i, deadline, None if budget_s is None else
-                  budget_s * min(1.0, SHARE_BOOST * width * len(p) / max(1, total_units)),
-                  max_states) for i, p in enumerate(ctx.parts)]
-
-        def done(i: int, res: PartResult) -> None:
-            bar.update(len(ctx.parts[i]))
-            bar.note(f"part {i + 1}/{n_parts} done: {res.states:,} states")
-
-        results: list[PartResult] = run_tasks(_search_part, tasks, engine=engine,
-                                              workers=workers, client=client, on_done=done)
-    if max_states is not None:
-        used = 0
-        for i, res in enumerate(results):
-            cap = max(0, max_states - used)
-            if res.states > cap or (res.budget_hit == "max_states"):
-                results[i] = _search_part(ctx, i, deadline, None, cap)
-            used += results[i].states
-    return results
-
-
-def _serial_parts(ctx: _Context, deadline: float | None, max_states: int | None,
-                  bar: Any) -> list[PartResult]:
-    n_parts = len(ctx.parts)
-    left_units = sum(len(p) for p in ctx.parts)
-    used = 0
-    results = []
-    last_note = [0.0]
-    for i, part in enumerate(ctx.parts):
-        share = None
-        if deadline is not None:   # what this part may take of the time left
-            share = max(0.0, deadline - time.time()) * min(1.0, SHARE_BOOST * len(part)
-                                                           / left_units)
-
-        def tick(search: PartSearch, i: int = i, part: list[int] = part) -> None:
-            now = time.perf_counter()
-            if now - last_note[0] > 0.25:
-                last_note[0] = now
-                bar.note(f"part {i + 1}/{n_parts} ({len(part)} units): "
-                         f"{search.result.states:,} states")
-
-        cap = None if max_states is None else max(0, max_states - used)
-        res = _search_part(ctx, i, deadline, share, cap, on_tick=tick)
-        used += res.states
-        left_units -= len(part)
-        results.append(res)
-        bar.update(len(part))
-    return results
-
-
-def _describe_hit(hit: PartResult, results: Sequence[PartResult], parts: Sequence[list[int]],
-                  time_budget_s: float | None, max_states: int | None) -> dict[str, Any]:
-    limit = time_budget_s if hit.budget_hit == "time_budget_s" else max_states
-    hits = [res.index for res in results if res.budget_hit]
-    greedy = sum(res.greedy_units for res in results)
-    return {
-        "budget": hit.budget_hit, "limit": limit, "part": hit.index + 1, "parts": len(parts),
-        "parts_hit": len(hits), "greedy_units": greedy,
-        "message": (f"{hit.budget_hit}={limit} ran out in part {hit.index + 1}/{len(parts)}; "
-                    f"{greedy} of {sum(len(p) for p in parts)} units in {len(hits)} part(s) were "
-                    "scheduled greedily after the best solved prefix"),
-    }
 
 
 def _check_budget(name: str, value: Any, *, number: bool = False) -> None:

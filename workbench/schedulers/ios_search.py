@@ -163,6 +163,7 @@ class PartSearch:
             except _OutOfBudget as hit:
                 res.budget_hit = hit.budget
                 prefix = self._best_prefix(mask)
+                res.cost_us += self.memo[prefix][0]
                 self._emit(self._reconstruct(prefix) + self._greedy(mask & ~prefix))
         res.seconds = time.perf_counter() - t0
         return res
@@ -341,7 +342,8 @@ class PartSearch:
                     bound[depth] = lat.get(ending, b)
 
     def _group_latency(self, group: int) -> float:
-        """One group alone is a one-group stage: the same table as stages."""
+        """The latency of the stage ``group`` (from the table, else the oracle), not counted as
+        a transition's: one group alone, or the greedy finish's stages."""
         value = self.lat.get(group)
         if value is None:
             value = self._stage_latency(group, transition=False)
@@ -441,27 +443,19 @@ class PartSearch:
         while mask & ~done:
             ready = [k for k in _bits(mask & ~done) if not self.pred[k] & ~done]
             take = ready[: self.s]
-            if len(take) > 1:
-                together = self._greedy_latency([[k] for k in take])
-                apart = sum(self._greedy_latency([[k]]) for k in take)
-                if together >= apart:
+            cost = self._group_latency(1 << take[0])
+            if len(take) > 1:       # ready units share no edge: each is its own group
+                together = self._group_latency(sum(1 << k for k in take))
+                apart = sum(self._group_latency(1 << k) for k in take)
+                if together < apart:
+                    cost = together
+                else:
                     take = take[:1]
+            res.cost_us += cost
             stages.append(([[k] for k in take], False))
             for k in take:
                 done |= 1 << k
         return stages
-
-    def _greedy_latency(self, groups: list[list[int]]) -> float:
-        ending = 0
-        for g in groups:
-            for k in g:
-                ending |= 1 << k
-        value = self.lat.get(ending)
-        if value is None:
-            value = self.latency_of([[self.units[k] for k in g] for g in groups])
-            self.result.simulations += 1
-            self.lat[ending] = value
-        return value
 
 
 def _bits(mask: int) -> list[int]:
