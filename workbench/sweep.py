@@ -6,10 +6,12 @@ time the policy took to schedule and the simulator to run, and the activation me
 (``plan_memory(schedule, "greedy_by_size")``: peak live MiB and arena MiB).
 
 Work is split into one task per (graph, batch, device) that builds the graph and runs every
-policy on it.  ``engine="local"`` runs the tasks in a loop; ``engine="dask"`` submits them to a
+policy on it.  ``engine="local"`` runs the tasks in a loop, ``engine="processes"`` on local
+processes (graphs given as callables must then pickle), ``engine="dask"`` submits them to a
 ``dask.distributed`` client (the one given, or a two-worker ``LocalCluster`` started and closed
-here).  Rows are sorted by (graph, batch, device, policy) in the order given, so both engines
-return the same table apart from the timing columns (:data:`TIMING_COLUMNS`).
+here); the engines are :mod:`workbench._engines`.  Rows are sorted by (graph, batch, device,
+policy) in the order given, so every engine returns the same table apart from the timing columns
+(:data:`TIMING_COLUMNS`).
 
 >>> import workbench as wb
 >>> df = sweep({"diamond": wb.models.nnc_diamond()}, ["nnc"], show_progress=False)
@@ -29,21 +31,20 @@ from typing import Any
 
 import pandas as pd
 
-from workbench._progress import progress
+from workbench._engines import DASK_MISSING, ENGINES, run_tasks  # noqa: F401 (re-exported)
+from workbench._progress import progress_bar
 from workbench.costs import DeviceSpec, get_device, lower_bound_us
 from workbench.errors import OptionError
 from workbench.graph import Graph
 from workbench.schedule import Schedule
 
 BASELINE = "serial"
-ENGINES = ("local", "dask")
 MODES = ("eager", "graph")
 TIMING_COLUMNS = ("schedule_ms", "simulate_ms")
 COLUMNS = ("graph", "batch", "device", "mode", "policy", "ops", "makespan_us", "speedup",
            "streams", "syncs", "barriers", "lower_bound_us", "ratio_to_lb", "peak_live_mib",
            "arena_mib", "schedule_ms", "simulate_ms")
 MEMORY_PLANNER = "greedy_by_size"
-DASK_MISSING = "engine='dask' needs dask[distributed]: pip install 'schedule-workbench[dask]'"
 
 GraphSource = Graph | str | Callable[[int], Graph]
 PolicyFn = Callable[..., Schedule]
@@ -81,7 +82,8 @@ def sweep(graphs: Mapping[str, GraphSource] | Iterable[str],
     options:
         Policy name → keyword options.
     engine, client:
-        ``"local"`` (a loop) or ``"dask"`` (one task per graph, batch and device on ``client``, or
+        ``"local"`` (a loop), ``"processes"`` (a process pool, one task per graph, batch and
+        device) or ``"dask"`` (one task per graph, batch and device on ``client``, or
         on a threaded ``LocalCluster(n_workers=2, threads_per_worker=1, processes=False)``
         started and closed for the call).
     """
@@ -110,11 +112,9 @@ def sweep(graphs: Mapping[str, GraphSource] | Iterable[str],
         for b in (batches if _depends_on_batch(src) else (None,)):
             for spec in specs:
                 tasks.append(_Task(len(tasks), gname, src, b, spec))
-    if engine == "local":
-        results = [_run_task(t, plist, mode, opts)
-                   for t in progress(tasks, desc="sweep", enabled=show_progress)]
-    else:
-        results = _run_dask(tasks, plist, mode, opts, client, show_progress)
+    with progress_bar(total=len(tasks), desc=f"sweep ({engine})", enabled=show_progress) as bar:
+        results = run_tasks(_run_task, [(t, plist, mode, opts) for t in tasks], engine=engine,
+                            client=client, on_done=lambda i, res: bar.update(1))
     rows = [row for res in results for row in res]
     df = pd.DataFrame(rows)
     if df.empty:
@@ -237,35 +237,3 @@ def _run_task(task: _Task, plist: list[tuple[str, PolicyFn | None]], mode: str,
         span = float(row["makespan_us"])
         row["speedup"] = base / span if span > 0 else math.nan
     return rows
-
-
-# ---------------------------------------------------------------------------------- dask
-def _run_dask(tasks: list[_Task], plist: list[tuple[str, PolicyFn | None]], mode: str,
-              options: Mapping[str, Mapping[str, Any]], client: Any,
-              show_progress: bool) -> list[list[dict[str, Any]]]:
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise OptionError(DASK_MISSING) from None
-    cluster = None
-    if client is None:
-        import logging
-
-        # Threads in this process: starts in well under a second, needs no ``__main__`` guard and
-        # runs graphs given as lambdas or notebook functions.  For parallel processes, pass a
-        # client of your own (e.g. ``Client(LocalCluster(processes=True))``).
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                               dashboard_address=":0", silence_logs=logging.ERROR)
-        client = Client(cluster)
-    try:
-        futures = [client.submit(_run_task, t, plist, mode, options, pure=False) for t in tasks]
-        where = {f.key: i for i, f in enumerate(futures)}
-        results: list[list[dict[str, Any]]] = [[] for _ in tasks]
-        for fut in progress(as_completed(futures), desc="sweep (dask)", enabled=show_progress,
-                            total=len(futures)):
-            results[where[fut.key]] = fut.result()
-        return results
-    finally:
-        if cluster is not None:
-            client.close()
-            cluster.close()

@@ -39,6 +39,7 @@ class PolicyInfo:
     summary: str
     multi_stream: bool = True
     slow: bool = False
+    budgeted: bool = False   # takes time_budget_s / max_states, returns its best when they run out
 
     def options(self) -> dict[str, Any]:
         """Keyword options and their defaults."""
@@ -64,7 +65,7 @@ POLICIES.register("asap", PolicyInfo(
     asap.schedule_asap, "001 RAF", "heavy chains on streams, events on light edges"))
 POLICIES.register("ios", PolicyInfo(
     ios.schedule_ios, "001 RAF/IOS", "dynamic program over stages, simulator as cost oracle",
-    slow=True))
+    slow=True, budgeted=True))
 POLICIES.register("ios_greedy", PolicyInfo(
     ios_greedy.schedule_ios_greedy, "001 RAF/IOS (IOS's Greedy baseline)",
     "all ready ops per stage (at most 10), device syncs between stages"))
@@ -80,7 +81,7 @@ POLICIES.register("critical_path", PolicyInfo(
 
 # Small options that keep the common property tests fast (STYLE.md R3).
 TEST_OPTIONS: dict[str, dict[str, Any]] = {
-    "ios": {"r": 2, "s": 3, "max_block_units": 8},
+    "ios": {"r": 2, "s": 3, "max_part_size": 8},
     "gpto": {"priorities": ["bottom_level", "depth_min"]},
 }
 

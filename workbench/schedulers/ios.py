@@ -3,164 +3,304 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
 
 1. **Units.**  With ``units=True`` conv/matmul → batchnorm → activation chains (each link the
    only consumer of the one before) run as one schedule unit, as RAF's IOS pass does; IOS's own
-   benchmark graphs fold these into one op, so unit counts match the paper's op counts.
-2. **Blocks.**  The graph is cut after every node that every source-to-sink path passes through
-   (the dominator chain of the sink); blocks larger than ``max_block_units`` are chopped into
-   consecutive pieces of the topological order.
-3. **DP over endings.**  For a block, a state is the set ``S`` of still-unscheduled units (a
-   bitmask).  An *ending* ``E`` of ``S`` is a non-empty subset with no edge from ``E`` back into
-   ``S - E``: it can be the last stage.  A stage runs the weakly connected components of ``E`` as
-   groups, each group's units in order on its own stream; a stage may have at most ``s`` groups of
-   at most ``r`` units (the paper's pruning; defaults r=3, s=8).  ``cost(S) = min_E cost(S - E) +
-   latency(E)``, memoised; every ending is enumerated (the paper's released code misses some,
-   its issue #10), so the search space contains the paper's.
-4. **Stage latency** comes from a *cost oracle*: by default the workbench simulator runs the stage
-   alone on the chosen device (so IOS runs on any machine); a user function
-   ``cost_oracle(groups: list[list[op_id]]) -> µs`` can replace it (e.g. measured on a GPU).
-   Latencies are cached per stage; the search reports states, transitions, stages evaluated and
-   cache hits in ``Schedule.notes``.
-5. **Emission.**  Stages in order; group ``j`` on stream ``j``; consecutive single-group stages are
-   fused (no barrier between them, as RAF does); between other stages a barrier that joins every
-   stream.  ``sync="events"`` instead keeps the stream assignment and order but replaces barriers by
-   the transitively reduced cross-stream syncs (a variant, not the paper's).
+   benchmark graphs fold these into one op, so unit counts match the paper's op counts.  Bias
+   ops, and ``mul``/``add`` whose other inputs are weights (a batchnorm exported as scale and
+   shift), continue the chain like batchnorm; an activation ends it.  Ops that only compute
+   weights (their outputs are parameters, or they read nothing but parameters, e.g. ONNX
+   ``ConstantOfShape`` → ``Unsqueeze``) and feed one op join that op's unit: IOS's graphs hold
+   weights, not ops that make them (such units do not merge).
+2. **Blocks and parts.**  The graph is cut after every unit that every source-to-sink path passes
+   through (the dominator chain of the sink).  A block larger than ``max_part_size`` units is cut
+   into consecutive parts of its topological order, as IOS's optimizer does (its
+   ``max_part_size``, default 100, 50 in its experiments; here 40), of near-equal size.
+3. **DP over endings** per part (:mod:`workbench.schedulers.ios_search`): a state is the bitmask
+   of units still to schedule, an ending a possible last stage; at most ``s`` groups of at most
+   ``r`` units per stage (defaults r=3, s=8).  Endings are generated lazily, every ending of the
+   paper's space is reached (its issue #10 fixed).  A part whose search exceeds ``part_work`` is
+   split in halves, each searched on its own.  Stage latencies bound from below prune most
+   evaluations without changing the result (with the simulator oracle).
+4. **Budgets.**  ``time_budget_s`` (default :data:`DEFAULT_TIME_BUDGET_S`) and ``max_states``
+   (default none) bound the whole search.  A part may use up to ``SHARE_BOOST`` (4) times its
+   share of the time left (its units over the units left; what it leaves unused goes to the
+   later ones), so one hard part cannot starve the rest; when a budget runs out, the part at
+   hand keeps its best solved prefix and is finished greedily, and ``notes["budget_hit"]`` says
+   which budget and where.  So ``wb.schedule(g, "ios")`` finishes in bounded time on any graph.
+5. **Stage latency** comes from a *cost oracle*: by default the workbench simulator runs the stage
+   alone on the chosen device (:class:`~workbench.schedulers.ios_oracle.StageOracle`, which
+   simulates structurally identical stages once); a user function ``cost_oracle(groups:
+   list[list[op_id]]) -> µs`` can replace it (e.g. measured on a GPU).
+6. **Parallel parts.**  ``engine="processes"`` (or ``workers=n``) or ``engine="dask"``
+   (``client=``) search the parts at once (:mod:`workbench.schedulers.ios_parts` over
+   :mod:`workbench._engines`, as ``sweep`` does); the schedule is identical to the serial one
+   unless the time budget runs out.
+7. **Emission.**  Stages in order; group ``j`` on stream ``j``; consecutive single-group stages
+   are fused (no barrier between them, as RAF does); between other stages a barrier that joins
+   every stream.  ``sync="events"`` keeps the stream assignment and order but replaces barriers
+   by the transitively reduced cross-stream syncs (a variant, not the paper's).  With the default
+   oracle, a result slower on the simulator than the sequential schedule is replaced by the
+   sequential one (``notes["fallback"]``).
 
 ``merge=True`` adds the paper's operator-merge strategy: an ending made of convolutions that read
 the same input can instead run as one wider convolution (:mod:`workbench.schedulers.ios_merge`);
-the DP keeps whichever of the two is faster.  Complexity: exponential in block width
-(states ≤ (n/d+1)^d for width d, endings per state bounded by r·s), linear in the number of blocks.
+the DP keeps whichever of the two is faster (ties keep the graph unmerged).  Complexity:
+exponential in part width (states ≤ (n/d+1)^d for width d), bounded by ``part_work`` per part
+and by the budgets overall; memory O(``part_work``) per part.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from workbench.costs import get_device
 from workbench.errors import OptionError
 from workbench.graph import Graph, OpId
 from workbench.schedule import Schedule, build_schedule, check_max_streams
+from workbench.schedulers.ios_oracle import StageOracle
+from workbench.schedulers.ios_parts import SearchContext, describe_hit, search_parts
 
 UNIT_HEADS = frozenset({"conv2d", "matmul", "sepconv"})
-UNIT_TAILS = frozenset({"batchnorm", "relu", "gelu", "sigmoid", "tanh", "bias"})
+AFFINE_TAILS = frozenset({"batchnorm", "bias", "mul", "add"})   # the unit goes on after these
+UNIT_TAILS = AFFINE_TAILS | {"relu", "gelu", "sigmoid", "tanh"}
 Oracle = Callable[[list[list[OpId]]], float]
 
+DEFAULT_TIME_BUDGET_S = 60.0
+"""Wall-clock budget of one search unless ``time_budget_s`` says otherwise: a safety net; with
+the default ``part_work`` RandWire (182 units) searches in about 12 s and NASNet-A large (476)
+in about 45 s on one core of a shared 2-core machine (``benchmarks/ios_scaling.py``)."""
+DEFAULT_PART_WORK = 500_000
+"""Work (transitions, plus 16 per new stage) one attempt at a part may take before the part is
+split in halves: about 2–5 s of search.  Inception V3 never comes close (≈ 3,000 per block)."""
+MAX_PART_SIZE = 64
 
-def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_block_units: int = 40,
-                 units: bool = True, device: str = "h100", mode: str = "eager",
-                 sync: str = "barrier", cost_oracle: Oracle | None = None,
+
+def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 40,
+                 max_block_units: int | None = None, units: bool = True, device: str = "h100",
+                 mode: str = "eager", sync: str = "barrier", cost_oracle: Oracle | None = None,
                  merge: bool = False, max_streams: int | None = None,
-                 show_progress: bool = False) -> Schedule:
+                 time_budget_s: float | None = DEFAULT_TIME_BUDGET_S,
+                 max_states: int | None = None, part_work: int | None = DEFAULT_PART_WORK,
+                 engine: str | None = None, workers: int | None = None, client: Any = None,
+                 show_progress: bool = True) -> Schedule:
     """Search the IOS schedule of ``graph`` (see the module docstring for the algorithm).
 
     ``r``: most units per group; ``s``: most groups per stage (``max_streams`` also caps ``s``);
+    ``max_part_size``: most units per DP part (at most 64; ``max_block_units`` is its old name);
     ``device``/``mode``: what the default simulator oracle models; ``cost_oracle``: a function
     ``groups -> µs`` replacing it; ``merge``: also try the operator-merge strategy for endings made
     of convolutions on one input (:mod:`workbench.schedulers.ios_merge`); when a merge wins, the
     schedule is of the merged graph (``schedule.graph``), as IOS returns a new graph.
-    """
-    from workbench._progress import progress
+    ``time_budget_s`` / ``max_states``: bounds on the whole search (``None``: unbounded);
+    ``part_work``: work one attempt at a part may take before the part is halved (``None``: no
+    limit).  ``engine`` (``"local"``, ``"processes"``, ``"dask"``), ``workers``, ``client``: where
+    parts are searched (default: this process; ``workers > 1`` alone means processes).
+    ``show_progress``: a progress bar over units with per-part notes (terminals and notebooks).
 
-    for name, value in (("r", r), ("s", s), ("max_block_units", max_block_units)):
+    >>> import workbench as wb
+    >>> s = wb.schedule(wb.models.nnc_diamond(), "ios", show_progress=False)
+    >>> s.notes["n_stages"], s.notes["budget_hit"]
+    (3, None)
+    """
+    if max_block_units is not None:
+        if max_part_size not in (40, max_block_units):
+            raise OptionError("ios options max_part_size and max_block_units (its old name) "
+                              f"disagree: {max_part_size} vs {max_block_units}")
+        max_part_size = max_block_units
+    for name, value in (("r", r), ("s", s), ("max_part_size", max_part_size)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise OptionError(f"ios option {name} must be a positive integer, got {value!r}")
-    if max_block_units > 64:
-        raise OptionError(f"ios option max_block_units must be at most 64, got {max_block_units}")
+    if max_part_size > MAX_PART_SIZE:
+        raise OptionError(f"ios option max_part_size must be at most {MAX_PART_SIZE}, "
+                          f"got {max_part_size}")
     if sync not in ("barrier", "events"):
         raise OptionError(f"ios option sync must be 'barrier' or 'events', got {sync!r}")
+    _check_budget("time_budget_s", time_budget_s, number=True)
+    _check_budget("max_states", max_states)
+    _check_budget("part_work", part_work)
+    from workbench._engines import check_engine
+
+    engine = engine or ("processes" if workers not in (None, 1) else "local")
+    check_engine(engine, workers, client)
+    if engine == "processes" and cost_oracle is not None:
+        import pickle
+
+        try:
+            pickle.dumps(cost_oracle)
+        except Exception:
+            raise OptionError("ios with engine='processes' needs a cost_oracle that pickles (a "
+                              "module-level function), not a lambda or closure") from None
     max_streams = check_max_streams(max_streams)
     if max_streams is not None:
         s = min(s, max_streams)
-    oracle = cost_oracle or simulator_oracle(graph, device=device, mode=mode)
+
     t0 = time.perf_counter()
     unit_ops = ios_units(graph) if units else [[op] for op in graph.topo_order()]
-    blocks = partition_blocks(graph, unit_ops, max_block_units)
-    search = _Search(graph, unit_ops, r, s, oracle)
-    if merge:
-        search.enable_merge(device, mode)
+    parts = partition_blocks(graph, unit_ops, max_part_size)
+    ctx = SearchContext(uuid.uuid4().hex, graph, unit_ops, parts, r, s, device, mode, merge,
+                        part_work, cost_oracle)
+    deadline = None if time_budget_s is None else time.time() + time_budget_s
+    results = search_parts(ctx, engine, workers, client, deadline, time_budget_s, max_states,
+                           show_progress)
+
     stages: list[list[list[OpId]]] = []
-    for block in progress(blocks, desc="IOS search", enabled=show_progress, total=len(blocks)):
-        stages += search.block(block)
+    chosen_merges: list[list[int]] = []
+    for res in results:
+        for groups, merged in zip(res.stages, res.merged):
+            if merged:
+                chosen_merges.append(groups[0])
+            stages.append([[op for u in g for op in unit_ops[u]] for g in groups])
     target = graph
-    if search.chosen_merges:
+    if chosen_merges:
         from workbench.schedulers.ios_merge import merged_graph
 
-        target, merged_ids = merged_graph(graph, unit_ops, search.chosen_merges)
-        first_op = {unit_ops[g[0]][0]: merged_ids[g[0]] for g in search.chosen_merges}
-        member_ops = {op for g in search.chosen_merges for u in g for op in unit_ops[u]}
+        target, merged_ids = merged_graph(graph, unit_ops, chosen_merges)
+        first_op = {unit_ops[g[0]][0]: merged_ids[g[0]] for g in chosen_merges}
+        member_ops = {op for g in chosen_merges for u in g for op in unit_ops[u]}
         stages = [[[new for op in grp if op in first_op for new in first_op[op]]
                    or [op for op in grp if op not in member_ops]
                    for grp in stage if any(op not in member_ops or op in first_op
                                            for op in grp)]
                   for stage in stages]
     order, stream_of, barriers = _emit(stages)
+    hit = next((res for res in results if res.budget_hit), None)
     notes = {
         "stages": stages,
         "n_stages": len(stages),
-        "blocks": [[op for u in b for op in unit_ops[u]] for b in blocks],
+        "blocks": [[op for u in b for op in unit_ops[u]] for b in parts],
+        "parts": len(parts),
+        "part_sizes": [len(p) for p in parts],
         "units": len(unit_ops),
         "search_s": time.perf_counter() - t0,
-        "states": search.states,
-        "transitions": search.transitions,
-        "stages_evaluated": search.evaluated,
-        "cache_hits": search.hits,
-        "estimated_us": search.total,
-        "merges": [[op for u in g for op in unit_ops[u][:1]] for g in search.chosen_merges],
+        "states": sum(res.states for res in results),
+        "transitions": sum(res.transitions for res in results),
+        "stages_evaluated": sum(res.evaluated for res in results),
+        # every transition either simulated its stage (stages_evaluated) or did not
+        # (cache_hits: the part's table, the oracle's signature cache, or the lower bound
+        # alone -- stages_pruned of them -- settled it)
+        "cache_hits": sum(res.hits + res.pruned for res in results),
+        "stages_pruned": sum(res.pruned for res in results),
+        "simulations": sum(res.simulations for res in results),
+        "part_splits": sum(res.splits for res in results),
+        "peak_endings_held": max((res.peak_waiting for res in results), default=0),
+        "greedy_units": sum(res.greedy_units for res in results),
+        "estimated_us": sum(res.cost_us for res in results),
+        "merges": [[op for u in g for op in unit_ops[u][:1]] for g in chosen_merges],
+        "engine": engine,
+        "budget_hit": None if hit is None else describe_hit(hit, results, parts, time_budget_s,
+                                                            max_states),
+        "fallback": None,
     }
-    options = {"r": r, "s": s, "max_block_units": max_block_units, "units": units,
+    options = {"r": r, "s": s, "max_part_size": max_part_size, "units": units,
                "device": device, "mode": mode, "sync": sync, "merge": merge,
-               "max_streams": max_streams}
+               "max_streams": max_streams, "time_budget_s": time_budget_s,
+               "max_states": max_states, "part_work": part_work}
     if sync == "events":
-        return build_schedule(target, "ios", stream_of, order, max_streams=max_streams,
-                              options=options, notes=notes)
-    return build_schedule(target, "ios", stream_of, order, barriers=barriers, syncs=(),
-                          max_streams=max_streams, options=options, notes=notes)
+        sched = build_schedule(target, "ios", stream_of, order, max_streams=max_streams,
+                               options=options, notes=notes)
+    else:
+        sched = build_schedule(target, "ios", stream_of, order, barriers=barriers, syncs=(),
+                               max_streams=max_streams, options=options, notes=notes)
+    if cost_oracle is None:
+        sched = _no_slower_than_sequential(graph, sched, device, mode)
+    return sched
 
 
 def simulator_oracle(graph: Graph, *, device: str = "h100", mode: str = "eager") -> Oracle:
-    """Stage latency from the simulator: the stage's ops alone, group ``j`` on stream ``j``,
-    issued group by group (IOS's runtime order).  Groups of a stage are independent, so the stage
-    needs no syncs; it is simulated as a partial schedule of the whole graph."""
-    from workbench.simulate import simulate_makespan
-
-    spec = get_device(device)
-
-    def latency(groups: list[list[OpId]]) -> float:
-        streams = {j: tuple(g) for j, g in enumerate(groups)}
-        order = tuple(op for g in groups for op in g)
-        return simulate_makespan(Schedule(graph, "stage", streams, (), order), spec, mode=mode)
-
-    return latency
+    """Stage latency from the simulator (a :class:`StageOracle`): the stage's ops alone, group
+    ``j`` on stream ``j``, issued group by group (IOS's runtime order)."""
+    return StageOracle(graph, device=device, mode=mode)
 
 
+# ------------------------------------------------------------------------------------ units
 def ios_units(graph: Graph) -> list[list[OpId]]:
-    """Group conv/matmul → batchnorm → activation chains into units (RAF IOS ``ios_units``);
-    every other op is its own unit.  Units in topological order.  O(V)."""
+    """Group conv/matmul → batchnorm/affine → activation chains into units (RAF IOS
+    ``ios_units``) and attach single-consumer weight-making ops to their consumer's unit; every
+    other op is its own unit.  Each unit's ops and the units themselves are in topological
+    order.  O(V + E)."""
     ops = graph.ops
     succ, pred = graph.succ_index, graph.pred_index
-    taken: set[int] = set()
-    units: list[list[OpId]] = []
+    host = _weight_hosts(graph)
+    real_preds = [sum(1 for p in pred[i] if p not in host) for i in range(len(ops))]
+    weights = {t for h in host for t in ops[h].outputs} | {
+        t.id for t in graph.tensors.values() if t.role == "parameter" and t.producer is None}
+
+    def links(cur: int) -> bool:     # may the one consumer of ``cur`` join its unit?
+        nxt = succ[cur][0] if len(succ[cur]) == 1 else None
+        if nxt is None or real_preds[nxt] != 1 or ops[nxt].kind not in UNIT_TAILS:
+            return False
+        if ops[nxt].kind in ("mul", "add"):   # only with weights: not a residual add
+            return all(t in weights or t in ops[cur].outputs for t in ops[nxt].inputs)
+        return True
+
+    unit_of: dict[int, int] = {}
+    members: list[list[int]] = []
     for i in graph.topo_index:
-        if i in taken:
+        if i in unit_of or i in host:
             continue
+        u = len(members)
         unit = [i]
-        taken.add(i)
+        unit_of[i] = u
         if ops[i].kind in UNIT_HEADS:
             cur = i
-            while (len(succ[cur]) == 1 and len(pred[succ[cur][0]]) == 1
-                   and ops[succ[cur][0]].kind in UNIT_TAILS):
+            while links(cur):
                 cur = succ[cur][0]
                 unit.append(cur)
-                taken.add(cur)
-                if ops[cur].kind != "batchnorm":
+                unit_of[cur] = u
+                if ops[cur].kind not in AFFINE_TAILS:
                     break
-        units.append([ops[k].id for k in unit])
-    return units
+        members.append(unit)
+    for i, h in host.items():
+        members[unit_of[h]].append(i)
+    position = {op: k for k, op in enumerate(graph.topo_index)}
+    for unit in members:
+        unit.sort(key=position.__getitem__)
+    if not host:
+        return [[ops[k].id for k in unit] for unit in members]
+    from workbench.graph import priority_topological_order
+
+    for i, h in host.items():
+        unit_of[i] = unit_of[h]
+    preds: dict[int, set[int]] = {u: set() for u in range(len(members))}
+    for i in range(len(ops)):
+        for j in succ[i]:
+            if unit_of[i] != unit_of[j]:
+                preds[unit_of[j]].add(unit_of[i])
+    order = priority_topological_order(preds, {u: u for u in preds})
+    return [[ops[k].id for k in members[u]] for u in order]
+
+
+def _weight_hosts(graph: Graph) -> dict[int, int]:
+    """Weight-making ops (outputs all parameters, or inputs all parameters or weight-made, and
+    only weight-making predecessors) with one consumer → the op whose unit they join."""
+    ops, tensors = graph.ops, graph.tensors
+    succ, pred = graph.succ_index, graph.pred_index
+    index = {op.id: i for i, op in enumerate(ops)}
+    weight = [False] * len(ops)
+    for i in graph.topo_index:
+        op = ops[i]
+        outs = [tensors.get(t) for t in op.outputs]
+        ins = [tensors.get(t) for t in op.inputs]
+        makes_params = bool(outs) and all(t is not None and t.role == "parameter" for t in outs)
+        reads_params = bool(ins) and all(
+            t is not None and (weight[index[t.producer]] if t.producer in index
+                               else t.role == "parameter") for t in ins)
+        weight[i] = (makes_params or reads_params) and all(weight[p] for p in pred[i])
+    host: dict[int, int] = {}
+    for i in reversed(graph.topo_index):
+        if weight[i] and len(succ[i]) == 1:
+            j = succ[i][0]
+            host[i] = host.get(j, j)
+    return host
 
 
 def partition_blocks(graph: Graph, unit_ops: list[list[OpId]], max_units: int) -> list[list[int]]:
     """Cut the unit sequence after every unit all source-to-sink paths pass through (dominators of
-    a virtual sink, from a virtual source), then chop long blocks.  Returns unit indices."""
+    a virtual sink, from a virtual source), then cut blocks longer than ``max_units`` into
+    consecutive parts of near-equal size (IOS's ``max_part_size``).  Returns unit indices, parts
+    in topological order."""
     import networkx as nx
 
     unit_of = {op: u for u, ops in enumerate(unit_ops) for op in ops}
@@ -184,157 +324,43 @@ def partition_blocks(graph: Graph, unit_ops: list[list[OpId]], max_units: int) -
     blocks: list[list[int]] = [[]]
     for u in range(len(unit_ops)):
         blocks[-1].append(u)
-        if u in cuts or len(blocks[-1]) >= max_units:
+        if u in cuts:
             blocks.append([])
-    return [b for b in blocks if b]
+    parts: list[list[int]] = []
+    for block in blocks:
+        k = math.ceil(len(block) / max_units)
+        for j in range(k):
+            parts.append(block[j * len(block) // k:(j + 1) * len(block) // k])
+    return [p for p in parts if p]
 
 
-class _Search:
-    """The memoised DP over endings for one block at a time."""
+def _check_budget(name: str, value: Any, *, number: bool = False) -> None:
+    if value is None:
+        return
+    ok = isinstance(value, (int, float) if number else int) and not isinstance(value, bool)
+    if not ok or not value > 0:
+        raise OptionError(f"ios option {name} must be a positive "
+                          f"{'number' if number else 'integer'} or None, got {value!r}")
 
-    def __init__(self, graph: Graph, unit_ops: list[list[OpId]], r: int, s: int,
-                 oracle: Oracle) -> None:
-        self.graph, self.unit_ops, self.r, self.s, self.oracle = graph, unit_ops, r, s, oracle
-        unit_of = {op: u for u, ops in enumerate(unit_ops) for op in ops}
-        self.succ: list[set[int]] = [set() for _ in unit_ops]
-        for a, b in graph.edges:
-            if unit_of[a] != unit_of[b]:
-                self.succ[unit_of[a]].add(unit_of[b])
-        self.cache: dict[tuple[tuple[int, ...], ...], float] = {}
-        self.states = self.transitions = self.evaluated = self.hits = 0
-        self.total = 0.0
-        self.merge_keys: list[Any] | None = None
-        self.merge_cache: dict[tuple[int, ...], float] = {}
-        self.chosen_merges: list[list[int]] = []
 
-    def enable_merge(self, device: str, mode: str) -> None:
-        from workbench.schedulers.ios_merge import merge_key
+def _no_slower_than_sequential(graph: Graph, sched: Schedule, device: str,
+                               mode: str) -> Schedule:
+    """The better of the IOS schedule and the sequential one on the simulator (the search can
+    lose to it when a budget ran out or when barriers cost more than the model of a stage)."""
+    from workbench.schedulers.serial import schedule_serial
+    from workbench.simulate import simulate_makespan
 
-        self.merge_keys = [merge_key(self.graph, ops) for ops in self.unit_ops]
-        self.device, self.mode = device, mode
-
-    def _merge_latency(self, groups: Sequence[list[int]]) -> float | None:
-        """Latency of the merged stage, or None when these groups cannot merge."""
-        if self.merge_keys is None or len(groups) < 2 or any(len(g) != 1 for g in groups):
-            return None
-        units = tuple(g[0] for g in groups)
-        key = self.merge_keys[units[0]]
-        if key is None or any(self.merge_keys[u] != key for u in units):
-            return None
-        hit = self.merge_cache.get(units)
-        if hit is None:
-            from workbench.schedulers.ios_merge import merged_graph
-
-            merged, ids = merged_graph(self.graph, self.unit_ops, [list(units)])
-            hit = simulator_oracle(merged, device=self.device, mode=self.mode)([ids[units[0]]])
-            self.merge_cache[units] = hit
-            self.evaluated += 1
-        return hit
-
-    def block(self, block: list[int]) -> list[list[list[OpId]]]:
-        n = len(block)
-        local = {u: k for k, u in enumerate(block)}
-        succ_mask = [0] * n
-        pred_mask = [0] * n
-        for k, u in enumerate(block):
-            for v in self.succ[u]:
-                if v in local:
-                    succ_mask[k] |= 1 << local[v]
-                    pred_mask[local[v]] |= 1 << k
-        memo: dict[int, tuple[float, int, bool]] = {0: (0.0, 0, False)}
-
-        def solve(state: int) -> float:
-            hit = memo.get(state)
-            if hit is not None:
-                return hit[0]
-            self.states += 1
-            best = (float("inf"), 0, False)
-            for ending, groups in self._endings(state, n, succ_mask, pred_mask, block):
-                self.transitions += 1
-                rest = solve(state & ~ending)
-                cost = rest + self._latency(groups)
-                if cost < best[0]:
-                    best = (cost, ending, False)
-                merged = self._merge_latency(groups)
-                if merged is not None and rest + merged < best[0]:
-                    best = (rest + merged, ending, True)
-            memo[state] = best
-            return best[0]
-
-        full = (1 << n) - 1
-        self.total += solve(full)
-        stages = []
-        state = full
-        while state:
-            _, ending, merged = memo[state]
-            groups = self._groups(ending, n, succ_mask, block)
-            if merged:
-                self.chosen_merges.append([g[0] for g in groups])
-                groups = [[u for g in groups for u in g]]
-            stages.append(groups)
-            state &= ~ending
-        stages.reverse()
-        return [[[op for u in g for op in self.unit_ops[u]] for g in stage] for stage in stages]
-
-    def _endings(self, state: int, n: int, succ_mask: list[int], pred_mask: list[int],
-                 block: list[int]):
-        """Every ending of ``state`` with at most s groups of at most r units (reverse
-        topological include/exclude; excluding a unit excludes its ancestors)."""
-        nodes = [k for k in range(n - 1, -1, -1) if state >> k & 1]
-        limit = self.r * self.s
-        found: list[int] = []
-
-        def rec(pos: int, chosen: int, blocked: int, size: int) -> None:
-            if pos == len(nodes):
-                if chosen:
-                    found.append(chosen)
-                return
-            k = nodes[pos]
-            bit = 1 << k
-            if not blocked & bit and not succ_mask[k] & state & ~chosen and size < limit:
-                rec(pos + 1, chosen | bit, blocked, size + 1)
-            rec(pos + 1, chosen, blocked | (pred_mask[k] & state), size)
-
-        rec(0, 0, 0, 0)
-        for ending in found:
-            groups = self._groups(ending, n, succ_mask, block)
-            if len(groups) <= self.s and all(len(g) <= self.r for g in groups):
-                yield ending, groups
-
-    @staticmethod
-    def _groups(ending: int, n: int, succ_mask: list[int], block: list[int]) -> list[list[int]]:
-        """Weakly connected components of the ending, each in topological (block) order."""
-        members = [k for k in range(n) if ending >> k & 1]
-        parent = {k: k for k in members}
-
-        def find(x: int) -> int:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        for k in members:
-            m = succ_mask[k] & ending
-            while m:
-                low = m & -m
-                j = low.bit_length() - 1
-                parent[find(j)] = find(k)
-                m ^= low
-        comps: dict[int, list[int]] = {}
-        for k in members:
-            comps.setdefault(find(k), []).append(block[k])
-        return sorted(comps.values(), key=lambda g: g[0])
-
-    def _latency(self, groups: Sequence[list[int]]) -> float:
-        key = tuple(tuple(g) for g in groups)
-        hit = self.cache.get(key)
-        if hit is not None:
-            self.hits += 1
-            return hit
-        self.evaluated += 1
-        value = float(self.oracle([[op for u in g for op in self.unit_ops[u]] for g in groups]))
-        self.cache[key] = value
-        return value
+    ios_us = simulate_makespan(sched, device, mode=mode)
+    seq = schedule_serial(graph)
+    seq_us = simulate_makespan(seq, device, mode=mode)
+    notes: dict[str, Any] = {**sched.notes, "simulated_us": ios_us, "sequential_us": seq_us}
+    if ios_us <= seq_us:
+        return replace(sched, notes=notes)
+    notes["fallback"] = (f"sequential: the IOS schedule simulates to {ios_us:.1f} µs, the "
+                         f"sequential one to {seq_us:.1f} µs")
+    notes["stages"] = [[[op]] for op in seq.issue_order]
+    notes["n_stages"] = len(seq.issue_order)
+    return replace(seq, policy="ios", options=sched.options, notes=notes)
 
 
 def _emit(stages: list[list[list[OpId]]]) -> tuple[list[OpId], dict[OpId, int], list[int]]:

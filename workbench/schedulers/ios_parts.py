@@ -1,0 +1,201 @@
+"""Running IOS's parts: one after another in this process, or at once on processes or Dask.
+
+A :class:`SearchContext` holds everything a worker needs; :func:`search_part` (module-level, so
+it pickles) searches one part with :class:`~workbench.schedulers.ios_search.PartSearch`.
+
+- **Serial** (``engine="local"``): parts in order, sharing one stage oracle (so a stage seen in an
+  earlier part is not simulated again); part ``i`` may use :data:`SHARE_BOOST` times its share
+  (its units over the units left) of the time left, and the states ``max_states`` leaves.
+- **Parallel** (``"processes"``, ``"dask"``; :mod:`workbench._engines`): every part at once, each
+  worker process with its own oracle.  Each part may use ``SHARE_BOOST`` × (workers) times its
+  share of the budget, never past the deadline.  A state budget is reconciled afterwards in part
+  order: the first part that used more than the serial search would have left it is searched
+  again with what was left (and every later one with nothing), so the schedule is the serial
+  one.  Without a time budget running out, parallel and serial schedules are identical.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.graph import Graph, OpId
+from workbench.schedulers.ios_oracle import StageOracle
+from workbench.schedulers.ios_search import PartResult, PartSearch
+
+SHARE_BOOST = 4.0
+"""A part may take this many times its proportional share of the time left."""
+
+Oracle = Callable[[list[list[OpId]]], float]
+
+
+@dataclass(frozen=True)
+class SearchContext:
+    """Everything a worker needs to search any part (pickled once per task)."""
+
+    token: str
+    graph: Graph
+    unit_ops: list[list[OpId]]
+    parts: list[list[int]]
+    r: int
+    s: int
+    device: str
+    mode: str
+    merge: bool
+    part_work: int | None
+    cost_oracle: Oracle | None
+
+
+_WORKER_ORACLE: dict[str, Any] = {}   # one oracle per process and search: parts share its cache
+
+
+def _oracle_for(ctx: SearchContext) -> Any:
+    if ctx.token not in _WORKER_ORACLE:
+        _WORKER_ORACLE.clear()
+        _WORKER_ORACLE[ctx.token] = _UnitOracle(ctx)
+    return _WORKER_ORACLE[ctx.token]
+
+
+class _UnitOracle:
+    """Groups of unit ids → µs, over the simulator oracle or the user's; merge latencies too."""
+
+    def __init__(self, ctx: SearchContext) -> None:
+        self.ctx = ctx
+        self.inner: Any = ctx.cost_oracle or StageOracle(ctx.graph, device=ctx.device,
+                                                         mode=ctx.mode)
+        self.merge_cache: dict[tuple[int, ...], float] = {}
+
+    @property
+    def simulated(self) -> int | None:
+        return getattr(self.inner, "simulated", None)
+
+    def __call__(self, groups: list[list[int]]) -> float:
+        unit_ops = self.ctx.unit_ops
+        return float(self.inner([[op for u in g for op in unit_ops[u]] for g in groups]))
+
+    def merged(self, units: tuple[int, ...]) -> float:
+        hit = self.merge_cache.get(units)
+        if hit is None:
+            from workbench.schedulers.ios_merge import merged_graph
+
+            merged, ids = merged_graph(self.ctx.graph, self.ctx.unit_ops, [list(units)])
+            hit = StageOracle(merged, device=self.ctx.device, mode=self.ctx.mode)([ids[units[0]]])
+            self.merge_cache[units] = hit
+        return hit
+
+
+def search_part(ctx: SearchContext, index: int, deadline: float | None, share_s: float | None,
+                 states_cap: int | None, on_tick: Callable[[PartSearch], None] | None = None
+                 ) -> PartResult:
+    """Search part ``index`` (module-level so process and Dask workers can run it)."""
+    part = ctx.parts[index]
+    if share_s is not None:
+        own = time.time() + share_s
+        deadline = own if deadline is None else min(deadline, own)
+    local = {u: k for k, u in enumerate(part)}
+    succ = [0] * len(part)
+    unit_of = {op: u for u, ops in enumerate(ctx.unit_ops) for op in ops}
+    for a, b in ctx.graph.edges:
+        ua, ub = unit_of[a], unit_of[b]
+        if ua != ub and ua in local and ub in local:
+            succ[local[ua]] |= 1 << local[ub]
+    oracle = _oracle_for(ctx)
+    keys = None
+    if ctx.merge:
+        from workbench.schedulers.ios_merge import merge_key
+
+        keys = [merge_key(ctx.graph, ctx.unit_ops[u]) for u in part]
+    search = PartSearch(part, succ, ctx.r, ctx.s, oracle, work_cap=ctx.part_work,
+                        states_cap=states_cap, deadline=deadline, merge_keys=keys,
+                        merge_latency=oracle.merged if ctx.merge else None,
+                        bounds=ctx.cost_oracle is None, on_tick=on_tick)
+    return search.run(index)
+
+
+def search_parts(ctx: SearchContext, engine: str, workers: int | None, client: Any,
+                 deadline: float | None, budget_s: float | None, max_states: int | None,
+                 show_progress: bool) -> list[PartResult]:
+    """Every part's result, in part order (see the module docstring)."""
+    try:
+        return _search_parts(ctx, engine, workers, client, deadline, budget_s, max_states,
+                             show_progress)
+    finally:
+        _WORKER_ORACLE.pop(ctx.token, None)   # the caches go with the search
+
+
+def _search_parts(ctx: SearchContext, engine: str, workers: int | None, client: Any,
+                  deadline: float | None, budget_s: float | None, max_states: int | None,
+                  show_progress: bool) -> list[PartResult]:
+    from workbench._progress import progress_bar
+
+    n_parts, total_units = len(ctx.parts), sum(len(p) for p in ctx.parts)
+    with progress_bar(total=total_units, desc="IOS search", enabled=show_progress,
+                      unit=" units") as bar:
+        if engine == "local":
+            return _serial_parts(ctx, deadline, max_states, bar)
+        from workbench._engines import run_tasks
+
+        width = max(1, min(workers or 2, n_parts))
+        tasks = [(ctx, i, deadline, None if budget_s is None else
+                  budget_s * min(1.0, SHARE_BOOST * width * len(p) / max(1, total_units)),
+                  max_states) for i, p in enumerate(ctx.parts)]
+
+        def done(i: int, res: PartResult) -> None:
+            bar.update(len(ctx.parts[i]))
+            bar.note(f"part {i + 1}/{n_parts} done: {res.states:,} states")
+
+        results: list[PartResult] = run_tasks(search_part, tasks, engine=engine,
+                                              workers=workers, client=client, on_done=done)
+    if max_states is not None:   # as the serial search: part i may use what i-1 parts left
+        used = 0
+        for i, res in enumerate(results):
+            cap = max(0, max_states - used)
+            if res.states > cap or res.budget_hit == "max_states":
+                results[i] = search_part(ctx, i, deadline, None, cap)
+            used += results[i].states
+    return results
+
+
+def _serial_parts(ctx: SearchContext, deadline: float | None, max_states: int | None,
+                  bar: Any) -> list[PartResult]:
+    n_parts = len(ctx.parts)
+    left_units = sum(len(p) for p in ctx.parts)
+    used = 0
+    results = []
+    last_note = [0.0]
+    for i, part in enumerate(ctx.parts):
+        share = None
+        if deadline is not None:   # what this part may take of the time left
+            share = max(0.0, deadline - time.time()) * min(1.0, SHARE_BOOST * len(part)
+                                                           / left_units)
+
+        def tick(search: PartSearch, i: int = i, part: list[int] = part) -> None:
+            now = time.perf_counter()
+            if now - last_note[0] > 0.25:
+                last_note[0] = now
+                bar.note(f"part {i + 1}/{n_parts} ({len(part)} units): "
+                         f"{search.result.states:,} states")
+
+        cap = None if max_states is None else max(0, max_states - used)
+        res = search_part(ctx, i, deadline, share, cap, on_tick=tick)
+        used += res.states
+        left_units -= len(part)
+        results.append(res)
+        bar.update(len(part))
+    return results
+
+
+def describe_hit(hit: PartResult, results: Sequence[PartResult], parts: Sequence[list[int]],
+                  time_budget_s: float | None, max_states: int | None) -> dict[str, Any]:
+    limit = time_budget_s if hit.budget_hit == "time_budget_s" else max_states
+    hits = [res.index for res in results if res.budget_hit]
+    greedy = sum(res.greedy_units for res in results)
+    return {
+        "budget": hit.budget_hit, "limit": limit, "part": hit.index + 1, "parts": len(parts),
+        "parts_hit": len(hits), "greedy_units": greedy,
+        "message": (f"{hit.budget_hit}={limit} ran out in part {hit.index + 1}/{len(parts)}; "
+                    f"{greedy} of {sum(len(p) for p in parts)} units in {len(hits)} part(s) were "
+                    "scheduled greedily after the best solved prefix"),
+    }
