@@ -11,17 +11,21 @@ from workbench import fidelity as F
 
 ROWS = F.load_rows()
 TOL = F.tolerances()
-# IOS searches on RandWire and NASNet-A take minutes: the rows run in benchmarks/fidelity.py
-FAST = [r for r in ROWS if r.schedule in F.FIXED_SCHEDULES or r.network in ("inception_v3",
-                                                                          "squeezenet")]
+# NASNet-A's full IOS search takes about a minute per row here: the test caps it at 20,000 DP
+# states (deterministic, unlike a time budget); benchmarks/fidelity.py runs it uncapped.
+CAPPED = {"nasnet_a_large": {"max_states": 20_000}}
 
 
 @pytest.fixture(scope="module")
 def results() -> dict[str, dict]:
-    return {r["id"]: r for r in F.evaluate(FAST)}
+    out = {}
+    for net in dict.fromkeys(r.network for r in ROWS):
+        rows = [r for r in ROWS if r.network == net]
+        out.update({r["id"]: r for r in F.evaluate(rows, ios_options=CAPPED.get(net))})
+    return out
 
 
-@pytest.mark.parametrize("row", FAST, ids=lambda r: r.id)
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
 def test_row_within_tolerance(row: F.Row, results: dict[str, dict]) -> None:
     r = results[row.id]
     assert abs(r["error"]) <= TOL["latency"], (
@@ -30,7 +34,8 @@ def test_row_within_tolerance(row: F.Row, results: dict[str, dict]) -> None:
 
 
 @pytest.mark.parametrize("network,batch,suffix", [
-    ("inception_v3", 1, ""), ("squeezenet", 1, ""), ("inception_v3", 1, "-readme"),
+    ("inception_v3", 1, ""), ("squeezenet", 1, ""), ("randwire", 1, ""),
+    ("nasnet_a_large", 1, ""), ("inception_v3", 1, "-readme"),
     *[("inception_v3", b, "") for b in (16, 32, 64, 128)]])
 def test_speedup_within_tolerance(network: str, batch: int, suffix: str,
                                   results: dict[str, dict]) -> None:

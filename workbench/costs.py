@@ -65,9 +65,8 @@ from workbench.kernel_model import (
     Launch,
     Phase,
     check_precision,
-    default_model,
-    model_for,
     kernel_precision,
+    model_for,
     time_launch,
 )
 from workbench.launches import op_launches

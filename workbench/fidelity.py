@@ -97,11 +97,9 @@ def schedule_row(row: Row, graph: Graph, spec: DeviceSpec, model: GpuModel | Non
     if row.schedule == "greedy":
         return schedule(graph, "ios_greedy")
     if row.schedule in SEARCHED_SCHEDULES:
-        from dataclasses import replace
-
-        options = {"device": spec, "merge": row.schedule == "ios", **(ios_options or {})}
-        sched = schedule(graph, "ios", **options)
-        return replace(sched, barrier_kind="device_sync")  # IOS's runtime between stages
+        options = {"device": spec, "merge": row.schedule == "ios", "sync": "device_sync",
+                   "time_budget_s": None, "show_progress": False, **(ios_options or {})}
+        return schedule(graph, "ios", **options)
     raise OptionError(f"fidelity row {row.id!r}: unknown schedule {row.schedule!r}")
 
 

@@ -34,9 +34,13 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
    :mod:`workbench._engines`, as ``sweep`` does); the schedule is identical to the serial one
    unless the time budget runs out.
 7. **Emission.**  Stages in order; group ``j`` on stream ``j``; consecutive single-group stages
-   are fused (no barrier between them, as RAF does); between other stages a barrier that joins
-   every stream.  ``sync="events"`` keeps the stream assignment and order but replaces barriers
-   by the transitively reduced cross-stream syncs (a variant, not the paper's).  With the default
+   are fused (no barrier between them, as IOS's runtime and RAF do); between other stages a
+   barrier that joins every stream: ``sync="device_sync"`` (default) is IOS's runtime, a
+   ``cudaDeviceSynchronize`` (the host waits for an idle device, and the oracle charges a
+   multi-group stage that synchronisation, as IOS's profiler measures it); ``sync="barrier"`` an
+   event join that lets the host issue on (RAF's NULL-stream barrier); ``sync="events"`` keeps
+   the stream assignment and order but replaces barriers by the transitively reduced
+   cross-stream syncs (a variant, not the paper's).  With the default
    oracle, a result slower on the simulator than the sequential schedule is replaced by the
    sequential one (``notes["fallback"]``).
 
@@ -79,7 +83,8 @@ MAX_PART_SIZE = 64
 
 def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 40,
                  max_block_units: int | None = None, units: bool = True, device: str = "h100",
-                 mode: str = "eager", sync: str = "barrier", cost_oracle: Oracle | None = None,
+                 mode: str = "eager", sync: str = "device_sync",
+                 cost_oracle: Oracle | None = None,
                  merge: bool = False, max_streams: int | None = None,
                  time_budget_s: float | None = DEFAULT_TIME_BUDGET_S,
                  max_states: int | None = None, part_work: int | None = DEFAULT_PART_WORK,
@@ -115,8 +120,8 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     if max_part_size > MAX_PART_SIZE:
         raise OptionError(f"ios option max_part_size must be at most {MAX_PART_SIZE}, "
                           f"got {max_part_size}")
-    if sync not in ("barrier", "events"):
-        raise OptionError(f"ios option sync must be 'barrier' or 'events', got {sync!r}")
+    if sync not in SYNCS:
+        raise OptionError(f"ios option sync must be one of {', '.join(SYNCS)}, got {sync!r}")
     _check_budget("time_budget_s", time_budget_s, number=True)
     _check_budget("max_states", max_states)
     _check_budget("part_work", part_work)
@@ -140,7 +145,7 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     unit_ops = ios_units(graph) if units else [[op] for op in graph.topo_order()]
     parts = partition_blocks(graph, unit_ops, max_part_size)
     ctx = SearchContext(uuid.uuid4().hex, graph, unit_ops, parts, r, s, device, mode, merge,
-                        part_work, cost_oracle)
+                        part_work, cost_oracle, sync)
     deadline = None if time_budget_s is None else time.time() + time_budget_s
     results = search_parts(ctx, engine, workers, client, deadline, time_budget_s, max_states,
                            show_progress)
@@ -164,7 +169,7 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
                    for grp in stage if any(op not in member_ops or op in first_op
                                            for op in grp)]
                   for stage in stages]
-    order, stream_of, barriers = _emit(stages)
+    order, stream_of, barriers = emit_stages(stages)
     hit = next((res for res in results if res.budget_hit), None)
     notes = {
         "stages": stages,
@@ -202,7 +207,8 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
                                options=options, notes=notes)
     else:
         sched = build_schedule(target, "ios", stream_of, order, barriers=barriers, syncs=(),
-                               max_streams=max_streams, options=options, notes=notes)
+                               max_streams=max_streams, options=options, notes=notes,
+                               barrier_kind="device_sync" if sync == "device_sync" else "join")
     if cost_oracle is None:
         sched = _no_slower_than_sequential(graph, sched, device, mode)
     return sched
@@ -212,6 +218,9 @@ def simulator_oracle(graph: Graph, *, device: str = "h100", mode: str = "eager")
     """Stage latency from the simulator (a :class:`StageOracle`): the stage's ops alone, group
     ``j`` on stream ``j``, issued group by group (IOS's runtime order)."""
     return StageOracle(graph, device=device, mode=mode)
+
+
+SYNCS = ("device_sync", "barrier", "events")
 
 
 # ------------------------------------------------------------------------------------ units
@@ -363,8 +372,11 @@ def _no_slower_than_sequential(graph: Graph, sched: Schedule, device: str,
     return replace(seq, policy="ios", options=sched.options, notes=notes)
 
 
-def _emit(stages: list[list[list[OpId]]]) -> tuple[list[OpId], dict[OpId, int], list[int]]:
-    """Issue order, streams and barrier positions; single-group runs share stream 0, no barrier."""
+def emit_stages(stages: list[list[list[OpId]]]
+                ) -> tuple[list[OpId], dict[OpId, int], list[int]]:
+    """Issue order, streams and barrier positions of IOS stages: group ``j`` on stream ``j``; a
+    barrier between stages unless both are single-group (those share stream 0, as IOS's runtime
+    skips the synchronisation there)."""
     order: list[OpId] = []
     stream_of: dict[OpId, int] = {}
     barriers: list[int] = []

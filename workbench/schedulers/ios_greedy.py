@@ -32,7 +32,7 @@ def schedule_ios_greedy(graph: Graph, *, max_streams_per_stage: int = 10,
     >>> schedule_ios_greedy(g).notes["stages"]
     [[['a']], [['b'], ['c']], [['d']]]
     """
-    from workbench.schedulers.ios import ios_units
+    from workbench.schedulers.ios import emit_stages, ios_units
 
     if isinstance(max_streams_per_stage, bool) or not isinstance(max_streams_per_stage, int) \
             or max_streams_per_stage < 1:
@@ -79,23 +79,3 @@ def greedy_stages(graph: Graph, unit_ops: list[list[OpId]],
                     ready.append(v)
         queue = remain + ready
     return stages
-
-
-def emit_stages(stages: list[list[list[OpId]]]) -> tuple[list[OpId], dict[OpId, int], list[int]]:
-    """Issue order, streams and barrier positions of IOS stages: group ``j`` on stream ``j``; a
-    barrier between stages unless both are single-group (those share stream 0, as IOS's runtime
-    skips the synchronisation there)."""
-    order: list[OpId] = []
-    stream_of: dict[OpId, int] = {}
-    barriers: list[int] = []
-    previous_single = False
-    for stage in stages:
-        single = len(stage) == 1
-        if order and not (single and previous_single):
-            barriers.append(len(order))
-        for j, group in enumerate(stage):
-            for op in group:
-                order.append(op)
-                stream_of[op] = j
-        previous_single = single
-    return order, stream_of, barriers

@@ -37,15 +37,20 @@ class StageOracle:
     stream ``j``, issued group by group (IOS's runtime order).
 
     Groups of a stage are independent, so the stage needs no syncs; it is simulated with
-    :func:`workbench.simulate.simulate_makespan` as a partial schedule of the whole graph.
+    :func:`workbench.simulate.simulate_makespan` as a partial schedule of the whole graph.  With
+    ``sync="device_sync"`` (IOS's runtime, eager mode) a stage of several groups also pays the
+    ``cudaDeviceSynchronize`` that ends it (``device_sync_us``), as IOS's own profiler measures
+    multi-group stages with a synchronisation after each run (notes ios.md §4.1).
     ``simulated`` counts simulator runs, ``reused`` the stages answered from the signature cache.
     """
 
     def __init__(self, graph: Graph, *, device: str = "h100", mode: str = "eager",
                  calibration: Mapping[str, float] | None = None,
-                 max_entries: int = MAX_ENTRIES) -> None:
+                 max_entries: int = MAX_ENTRIES, sync: str = "device_sync") -> None:
         self.graph, self.mode, self.calibration = graph, mode, calibration
         self.spec = get_device(device)
+        self.sync_us = self.spec.device_sync_us if sync == "device_sync" and mode == "eager" \
+            else 0.0
         self.max_entries = max_entries
         self.cache: dict[Hashable, float] = {}
         self.simulated = self.reused = 0
@@ -66,6 +71,8 @@ class StageOracle:
         stage = Schedule(self.graph, "stage", streams, (), order)
         value = float(simulate_makespan(stage, self.spec, mode=self.mode,
                                         calibration=self.calibration))
+        if len(groups) > 1:
+            value += self.sync_us
         if len(self.cache) >= self.max_entries:
             self.cache.clear()
         self.cache[key] = value

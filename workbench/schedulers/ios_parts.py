@@ -46,6 +46,7 @@ class SearchContext:
     merge: bool
     part_work: int | None
     cost_oracle: Oracle | None
+    sync: str = "device_sync"
 
 
 _WORKER_ORACLE: dict[str, Any] = {}   # one oracle per process and search: parts share its cache
@@ -64,7 +65,7 @@ class _UnitOracle:
     def __init__(self, ctx: SearchContext) -> None:
         self.ctx = ctx
         self.inner: Any = ctx.cost_oracle or StageOracle(ctx.graph, device=ctx.device,
-                                                         mode=ctx.mode)
+                                                         mode=ctx.mode, sync=ctx.sync)
         self.merge_cache: dict[tuple[int, ...], float] = {}
 
     @property
@@ -81,7 +82,8 @@ class _UnitOracle:
             from workbench.schedulers.ios_merge import merged_graph
 
             merged, ids = merged_graph(self.ctx.graph, self.ctx.unit_ops, [list(units)])
-            hit = StageOracle(merged, device=self.ctx.device, mode=self.ctx.mode)([ids[units[0]]])
+            hit = StageOracle(merged, device=self.ctx.device, mode=self.ctx.mode,
+                              sync=self.ctx.sync)([ids[units[0]]])
             self.merge_cache[units] = hit
         return hit
 
