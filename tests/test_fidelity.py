@@ -88,3 +88,20 @@ def test_every_parameter_says_where_it_comes_from() -> None:
     assert fitted == {name for name, _, _, _ in F.FIT_PARAMETERS}
     for name in wb.devices():
         assert wb.DEVICES.get(name).sources, name
+
+
+def test_fit_measured_writes_a_device_file_the_simulator_reads(tmp_path) -> None:
+    # "measured" runs made by the simulator itself with a known launch overhead: fitting the
+    # overhead alone recovers it, and the device file round-trips
+    from workbench.devices import load_device, save_device, with_overrides
+
+    truth = with_overrides("h100", launch_overhead_us=11.0)
+    g = wb.models.squeezenet(1)
+    traces = [wb.simulate(wb.schedule(g, p), truth) for p in ("serial", "nnc")]
+    fitted = F.fit_measured(traces, device="h100", parameters=["launch_overhead_us"],
+                            max_evaluations=60)
+    assert fitted.launch_overhead_us == pytest.approx(11.0, rel=0.05)
+    back = load_device(save_device(fitted, tmp_path / "h100_fit.json", fitted_on="test"))
+    assert back == fitted
+    assert wb.simulate(traces[0].schedule, back).makespan == pytest.approx(traces[0].makespan,
+                                                                           rel=0.02)

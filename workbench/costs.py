@@ -346,6 +346,10 @@ def calibrate(trace_or_table: Any) -> dict[str, float]:
     to one saved as JSON (:func:`save_calibration`), a mapping with an ``"ops"`` entry (the JSON
     layout) or a plain ``{op_id: µs}`` mapping.  Times must be finite and non-negative.
 
+    This pins the measured ops; to fit the cost model's own parameters to measured runs (so
+    unmeasured graphs are predicted too) use :func:`workbench.fidelity.fit_measured`, which
+    writes a device file in the format of ``workbench/data/devices/``.
+
     >>> calibrate({"a": 12.5, "b": 3})
     {'a': 12.5, 'b': 3.0}
     """

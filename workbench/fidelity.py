@@ -163,19 +163,76 @@ def fit(rows: Sequence[Row], *, start: Mapping[str, float] | None = None,
         parameters: Sequence[str] | None = None, max_evaluations: int = 400,
         progress: Callable[[str], None] | None = None) -> dict[str, float]:
     """Fit :data:`FIT_PARAMETERS` (or the named subset) on ``rows`` (fixed schedules only) by
-    minimising the sum of squared log errors (Nelder-Mead in a bounded log space).  Returns the
-    fitted values.  Deterministic; cost: ``max_evaluations`` × the rows' simulation time."""
-    from scipy.optimize import minimize
-
+    minimising the sum of squared log errors (Nelder-Mead in a bounded logistic space).  Returns
+    the fitted values.  Deterministic; cost: ``max_evaluations`` × the rows' simulation time."""
     rows = [r for r in rows if r.schedule in FIXED_SCHEDULES]
     if not rows:
         raise OptionError("fit() needs rows with a fixed schedule (sequential or greedy)")
-    bounds = {name: (lo, hi) for name, _, lo, hi in FIT_PARAMETERS}
-    names = list(parameters or bounds)
-    current = current_values()
-    x0 = dict(current, **(start or {}))
     graphs: dict[tuple[str, int], Graph] = {}
     schedules: dict[str, Any] = {}
+
+    def loss(model: GpuModel, spec: DeviceSpec) -> float:
+        return sum(math.log(predict(row, model, spec, graphs=graphs, schedules=schedules)
+                            / row.latency_ms) ** 2 for row in rows)
+
+    return _minimise(loss, start, parameters, max_evaluations, progress, "v100")
+
+
+def fit_measured(traces: Iterable[Any], *, device: str | DeviceSpec = "h100",
+                 parameters: Sequence[str] | None = None, max_evaluations: int = 200,
+                 progress: Callable[[str], None] | None = None) -> DeviceSpec:
+    """Fit the cost model to runs measured on a GPU (Traces of the CuPy executor, each with its
+    schedule and mode; the whole-graph median makespan when the executor recorded one): the same
+    parameters and loss as :func:`fit`, on the measured makespans.  Returns ``device``'s spec
+    with the fitted runtime costs and a ``gpu_model`` override;
+    :func:`workbench.devices.save_device` writes it as a device file (the format of the shipped
+    ones), :func:`workbench.devices.load_device` reads it back.
+
+    Per-op tables (each op's measured time pinned) are :func:`workbench.costs.calibrate`'s job;
+    this fits the model itself, so its predictions carry over to graphs never measured."""
+    from workbench.gpu.calibration import measured_makespan_us
+    from workbench.simulate import simulate_makespan
+
+    runs = []
+    for trace in traces:
+        schedule = getattr(trace, "schedule", None)
+        if schedule is None:
+            raise OptionError("fit_measured: a trace has no schedule to simulate")
+        measured = measured_makespan_us(trace)
+        if not measured > 0:
+            raise OptionError(f"fit_measured: trace of {schedule.policy!r} has makespan "
+                              f"{measured!r}")
+        runs.append((schedule, trace.mode, measured))
+    if not runs:
+        raise OptionError("fit_measured: no traces given")
+
+    def loss(model: GpuModel, spec: DeviceSpec) -> float:
+        return sum(math.log(simulate_makespan(s, spec, mode=mode, model=model) / measured) ** 2
+                   for s, mode, measured in runs)
+
+    base = get_device(device)
+    values = _minimise(loss, None, parameters, max_evaluations, progress, base)
+    model, spec = model_with(values, base_device=base)
+    overrides = tuple(sorted((name, float(values[name])) for name, place, _, _ in FIT_PARAMETERS
+                             if place == "model" and name in values))
+    from dataclasses import replace
+
+    return replace(spec, model_overrides=overrides)
+
+
+def _minimise(loss: Callable[[GpuModel, DeviceSpec], float],
+              start: Mapping[str, float] | None, parameters: Sequence[str] | None,
+              max_evaluations: int, progress: Callable[[str], None] | None,
+              base_device: str | DeviceSpec) -> dict[str, float]:
+    from scipy.optimize import minimize
+
+    bounds = {name: (lo, hi) for name, _, lo, hi in FIT_PARAMETERS}
+    names = list(parameters or bounds)
+    unknown = sorted(set(names) - set(bounds))
+    if unknown:
+        raise OptionError(f"unknown fit parameter {unknown[0]!r} (known: {', '.join(bounds)})")
+    current = current_values()
+    x0 = dict(current, **(start or {}))
 
     def unpack(x: Sequence[float]) -> dict[str, float]:
         out = {}
@@ -194,18 +251,15 @@ def fit(rows: Sequence[Row], *, start: Mapping[str, float] | None = None,
 
     calls = [0]
 
-    def loss(x: Sequence[float]) -> float:
-        model, spec = model_with(unpack(x))
-        total = 0.0
-        for row in rows:
-            sim = predict(row, model, spec, graphs=graphs, schedules=schedules)
-            total += math.log(sim / row.latency_ms) ** 2
+    def objective(x: Sequence[float]) -> float:
+        model, spec = model_with(unpack(x), base_device=base_device)
+        total = loss(model, spec)
         calls[0] += 1
         if progress and calls[0] % 25 == 0:
             progress(f"fit: {calls[0]} evaluations, loss {total:.4f}")
         return total
 
-    result = minimize(loss, pack(x0), method="Nelder-Mead",
+    result = minimize(objective, pack(x0), method="Nelder-Mead",
                       options={"maxfev": max_evaluations, "xatol": 1e-3, "fatol": 1e-6})
     return {**{k: current[k] for k in names}, **unpack(result.x)}
 
