@@ -4,9 +4,13 @@
    are visited deepest first (ties: RAF's post-DFS order); each claims its first input, in argument
    order, that has no heavy consumer yet as its *heavy child*.  Heavy edges form vertex-disjoint
    chains; all other edges are light.
-2. **Issue order**: a ready stack sorted by depth (deepest on top); after issuing a node its light
-   consumers that become ready are pushed and the stack re-sorted, then its heavy consumer, if
-   ready, is pushed on top so chains stay contiguous.
+2. **Issue order**: RAF's ready *stack* (a vector), filled with the input-free nodes in post-DFS
+   order and sorted by depth ascending; RAF pops from the back, so the deepest node goes first and,
+   among equal depths, the one later in the vector: later in post-DFS order, or pushed later.
+   After issuing a node its light consumers that become ready are pushed (appended) and the stack
+   re-sorted (the sort keeps equal depths in vector order, as libstdc++'s insertion sort does on
+   the small arrays of RAF's tests), then its heavy consumer, if ready, is pushed on top so chains
+   stay contiguous.
 3. **Streams**: a node with a heavy child inherits its stream.  A chain head reuses a finished
    stream (its chain ended) whose last node reaches the head, scanning newest stream first as RAF's
    hash map does; otherwise it opens a new stream.
@@ -100,11 +104,14 @@ def schedule_asap(graph: Graph, *, max_streams: int | None = None) -> Schedule:
 
 
 def _issue_order(rsucc, rpred, depth, post_pos, heavy_parent, heavy_child) -> list[int]:
-    """RAF's ready stack: deepest first (ties: earlier in post-DFS order), the heavy consumer of
-    the node just issued jumps to the top when it becomes ready."""
+    """RAF's ready stack: deepest first; among equal depths the one pushed last (the initial
+    nodes are pushed in post-DFS order), i.e. stable sort by depth ascending and pop from the
+    back; the heavy consumer of the node just issued jumps to the top when it becomes ready.
+    A heap on (-depth, -push number) gives the same pops in O(log V) each."""
     remaining = [len(p) for p in rpred]
-    heap = [(-depth[i], post_pos[i], i) for i in range(len(rpred)) if remaining[i] == 0]
+    heap = [(-depth[i], -post_pos[i], i) for i in range(len(rpred)) if remaining[i] == 0]
     heapq.heapify(heap)
+    pushed = len(rpred)  # later pushes come after every initial node
     top: list[int] = []
     order = []
     while top or heap:
@@ -115,7 +122,8 @@ def _issue_order(rsucc, rpred, depth, post_pos, heavy_parent, heavy_child) -> li
                 continue
             remaining[c] -= 1
             if remaining[c] == 0:
-                heapq.heappush(heap, (-depth[c], post_pos[c], c))
+                pushed += 1
+                heapq.heappush(heap, (-depth[c], -pushed, c))
         hp = heavy_parent[node]
         if hp >= 0:
             remaining[hp] -= 1

@@ -23,8 +23,10 @@ its descendant, with an artificial ordering "tail before node".  Simplification:
 tails that were already visited (which implies "not a descendant" and keeps the visit order a valid
 issue order).  The cap is soft in NNC; if no stream qualifies a new one is opened and the streams
 are then folded onto ``max_streams`` physical streams (:func:`workbench.schedule.fold_streams`).
-The graph-boundary begin/end signals to the caller's stream (§A.2 step 6) are counted in
-``notes["boundary_waits"]`` rather than emitted as op-to-op syncs.
+The graph-boundary begin/end signals to the caller's stream (§A.2 step 6: the distinct
+non-default streams of the sources wait on ``begin``; every sink on a non-default stream signals
+stream 0 before ``end``) are counted in ``notes["boundary_waits"]`` rather than emitted as
+op-to-op syncs.
 
 Complexity: O(E·H/64) for the reduction (H = longest edge span in topological order), O(V + E) for
 rank, visit order and chains, O((V + E)·S) for the recycling checks, O(E) for signals.
@@ -157,13 +159,21 @@ def _follow_chain(v: int, stream: int, rsucc: list[list[int]], rank: list[int], 
 
 def _signals(visit: list[int], rpred: list[list[int]], stream_of: dict[int, int],
              ops) -> tuple[list[tuple[str, str]], int]:
-    """NNC's signal pass over reduced edges with exact-duplicate wait elimination."""
+    """NNC's signal pass over reduced edges with exact-duplicate wait elimination.  Consumers in
+    visit order, and each consumer's producers in visit order too (NNC walks its incoming exec
+    list, which it builds in visit order), so the waits and signal ids do not depend on the
+    order the graph's edges were written in.
+
+    Boundary (§A.2 step 6): ``begin`` waits = the distinct non-default streams of the sources
+    (none is fed by a stream-0 predecessor: sources have none); ``end`` waits = the destinations
+    (sinks) on non-default streams, each signalling stream 0."""
+    position = {v: k for k, v in enumerate(visit)}
     has_signal: set[int] = set()
     waited: dict[int, set[int]] = {}
     syncs = []
     for v in visit:
         sv = stream_of[v]
-        for p in rpred[v]:
+        for p in sorted(rpred[v], key=position.__getitem__):
             if stream_of[p] == sv:
                 continue
             seen = waited.setdefault(sv, set())
@@ -172,6 +182,7 @@ def _signals(visit: list[int], rpred: list[list[int]], stream_of: dict[int, int]
             has_signal.add(p)
             seen.add(p)
             syncs.append((ops[p].id, ops[v].id))
-    sources_off_zero = sum(1 for v in visit if not rpred[v] and stream_of[v] != 0)
-    sinks_off_zero = len({stream_of[v] for v in visit if stream_of[v] != 0})
-    return syncs, sources_off_zero + sinks_off_zero
+    begin = len({stream_of[v] for v in visit if not rpred[v]} - {0})
+    has_consumer = {p for v in visit for p in rpred[v]}
+    end = sum(1 for v in visit if v not in has_consumer and stream_of[v] != 0)
+    return syncs, begin + end
