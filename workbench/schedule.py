@@ -9,13 +9,15 @@ before ``b``.  Under these rules the happens-before order is "stream order + syn
 every happens-before edge points forward in the issue order, which is what makes a schedule
 deadlock-free.
 
-Happens-before queries use vector clocks over streams (one small int array per live op), so both
-:func:`insert_syncs` and :meth:`Schedule.validate` run in O((V + E) · S) time for S streams, with
-memory for only the ops whose successors are still pending.
+Happens-before queries use vector clocks (one small int array per open stream and per pending
+event); a stream's clock column is handed to a later stream once nothing can ask about it any more,
+so both :func:`insert_syncs` and :meth:`Schedule.validate` run in O((V + E) · W) time and
+O((S + V) + W · (open streams + pending events)) memory, W the most streams alive at once.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -133,7 +135,7 @@ class Schedule:
         and no sync waits within one stream order backwards; every dependency ``a -> b`` of the
         graph is ordered by stream order, syncs and barriers (transitively).  Because every
         happens-before edge then points forward in one issue order, no deadlock is possible.
-        Complexity O((V + E) · S).
+        Complexity O((V + E) · W) time, W the most streams alive at once (module docstring).
         """
         graph = self.graph
         seen: dict[OpId, StreamId] = {}
@@ -173,63 +175,193 @@ class Schedule:
 def _check_dependencies(schedule: Schedule) -> None:
     """Vector-clock proof that every graph dependency is ordered (see :meth:`Schedule.validate`)."""
     graph = schedule.graph
-    clocks = _HappensBefore(schedule.streams, schedule.barriers)
+    order = schedule.issue_order
+    ids = graph.op_ids
+    preds = graph.pred_index
+    index = {op: k for k, op in enumerate(ids)}
     waits: dict[OpId, list[OpId]] = {}
+    sources: dict[OpId, int] = {}
     for a, b in schedule.syncs:
         waits.setdefault(b, []).append(a)
-    keep_for = {a for a, _ in schedule.syncs}
-    for i, op in enumerate(schedule.issue_order):
+        sources[a] = sources.get(a, 0) + 1
+    clocks = _HappensBefore(schedule.streams, schedule.barriers, order, _last_queries(schedule),
+                            sources)
+    stream_of, position, issue = clocks.stream_of, clocks.position, clocks.issue
+    for i, op in enumerate(order):
         clocks.at_issue_index(i)
         before = clocks.before(op, waits.get(op, ()))
-        s = clocks.stream_of[op]
-        for p in graph.predecessors(op):
-            ps = clocks.stream_of[p]
-            pos = clocks.position[p]
+        s = stream_of[op]
+        for k in preds[index[op]]:
+            p = ids[k]
+            ps = stream_of[p]
             if ps == s:
-                if pos > clocks.position[op]:
+                if position[p] > position[op]:
                     raise ScheduleError(f"dependency {p!r} -> {op!r} is not ordered: both on "
                                         f"stream {s} but {op!r} is launched first")
-            elif before[clocks.column[ps]] < pos:
+            elif before[clocks.column[ps]] < issue[p]:
                 raise ScheduleError(f"dependency {p!r} -> {op!r} is not ordered: {p!r} on stream "
                                     f"{ps}, {op!r} on stream {s}, and no sync or barrier "
                                     f"orders them")
-        clocks.finish(op, before, keep=op in keep_for)
+        clocks.finish(op, before)
+
+
+def _last_queries(schedule: Schedule) -> dict[StreamId, int]:
+    """Per stream, the issue index of the last op with a predecessor on it (-1 if none)."""
+    graph = schedule.graph
+    issue = {op: i for i, op in enumerate(schedule.issue_order)}
+    stream_of = schedule._stream_of
+    last: dict[StreamId, int] = {}
+    ids = graph.op_ids
+    for k, succs in enumerate(graph.succ_index):
+        op = ids[k]
+        s = stream_of.get(op)
+        if s is None or not succs:
+            continue
+        latest = max(issue.get(ids[j], -1) for j in succs)
+        if latest > last.get(s, -1):
+            last[s] = latest
+    return last
 
 
 class _HappensBefore:
-    """Vector clocks over streams for ops visited in issue order.
+    """Vector clocks for ops visited in issue order (happens-before = stream order + syncs +
+    barriers).
 
-    ``clock[c]`` = highest position on stream column ``c`` known to have finished before an op.
+    A clock holds, per *column*, the highest issue index of an op known to have finished on the
+    stream that owns the column.  A stream owns its column from its first op until the last op
+    that may ask about it (``last_query``, issue index; ``None``: forever), after which the column
+    goes to a later stream: values left behind are issue indices of the old stream, all smaller than
+    any op of the new one, so they never claim too much.  The width is therefore the largest number
+    of streams alive at once, not the number of streams.  Only the streams with ops still to come
+    keep a current clock, and a sync source keeps its clock only until its last waiter
+    (``sources``), so memory is O(width · (open streams + pending events)).
     """
 
-    def __init__(self, streams: Mapping[StreamId, Sequence[OpId]], barriers: Iterable[int]) -> None:
-        self.column = {s: c for c, s in enumerate(streams)}
+    def __init__(self, streams: Mapping[StreamId, Sequence[OpId]], barriers: Iterable[int],
+                 issue_order: Sequence[OpId], last_query: Mapping[StreamId, int] | None,
+                 sources: Mapping[OpId, int] | None = None) -> None:
+        self.issue = {op: i for i, op in enumerate(issue_order)}
         self.stream_of = {op: s for s, ops in streams.items() for op in ops}
         self.position = {op: i for ops in streams.values() for i, op in enumerate(ops)}
-        width = max(1, len(self.column))
-        # per stream: the clock after its last op
-        self.current = np.full((width, width), -1, dtype=np.int64)
+        self.column, width = _columns(streams, self.issue, last_query)
+        self.last_op = {ops[-1]: s for s, ops in streams.items() if ops}
+        self.current: dict[StreamId, np.ndarray] = {}
+        self.start = np.full(width, -1, dtype=np.int64)  # the clock of a stream's first op
+        self.closed = np.full(width, -1, dtype=np.int64)  # join of the finished streams
         self.saved: dict[OpId, np.ndarray] = {}
+        self.waiters = dict(sources) if sources is not None else None
         self.barrier_at = set(barriers)
 
     def at_issue_index(self, i: int) -> None:
         if i in self.barrier_at:
-            joined = self.current.max(axis=0)
-            self.current[:] = joined
+            joined = np.maximum(self.closed, self.start)
+            for row in self.current.values():
+                np.maximum(joined, row, out=joined)
+            for row in self.current.values():
+                row[:] = joined
+            self.start, self.closed = joined, joined.copy()
 
     def before(self, op: OpId, waited: Iterable[OpId]) -> np.ndarray:
-        clock = self.current[self.column[self.stream_of[op]]].copy()
+        """The clock before ``op``: its stream's clock joined with the events it waits on."""
+        row = self.current.get(self.stream_of[op])
+        clock = (self.start if row is None else row).copy()
         for a in waited:
             np.maximum(clock, self.saved[a], out=clock)
+            self._waited(a)
         return clock
 
-    def finish(self, op: OpId, before: np.ndarray, *, keep: bool) -> np.ndarray:
-        c = self.column[self.stream_of[op]]
-        before[c] = max(before[c], self.position[op])
-        self.current[c] = before
-        if keep:
-            self.saved[op] = before
-        return before
+    def join(self, clock: np.ndarray, a: OpId) -> None:
+        """Add the event after ``a`` to ``clock`` (a sync being inserted)."""
+        np.maximum(clock, self.saved[a], out=clock)
+
+    def knows(self, clock: np.ndarray, p: OpId) -> bool:
+        """Whether ``p`` (on another stream) finished before an op whose clock is ``clock``."""
+        return bool(clock[self.column[self.stream_of[p]]] >= self.issue[p])
+
+    def _waited(self, a: OpId) -> None:
+        if self.waiters is not None:
+            self.waiters[a] -= 1
+            if self.waiters[a] == 0:
+                del self.saved[a]
+
+    def finish(self, op: OpId, clock: np.ndarray, *, keep: bool | None = None) -> None:
+        """``op`` finished with ``clock``: it becomes its stream's clock (and, when ``keep`` or
+        ``op`` is a pending sync source, the event's)."""
+        s = self.stream_of[op]
+        c = self.column[s]
+        clock[c] = max(clock[c], self.issue[op])
+        if keep if keep is not None else (self.waiters is not None and op in self.waiters):
+            self.saved[op] = clock.copy()
+        if self.last_op.get(op) == s:
+            np.maximum(self.closed, clock, out=self.closed)
+            self.current.pop(s, None)
+        else:
+            self.current[s] = clock
+
+
+def _columns(streams: Mapping[StreamId, Sequence[OpId]], issue: Mapping[OpId, int],
+             last_query: Mapping[StreamId, int] | None) -> tuple[dict[StreamId, int], int]:
+    """Clock column of every stream (interval colouring over issue indices) and the width."""
+    spans = []
+    for s, ops in streams.items():
+        if not ops:
+            continue
+        first, last = issue[ops[0]], issue[ops[-1]]
+        end = None if last_query is None else max(last, last_query.get(s, -1))
+        spans.append((first, s, end))
+    spans.sort(key=lambda x: x[0])
+    column: dict[StreamId, int] = {}
+    free: list[int] = []
+    busy: list[tuple[int, int]] = []  # (last issue index that may ask, column)
+    width = 0
+    for first, s, end in spans:
+        while busy and busy[0][0] < first:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            c = heapq.heappop(free)
+        else:
+            c, width = width, width + 1
+        column[s] = c
+        if end is not None:
+            heapq.heappush(busy, (end, c))
+    return column, max(width, 1)
+
+
+def clock_matrix(schedule: Schedule) -> tuple[np.ndarray, dict[StreamId, int]]:
+    """The vector clock *before* every op, one row per op in issue order, one column per stream
+    (``int32``, no column sharing), entries are *positions* on the column's stream (-1: none).
+
+    ``x`` happens before ``y`` iff ``clocks[issue(y), column[stream(x)]] >= position(x)`` (for
+    ``x`` on ``y``'s stream too: the entry is ``position(y) - 1``).  O((V + E) · S) time, V · S
+    memory.
+    """
+    streams = {s: ops for s, ops in schedule.streams.items() if ops}
+    column = {s: c for c, s in enumerate(streams)}
+    stream_of = schedule._stream_of
+    position = schedule._position
+    width = max(1, len(column))
+    out = np.full((len(schedule.issue_order), width), -1, dtype=np.int32)
+    current = np.full((width, width), -1, dtype=np.int32)
+    saved: dict[OpId, np.ndarray] = {}
+    waits: dict[OpId, list[OpId]] = {}
+    for a, b in schedule.syncs:
+        waits.setdefault(b, []).append(a)
+    sources = {a for a, _ in schedule.syncs}
+    barriers = set(schedule.barriers)
+    for i, op in enumerate(schedule.issue_order):
+        if i in barriers:
+            current[:] = current.max(axis=0)
+        c = column[stream_of[op]]
+        clock = out[i]
+        clock[:] = current[c]
+        for a in waits.get(op, ()):
+            np.maximum(clock, saved[a], out=clock)
+        after = clock.copy()
+        after[c] = max(after[c], position[op])
+        current[c] = after
+        if op in sources:
+            saved[op] = after
+    return out, column
 
 
 def clocks_before(schedule: Schedule) -> tuple[dict[OpId, np.ndarray], dict[OpId, int],
@@ -238,21 +370,12 @@ def clocks_before(schedule: Schedule) -> tuple[dict[OpId, np.ndarray], dict[OpId
     clock column of each op's stream, and each op's position on its stream.
 
     ``x`` happens before ``y`` on another stream iff ``before[y][column[x]] >= position[x]``.
-    O((V + E) · S) time, O(V · S) memory.
+    Rows of :func:`clock_matrix`.  O((V + E) · S) time, O(V · S) memory.
     """
-    clocks = _HappensBefore(schedule.streams, schedule.barriers)
-    waits: dict[OpId, list[OpId]] = {}
-    for a, b in schedule.syncs:
-        waits.setdefault(b, []).append(a)
-    sources = {a for a, _ in schedule.syncs}
-    before: dict[OpId, np.ndarray] = {}
-    for i, op in enumerate(schedule.issue_order):
-        clocks.at_issue_index(i)
-        clock = clocks.before(op, waits.get(op, ()))
-        before[op] = clock.copy()
-        clocks.finish(op, clock, keep=op in sources)
-    column = {op: clocks.column[s] for op, s in clocks.stream_of.items()}
-    return before, column, clocks.position
+    matrix, col = clock_matrix(schedule)
+    before = {op: matrix[i] for i, op in enumerate(schedule.issue_order)}
+    column = {op: col[s] for op, s in schedule._stream_of.items()}
+    return before, column, dict(schedule._position)
 
 
 # ---------------------------------------------------------------------------------- building
@@ -273,12 +396,14 @@ def insert_syncs(graph: Graph, stream_of: Mapping[OpId, StreamId], issue_order: 
     for op in issue_order:
         streams.setdefault(stream_of[op], []).append(op)
     issue = {op: i for i, op in enumerate(issue_order)}
-    clocks = _HappensBefore(streams, barriers)
     remaining = {op: 0 for op in issue_order}
-    for op in issue_order:
+    last_query: dict[StreamId, int] = {}
+    for i, op in enumerate(issue_order):
         for p in graph.predecessors(op):
             if stream_of[p] != stream_of[op]:
                 remaining[p] += 1
+                last_query[stream_of[p]] = i
+    clocks = _HappensBefore(streams, barriers, issue_order, last_query)
     syncs: list[Sync] = []
     for i, op in enumerate(issue_order):
         clocks.at_issue_index(i)
@@ -290,9 +415,9 @@ def insert_syncs(graph: Graph, stream_of: Mapping[OpId, StreamId], issue_order: 
             if issue[p] > i:
                 raise ScheduleError(f"dependency {p!r} -> {op!r}: the issue order launches {op!r} "
                                     f"before its predecessor")
-            if before[clocks.column[stream_of[p]]] < clocks.position[p]:
+            if not clocks.knows(before, p):
                 syncs.append((p, op))
-                np.maximum(before, clocks.saved[p], out=before)
+                clocks.join(before, p)
             remaining[p] -= 1
             if remaining[p] == 0:
                 clocks.saved.pop(p, None)
