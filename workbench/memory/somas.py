@@ -25,8 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from workbench.errors import OptionError
+from workbench.memory.placement import place
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
-from workbench.memory.static import FITS, breadth_order, make_plan, place_in_order, size_order
+from workbench.memory.static import FITS, breadth_order, make_plan, size_order
 
 
 def _lifetime_order(p: Problem) -> list[int]:
@@ -36,7 +37,8 @@ def _lifetime_order(p: Problem) -> list[int]:
 
 def _degree_order(p: Problem) -> list[int]:
     r = p.records
-    return sorted(range(len(r)), key=lambda i: (-len(p.neighbors[i]), -r[i].size, i))
+    degree = p.graph.degrees.tolist()
+    return sorted(range(len(r)), key=lambda i: (-degree[i], -r[i].size, i))
 
 
 def _area_order(p: Problem) -> list[int]:
@@ -94,22 +96,25 @@ def plan_somas(
     wins only if strictly smaller, so ties keep the earliest. ``("size", "best")`` is exactly greedy
     by size, hence with the defaults SOMAS is never worse than :func:`plan_greedy_by_size` at the
     same alignment. ``notes`` holds the winning ``ordering`` and ``fit`` and ``arenas``: every
-    combination's arena keyed by ``(ordering, fit)``. Complexity: O(k·n·d log d) for k
-    combinations and conflict degree d.
+    combination's arena keyed by ``(ordering, fit)``.  Each ordering is computed once and placed
+    under all fits in one pass (:func:`workbench.memory.placement.place`), so the conflicting
+    tensors of a step are found once for every fit.  Complexity: O(o·n·(d + w) · f) element
+    operations for o orderings, f fits, d conflicting and w long-lived placed tensors per step.
     """
     problem = prepare(records, alignment, conflicts)
     order_names = _pick(orderings, ORDERINGS, "ordering")  # type: ignore[arg-type]
     fit_names = _pick(fits, FITS, "fit")  # type: ignore[arg-type]
     arenas: dict[tuple[str, str], int] = {}
     best: tuple[int, str, str, list[int]] | None = None
+    sizes = problem.sizes
     for oname in order_names:
         order = ORDERINGS[oname](problem)
-        for fname in fit_names:
-            offsets = place_in_order(problem, order, FITS[fname])
-            arena = max((o + s for o, s in zip(offsets, problem.sizes, strict=True)), default=0)
+        rows = place(problem.graph, sizes, order, fit_names)  # every fit of this order at once
+        for fname, offsets in zip(fit_names, rows, strict=True):
+            arena = int((offsets + sizes).max()) if len(sizes) else 0
             arenas[(oname, fname)] = arena
             if best is None or arena < best[0]:
-                best = (arena, oname, fname, offsets)
+                best = (arena, oname, fname, offsets.tolist())
     assert best is not None
     _, oname, fname, offsets = best
     return make_plan("somas", problem, offsets, {"ordering": oname, "fit": fname, "arenas": arenas})
