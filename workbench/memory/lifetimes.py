@@ -13,13 +13,15 @@
   planned arena, reported as ``persistent_bytes``); no-task ops (reshape, flatten, squeeze, ...)
   alias their input: their output needs no memory and extends the input's lifetime instead.
 
-Complexity: O(V · S) clocks plus O(T² · C) for the pairwise ancestor test (T tensors, C consumers
-per tensor).
+Complexity: one stream, O(V + E + T log T); several, O(V · S) clocks plus O(T · S · log V + P) for
+the P conflicting pairs that are listed (``workbench.memory.streams``; graph outputs conflict with
+every later tensor by rule and are not listed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +40,7 @@ class Lifetimes:
 
     records: tuple[UsageRecord, ...]
     producers: tuple[str, ...]            # producing op per record
-    conflicts: frozenset[tuple[int, int]] | None  # None: interval overlap decides (one stream)
+    conflicts: AbstractSet[tuple[int, int]] | None  # None: interval overlap decides (one stream)
     step_times: tuple[float, ...] = ()    # time (µs) of each step, for traces
     persistent_bytes: int = 0             # inputs and parameters, outside the arena
     aliases: dict[str, str] = field(default_factory=dict)  # no-task output -> tensor it aliases
@@ -104,39 +106,15 @@ def from_schedule(schedule: Any) -> Lifetimes:
         producers.append(t.producer)
     conflicts = None
     if schedule.n_streams > 1:
-        conflicts = _ancestor_conflicts(schedule, planned, consumers, producers, outputs)
+        from workbench.memory.conflicts import ConflictSet
+        from workbench.memory.streams import happens_before_relation
+
+        graph, skeleton = happens_before_relation(schedule, planned, consumers, producers, outputs,
+                                                  [r.first for r in records])
+        conflicts = ConflictSet(graph, source="happens-before")
+        conflicts.skeleton = skeleton
     return Lifetimes(tuple(records), tuple(producers), conflicts, persistent_bytes=persistent,
                      aliases=roots, source="schedule")
-
-
-def _ancestor_conflicts(schedule: Any, planned: list[str], consumers: dict[str, list[str]],
-                        producers: list[str], outputs: set[str]) -> frozenset[tuple[int, int]]:
-    from workbench.schedule import clocks_before
-
-    before, stream_of, position = clocks_before(schedule)
-
-    def happens_before(x: str, y: str) -> bool:
-        if x == y:
-            return False
-        if stream_of[x] == stream_of[y]:
-            return position[x] < position[y]
-        return bool(before[y][stream_of[x]] >= position[x])
-
-    users = [consumers[t] or [producers[i]] for i, t in enumerate(planned)]
-    pairs = []
-    n = len(planned)
-    for i in range(n):
-        for j in range(i + 1, n):
-            if producers[i] == producers[j]:
-                pairs.append((i, j))
-                continue
-            dead_i = planned[i] not in outputs and all(
-                happens_before(c, producers[j]) for c in users[i])
-            dead_j = planned[j] not in outputs and all(
-                happens_before(c, producers[i]) for c in users[j])
-            if not (dead_i or dead_j):
-                pairs.append((i, j))
-    return frozenset(pairs)
 
 
 def from_trace(trace: Any) -> Lifetimes:
