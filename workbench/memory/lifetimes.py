@@ -68,7 +68,17 @@ def _alias_roots(graph: Graph) -> dict[str, str]:
     return roots
 
 
-def _usage(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str], int]:
+Usage = tuple[list[str], dict[str, list[str]], dict[str, str], int]
+
+
+def graph_usage(graph: Graph) -> Usage:
+    """What lifetimes need from the graph alone (planned tensors, their consumers with aliases
+    folded in, the alias map, lifelong bytes): compute it once to plan several schedules of one
+    graph (:func:`from_schedule`'s ``usage``).  O(V + E)."""
+    return _usage(graph)
+
+
+def _usage(graph: Graph) -> Usage:
     """Planned tensors, their consumers (aliases folded in) and the lifelong byte total."""
     roots = _alias_roots(graph)
     tensors = graph.tensors
@@ -87,10 +97,12 @@ def _usage(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str
     return planned, consumers, roots, persistent
 
 
-def from_schedule(schedule: Any) -> Lifetimes:
-    """Lifetimes over the issue order, with SOMAS-style conflicts when there are several streams."""
+def from_schedule(schedule: Any, *, usage: Usage | None = None) -> Lifetimes:
+    """Lifetimes over the issue order, with SOMAS-style conflicts when there are several streams.
+
+    ``usage``: :func:`graph_usage` of the schedule's graph, when it is already at hand."""
     graph = schedule.graph
-    planned, consumers, roots, persistent = _usage(graph)
+    planned, consumers, roots, persistent = usage if usage is not None else _usage(graph)
     step = {op: i for i, op in enumerate(schedule.issue_order)}
     last_step = len(schedule.issue_order) - 1
     outputs = {roots.get(t, t) for t in graph.outputs}
