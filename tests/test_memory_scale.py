@@ -292,3 +292,21 @@ def test_somas_on_a_random_dag_is_deterministic_and_valid() -> None:
         assert a.offsets == b.offsets and a.arena_bytes == b.arena_bytes
         check_no_overlap(a)
         assert a.arena_bytes <= plan_memory(s, "greedy_by_size", alignment=512).arena_bytes
+
+
+@settings(max_examples=120, deadline=None)
+@given(items=records(max_records=25), alignment=st.sampled_from([1, 512]))
+def test_pruned_somas_picks_the_same_plan(items: list, alignment: int) -> None:
+    from workbench.memory.somas import plan_somas
+
+    full = plan_somas(items, alignment=alignment, prune=False)
+    fast = plan_somas(items, alignment=alignment)
+    assert fast.offsets == full.offsets and fast.arena_bytes == full.arena_bytes
+    assert (fast.notes["ordering"], fast.notes["fit"]) == (full.notes["ordering"],
+                                                          full.notes["fit"])
+    assert full.notes["pruned"] == []
+    for combo, arena in fast.notes["arenas"].items():
+        if combo in fast.notes["pruned"]:
+            assert full.arena_bytes <= arena <= full.notes["arenas"][combo]
+        else:
+            assert arena == full.notes["arenas"][combo]

@@ -143,70 +143,128 @@ def _fit_one(fit: str, starts: np.ndarray, ends: np.ndarray, size: int) -> int:
     return int(top[-1]) if j < 0 else (int(top[j - 1]) if j else 0)
 
 
+def _earlier_partners(graph: ConflictGraph, size: np.ndarray,
+                      order: Sequence[int]) -> tuple[list[int], np.ndarray]:
+    """The CSR restricted to non-empty partners that come earlier in ``order`` (the ones placed
+    when a tensor's turn comes).  O(P)."""
+    rank = np.empty(graph.n, dtype=np.int64)
+    rank[np.asarray(order, dtype=np.int64)] = np.arange(graph.n)
+    row = np.repeat(np.arange(graph.n), np.diff(graph.ptr))
+    keep = (rank[graph.idx] < rank[row]) & (size[graph.idx] > 0)
+    ptr = np.zeros(graph.n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row[keep], minlength=graph.n), out=ptr[1:])
+    return ptr.tolist(), graph.idx[keep]
+
+
+class _Rows:
+    """The per-fit state of one pass (offsets, walls, tails' step functions), row by row, so that
+    rows can be dropped when their fit stops."""
+
+    def __init__(self, graph: ConflictGraph, fits: Sequence[str]) -> None:
+        rows = len(fits)
+        self.ids = list(range(rows))  # original row of each remaining row
+        self.fits = list(fits)
+        self.span = np.zeros((2, rows, graph.n), dtype=np.int64)  # start and end of every tensor
+        self.walls = _Walls(rows)
+        self.latest = _Latest(rows, graph.tail_key) if graph.tails.any() else None
+        self.base = np.arange(rows, dtype=np.int64)[:, None]
+        self.top = [0] * rows  # highest end placed so far
+
+    def drop(self, keep: list[int]) -> None:
+        self.ids = [self.ids[k] for k in keep]
+        self.fits = [self.fits[k] for k in keep]
+        self.span = self.span[:, keep]
+        self.walls.span, self.walls.birth = self.walls.span[:, keep], self.walls.birth[keep]
+        if self.latest is not None:
+            self.latest.xs = [self.latest.xs[k] for k in keep]
+            self.latest.vs = [self.latest.vs[k] for k in keep]
+        self.base = np.arange(len(keep), dtype=np.int64)[:, None]
+        self.top = [self.top[k] for k in keep]
+
+
 def place(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: Sequence[int],
           fits: Sequence[str]) -> np.ndarray:
     """Offsets (one row per fit, one column per tensor) of placing ``order`` greedily.
 
     ``sizes`` are the (aligned) byte sizes; ``order`` must list every tensor once.  Deterministic.
     """
+    return place_until(graph, sizes, order, fits)[0]
+
+
+def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: Sequence[int],
+                fits: Sequence[str], stop_at: int | None = None
+                ) -> tuple[np.ndarray, list[int | None]]:
+    """:func:`place`, but a fit stops as soon as its arena reaches ``stop_at`` bytes.
+
+    Returns the offsets and, per fit, ``None`` when it placed every tensor, else the arena it had
+    reached when it stopped (then its offsets are incomplete).  Stopped fits cost nothing further.
+    """
     for fit in fits:
         if fit not in FIT_NAMES:
             raise ValueError(f"unknown fit {fit!r} (known: {', '.join(FIT_NAMES)})")
     size = np.asarray(sizes, dtype=np.int64)
-    n, rows = graph.n, len(fits)
-    offsets = np.zeros((rows, n), dtype=np.int64)
-    placed = np.zeros(n, dtype=bool)
-    births, tails, ptr, idx = (graph.births.tolist(), graph.tails.tolist(), graph.ptr.tolist(),
-                               graph.idx)
-    row_base = np.arange(rows, dtype=np.int64)[:, None]
-    walls = _Walls(rows)
-    latest = _Latest(rows, graph.tail_key) if graph.tails.any() else None
-    fit_rows = list(enumerate(fits))
-    column = np.empty(rows, dtype=np.int64)
+    out = np.zeros((len(fits), graph.n), dtype=np.int64)
+    stopped: list[int | None] = [None] * len(fits)
+    births, tails = graph.births.tolist(), graph.tails.tolist()
+    ptr, idx = _earlier_partners(graph, size, order)
+    state = _Rows(graph, fits)
+    sizes_list = size.tolist()
     for q in order:
-        s = int(size[q])
+        s = sizes_list[q]
         if s == 0:
             continue
         bq = births[q]
+        nb = idx[ptr[q]:ptr[q + 1]]
+        span_of, walls, latest = state.span, state.walls, state.latest
+        offsets = span_of[0]
+        column = [0] * len(state.ids)
         if tails[q]:
             assert latest is not None
-            nb = idx[ptr[q]:ptr[q + 1]]
-            nb = nb[placed[nb]]
-            for r, fit in fit_rows:
+            for r, fit in enumerate(state.fits):
                 starts, ends = latest.blocked(r, bq, offsets, size)
                 if not graph.tail_key_complete:
                     starts = np.concatenate((starts, walls.span[0, r], offsets[r, nb]))
-                    ends = np.concatenate((ends, walls.span[1, r], offsets[r, nb] + size[nb]))
+                    ends = np.concatenate((ends, walls.span[1, r], span_of[1, r, nb]))
                 column[r] = _fit_one(fit, starts, ends, s)
-            walls.add(column, s, bq)
         else:
             ws = walls.up_to(bq)
-            nb = idx[ptr[q]:ptr[q + 1]]
-            nb = nb[placed[nb]]
             if len(nb):
-                span = np.empty((2, rows, len(nb)), dtype=np.int64)
-                span[0] = offsets[:, nb]
-                span[1] = span[0] + size[nb]
+                span = span_of[:, :, nb]
                 if ws.shape[2]:
                     span = np.concatenate((ws, span), axis=2)
+                width = span.shape[2]
                 o = span[0].argsort(axis=1, kind="stable")
-                o += row_base * span.shape[2]
+                o += state.base * width
                 span = span.reshape(2, -1).take(o, axis=1)
                 starts, top = span[0], np.maximum.accumulate(span[1], axis=1)
             elif ws.shape[2]:
+                width = ws.shape[2]
                 starts, top = ws[0], ws[1]  # disjoint sorted walls: their running top is their end
             else:
-                column[:] = 0
-                starts = top = _EMPTY
-            if len(top):
+                width = 0
+            if width:
                 gap = starts.copy()
                 gap[:, 1:] -= top[:, :-1]
                 ok = gap >= s
-                for r, fit in fit_rows:
+                for r, fit in enumerate(state.fits):
                     j = _pick(fit, ok[r], gap[r])
                     column[r] = top[r, -1] if j < 0 else (top[r, j - 1] if j else 0)
-        offsets[:, q] = column
-        placed[q] = True
+        span_of[0, :, q] = column
+        span_of[1, :, q] = span_of[0, :, q] + s
+        if tails[q]:
+            walls.add(span_of[0, :, q], s, bq)
         if latest is not None:
             latest.add(q, offsets, size)
-    return offsets
+        tops = state.top = [max(t, c + s) for t, c in zip(state.top, column, strict=True)]
+        if stop_at is not None and max(tops) >= stop_at:
+            keep = [k for k, t in enumerate(tops) if t < stop_at]
+            for k, t in enumerate(tops):
+                if t >= stop_at:
+                    stopped[state.ids[k]] = t
+                    out[state.ids[k]] = span_of[0, k]
+            if not keep:
+                return out, stopped
+            state.drop(keep)
+    for k, row in enumerate(state.ids):
+        out[row] = state.span[0, k]
+    return out, stopped
