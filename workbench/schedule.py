@@ -177,8 +177,6 @@ def _check_dependencies(schedule: Schedule) -> None:
     graph = schedule.graph
     order = schedule.issue_order
     ids = graph.op_ids
-    preds = graph.pred_index
-    index = {op: k for k, op in enumerate(ids)}
     waits: dict[OpId, list[OpId]] = {}
     sources: dict[OpId, int] = {}
     for a, b in schedule.syncs:
@@ -186,22 +184,28 @@ def _check_dependencies(schedule: Schedule) -> None:
         sources[a] = sources.get(a, 0) + 1
     clocks = _HappensBefore(schedule.streams, schedule.barriers, order, _last_queries(schedule),
                             sources)
-    stream_of, position, issue = clocks.stream_of, clocks.position, clocks.issue
+    # per op in program order: stream, position on it, clock column, issue index
+    stream = [clocks.stream_of[op] for op in ids]
+    position = [clocks.position[op] for op in ids]
+    column = [clocks.column[st] for st in stream]
+    issue = [clocks.issue[op] for op in ids]
+    index = {op: k for k, op in enumerate(ids)}
+    preds = graph.pred_index
     for i, op in enumerate(order):
         clocks.at_issue_index(i)
         before = clocks.before(op, waits.get(op, ()))
-        s = stream_of[op]
-        for k in preds[index[op]]:
-            p = ids[k]
-            ps = stream_of[p]
+        k = index[op]
+        s = stream[k]
+        for p in preds[k]:
+            ps = stream[p]
             if ps == s:
-                if position[p] > position[op]:
-                    raise ScheduleError(f"dependency {p!r} -> {op!r} is not ordered: both on "
+                if position[p] > position[k]:
+                    raise ScheduleError(f"dependency {ids[p]!r} -> {op!r} is not ordered: both on "
                                         f"stream {s} but {op!r} is launched first")
-            elif before[clocks.column[ps]] < issue[p]:
-                raise ScheduleError(f"dependency {p!r} -> {op!r} is not ordered: {p!r} on stream "
-                                    f"{ps}, {op!r} on stream {s}, and no sync or barrier "
-                                    f"orders them")
+            elif before[column[p]] < issue[p]:
+                raise ScheduleError(f"dependency {ids[p]!r} -> {op!r} is not ordered: {ids[p]!r} "
+                                    f"on stream {ps}, {op!r} on stream {s}, and no sync or "
+                                    f"barrier orders them")
         clocks.finish(op, before)
 
 
@@ -210,14 +214,16 @@ def _last_queries(schedule: Schedule) -> dict[StreamId, int]:
     graph = schedule.graph
     issue = {op: i for i, op in enumerate(schedule.issue_order)}
     stream_of = schedule._stream_of
-    last: dict[StreamId, int] = {}
     ids = graph.op_ids
+    at = [issue.get(op, -1) for op in ids]
+    last: dict[StreamId, int] = {}
     for k, succs in enumerate(graph.succ_index):
-        op = ids[k]
-        s = stream_of.get(op)
-        if s is None or not succs:
+        if not succs:
             continue
-        latest = max(issue.get(ids[j], -1) for j in succs)
+        s = stream_of.get(ids[k])
+        if s is None:
+            continue
+        latest = max(map(at.__getitem__, succs))
         if latest > last.get(s, -1):
             last[s] = latest
     return last
