@@ -183,6 +183,11 @@ class ConflictSet(Set[Pair]):
                 if j > i:
                     yield (i, int(j))
 
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ConflictSet) and other.graph is self.graph:
+            return True
+        return Set.__eq__(self, other)
+
     def __hash__(self) -> int:
         return self._hash()
 

@@ -11,13 +11,19 @@ SOMAS debug WorstFit), ``"highest"`` (highest such gap; SOMAS debug LargestFit).
 
 One call places the same order under several fits at once (:func:`place`): the placed set is the
 same for every fit, so the conflicting tensors are found once per step and the gaps of all fits are
-computed in one vectorised pass.  Conflicting tensors come from a :class:`ConflictGraph`: its CSR
-row, the *walls* (placed tails born no later than the tensor, kept sorted by offset per fit) and,
-for a tail, every placed tensor born at or after it.
+computed in one vectorised pass; :func:`place_until` also drops a fit once its arena reaches a
+bound (SOMAS's pruning).  Conflicting tensors come from a :class:`ConflictGraph`:
+
+* its CSR row, restricted once per order to the partners placed earlier;
+* the *walls*: placed tails born no later than the tensor.  Tails are pairwise disjoint, so each
+  fit keeps them sorted by offset, and their running top is simply their end;
+* for a tail, every placed tensor whose ``tail_key`` reaches its birth: per fit, a step function
+  over bytes of the largest key placed there (``_Latest``), folded in batches.  For an interval
+  graph the key is the last step, which covers all of a tail's conflicts.
 
 A zero-byte tensor occupies no bytes: it is placed at offset 0 and never shapes another tensor's
-gaps.  Complexity per step: O(d + w + log n) for d placed CSR partners and w placed walls (numpy),
-plus O(n) for a tail (its later-born partners); O(n · (d + w)) per order.
+gaps.  Complexity per step: O(f · (d + w) + m) element operations for f fits, d placed partners,
+w selected and m placed walls; for a tail, O(f · p) for p pieces of the step function.
 """
 
 from __future__ import annotations
@@ -31,7 +37,6 @@ from workbench.memory.conflicts import ConflictGraph, expand_ranges
 
 FIT_NAMES: tuple[str, ...] = ("best", "first", "worst", "highest")
 _BIG = np.iinfo(np.int64).max
-_EMPTY = np.zeros((0, 0), dtype=np.int64)
 FOLD_BATCH = 256  # placements between two folds of the tails' step functions
 
 
@@ -248,7 +253,7 @@ def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: 
                 ok = gap >= s
                 for r, fit in enumerate(state.fits):
                     j = _pick(fit, ok[r], gap[r])
-                    column[r] = top[r, -1] if j < 0 else (top[r, j - 1] if j else 0)
+                    column[r] = int(top[r, -1] if j < 0 else (top[r, j - 1] if j else 0))
         span_of[0, :, q] = column
         span_of[1, :, q] = span_of[0, :, q] + s
         if tails[q]:
