@@ -5,6 +5,7 @@ random DAGs of growing size (each point in a fresh process), and the growth expo
 
     .venv/bin/python benchmarks/memory.py [--policies serial,nnc,...] [--batch 1]
     .venv/bin/python benchmarks/memory.py --scale [--sizes 1000,10000,100000] [--tasks somas,...]
+                                          [--traced]
 
 (From a git worktree, put ``PYTHONPATH=.`` in front: a script's own folder, not the current one,
 is first on ``sys.path``, so the venv's installed ``workbench`` would be imported otherwise.)
@@ -106,31 +107,36 @@ SCALE_TASKS = ("somas", "greedy_by_size", "somas_8_streams", "greedy_by_size_8_s
                "lower_bound_8_streams", "checker", "validate_nnc", "gpto")
 
 
-def point(task: str, n: int) -> dict[str, float]:
-    """Run one measured call in this process: wall and CPU seconds, traced and resident peaks."""
+def point(task: str, n: int, traced: bool) -> dict[str, float]:
+    """Run one measured call in this process: wall and CPU seconds, the growth of the process's
+    peak RSS during the call (setup excluded) and the peak RSS; with ``traced``, a second run
+    under tracemalloc (slower) for the peak of Python-level allocations."""
     call = _setup(task, n)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     wall, cpu = time.perf_counter(), time.process_time()
     call()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    tracemalloc.start()  # a second run under tracemalloc (slower) for the Python-level peak
-    call()
-    traced = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return {"wall_s": wall, "cpu_s": cpu, "traced_peak_mib": traced / 2**20,
-            "rss_mib": rss_after / 1024, "rss_growth_mib": (rss_after - rss_before) / 1024}
+    out = {"wall_s": wall, "cpu_s": cpu, "peak_growth_mib": (rss_after - rss_before) / 1024,
+           "peak_rss_mib": rss_after / 1024}
+    if traced:
+        tracemalloc.start()
+        call()
+        out["traced_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+    return out
 
 
-def scale_table(sizes: list[int], tasks: list[str]) -> pd.DataFrame:
+def scale_table(sizes: list[int], tasks: list[str], traced: bool) -> pd.DataFrame:
     env = dict(os.environ)  # the points import the same workbench as this process
     root = str(Path(wb.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     rows = []
     for task in tasks:
         for n in sizes:
-            run = subprocess.run([sys.executable, __file__, "--point", task, str(n)],
-                                 capture_output=True, text=True, check=False, env=env)
+            command = [sys.executable, __file__, "--point", task, str(n)]
+            run = subprocess.run(command + (["--traced"] if traced else []), capture_output=True,
+                                 text=True, check=False, env=env)
             if run.returncode:
                 rows.append({"task": task, "ops": n, "error": run.stderr.strip().splitlines()[-1]})
                 continue
@@ -157,18 +163,20 @@ def main() -> None:
     parser.add_argument("--scale", action="store_true", help="time and memory against graph size")
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--tasks", default=",".join(SCALE_TASKS))
+    parser.add_argument("--traced", action="store_true",
+                        help="also rerun each point under tracemalloc (slow)")
     parser.add_argument("--point", nargs=2, metavar=("TASK", "OPS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.point:
-        print(json.dumps(point(args.point[0], int(args.point[1]))))
+        print(json.dumps(point(args.point[0], int(args.point[1]), args.traced)))
         return
     if args.scale:
         sizes = [int(x) for x in args.sizes.split(",") if x]
-        table = scale_table(sizes, [t for t in args.tasks.split(",") if t])
+        table = scale_table(sizes, [t for t in args.tasks.split(",") if t], args.traced)
         pd.set_option("display.width", 200)
         print("Scaling on random_dag(n, seed=0) (serial schedule unless named; 8_streams: nnc with "
               "max_streams=8; validate_nnc: nnc, unbounded streams); one fresh process per point; "
-              "traced peak = tracemalloc peak of the call, rss = process peak:")
+              "peak_growth = growth of the process's peak RSS during the call:")
         print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
         if len(sizes) >= 2:
             print()
