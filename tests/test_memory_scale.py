@@ -310,3 +310,12 @@ def test_pruned_somas_picks_the_same_plan(items: list, alignment: int) -> None:
             assert full.arena_bytes <= arena <= full.notes["arenas"][combo]
         else:
             assert arena == full.notes["arenas"][combo]
+
+
+def test_conflict_graph_indices_past_int32_products() -> None:
+    # row * n + column overflows 32 bits once n > 46,340: keys must be computed in 64 bits
+    n = 100_000
+    pairs = {(0, n - 1), (n - 2, n - 1), (50_000, 70_000)}
+    graph = pairs_graph(n, pairs)
+    assert sorted(ConflictSet(graph)) == sorted(pairs) and len(ConflictSet(graph)) == 3
+    assert graph.row(n - 1).tolist() == [0, n - 2]

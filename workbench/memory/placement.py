@@ -152,13 +152,13 @@ def _earlier_partners(graph: ConflictGraph, size: np.ndarray,
                       order: Sequence[int]) -> tuple[list[int], np.ndarray]:
     """The CSR restricted to non-empty partners that come earlier in ``order`` (the ones placed
     when a tensor's turn comes).  O(P)."""
-    rank = np.empty(graph.n, dtype=np.int64)
-    rank[np.asarray(order, dtype=np.int64)] = np.arange(graph.n)
-    row = np.repeat(np.arange(graph.n), np.diff(graph.ptr))
-    keep = (rank[graph.idx] < rank[row]) & (size[graph.idx] > 0)
-    ptr = np.zeros(graph.n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row[keep], minlength=graph.n), out=ptr[1:])
-    return ptr.tolist(), graph.idx[keep]
+    rank = np.empty(graph.n, dtype=np.int32)
+    rank[np.asarray(order, dtype=np.int64)] = np.arange(graph.n, dtype=np.int32)
+    keep = rank[graph.idx] < np.repeat(rank, np.diff(graph.ptr))
+    keep &= (size > 0)[graph.idx]
+    seen = np.zeros(len(keep) + 1, dtype=np.int64 if len(keep) >= 1 << 31 else np.int32)
+    np.cumsum(keep, out=seen[1:])
+    return seen[graph.ptr].tolist(), graph.idx[keep]
 
 
 class _Rows:

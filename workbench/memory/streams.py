@@ -124,8 +124,8 @@ def happens_before_relation(schedule: Any, planned: Sequence[str],
         end = all_ends[k][heads].astype(np.int64)
         lo = np.searchsorted(issues[k], births[heads], side="right")
         owner, at = expand_ranges(tptr[lo], tptr[np.maximum(end, lo)])
-        rows_out.append(heads[owner])
-        cols_out.append(produced[at])
+        rows_out.append(heads[owner].astype(np.int32))
+        cols_out.append(produced[at].astype(np.int32))
         # frontier edges of the order skeleton: dead-region starts not reached through a sync
         live = np.flatnonzero(end < lengths[k])
         if not len(live):
@@ -150,8 +150,9 @@ def happens_before_relation(schedule: Any, planned: Sequence[str],
                 if not (tails[group[x]] or tails[group[y]]):
                     same_rows.append(group[x])
                     same_cols.append(group[y])
-    rows = np.concatenate(rows_out + [np.array(same_rows, dtype=np.int64)])
-    cols = np.concatenate(cols_out + [np.array(same_cols, dtype=np.int64)])
+    rows = np.concatenate(rows_out + [np.array(same_rows, dtype=np.int32)])
+    cols = np.concatenate(cols_out + [np.array(same_cols, dtype=np.int32)])
+    del rows_out, cols_out
     ptr, idx = _csr(n, rows, cols)
     graph = ConflictGraph(births, tails, ptr, idx, births)
     return graph, _skeleton(schedule, n, by_op, op_node, frontier_rows, frontier_cols)
