@@ -54,7 +54,7 @@ def _dead_frontier(schedule: Any, users: Sequence[Sequence[str]], alive: np.ndar
                    ) -> tuple[list[np.ndarray], list[int], list[np.ndarray]]:
     """Per stream: ``end[t]`` for the tensors ``alive`` (first position of the stream after all
     users of ``t``), the stream's length and its ops' issue indices."""
-    from workbench.schedule import clock_matrix
+    from workbench.clocks import clock_matrix
 
     clocks, column = clock_matrix(schedule)
     issue = {op: i for i, op in enumerate(schedule.issue_order)}
