@@ -9,9 +9,11 @@ before ``b``.  Under these rules the happens-before order is "stream order + syn
 every happens-before edge points forward in the issue order, which is what makes a schedule
 deadlock-free.
 
-Happens-before queries use vector clocks over streams (one small int array per live op), so both
-:func:`insert_syncs` and :meth:`Schedule.validate` run in O((V + E) · S) time for S streams, with
-memory for only the ops whose successors are still pending.
+Happens-before queries use the vector clocks of :mod:`workbench.clocks` (one small int array per
+open stream and per pending event); a stream's clock column is handed to a later stream once
+nothing can ask about it any more, so both :func:`insert_syncs` and :meth:`Schedule.validate` run
+in O((V + E) · W) time and O((S + V) + W · (open streams + pending events)) memory, W the most
+streams alive at once.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import numpy as np
-
+from workbench.clocks import _HappensBefore, _last_queries
+from workbench.clocks import clock_matrix as clock_matrix  # re-exported
+from workbench.clocks import clocks_before as clocks_before  # re-exported
 from workbench.errors import OptionError, ScheduleError
 from workbench.graph import Graph, OpId, priority_topological_order
 
@@ -144,7 +147,7 @@ class Schedule:
         and no sync waits within one stream order backwards; every dependency ``a -> b`` of the
         graph is ordered by stream order, syncs and barriers (transitively).  Because every
         happens-before edge then points forward in one issue order, no deadlock is possible.
-        Complexity O((V + E) · S).
+        Complexity O((V + E) · W) time, W the most streams alive at once (module docstring).
         """
         graph = self.graph
         seen: dict[OpId, StreamId] = {}
@@ -184,86 +187,38 @@ class Schedule:
 def _check_dependencies(schedule: Schedule) -> None:
     """Vector-clock proof that every graph dependency is ordered (see :meth:`Schedule.validate`)."""
     graph = schedule.graph
-    clocks = _HappensBefore(schedule.streams, schedule.barriers)
+    order = schedule.issue_order
+    ids = graph.op_ids
     waits: dict[OpId, list[OpId]] = {}
+    sources: dict[OpId, int] = {}
     for a, b in schedule.syncs:
         waits.setdefault(b, []).append(a)
-    keep_for = {a for a, _ in schedule.syncs}
-    for i, op in enumerate(schedule.issue_order):
+        sources[a] = sources.get(a, 0) + 1
+    clocks = _HappensBefore(schedule.streams, schedule.barriers, order, _last_queries(schedule),
+                            sources)
+    # per op in program order: stream, position on it, clock column, issue index
+    stream = [clocks.stream_of[op] for op in ids]
+    position = [clocks.position[op] for op in ids]
+    column = [clocks.column[st] for st in stream]
+    issue = [clocks.issue[op] for op in ids]
+    index = {op: k for k, op in enumerate(ids)}
+    preds = graph.pred_index
+    for i, op in enumerate(order):
         clocks.at_issue_index(i)
         before = clocks.before(op, waits.get(op, ()))
-        s = clocks.stream_of[op]
-        for p in graph.predecessors(op):
-            ps = clocks.stream_of[p]
-            pos = clocks.position[p]
+        k = index[op]
+        s = stream[k]
+        for p in preds[k]:
+            ps = stream[p]
             if ps == s:
-                if pos > clocks.position[op]:
-                    raise ScheduleError(f"dependency {p!r} -> {op!r} is not ordered: both on "
+                if position[p] > position[k]:
+                    raise ScheduleError(f"dependency {ids[p]!r} -> {op!r} is not ordered: both on "
                                         f"stream {s} but {op!r} is launched first")
-            elif before[clocks.column[ps]] < pos:
-                raise ScheduleError(f"dependency {p!r} -> {op!r} is not ordered: {p!r} on stream "
-                                    f"{ps}, {op!r} on stream {s}, and no sync or barrier "
-                                    f"orders them")
-        clocks.finish(op, before, keep=op in keep_for)
-
-
-class _HappensBefore:
-    """Vector clocks over streams for ops visited in issue order.
-
-    ``clock[c]`` = highest position on stream column ``c`` known to have finished before an op.
-    """
-
-    def __init__(self, streams: Mapping[StreamId, Sequence[OpId]], barriers: Iterable[int]) -> None:
-        self.column = {s: c for c, s in enumerate(streams)}
-        self.stream_of = {op: s for s, ops in streams.items() for op in ops}
-        self.position = {op: i for ops in streams.values() for i, op in enumerate(ops)}
-        width = max(1, len(self.column))
-        # per stream: the clock after its last op
-        self.current = np.full((width, width), -1, dtype=np.int64)
-        self.saved: dict[OpId, np.ndarray] = {}
-        self.barrier_at = set(barriers)
-
-    def at_issue_index(self, i: int) -> None:
-        if i in self.barrier_at:
-            joined = self.current.max(axis=0)
-            self.current[:] = joined
-
-    def before(self, op: OpId, waited: Iterable[OpId]) -> np.ndarray:
-        clock = self.current[self.column[self.stream_of[op]]].copy()
-        for a in waited:
-            np.maximum(clock, self.saved[a], out=clock)
-        return clock
-
-    def finish(self, op: OpId, before: np.ndarray, *, keep: bool) -> np.ndarray:
-        c = self.column[self.stream_of[op]]
-        before[c] = max(before[c], self.position[op])
-        self.current[c] = before
-        if keep:
-            self.saved[op] = before
-        return before
-
-
-def clocks_before(schedule: Schedule) -> tuple[dict[OpId, np.ndarray], dict[OpId, int],
-                                               dict[OpId, int]]:
-    """The vector clock *before* every op (happens-before = stream order + syncs + barriers), the
-    clock column of each op's stream, and each op's position on its stream.
-
-    ``x`` happens before ``y`` on another stream iff ``before[y][column[x]] >= position[x]``.
-    O((V + E) · S) time, O(V · S) memory.
-    """
-    clocks = _HappensBefore(schedule.streams, schedule.barriers)
-    waits: dict[OpId, list[OpId]] = {}
-    for a, b in schedule.syncs:
-        waits.setdefault(b, []).append(a)
-    sources = {a for a, _ in schedule.syncs}
-    before: dict[OpId, np.ndarray] = {}
-    for i, op in enumerate(schedule.issue_order):
-        clocks.at_issue_index(i)
-        clock = clocks.before(op, waits.get(op, ()))
-        before[op] = clock.copy()
-        clocks.finish(op, clock, keep=op in sources)
-    column = {op: clocks.column[s] for op, s in clocks.stream_of.items()}
-    return before, column, clocks.position
+            elif before[column[p]] < issue[p]:
+                raise ScheduleError(f"dependency {ids[p]!r} -> {op!r} is not ordered: {ids[p]!r} "
+                                    f"on stream {ps}, {op!r} on stream {s}, and no sync or "
+                                    f"barrier orders them")
+        clocks.finish(op, before)
 
 
 # ---------------------------------------------------------------------------------- building
@@ -284,12 +239,14 @@ def insert_syncs(graph: Graph, stream_of: Mapping[OpId, StreamId], issue_order: 
     for op in issue_order:
         streams.setdefault(stream_of[op], []).append(op)
     issue = {op: i for i, op in enumerate(issue_order)}
-    clocks = _HappensBefore(streams, barriers)
     remaining = {op: 0 for op in issue_order}
-    for op in issue_order:
+    last_query: dict[StreamId, int] = {}
+    for i, op in enumerate(issue_order):
         for p in graph.predecessors(op):
             if stream_of[p] != stream_of[op]:
                 remaining[p] += 1
+                last_query[stream_of[p]] = i
+    clocks = _HappensBefore(streams, barriers, issue_order, last_query)
     syncs: list[Sync] = []
     for i, op in enumerate(issue_order):
         clocks.at_issue_index(i)
@@ -301,9 +258,9 @@ def insert_syncs(graph: Graph, stream_of: Mapping[OpId, StreamId], issue_order: 
             if issue[p] > i:
                 raise ScheduleError(f"dependency {p!r} -> {op!r}: the issue order launches {op!r} "
                                     f"before its predecessor")
-            if before[clocks.column[stream_of[p]]] < clocks.position[p]:
+            if not clocks.knows(before, p):
                 syncs.append((p, op))
-                np.maximum(before, clocks.saved[p], out=before)
+                clocks.join(before, p)
             remaining[p] -= 1
             if remaining[p] == 0:
                 clocks.saved.pop(p, None)

@@ -2,7 +2,7 @@
 
 >>> import workbench as wb
 >>> wb.memory.plan_usage([(32, 0, 1), (28, 1, 4), (36, 2, 5)], "greedy_by_size").arena_bytes
-96
+64
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
 
 from workbench.memory.plan import RecordLike, align_up, check_alignment, parse_records
 
@@ -43,9 +46,18 @@ def live_bytes_curve(records: Iterable[RecordLike], *, alignment: int = 1) -> li
 def peak_live_bytes(records: Iterable[RecordLike], *, alignment: int = 1) -> int:
     """The offset lower bound: the maximum of :func:`live_bytes_curve` (0 without records).
 
-    Complexity: O(n + steps).
+    A sweep over the first and last steps (births before deaths at one step), so the cost does
+    not depend on how large the step numbers are.  Complexity: O(n log n).
     """
-    return max(live_bytes_curve(records, alignment=alignment), default=0)
+    recs = parse_records(records)
+    align = check_alignment(alignment)
+    events = sorted([(r.first, 0, align_up(r.size, align)) for r in recs]
+                    + [(r.last, 1, -align_up(r.size, align)) for r in recs])
+    live = peak = 0
+    for _, _, delta in events:
+        live += delta
+        peak = max(peak, live)
+    return peak
 
 
 def conflict_clique_bound(records: Iterable[RecordLike],
@@ -58,13 +70,13 @@ def conflict_clique_bound(records: Iterable[RecordLike],
     Two tensors that do not conflict are ordered ("``a`` dies before ``b`` is born in every
     execution"), a partial order, so the heaviest clique of the conflict graph is the heaviest
     antichain of that order.  By weighted Dilworth it equals ``sum(sizes) - maxflow`` on the
-    bipartite network ``source -> a_out (size) -> b_in (inf, a before b) -> sink (size)``
-    (each tensor copied ``size`` times).  O(n² + maxflow) with scipy's Dinic.
+    network ``source -> a (size) ~> b (inf, a before b) -> sink (size)`` (each tensor copied
+    ``size`` times).  A conflict set built from a schedule carries the order as a sparse DAG
+    (:class:`~workbench.memory.streams.Skeleton`: a tensor reaches the ops after all its users,
+    and through the happens-before edges the producers of every later tensor), so the network has
+    O(V + syncs + T·S) edges; for any other conflict set, "``a`` before ``b``" is listed pair by
+    pair, O(n²).  Max flow by scipy's Dinic.
     """
-    import numpy as np
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import maximum_flow
-
     recs = list(parse_records(records))
     sizes = [-(-r.size // alignment) * alignment for r in recs]
     keep = [i for i, s in enumerate(sizes) if s > 0]
@@ -72,8 +84,6 @@ def conflict_clique_bound(records: Iterable[RecordLike],
         return 0
     if conflicts is None:
         return peak_live_bytes(recs, alignment=alignment)
-    conflict = {(min(a, b), max(a, b)) for a, b in conflicts}
-    n = len(keep)
     # scipy's max-flow works in int32: count in units of the sizes' gcd, and if the total still
     # overflows, floor-divide the weights further (floored weights keep the result a valid bound).
     unit = math.gcd(*(sizes[i] for i in keep))
@@ -83,6 +93,56 @@ def conflict_clique_bound(records: Iterable[RecordLike],
         weights = {i: w // scale for i, w in weights.items()}
         unit *= scale
     total = sum(weights.values())
+    skeleton = getattr(conflicts, "skeleton", None)
+    if skeleton is not None:
+        flow = _skeleton_flow(skeleton, [weights.get(i, 0) for i in range(len(recs))], total)
+    else:
+        flow = _pairwise_flow(recs, conflicts, keep, weights, total)
+    return int(total - flow) * unit
+
+
+def _max_flow(n_nodes: int, edges: np.ndarray, caps: np.ndarray) -> int:
+    """Max flow from node 0 to node 1 over unique directed edges with int32 capacities."""
+    from scipy.sparse import csr_array
+    from scipy.sparse.csgraph import maximum_flow
+
+    graph = csr_array((caps.astype(np.int32), (edges[:, 0], edges[:, 1])), shape=(n_nodes,) * 2)
+    return int(maximum_flow(graph, 0, 1).flow_value)
+
+
+def _skeleton_flow(skeleton: Any, weights: list[int], total: int) -> int:
+    """Max flow of the Dilworth network over a schedule's order skeleton (see above)."""
+    n = skeleton.n_tensors
+    w = np.array(weights, dtype=np.int64)
+
+    def node(v: np.ndarray) -> np.ndarray:  # skeleton op/barrier node -> network node
+        return 2 + 2 * n + (v - n)
+
+    kept = np.flatnonzero(w > 0)
+    frontier = skeleton.frontier[w[skeleton.frontier[:, 0]] > 0]
+    born = skeleton.born[w[skeleton.born[:, 1]] > 0]
+    inner = np.concatenate([
+        np.stack([2 + frontier[:, 0], node(frontier[:, 1])], 1),
+        np.stack([node(skeleton.hb[:, 0]), node(skeleton.hb[:, 1])], 1),
+        np.stack([node(born[:, 0]), 2 + n + born[:, 1]], 1),
+    ]).astype(np.int64)
+    width = 2 + 2 * n + (skeleton.n_nodes - n)
+    inner = np.unique(inner[:, 0] * width + inner[:, 1])
+    inner = np.stack([inner // width, inner % width], 1)
+    edges = np.concatenate([
+        np.stack([np.zeros(len(kept), dtype=np.int64), 2 + kept], 1),
+        np.stack([2 + n + kept, np.ones(len(kept), dtype=np.int64)], 1),
+        inner,
+    ])
+    caps = np.concatenate([w[kept], w[kept], np.full(len(inner), total + 1, dtype=np.int64)])
+    return _max_flow(width, edges, caps)
+
+
+def _pairwise_flow(recs: list[Any], conflicts: Iterable[tuple[int, int]], keep: list[int],
+                   weights: dict[int, int], total: int) -> int:
+    """Max flow of the bipartite Dilworth network with every ordered pair listed."""
+    conflict = {(min(a, b), max(a, b)) for a, b in conflicts}
+    n = len(keep)
     rows, cols, caps = [], [], []
     for k, i in enumerate(keep):
         rows += [0, 2 + n + k]
@@ -96,6 +156,5 @@ def conflict_clique_bound(records: Iterable[RecordLike],
                 rows.append(2 + a)
                 cols.append(2 + n + b)
                 caps.append(total + 1)
-    graph = sp.csr_array((np.array(caps, dtype=np.int32), (rows, cols)), shape=(2 + 2 * n,) * 2)
-    flow = maximum_flow(graph, 0, 1).flow_value
-    return int(total - flow) * unit
+    edges = np.array([rows, cols], dtype=np.int64).T
+    return _max_flow(2 + 2 * n, edges, np.array(caps, dtype=np.int64))

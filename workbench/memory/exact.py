@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 
 from workbench.errors import OptionError
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
-from workbench.memory.static import _best_fit, make_plan, place_in_order, size_order
+from workbench.memory.static import make_plan, place_in_order, size_order
 
 MAX_TENSORS = 40
 
@@ -111,7 +111,7 @@ def plan_exact(
         )
     if not (isinstance(time_limit_s, (int, float)) and time_limit_s > 0):
         raise OptionError(f"time_limit_s must be a positive number, got {time_limit_s!r}")
-    greedy = place_in_order(problem, size_order(problem), _best_fit)
+    greedy = place_in_order(problem, size_order(problem), "best")
     plan = make_plan("exact", problem, greedy)
     if plan.arena_bytes <= plan.lower_bound:
         return make_plan("exact", problem, greedy, {"optimal": True, "solver": "bound"})

@@ -13,13 +13,15 @@
   planned arena, reported as ``persistent_bytes``); no-task ops (reshape, flatten, squeeze, ...)
   alias their input: their output needs no memory and extends the input's lifetime instead.
 
-Complexity: O(V · S) clocks plus O(T² · C) for the pairwise ancestor test (T tensors, C consumers
-per tensor).
+Complexity: one stream, O(V + E + T log T); several, O(V · S) clocks plus O(T · S · log V + P) for
+the P conflicting pairs that are listed (``workbench.memory.streams``; graph outputs conflict with
+every later tensor by rule and are not listed).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +40,7 @@ class Lifetimes:
 
     records: tuple[UsageRecord, ...]
     producers: tuple[str, ...]            # producing op per record
-    conflicts: frozenset[tuple[int, int]] | None  # None: interval overlap decides (one stream)
+    conflicts: AbstractSet[tuple[int, int]] | None  # None: interval overlap decides (one stream)
     step_times: tuple[float, ...] = ()    # time (µs) of each step, for traces
     persistent_bytes: int = 0             # inputs and parameters, outside the arena
     aliases: dict[str, str] = field(default_factory=dict)  # no-task output -> tensor it aliases
@@ -66,7 +68,17 @@ def _alias_roots(graph: Graph) -> dict[str, str]:
     return roots
 
 
-def _usage(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str], int]:
+Usage = tuple[list[str], dict[str, list[str]], dict[str, str], int]
+
+
+def graph_usage(graph: Graph) -> Usage:
+    """What lifetimes need from the graph alone (planned tensors, their consumers with aliases
+    folded in, the alias map, lifelong bytes): compute it once to plan several schedules of one
+    graph (:func:`from_schedule`'s ``usage``).  O(V + E)."""
+    return _usage(graph)
+
+
+def _usage(graph: Graph) -> Usage:
     """Planned tensors, their consumers (aliases folded in) and the lifelong byte total."""
     roots = _alias_roots(graph)
     tensors = graph.tensors
@@ -85,10 +97,12 @@ def _usage(graph: Graph) -> tuple[list[str], dict[str, list[str]], dict[str, str
     return planned, consumers, roots, persistent
 
 
-def from_schedule(schedule: Any) -> Lifetimes:
-    """Lifetimes over the issue order, with SOMAS-style conflicts when there are several streams."""
+def from_schedule(schedule: Any, *, usage: Usage | None = None) -> Lifetimes:
+    """Lifetimes over the issue order, with SOMAS-style conflicts when there are several streams.
+
+    ``usage``: :func:`graph_usage` of the schedule's graph, when it is already at hand."""
     graph = schedule.graph
-    planned, consumers, roots, persistent = _usage(graph)
+    planned, consumers, roots, persistent = usage if usage is not None else _usage(graph)
     step = {op: i for i, op in enumerate(schedule.issue_order)}
     last_step = len(schedule.issue_order) - 1
     outputs = {roots.get(t, t) for t in graph.outputs}
@@ -104,39 +118,15 @@ def from_schedule(schedule: Any) -> Lifetimes:
         producers.append(t.producer)
     conflicts = None
     if schedule.n_streams > 1:
-        conflicts = _ancestor_conflicts(schedule, planned, consumers, producers, outputs)
+        from workbench.memory.conflicts import ConflictSet
+        from workbench.memory.streams import happens_before_relation
+
+        graph, skeleton = happens_before_relation(schedule, planned, consumers, producers, outputs,
+                                                  [r.first for r in records])
+        conflicts = ConflictSet(graph, source="happens-before")
+        conflicts.skeleton = skeleton
     return Lifetimes(tuple(records), tuple(producers), conflicts, persistent_bytes=persistent,
                      aliases=roots, source="schedule")
-
-
-def _ancestor_conflicts(schedule: Any, planned: list[str], consumers: dict[str, list[str]],
-                        producers: list[str], outputs: set[str]) -> frozenset[tuple[int, int]]:
-    from workbench.schedule import clocks_before
-
-    before, stream_of, position = clocks_before(schedule)
-
-    def happens_before(x: str, y: str) -> bool:
-        if x == y:
-            return False
-        if stream_of[x] == stream_of[y]:
-            return position[x] < position[y]
-        return bool(before[y][stream_of[x]] >= position[x])
-
-    users = [consumers[t] or [producers[i]] for i, t in enumerate(planned)]
-    pairs = []
-    n = len(planned)
-    for i in range(n):
-        for j in range(i + 1, n):
-            if producers[i] == producers[j]:
-                pairs.append((i, j))
-                continue
-            dead_i = planned[i] not in outputs and all(
-                happens_before(c, producers[j]) for c in users[i])
-            dead_j = planned[j] not in outputs and all(
-                happens_before(c, producers[i]) for c in users[j])
-            if not (dead_i or dead_j):
-                pairs.append((i, j))
-    return frozenset(pairs)
 
 
 def from_trace(trace: Any) -> Lifetimes:

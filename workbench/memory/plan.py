@@ -21,16 +21,22 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from workbench.errors import MemoryPlanError, OptionError
+from workbench.memory.conflicts import ConflictGraph, ConflictSet, interval_graph, pairs_graph
 
 if TYPE_CHECKING:
     import pandas as pd
 
 Pair = tuple[int, int]
-Conflicts = frozenset[Pair]
+#: A conflict set: a frozenset of index pairs, or a compact :class:`ConflictSet`.
+Conflicts = AbstractSet[Pair]
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,8 @@ class MemoryPlan:
 
     ``arena_bytes`` is ``max(offset + aligned size)``; ``lower_bound`` is the peak of live bytes
     (aligned sizes when ``alignment > 1``), which no valid plan can beat. ``conflicts`` is ``None``
-    when interval overlap decides which tensors must not share bytes.
+    when interval overlap decides which tensors must not share bytes, else a set of index pairs
+    (a frozenset, or a compact :class:`~workbench.memory.conflicts.ConflictSet` from a schedule).
     """
 
     planner: str
@@ -138,6 +145,10 @@ def _as_int(value: object) -> int | None:
 
 
 def _parse_one(i: int, item: object) -> UsageRecord:
+    if type(item) is UsageRecord and type(item.size) is int and type(item.first) is int:
+        if type(item.last) is int and 0 <= item.first <= item.last and item.size >= 0:
+            if type(item.name) is str:
+                return item  # already a valid record (the common case, e.g. from lifetimes)
     if isinstance(item, UsageRecord):
         size, first, last, name = item.size, item.first, item.last, item.name
     elif isinstance(item, (tuple, list)) and len(item) in (3, 4):
@@ -200,8 +211,14 @@ def check_conflicts(
 
     Each pair must name two different known indices ("unknown tensor index 7 in conflict (3, 7)").
     When ``records`` is given, the set must also contain every pair of non-empty tensors whose
-    intervals overlap, so that the interval peak stays a valid lower bound. Complexity: O(c + n²).
+    intervals overlap, so that the interval peak stays a valid lower bound.  A
+    :class:`ConflictSet` (built from a schedule, and a superset of interval overlap by
+    construction) is only checked for its size.  Complexity: O(c + n log n + interval pairs).
     """
+    if isinstance(conflicts, ConflictSet):
+        if conflicts.graph.n != n:
+            raise MemoryPlanError(f"conflict set is over {conflicts.graph.n} tensors, not {n}")
+        return conflicts
     out: set[Pair] = set()
     for pair in conflicts:
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
@@ -232,13 +249,18 @@ def check_conflicts(
 
 @dataclass(frozen=True)
 class Problem:
-    """A validated planning problem: records, aligned sizes and each tensor's conflict list."""
+    """A validated planning problem: records, aligned sizes and the conflict graph."""
 
     records: tuple[UsageRecord, ...]
-    sizes: tuple[int, ...]
-    neighbors: tuple[tuple[int, ...], ...]
+    sizes: np.ndarray  # aligned sizes, int64
+    graph: ConflictGraph
     alignment: int
     conflicts: Conflicts | None
+
+    @cached_property
+    def neighbors(self) -> tuple[tuple[int, ...], ...]:
+        """Every tensor's conflicting tensors (for small problems: O(n²) for many tails)."""
+        return tuple(tuple(int(j) for j in self.graph.partners(i)) for i in range(self.graph.n))
 
 
 def check_alignment(alignment: object) -> int:
@@ -254,22 +276,21 @@ def prepare(
     alignment: int = 1,
     conflicts: Iterable[Sequence[int]] | None = None,
 ) -> Problem:
-    """Parse records, check the options and build conflict lists (shared by all planners).
+    """Parse records, check the options and build the conflict graph (shared by all planners).
 
-    Complexity: O(n log n + pairs).
+    Without ``conflicts`` the graph is interval overlap (:func:`interval_graph`); a
+    :class:`ConflictSet` brings its own graph; other pair sets are validated and listed.
+    Complexity: O(n log n + P) for P listed pairs.
     """
     records = parse_records(items)
     align = check_alignment(alignment)
     n = len(records)
+    frozen: Conflicts | None
     if conflicts is None:
-        pairs: Iterable[Pair] = interval_pairs(records)
-        frozen: Conflicts | None = None
+        graph = interval_graph([r.first for r in records], [r.last for r in records])
+        frozen = None
     else:
         frozen = check_conflicts(conflicts, n, records)
-        pairs = sorted(frozen)
-    adjacency: list[list[int]] = [[] for _ in range(n)]
-    for i, j in pairs:
-        adjacency[i].append(j)
-        adjacency[j].append(i)
-    sizes = tuple(align_up(r.size, align) for r in records)
-    return Problem(records, sizes, tuple(tuple(a) for a in adjacency), align, frozen)
+        graph = frozen.graph if isinstance(frozen, ConflictSet) else pairs_graph(n, frozen)
+    sizes = np.array([align_up(r.size, align) for r in records], dtype=np.int64)
+    return Problem(records, sizes, graph, align, frozen)

@@ -25,8 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from workbench.errors import OptionError
+from workbench.memory.placement import place_until
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
-from workbench.memory.static import FITS, breadth_order, make_plan, place_in_order, size_order
+from workbench.memory.static import FITS, breadth_order, make_plan, size_order
 
 
 def _lifetime_order(p: Problem) -> list[int]:
@@ -36,7 +37,8 @@ def _lifetime_order(p: Problem) -> list[int]:
 
 def _degree_order(p: Problem) -> list[int]:
     r = p.records
-    return sorted(range(len(r)), key=lambda i: (-len(p.neighbors[i]), -r[i].size, i))
+    degree = p.graph.degrees.tolist()
+    return sorted(range(len(r)), key=lambda i: (-degree[i], -r[i].size, i))
 
 
 def _area_order(p: Problem) -> list[int]:
@@ -86,6 +88,7 @@ def plan_somas(
     conflicts: Iterable[Sequence[int]] | None = None,
     orderings: Sequence[str] = DEFAULT_ORDERINGS,
     fits: Sequence[str] = DEFAULT_FITS,
+    prune: bool = True,
 ) -> MemoryPlan:
     """Run every (ordering, fit) combination and keep the smallest arena.
 
@@ -93,23 +96,41 @@ def plan_somas(
     first_step, breadth``), then fit (default ``best, first, worst, highest``); a later combination
     wins only if strictly smaller, so ties keep the earliest. ``("size", "best")`` is exactly greedy
     by size, hence with the defaults SOMAS is never worse than :func:`plan_greedy_by_size` at the
-    same alignment. ``notes`` holds the winning ``ordering`` and ``fit`` and ``arenas``: every
-    combination's arena keyed by ``(ordering, fit)``. Complexity: O(k·n·d log d) for k
-    combinations and conflict degree d.
+    same alignment.
+
+    Each ordering is computed once and placed under all fits in one pass
+    (:func:`workbench.memory.placement.place_until`), so the conflicting tensors of a step are
+    found once for every fit.  With ``prune`` (default), a combination stops as soon as its arena
+    reaches the best complete arena of the orderings before it: it can at most tie, and a tie
+    keeps the earlier one, so the winner and its offsets are the same as without pruning.
+
+    ``notes`` holds the winning ``ordering`` and ``fit``, ``arenas`` (every combination's arena
+    keyed by ``(ordering, fit)``; for a pruned one, the arena it had reached when it stopped, a
+    lower bound of its full arena that is already no better than the winner's) and ``pruned`` (the
+    combinations stopped early).  Complexity: O(o·n·(d + w) · f) element operations for o
+    orderings, f fits, d conflicting and w long-lived placed tensors per step.
     """
     problem = prepare(records, alignment, conflicts)
     order_names = _pick(orderings, ORDERINGS, "ordering")  # type: ignore[arg-type]
     fit_names = _pick(fits, FITS, "fit")  # type: ignore[arg-type]
     arenas: dict[tuple[str, str], int] = {}
+    pruned: list[tuple[str, str]] = []
     best: tuple[int, str, str, list[int]] | None = None
+    sizes = problem.sizes
     for oname in order_names:
-        order = ORDERINGS[oname](problem)
-        for fname in fit_names:
-            offsets = place_in_order(problem, order, FITS[fname])
-            arena = max((o + s for o, s in zip(offsets, problem.sizes, strict=True)), default=0)
+        bound = best[0] if prune and best is not None else None
+        rows, stopped = place_until(problem.graph, sizes, ORDERINGS[oname](problem), fit_names,
+                                    stop_at=bound)
+        for fname, offsets, halted in zip(fit_names, rows, stopped, strict=True):
+            if halted is not None:
+                arenas[(oname, fname)] = halted
+                pruned.append((oname, fname))
+                continue
+            arena = int((offsets + sizes).max()) if len(sizes) else 0
             arenas[(oname, fname)] = arena
             if best is None or arena < best[0]:
-                best = (arena, oname, fname, offsets)
+                best = (arena, oname, fname, offsets.tolist())
     assert best is not None
     _, oname, fname, offsets = best
-    return make_plan("somas", problem, offsets, {"ordering": oname, "fit": fname, "arenas": arenas})
+    notes = {"ordering": oname, "fit": fname, "arenas": arenas, "pruned": pruned}
+    return make_plan("somas", problem, offsets, notes)

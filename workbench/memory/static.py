@@ -1,11 +1,12 @@
 """Classic offset planners from TFLite's GPU delegate (Pisarchyk & Lee 2020; notes §2-3).
 
 Every planner is ``plan_<name>(records, *, alignment=1, conflicts=None) -> MemoryPlan``. They all
-share one placement step (:func:`place_in_order`): take tensors in some order, and put each one into
-a free gap among the already-placed tensors it conflicts with, or above the last of them. Sizes are
-rounded up to ``alignment`` for placement, so every offset is aligned; ``arena_bytes`` is
-``max(offset + aligned size)`` (TFLite reports ``max(offset + size)`` instead, e.g. 160 rather than
-256 on its ``OffsetAssignmentWithAlignment`` test; the offsets are the same).
+share one placement step (:func:`place_in_order`, :mod:`workbench.memory.placement`): take tensors
+in some order, and put each one into a free gap among the already-placed tensors it conflicts with,
+or above the last of them. Sizes are rounded up to ``alignment`` for placement, so every offset is
+aligned; ``arena_bytes`` is ``max(offset + aligned size)`` (TFLite reports ``max(offset + size)``
+instead, e.g. 160 rather than 256 on its ``OffsetAssignmentWithAlignment`` test; the offsets are
+the same).  A zero-byte tensor is placed at offset 0 and occupies nothing.
 
 >>> paper = [(32, 0, 1), (28, 1, 4), (36, 2, 5), (16, 3, 5), (8, 4, 5), (64, 5, 7), (10, 6, 8),
 ...          (40, 7, 8)]
@@ -21,7 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from workbench.memory.bounds import peak_live_bytes
+from workbench.memory.placement import place
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
 
 Gap = tuple[int, int]  # (start offset, width in bytes)
@@ -51,6 +55,8 @@ def _highest_fit(gaps: list[Gap], size: int) -> int | None:
     return max(fitting) if fitting else None
 
 
+#: The fits by name; each function states the rule on an explicit gap list (the placement engine
+#: applies the same rule to all gaps at once).
 FITS: dict[str, FitRule] = {
     "best": _best_fit,
     "first": _first_fit,
@@ -59,36 +65,26 @@ FITS: dict[str, FitRule] = {
 }
 
 
-def place_in_order(problem: Problem, order: Sequence[int], fit: FitRule) -> list[int]:
+def place_in_order(problem: Problem, order: Sequence[int], fit: str | FitRule) -> list[int]:
     """Offsets from placing tensors in ``order``, each into a gap chosen by ``fit``.
 
-    For tensor ``t``: its already-placed conflicting tensors are scanned by offset (ties in
-    placement order, as TFLite inserts after equal offsets); the holes between them are the gaps
-    (the exact loop of TFLite's "greedy by size for offset calculation", notes §2). ``fit`` picks
-    among the gaps at least as wide as ``t``'s aligned size; if none does, ``t`` goes right after
-    the highest conflicting tensor. Complexity: O(n·d log d) for conflict degree d.
+    For tensor ``t``: the holes in the byte ranges of its already-placed conflicting tensors, below
+    their top, are the gaps (the loop of TFLite's "greedy by size for offset calculation", notes
+    §2). ``fit`` (a name of :data:`FITS`, or one of its functions) picks among the gaps at least as
+    wide as ``t``'s aligned size; if none does, ``t`` goes right above the highest conflicting
+    tensor. Complexity: O(n · (d + w)) for d conflicting and w long-lived placed tensors
+    (:func:`workbench.memory.placement.place`).
     """
-    sizes, neighbors = problem.sizes, problem.neighbors
-    offsets = [-1] * len(sizes)
-    placed_at = [0] * len(sizes)
-    for seq, t in enumerate(order):
-        placed = sorted((offsets[p], placed_at[p], p) for p in neighbors[t] if offsets[p] >= 0)
-        prev_end, gaps = 0, []
-        for off, _, p in placed:
-            if off >= prev_end:
-                gaps.append((prev_end, off - prev_end))
-            prev_end = max(prev_end, off + sizes[p])
-        chosen = fit(gaps, sizes[t])
-        offsets[t] = prev_end if chosen is None else chosen
-        placed_at[t] = seq
-    return offsets
+    name = fit if isinstance(fit, str) else next(k for k, f in FITS.items() if f is fit)
+    return [int(o) for o in place(problem.graph, problem.sizes, order, [name])[0]]
 
 
 def make_plan(
     planner: str, problem: Problem, offsets: Sequence[int], notes: dict[str, Any] | None = None
 ) -> MemoryPlan:
     """Wrap offsets into a MemoryPlan: arena = max(offset + aligned size), bound = aligned peak."""
-    arena = max((o + s for o, s in zip(offsets, problem.sizes, strict=True)), default=0)
+    arena = int(max((int(o) + int(s) for o, s in zip(offsets, problem.sizes, strict=True)),
+                    default=0))
     bound = peak_live_bytes(problem.records, alignment=problem.alignment)
     return MemoryPlan(
         planner,
@@ -103,7 +99,7 @@ def make_plan(
 
 
 def size_order(problem: Problem) -> list[int]:
-    """Tensors by raw size descending, ties by index (TFLite's stable sort)."""
+    """Tensors by raw size descending, ties by index (TFLite's stable sort).  O(n log n)."""
     recs = problem.records
     return sorted(range(len(recs)), key=lambda i: (-recs[i].size, i))
 
@@ -137,11 +133,11 @@ def plan_greedy_by_size(
     Tensors by size descending (stable by index); each goes into the smallest gap between
     already-placed conflicting tensors that fits (ties: lowest offset), else right after the
     highest of them. With ``conflicts`` the given pairs replace interval overlap.
-    Complexity: O(n² log n) worst case.
+    Complexity: O(n · (d + w)) (:func:`place_in_order`); O(n²) in the worst case.
     """
     problem = prepare(records, alignment, conflicts)
     return make_plan(
-        "greedy_by_size", problem, place_in_order(problem, size_order(problem), _best_fit)
+        "greedy_by_size", problem, place_in_order(problem, size_order(problem), "best")
     )
 
 
@@ -151,20 +147,54 @@ def breadth_order(problem: Problem) -> list[int]:
 
     Only the first steps of records are visited: any other step's live set is a subset of the live
     set at the latest first step before it, which has at least its breadth and comes earlier in the
-    tie order, so skipping it changes nothing. Complexity: O(n²).
+    tie order, so skipping it changes nothing.  A tensor is therefore visited at the best-ranked
+    first step inside its lifetime: a range-minimum query over the step ranks (sparse table).
+    Complexity: O(n log n).
     """
     recs = problem.records
-    steps = sorted({r.first for r in recs})
-    live = {t: [i for i, r in enumerate(recs) if r.first <= t <= r.last] for t in steps}
-    breadth = {t: sum(recs[i].size for i in live[t]) for t in steps}
-    seen: set[int] = set()
-    order: list[int] = []
-    for t in sorted(steps, key=lambda s: (-breadth[s], s)):
-        for i in sorted(live[t], key=lambda k: (-recs[k].size, k)):
-            if i not in seen:
-                seen.add(i)
-                order.append(i)
-    return order
+    if not recs:
+        return []
+    first = np.array([r.first for r in recs], dtype=np.int64)
+    last = np.array([r.last for r in recs], dtype=np.int64)
+    size = [r.size for r in recs]
+    steps = np.unique(first)
+    # breadth(t) = sizes born at or before t minus sizes dead before t (Python ints: no overflow)
+    by_first, by_last = np.argsort(first, kind="stable"), np.argsort(last, kind="stable")
+    born = np.searchsorted(first[by_first], steps, side="right")
+    dead = np.searchsorted(last[by_last], steps, side="left")
+    born_sum = [0]
+    for i in by_first.tolist():
+        born_sum.append(born_sum[-1] + size[i])
+    dead_sum = [0]
+    for i in by_last.tolist():
+        dead_sum.append(dead_sum[-1] + size[i])
+    breadth = [born_sum[b] - dead_sum[d] for b, d in zip(born.tolist(), dead.tolist())]
+    visit = sorted(range(len(steps)), key=lambda k: (-breadth[k], k))
+    rank = np.empty(len(steps), dtype=np.int64)
+    rank[visit] = np.arange(len(steps))
+    lo = np.searchsorted(steps, first)
+    hi = np.searchsorted(steps, last, side="right")  # steps[lo:hi] lie in the lifetime
+    best = _range_min(rank, lo, hi)
+    return sorted(range(len(recs)), key=lambda i: (best[i], -size[i], i))
+
+
+def _range_min(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[int]:
+    """``min(values[lo[k]:hi[k]])`` for every k (non-empty ranges), by a sparse table.
+    O(m log m + k)."""
+    table = [values]
+    width = 1
+    while 2 * width <= len(values):
+        prev = table[-1]
+        table.append(np.minimum(prev[:-width], prev[width:]))
+        width *= 2
+    length = hi - lo
+    level = np.floor(np.log2(np.maximum(length, 1))).astype(np.int64)
+    out = np.empty(len(lo), dtype=np.int64)
+    for k in np.unique(level).tolist():
+        sel = np.flatnonzero(level == k)
+        row = table[k]
+        out[sel] = np.minimum(row[lo[sel]], row[hi[sel] - (1 << k)])
+    return out.tolist()
 
 
 def plan_greedy_by_breadth(
@@ -179,8 +209,8 @@ def plan_greedy_by_breadth(
     visiting order (steps by breadth descending, ties lower step first; inside a step, unplaced
     tensors by size descending) with greedy by size's gap rule (smallest fitting gap among
     conflicting placed tensors, else above them) instead of object reuse. Breadth uses raw sizes.
-    Complexity: O(n² log n).
+    Complexity: O(n log n) for the order plus :func:`place_in_order`.
     """
     problem = prepare(records, alignment, conflicts)
-    offsets = place_in_order(problem, breadth_order(problem), _best_fit)
+    offsets = place_in_order(problem, breadth_order(problem), "best")
     return make_plan("greedy_by_breadth", problem, offsets)

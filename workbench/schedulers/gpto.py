@@ -12,13 +12,15 @@ Objective: the smallest makespan whose memory fits a limit.  For each priority o
    dependencies (:func:`~workbench.schedule.insert_syncs`).
 3. **Memory**: the candidate schedule's activation arena, as
    ``plan_memory(schedule, "greedy_by_size").arena_bytes`` (happens-before conflicts across
-   streams); identical placements are planned once.
+   streams); identical placements are planned once, and what the lifetimes take from the graph
+   alone (planned tensors, consumers, aliases) is computed once for all candidates.  Memory is
+   checked per candidate schedule, never per insertion.
 
 The winner is the candidate with the smallest list-schedule makespan among those whose arena fits
 ``memory_limit_bytes`` (ties: smaller arena, then portfolio order).  If none fits, the candidate
 with the smallest arena is kept and ``notes["memory_limit_met"]`` is False.  ``notes["portfolio"]``
 lists every priority's estimated makespan and arena (on graphs above :data:`ARENA_ALL_MAX_OPS`
-ops only the arenas the choice needed are planned; the others are None).
+ops only the arenas the choice needed are planned, in makespan order; the others are None).
 
 Priorities (:data:`PRIORITIES`; ties: longer op first, then topological order): ``bottom_level``
 (max), ``top_level`` (min: earliest-available first), ``top_plus_bottom`` (max: critical-path ops
@@ -38,7 +40,8 @@ cross-type orderings the placement needs; ours are transitively reduced).
 
 Complexity: P list-scheduling passes (P = number of priorities), each O((V + E) log V) plus the
 gap search (O(V · S · g), g intervals scanned per stream), plus one memory plan per distinct
-placement.
+placement that the choice needs (near-linear: ``workbench.memory.streams`` and
+``workbench.memory.placement``).
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ PRIORITIES = ("bottom_level", "top_level", "top_plus_bottom", "bottom_minus_top"
               "depth_min", "weighted_length", "cost_max", "cost_min", "memory_greedy")
 MEMORY_PLANNER = "greedy_by_size"
 #: Up to this many ops every candidate's arena is planned (for the notes); above, only those the
-#: choice needs (planning a multi-stream schedule is O(T²) in its tensors).
+#: choice needs (each plan costs about as much as a list-scheduling pass).
 ARENA_ALL_MAX_OPS = 1_000
 
 
@@ -150,13 +153,18 @@ def _choose(candidates: list[dict[str, Any]], limit: float | None, *,
     none fits, the smallest arena.  Arenas are planned lazily (all of them when ``plan_all``);
     identical placements are planned once."""
     planned: dict[tuple[Any, ...], int] = {}
+    usage: list[Any] = []  # the graph's part of the lifetimes, computed on the first plan
 
     def plan(c: dict[str, Any]) -> None:
         if c["arena_bytes"] is None:
             sched = c["schedule"]
             sig = (sched.issue_order, tuple(sched.streams.items()))
             if sig not in planned:
-                planned[sig] = _arena_bytes(sched)
+                if not usage:
+                    from workbench.memory.lifetimes import graph_usage
+
+                    usage.append(graph_usage(sched.graph))
+                planned[sig] = _arena_bytes(sched, usage[0])
             c["arena_bytes"] = planned[sig]
             c["fits"] = limit is None or planned[sig] <= limit
 
@@ -176,12 +184,13 @@ def _choose(candidates: list[dict[str, Any]], limit: float | None, *,
     return min(candidates, key=lambda c: (c["arena_bytes"], round(c["makespan_us"], 6))), False
 
 
-def _arena_bytes(sched: Schedule) -> int:
+def _arena_bytes(sched: Schedule, usage: Any) -> int:
     """``plan_memory(sched, MEMORY_PLANNER).arena_bytes`` without the clique lower bound that
-    ``plan_memory`` also computes (it is not needed here and costs as much as the plan)."""
-    from workbench.memory import lifetimes, plan_usage
+    ``plan_memory`` also computes (it is not needed here), reusing the graph's ``usage``."""
+    from workbench.memory import plan_usage
+    from workbench.memory.lifetimes import from_schedule
 
-    lt = lifetimes(sched)
+    lt = from_schedule(sched, usage=usage)
     options = {} if lt.conflicts is None else {"conflicts": lt.conflicts}
     return plan_usage(lt.records, MEMORY_PLANNER, **options).arena_bytes
 

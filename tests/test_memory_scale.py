@@ -1,0 +1,321 @@
+"""Near-linear memory planning: the compact relations and sweeps against the quadratic originals.
+
+The quadratic implementations the package used before (pairwise ancestor test, per-tensor gap
+loop, breadth order by live sets, pairwise overlap check) live here as oracles.  The scaling tests
+count structure sizes, never time.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import workbench as wb
+from tests.strategies import dags
+from workbench.errors import MemoryPlanError
+from workbench.memory import check_no_overlap, lifetimes, plan_memory
+from workbench.memory import placement as placement_module
+from workbench.memory.bounds import conflict_clique_bound
+from workbench.memory.conflicts import ConflictSet, interval_graph, pairs_graph
+from workbench.memory.lifetimes import _usage
+from workbench.memory.placement import FIT_NAMES, place
+from workbench.memory.plan import MemoryPlan, interval_pairs, parse_records, prepare
+from workbench.memory.planners import PLANNERS, planners
+from workbench.memory.static import breadth_order
+from workbench.schedule import Schedule, build_schedule, clocks_before
+
+FAST = [p for p in planners() if not PLANNERS.get(p).slow]
+
+# ------------------------------------------------------------------ oracles (the old code)
+
+
+def old_ancestor_conflicts(schedule: Schedule) -> set[tuple[int, int]]:
+    """SOMAS's ancestor rule tested pair by pair, as lifetimes.py did before: O(T² · users)."""
+    graph = schedule.graph
+    planned, consumers, roots, _ = _usage(graph)
+    outputs = {roots.get(t, t) for t in graph.outputs}
+    producers = [graph.tensor(t).producer for t in planned]
+    before, column, position = clocks_before(schedule)
+
+    def happens_before(x: str, y: str) -> bool:
+        if x == y:
+            return False
+        if column[x] == column[y]:
+            return position[x] < position[y]
+        return bool(before[y][column[x]] >= position[x])
+
+    users = [consumers[t] or [producers[i]] for i, t in enumerate(planned)]
+    pairs = set()
+    for i in range(len(planned)):
+        for j in range(i + 1, len(planned)):
+            if producers[i] == producers[j]:
+                pairs.add((i, j))
+                continue
+            dead_i = planned[i] not in outputs and all(
+                happens_before(c, producers[j]) for c in users[i])
+            dead_j = planned[j] not in outputs and all(
+                happens_before(c, producers[i]) for c in users[j])
+            if not (dead_i or dead_j):
+                pairs.add((i, j))
+    return pairs
+
+
+def old_place(sizes: list[int], neighbors: list[list[int]], order: list[int],
+              fit: str) -> list[int]:
+    """The per-tensor gap loop of TFLite's greedy by size, with zero-byte tensors at offset 0."""
+    offsets = [-1] * len(sizes)
+    placed_at = [0] * len(sizes)
+    for seq, t in enumerate(order):
+        if sizes[t] == 0:
+            offsets[t] = 0
+            continue
+        placed = sorted((offsets[p], placed_at[p], p) for p in neighbors[t]
+                        if offsets[p] >= 0 and sizes[p] > 0)
+        prev_end, gaps = 0, []
+        for off, _, p in placed:
+            if off >= prev_end:
+                gaps.append((prev_end, off - prev_end))
+            prev_end = max(prev_end, off + sizes[p])
+        fitting = [(w, s) for s, w in gaps if w >= sizes[t]]
+        chosen = None
+        if fitting and fit == "best":
+            chosen = min(fitting)[1]
+        elif fitting and fit == "first":
+            chosen = fitting[0][1]
+        elif fitting and fit == "worst":
+            chosen = min((-w, s) for w, s in fitting)[1]
+        elif fitting:
+            chosen = max(s for _, s in fitting)
+        offsets[t] = prev_end if chosen is None else chosen
+        placed_at[t] = seq
+    return offsets
+
+
+def old_breadth_order(records: list) -> list[int]:
+    steps = sorted({r.first for r in records})
+    live = {t: [i for i, r in enumerate(records) if r.first <= t <= r.last] for t in steps}
+    breadth = {t: sum(records[i].size for i in live[t]) for t in steps}
+    seen: set[int] = set()
+    order: list[int] = []
+    for t in sorted(steps, key=lambda s: (-breadth[s], s)):
+        for i in sorted(live[t], key=lambda k: (-records[k].size, k)):
+            if i not in seen:
+                seen.add(i)
+                order.append(i)
+    return order
+
+
+def pairwise_clash(plan: MemoryPlan) -> bool:
+    recs, off = plan.records, plan.offsets
+    pairs = interval_pairs(recs) if plan.conflicts is None else plan.conflicts
+    return any(recs[i].size and recs[j].size and off[i] < off[j] + recs[j].size
+               and off[j] < off[i] + recs[i].size for i, j in pairs)
+
+
+# ------------------------------------------------------------------ strategies
+
+
+@st.composite
+def multi_stream_schedules(draw: st.DrawFn, max_ops: int = 16) -> Schedule:
+    """A valid schedule of a random DAG on 2-5 random streams, sometimes with barriers."""
+    graph = draw(dags(max_ops=max_ops))
+    ops = list(graph.topo_order())
+    streams = draw(st.integers(2, 5))
+    stream_of = {op: draw(st.integers(0, streams - 1)) for op in ops}
+    barriers = draw(st.lists(st.integers(0, len(ops)), max_size=2, unique=True))
+    return build_schedule(graph, "random", stream_of, ops, barriers=barriers).validate()
+
+
+@st.composite
+def records(draw: st.DrawFn, max_records: int = 30) -> list[tuple[int, int, int]]:
+    n = draw(st.integers(0, max_records))
+    out = []
+    for _ in range(n):
+        first = draw(st.integers(0, 20))
+        last = draw(st.sampled_from([first, 20, draw(st.integers(first, 20))]))
+        out.append((draw(st.sampled_from([0, 1, 100, 512, 4096, 70000])), first, last))
+    return out
+
+
+# ------------------------------------------------------------------ relations
+
+
+@settings(max_examples=120, deadline=None)
+@given(schedule=multi_stream_schedules())
+def test_ancestor_relation_equals_the_pairwise_one(schedule: Schedule) -> None:
+    conflicts = lifetimes(schedule).conflicts
+    if schedule.n_streams < 2:
+        assert conflicts is None
+        return
+    old = old_ancestor_conflicts(schedule)
+    assert isinstance(conflicts, ConflictSet)
+    assert set(conflicts) == old and len(conflicts) == len(old)
+    n = len(lifetimes(schedule).records)
+    assert all(((i, j) in conflicts) == ((i, j) in old) for i in range(n) for j in range(i + 1, n))
+
+
+@pytest.mark.parametrize("policy", ["nnc", "wavefront", "asap"])
+def test_ancestor_relation_on_a_policy_schedule(policy: str) -> None:
+    s = wb.schedule(wb.models.random_dag(300, seed=3), policy)
+    assert set(lifetimes(s).conflicts or ()) == old_ancestor_conflicts(s)
+
+
+@settings(max_examples=150, deadline=None)
+@given(items=records())
+def test_interval_graph_lists_every_overlap(items: list) -> None:
+    recs = parse_records(items)
+    graph = interval_graph([r.first for r in recs], [r.last for r in recs])
+    pairs = interval_pairs(recs)
+    assert sorted(ConflictSet(graph)) == pairs and len(ConflictSet(graph)) == len(pairs)
+    degree = [0] * len(recs)
+    for i, j in pairs:
+        degree[i] += 1
+        degree[j] += 1
+    assert graph.degrees.tolist() == degree
+
+
+@settings(max_examples=60, deadline=None)
+@given(schedule=multi_stream_schedules(max_ops=12), alignment=st.sampled_from([1, 512]))
+def test_clique_bound_over_the_skeleton_equals_the_pairwise_network(schedule: Schedule,
+                                                                    alignment: int) -> None:
+    lt = lifetimes(schedule)
+    if lt.conflicts is None:
+        return
+    fast = conflict_clique_bound(lt.records, lt.conflicts, alignment=alignment)
+    assert fast == conflict_clique_bound(lt.records, frozenset(lt.conflicts), alignment=alignment)
+
+
+# ------------------------------------------------------------------ placement and planners
+
+
+@settings(max_examples=150, deadline=None)
+@given(items=records(), data=st.data(), fold=st.sampled_from([1, 3, 256]))
+def test_placement_equals_the_per_tensor_gap_loop(items: list, data: st.DataObject,
+                                                  fold: int) -> None:
+    recs = parse_records(items)
+    n = len(recs)
+    extra = data.draw(st.lists(st.tuples(st.integers(0, max(n - 1, 0)),
+                                         st.integers(0, max(n - 1, 0))), max_size=8))
+    pairs = set(interval_pairs(recs)) | {(min(a, b), max(a, b)) for a, b in extra if a != b}
+    explicit = data.draw(st.booleans()) and n > 0
+    graph = (pairs_graph(n, pairs) if explicit
+             else interval_graph([r.first for r in recs], [r.last for r in recs]))
+    relation = pairs if explicit else set(interval_pairs(recs))
+    neighbors: list[list[int]] = [[] for _ in range(n)]
+    for i, j in relation:
+        neighbors[i].append(j)
+        neighbors[j].append(i)
+    order = data.draw(st.permutations(range(n)))
+    sizes = [r.size for r in recs]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(placement_module, "FOLD_BATCH", fold)  # fold the tails' step functions often
+        rows = place(graph, sizes, order, list(FIT_NAMES))
+    for fit, row in zip(FIT_NAMES, rows, strict=True):
+        assert row.tolist() == old_place(sizes, neighbors, list(order), fit), fit
+
+
+@settings(max_examples=100, deadline=None)
+@given(items=records())
+def test_breadth_order_equals_the_live_set_version(items: list) -> None:
+    recs = parse_records(items)
+    assert breadth_order(prepare(recs)) == old_breadth_order(list(recs))
+
+
+@settings(max_examples=40, deadline=None)
+@given(schedule=multi_stream_schedules(max_ops=14))
+def test_plans_of_random_multi_stream_schedules_are_overlap_free(schedule: Schedule) -> None:
+    for planner in FAST:
+        plan = plan_memory(schedule, planner)
+        check_no_overlap(plan)
+        assert not pairwise_clash(plan)
+        assert plan.arena_bytes >= plan.lower_bound
+
+
+# ------------------------------------------------------------------ the oracle's sweeps
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=records(max_records=12), data=st.data(), explicit=st.booleans())
+def test_sweeping_checker_agrees_with_the_pairwise_check(items: list, data: st.DataObject,
+                                                         explicit: bool) -> None:
+    recs = parse_records(items)
+    offsets = tuple(data.draw(st.integers(0, 8)) * 64 for _ in recs)
+    conflicts = frozenset(interval_pairs(recs)) if explicit else None
+    arena = max([o + r.size for o, r in zip(offsets, recs, strict=True)] + [1 << 20])
+    plan = MemoryPlan("random", recs, offsets, arena, 0, conflicts=conflicts)
+    if pairwise_clash(plan):
+        with pytest.raises(MemoryPlanError, match="overlaps"):
+            check_no_overlap(plan)
+    else:
+        check_no_overlap(plan)
+
+
+# ------------------------------------------------------------------ scaling (counts, not time)
+
+
+def test_interval_relation_stays_linear_where_the_pair_list_is_quadratic() -> None:
+    # Graph outputs of a random DAG live to the last step: listing their pairs is quadratic, the
+    # compact graph keeps them as tails and lists only the short-lived overlaps.
+    sizes = {}
+    for n in (1000, 4000):
+        lt = lifetimes(wb.schedule(wb.models.random_dag(n, seed=0), "serial"))
+        recs = lt.records
+        graph = interval_graph([r.first for r in recs], [r.last for r in recs])
+        sizes[n] = (len(graph.idx), len(interval_pairs(recs)), graph.n_pairs)
+    (listed_1k, all_1k, count_1k), (listed_4k, all_4k, count_4k) = sizes[1000], sizes[4000]
+    assert count_1k == all_1k and count_4k == all_4k
+    assert listed_4k < 5 * listed_1k  # about 4x: linear
+    assert all_4k > 6 * all_1k  # the full pair list grows about 8x, and faster beyond
+
+
+def test_multi_stream_planning_lists_no_output_pairs() -> None:
+    s = wb.schedule(wb.models.random_dag(600, seed=1), "nnc")
+    conflicts = lifetimes(s).conflicts
+    assert isinstance(conflicts, ConflictSet)
+    graph = conflicts.graph
+    assert graph.tails.sum() > 10
+    births = graph.births
+    for i in map(int, graph.tails.nonzero()[0]):  # a tail lists only tensors born before it
+        assert (births[graph.row(i)] < births[i]).all()
+    assert len(conflicts) > len(graph.idx) // 2  # the tail rule covers the rest
+
+
+def test_somas_on_a_random_dag_is_deterministic_and_valid() -> None:
+    rng = random.Random(0)
+    g = wb.models.random_dag(800, seed=rng.randrange(1000))
+    for policy in ("serial", "nnc"):
+        s = wb.schedule(g, policy)
+        a, b = plan_memory(s, "somas"), plan_memory(s, "somas")
+        assert a.offsets == b.offsets and a.arena_bytes == b.arena_bytes
+        check_no_overlap(a)
+        assert a.arena_bytes <= plan_memory(s, "greedy_by_size", alignment=512).arena_bytes
+
+
+@settings(max_examples=120, deadline=None)
+@given(items=records(max_records=25), alignment=st.sampled_from([1, 512]))
+def test_pruned_somas_picks_the_same_plan(items: list, alignment: int) -> None:
+    from workbench.memory.somas import plan_somas
+
+    full = plan_somas(items, alignment=alignment, prune=False)
+    fast = plan_somas(items, alignment=alignment)
+    assert fast.offsets == full.offsets and fast.arena_bytes == full.arena_bytes
+    assert (fast.notes["ordering"], fast.notes["fit"]) == (full.notes["ordering"],
+                                                          full.notes["fit"])
+    assert full.notes["pruned"] == []
+    for combo, arena in fast.notes["arenas"].items():
+        if combo in fast.notes["pruned"]:
+            assert full.arena_bytes <= arena <= full.notes["arenas"][combo]
+        else:
+            assert arena == full.notes["arenas"][combo]
+
+
+def test_conflict_graph_indices_past_int32_products() -> None:
+    # row * n + column overflows 32 bits once n > 46,340: keys must be computed in 64 bits
+    n = 100_000
+    pairs = {(0, n - 1), (n - 2, n - 1), (50_000, 70_000)}
+    graph = pairs_graph(n, pairs)
+    assert sorted(ConflictSet(graph)) == sorted(pairs) and len(ConflictSet(graph)) == 3
+    assert graph.row(n - 1).tolist() == [0, n - 2]

@@ -1,0 +1,206 @@
+"""Compact conflict relations: which tensors must not share bytes, without listing every pair.
+
+A conflict relation over ``n`` tensors is stored as three plain arrays (:class:`ConflictGraph`):
+
+* ``births``: one integer per tensor (its first step, or its producer's issue index);
+* ``tails``: tensors that conflict with *every* tensor born at or after them (graph outputs, which
+  live to the end of the run; in an interval problem, records that reach the last step);
+* a symmetric CSR adjacency (``ptr``, ``idx``) with every other conflicting pair.
+
+Tensors ``i`` and ``j`` conflict iff ``j`` is in row ``i`` of the CSR, or ``i`` is a tail and
+``births[j] >= births[i]``, or the same with ``i`` and ``j`` swapped.  The tail rule is what keeps
+the relation near-linear: a graph output of a 100k-op graph conflicts with every later tensor, and
+5 % of a random DAG's ops are outputs, so listing those pairs would be quadratic.
+
+:func:`interval_graph` builds the relation of interval overlap (``first..last`` inclusive) by a
+sweep over records sorted by first step; :func:`pairs_graph` wraps an explicit pair set;
+``workbench.memory.streams`` builds the multi-stream (happens-before) relation.
+:class:`ConflictSet` is a read-only ``Set`` of ``(i, j)`` pairs (``i < j``) over a graph, so code
+that expects a frozenset of pairs keeps working.
+
+>>> g = interval_graph([0, 1, 2], [1, 4, 5])   # tensor 2 reaches the last step: a tail
+>>> sorted(ConflictSet(g)), g.tails.tolist()
+([(0, 1), (1, 2)], [False, False, True])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence, Set
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+Pair = tuple[int, int]
+
+
+@dataclass(frozen=True, eq=False)
+class ConflictGraph:
+    """Births, tail flags and the CSR of the remaining conflicting pairs (see the module doc)."""
+
+    births: np.ndarray  # int64, one per tensor
+    tails: np.ndarray  # bool, one per tensor
+    ptr: np.ndarray  # int64, n + 1
+    idx: np.ndarray  # int32, sorted within each row, symmetric
+    #: per tensor, a key such that a tail born at ``b`` conflicts with every tensor whose key is
+    #: ``>= b`` (the births: every later tensor); "complete" when that is *all* its conflicts.
+    tail_key: np.ndarray
+    tail_key_complete: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.births)
+
+    def row(self, i: int) -> np.ndarray:
+        """The explicit (CSR) partners of tensor ``i``, sorted."""
+        return self.idx[self.ptr[i]:self.ptr[i + 1]]
+
+    def conflict(self, i: int, j: int) -> bool:
+        """Whether tensors ``i != j`` conflict.  O(log d)."""
+        b = self.births
+        if (self.tails[i] and b[j] >= b[i]) or (self.tails[j] and b[i] >= b[j]):
+            return True
+        r = self.row(i)
+        k = int(np.searchsorted(r, j))
+        return k < len(r) and int(r[k]) == j
+
+    def partners(self, i: int) -> np.ndarray:
+        """Every tensor that conflicts with ``i``, sorted.  O(n) for a tail, else O(d + tails)."""
+        b = self.births
+        mask = self.tails & (b <= b[i])
+        if self.tails[i]:
+            mask |= b >= b[i]
+        mask[i] = False
+        mask[self.row(i)] = True
+        return np.flatnonzero(mask)
+
+    @cached_property
+    def degrees(self) -> np.ndarray:
+        """Number of conflicting partners of every tensor.  O(n log n + pairs)."""
+        b = self.births
+        explicit = np.diff(self.ptr)
+        tail_births = np.sort(b[self.tails])
+        all_births = np.sort(b)
+        older_tails = np.searchsorted(tail_births, b, side="right") - self.tails  # b_x <= b_i
+        younger = len(b) - np.searchsorted(all_births, b, side="left") - 1  # b_y >= b_i, y != i
+        same_tails = (np.searchsorted(tail_births, b, side="right")
+                      - np.searchsorted(tail_births, b, side="left") - 1)
+        implicit = older_tails + np.where(self.tails, younger - same_tails, 0)
+        return (explicit + implicit).astype(np.int64)
+
+    @cached_property
+    def n_pairs(self) -> int:
+        """Number of conflicting unordered pairs.  O(n log n)."""
+        return int(self.degrees.sum()) // 2
+
+
+def _csr(n: int, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric CSR (rows sorted) from directed pairs, each unordered pair given exactly once.
+
+    One int64 key per directed pair, sorted in place; the row pointers come from searching the
+    sorted keys, so the peak is about 12 bytes per listed entry.  O(P log P)."""
+    width = max(n, 1)
+    count = len(rows)
+    key = np.empty(2 * count, dtype=np.int64)
+    np.multiply(rows, width, out=key[:count], dtype=np.int64)
+    key[:count] += cols
+    np.multiply(cols, width, out=key[count:], dtype=np.int64)
+    key[count:] += rows
+    key.sort()
+    ptr = np.searchsorted(key, np.arange(n + 1, dtype=np.int64) * width)
+    np.remainder(key, width, out=key)
+    return ptr.astype(np.int64), key.astype(np.int32)
+
+
+def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges ``[lo[k], hi[k])``: (k repeated once per element, the elements).  O(total)."""
+    counts = np.maximum(hi - lo, 0)
+    total = int(counts.sum())
+    owner = np.repeat(np.arange(len(lo)), counts)
+    start = np.repeat(lo - (np.cumsum(counts) - counts), counts)
+    return owner, start + np.arange(total)
+
+
+def interval_graph(firsts: Sequence[int] | np.ndarray,
+                   lasts: Sequence[int] | np.ndarray) -> ConflictGraph:
+    """The interval-overlap relation of inclusive intervals ``firsts[i]..lasts[i]``.
+
+    Tails are the intervals reaching the largest last step (they overlap every interval that
+    starts at or after them).  For every other interval ``i`` the CSR lists the intervals starting
+    inside it (after ``i`` in (first, index) order), found by a sweep over the intervals sorted by
+    first step.  O(n log n + P) for P explicit pairs, about n times the typical number of intervals
+    starting inside one non-tail interval.
+    """
+    first = np.asarray(firsts, dtype=np.int64)
+    last = np.asarray(lasts, dtype=np.int64)
+    n = len(first)
+    tails = last == last.max() if n else np.zeros(0, dtype=bool)
+    order = np.lexsort((np.arange(n), first))
+    sorted_first = first[order]
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    heads = np.flatnonzero(~tails)
+    hi = np.searchsorted(sorted_first, last[heads], side="right")
+    owner, at = expand_ranges(pos[heads] + 1, hi)
+    rows, cols = heads[owner].astype(np.int32), order[at].astype(np.int32)
+    del owner, at
+    keep = ~(tails[cols] & (first[cols] == first[rows]))  # same-step tails: the tail rule has them
+    ptr, idx = _csr(n, rows[keep], cols[keep])
+    return ConflictGraph(first, tails, ptr, idx, last, tail_key_complete=True)
+
+
+def pairs_graph(n: int, pairs: Iterable[Pair]) -> ConflictGraph:
+    """An explicit relation: exactly the given pairs (no tails).  O(P log P)."""
+    arr = np.array(sorted({(min(i, j), max(i, j)) for i, j in pairs}), dtype=np.int64)
+    arr = arr.reshape(-1, 2)
+    ptr, idx = _csr(n, arr[:, 0], arr[:, 1])
+    zeros = np.zeros(n, dtype=np.int64)
+    return ConflictGraph(zeros, np.zeros(n, dtype=bool), ptr, idx, zeros)
+
+
+class ConflictSet(Set[Pair]):
+    """The pairs ``(i, j)``, ``i < j``, of a :class:`ConflictGraph`, as a read-only set.
+
+    Membership is O(log d); ``len`` O(n log n) once; iteration (sorted) materialises the pairs, so
+    use it on small relations only.  Equal to a frozenset holding the same pairs.
+    """
+
+    def __init__(self, graph: ConflictGraph, *, source: str = "") -> None:
+        self.graph = graph
+        self.source = source
+        self.skeleton: Any = None  # the happens-before order, when built from a schedule
+
+    def __contains__(self, pair: object) -> bool:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            return False
+        i, j = pair
+        if not (isinstance(i, (int, np.integer)) and isinstance(j, (int, np.integer))):
+            return False
+        n = self.graph.n
+        if not (0 <= i < n and 0 <= j < n) or i >= j:
+            return False
+        return self.graph.conflict(int(i), int(j))
+
+    def __len__(self) -> int:
+        return self.graph.n_pairs
+
+    def __iter__(self) -> Iterator[Pair]:
+        for i in range(self.graph.n):
+            for j in self.graph.partners(i):
+                if j > i:
+                    yield (i, int(j))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ConflictSet) and other.graph is self.graph:
+            return True
+        return Set.__eq__(self, other)
+
+    def __hash__(self) -> int:
+        return self._hash()
+
+    def __repr__(self) -> str:
+        return f"ConflictSet({len(self)} pairs over {self.graph.n} tensors{self._from()})"
+
+    def _from(self) -> str:
+        return f", {self.source}" if self.source else ""

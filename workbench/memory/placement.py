@@ -1,0 +1,275 @@
+"""Greedy offset placement over a conflict graph: the one step every offset planner shares.
+
+Tensors are taken in a given order; each goes into a free gap among the already-placed tensors it
+conflicts with, chosen by a *fit*, or right above the highest of them when no gap holds it (the
+loop of TFLite's "greedy by size for offset calculation", Pisarchyk & Lee 2020, notes §2).  The
+gaps are the holes in the union of the conflicting tensors' byte ranges below its top.
+
+Fits: ``"best"`` (smallest gap that holds the tensor, ties lowest offset; TFLite and SOMAS
+BestFit), ``"first"`` (lowest such gap; SOMAS SmallestFit), ``"worst"`` (largest gap, ties lowest;
+SOMAS debug WorstFit), ``"highest"`` (highest such gap; SOMAS debug LargestFit).
+
+One call places the same order under several fits at once (:func:`place`): the placed set is the
+same for every fit, so the conflicting tensors are found once per step and the gaps of all fits are
+computed in one vectorised pass; :func:`place_until` also drops a fit once its arena reaches a
+bound (SOMAS's pruning).  Conflicting tensors come from a :class:`ConflictGraph`:
+
+* its CSR row, restricted once per order to the partners placed earlier;
+* the *walls*: placed tails born no later than the tensor.  Tails are pairwise disjoint, so each
+  fit keeps them sorted by offset, and their running top is simply their end;
+* for a tail, every placed tensor whose ``tail_key`` reaches its birth: per fit, a step function
+  over bytes of the largest key placed there (``_Latest``), folded in batches.  For an interval
+  graph the key is the last step, which covers all of a tail's conflicts.
+
+A zero-byte tensor occupies no bytes: it is placed at offset 0 and never shapes another tensor's
+gaps.  Complexity per step: O(f · (d + w) + m) element operations for f fits, d placed partners,
+w selected and m placed walls; for a tail, O(f · p) for p pieces of the step function.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right, insort
+from collections.abc import Sequence
+
+import numpy as np
+
+from workbench.memory.conflicts import ConflictGraph, expand_ranges
+
+FIT_NAMES: tuple[str, ...] = ("best", "first", "worst", "highest")
+_BIG = np.iinfo(np.int64).max
+FOLD_BATCH = 256  # placements between two folds of the tails' step functions
+
+
+class _Walls:
+    """Placed tails of one order, one row per fit, each row sorted by offset (tails are pairwise
+    disjoint, so every row holds the same tensors in its own offset order).  ``span[0]`` holds
+    the start offsets and ``span[1]`` the end offsets (shape 2 x fits x walls)."""
+
+    def __init__(self, rows: int) -> None:
+        self.span = np.zeros((2, rows, 0), dtype=np.int64)
+        self.birth = np.zeros((rows, 0), dtype=np.int64)
+        self.births: list[int] = []  # sorted births of the placed walls
+
+    def add(self, offsets: np.ndarray, size: int, birth: int) -> None:
+        _, rows, m = self.span.shape
+        span = np.empty((2, rows, m + 1), dtype=np.int64)
+        born = np.empty((rows, m + 1), dtype=np.int64)
+        for r in range(rows):
+            p = int(np.searchsorted(self.span[0, r], offsets[r]))
+            span[:, r, :p] = self.span[:, r, :p]
+            span[:, r, p] = (offsets[r], offsets[r] + size)
+            span[:, r, p + 1:] = self.span[:, r, p:]
+            born[r, :p] = self.birth[r, :p]
+            born[r, p] = birth
+            born[r, p + 1:] = self.birth[r, p:]
+        self.span, self.birth = span, born
+        insort(self.births, birth)
+
+    def up_to(self, birth: int) -> np.ndarray:
+        """Spans of the walls born at or before ``birth`` (2 x fits x k), rows sorted by offset."""
+        _, rows, m = self.span.shape
+        k = bisect_right(self.births, birth)
+        if k == m:
+            return self.span
+        if k == 0:
+            return self.span[:, :, :0]
+        keep = np.flatnonzero(self.birth.ravel() <= birth)
+        return self.span.reshape(2, -1).take(keep, axis=1).reshape(2, rows, k)
+
+
+class _Latest:
+    """For each fit, the largest ``key`` of the placed tensors covering every byte: a step function
+    over offsets (``xs`` breakpoints, ``vs`` values, -1 where nothing was placed), kept as a
+    snapshot plus the tensors placed since (shared by all fits), folded in every ``batch``
+    placements.  A tail born at ``b`` is blocked wherever the key is ``>= b``."""
+
+    def __init__(self, rows: int, key: np.ndarray) -> None:
+        self.key = key
+        self.batch = FOLD_BATCH
+        self.xs = [np.zeros(1, dtype=np.int64) for _ in range(rows)]
+        self.vs = [np.full(1, -1, dtype=np.int64) for _ in range(rows)]
+        self.pending: list[int] = []
+
+    def add(self, q: int, offsets: np.ndarray, size: np.ndarray) -> None:
+        self.pending.append(q)
+        if len(self.pending) >= self.batch:
+            self._fold(offsets, size)
+
+    def _fold(self, offsets: np.ndarray, size: np.ndarray) -> None:
+        ids = np.array(self.pending, dtype=np.int64)
+        value = self.key[ids]
+        for r in range(len(self.xs)):
+            lo, hi = offsets[r, ids], offsets[r, ids] + size[ids]
+            xs = np.union1d(self.xs[r], np.concatenate((lo, hi)))
+            vs = self.vs[r][np.searchsorted(self.xs[r], xs, side="right") - 1]
+            owner, at = expand_ranges(np.searchsorted(xs, lo), np.searchsorted(xs, hi))
+            np.maximum.at(vs, at, value[owner])
+            keep = np.ones(len(xs), dtype=bool)
+            keep[1:] = vs[1:] != vs[:-1]
+            self.xs[r], self.vs[r] = xs[keep], vs[keep]
+        self.pending.clear()
+
+    def blocked(self, r: int, threshold: int, offsets: np.ndarray,
+                size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Byte ranges of fit ``r`` covered by a tensor with key ``>= threshold``."""
+        xs, vs = self.xs[r], self.vs[r]
+        mask = vs[:-1] >= threshold  # the last piece runs to infinity and is always free
+        starts, ends = [xs[:-1][mask]], [xs[1:][mask]]
+        if self.pending:
+            ids = np.array(self.pending, dtype=np.int64)
+            ids = ids[self.key[ids] >= threshold]
+            starts.append(offsets[r, ids])
+            ends.append(offsets[r, ids] + size[ids])
+        return np.concatenate(starts), np.concatenate(ends)
+
+
+def _pick(fit: str, ok: np.ndarray, gap: np.ndarray) -> int:
+    """Index of the gap ``fit`` chooses among the gaps flagged ``ok`` (-1 if none)."""
+    if fit == "first":
+        j = int(ok.argmax())
+    elif fit == "best":
+        j = int(np.where(ok, gap, _BIG).argmin())
+    elif fit == "worst":
+        j = int(np.where(ok, gap, -1).argmax())
+    else:  # highest
+        j = len(ok) - 1 - int(ok[::-1].argmax())
+    return j if ok[j] else -1
+
+
+def _fit_one(fit: str, starts: np.ndarray, ends: np.ndarray, size: int) -> int:
+    """The offset ``fit`` gives a tensor of ``size`` bytes among unsorted blocked byte ranges."""
+    if not len(starts):
+        return 0
+    o = starts.argsort(kind="stable")
+    starts, top = starts[o], np.maximum.accumulate(ends[o])
+    gap = starts.copy()
+    gap[1:] -= top[:-1]
+    j = _pick(fit, gap >= size, gap)
+    return int(top[-1]) if j < 0 else (int(top[j - 1]) if j else 0)
+
+
+def _earlier_partners(graph: ConflictGraph, size: np.ndarray,
+                      order: Sequence[int]) -> tuple[list[int], np.ndarray]:
+    """The CSR restricted to non-empty partners that come earlier in ``order`` (the ones placed
+    when a tensor's turn comes).  O(P)."""
+    rank = np.empty(graph.n, dtype=np.int32)
+    rank[np.asarray(order, dtype=np.int64)] = np.arange(graph.n, dtype=np.int32)
+    keep = rank[graph.idx] < np.repeat(rank, np.diff(graph.ptr))
+    keep &= (size > 0)[graph.idx]
+    seen = np.zeros(len(keep) + 1, dtype=np.int64 if len(keep) >= 1 << 31 else np.int32)
+    np.cumsum(keep, out=seen[1:])
+    return seen[graph.ptr].tolist(), graph.idx[keep]
+
+
+class _Rows:
+    """The per-fit state of one pass (offsets, walls, tails' step functions), row by row, so that
+    rows can be dropped when their fit stops."""
+
+    def __init__(self, graph: ConflictGraph, fits: Sequence[str]) -> None:
+        rows = len(fits)
+        self.ids = list(range(rows))  # original row of each remaining row
+        self.fits = list(fits)
+        self.span = np.zeros((2, rows, graph.n), dtype=np.int64)  # start and end of every tensor
+        self.walls = _Walls(rows)
+        self.latest = _Latest(rows, graph.tail_key) if graph.tails.any() else None
+        self.base = np.arange(rows, dtype=np.int64)[:, None]
+        self.top = [0] * rows  # highest end placed so far
+
+    def drop(self, keep: list[int]) -> None:
+        self.ids = [self.ids[k] for k in keep]
+        self.fits = [self.fits[k] for k in keep]
+        self.span = self.span[:, keep]
+        self.walls.span, self.walls.birth = self.walls.span[:, keep], self.walls.birth[keep]
+        if self.latest is not None:
+            self.latest.xs = [self.latest.xs[k] for k in keep]
+            self.latest.vs = [self.latest.vs[k] for k in keep]
+        self.base = np.arange(len(keep), dtype=np.int64)[:, None]
+        self.top = [self.top[k] for k in keep]
+
+
+def place(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: Sequence[int],
+          fits: Sequence[str]) -> np.ndarray:
+    """Offsets (one row per fit, one column per tensor) of placing ``order`` greedily.
+
+    ``sizes`` are the (aligned) byte sizes; ``order`` must list every tensor once.  Deterministic.
+    """
+    return place_until(graph, sizes, order, fits)[0]
+
+
+def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: Sequence[int],
+                fits: Sequence[str], stop_at: int | None = None
+                ) -> tuple[np.ndarray, list[int | None]]:
+    """:func:`place`, but a fit stops as soon as its arena reaches ``stop_at`` bytes.
+
+    Returns the offsets and, per fit, ``None`` when it placed every tensor, else the arena it had
+    reached when it stopped (then its offsets are incomplete).  Stopped fits cost nothing further.
+    """
+    for fit in fits:
+        if fit not in FIT_NAMES:
+            raise ValueError(f"unknown fit {fit!r} (known: {', '.join(FIT_NAMES)})")
+    size = np.asarray(sizes, dtype=np.int64)
+    out = np.zeros((len(fits), graph.n), dtype=np.int64)
+    stopped: list[int | None] = [None] * len(fits)
+    births, tails = graph.births.tolist(), graph.tails.tolist()
+    ptr, idx = _earlier_partners(graph, size, order)
+    state = _Rows(graph, fits)
+    sizes_list = size.tolist()
+    for q in order:
+        s = sizes_list[q]
+        if s == 0:
+            continue
+        bq = births[q]
+        nb = idx[ptr[q]:ptr[q + 1]]
+        span_of, walls, latest = state.span, state.walls, state.latest
+        offsets = span_of[0]
+        column = [0] * len(state.ids)
+        if tails[q]:
+            assert latest is not None
+            for r, fit in enumerate(state.fits):
+                starts, ends = latest.blocked(r, bq, offsets, size)
+                if not graph.tail_key_complete:
+                    starts = np.concatenate((starts, walls.span[0, r], offsets[r, nb]))
+                    ends = np.concatenate((ends, walls.span[1, r], span_of[1, r, nb]))
+                column[r] = _fit_one(fit, starts, ends, s)
+        else:
+            ws = walls.up_to(bq)
+            if len(nb):
+                span = span_of[:, :, nb]
+                if ws.shape[2]:
+                    span = np.concatenate((ws, span), axis=2)
+                width = span.shape[2]
+                o = span[0].argsort(axis=1, kind="stable")
+                o += state.base * width
+                span = span.reshape(2, -1).take(o, axis=1)
+                starts, top = span[0], np.maximum.accumulate(span[1], axis=1)
+            elif ws.shape[2]:
+                width = ws.shape[2]
+                starts, top = ws[0], ws[1]  # disjoint sorted walls: their running top is their end
+            else:
+                width = 0
+            if width:
+                gap = starts.copy()
+                gap[:, 1:] -= top[:, :-1]
+                ok = gap >= s
+                for r, fit in enumerate(state.fits):
+                    j = _pick(fit, ok[r], gap[r])
+                    column[r] = int(top[r, -1] if j < 0 else (top[r, j - 1] if j else 0))
+        span_of[0, :, q] = column
+        span_of[1, :, q] = span_of[0, :, q] + s
+        if tails[q]:
+            walls.add(span_of[0, :, q], s, bq)
+        if latest is not None:
+            latest.add(q, offsets, size)
+        tops = state.top = [max(t, c + s) for t, c in zip(state.top, column, strict=True)]
+        if stop_at is not None and max(tops) >= stop_at:
+            keep = [k for k, t in enumerate(tops) if t < stop_at]
+            for k, t in enumerate(tops):
+                if t >= stop_at:
+                    stopped[state.ids[k]] = t
+                    out[state.ids[k]] = span_of[0, k]
+            if not keep:
+                return out, stopped
+            state.drop(keep)
+    for k, row in enumerate(state.ids):
+        out[row] = state.span[0, k]
+    return out, stopped

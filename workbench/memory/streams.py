@@ -1,0 +1,191 @@
+"""SOMAS's ancestor rule on a multi-stream schedule, by per-stream sweeps over vector clocks.
+
+Tensors ``A`` and ``B`` may share memory only if every user of ``A`` (its consumers, or its
+producer when it has none) happens before ``B``'s producer, or vice versa, in every execution the
+schedule allows (happens-before = stream order + syncs + barriers; seed 004, notes §1.2).  In a
+valid schedule a tensor's users happen after its producer, so for ``A`` issued before ``B`` only
+the first half can hold: the pair conflicts unless ``B``'s producer lies in ``A``'s *dead region*,
+the ops after all of ``A``'s users.  That region meets every stream ``s`` in a suffix, from
+position ``end[A, s]``: the first op of ``s`` whose clock has seen every user of ``A``.  Clocks
+along a stream only grow, so each ``end[A, s]`` is a binary search in the clock column of the
+user's stream, and ``A`` conflicts exactly with the tensors produced on ``s`` after ``A``'s
+producer and before ``end[A, s]`` ("lifetimes as [first, last] per stream").  Graph outputs never
+die: they are the tails of the :class:`~workbench.memory.conflicts.ConflictGraph` (they conflict
+with every later tensor) and are not listed.
+
+The same frontier gives the order of the clique bound (:class:`Skeleton`): ``A`` comes before
+``B`` iff ``B``'s producer is reachable from the first dead op of ``A`` on some stream.
+
+Complexity: O(V · S) clocks, O(T · S · log V) searches and O(P) for the P listed pairs (T tensors,
+S streams).  Assumes a valid schedule (``Schedule.validate``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from workbench.memory.conflicts import ConflictGraph, _csr, expand_ranges
+
+
+@dataclass(frozen=True, eq=False)
+class Skeleton:
+    """The happens-before order of a schedule's tensors as a sparse DAG (for the clique bound).
+
+    Nodes ``0..T-1`` are tensors (entry: after all their users), ``T..T+V-1`` ops, then one node
+    per barrier.  Edges: ``frontier`` (tensor -> first op of its dead region on a stream; only
+    where that op is not already reached through one of its syncs), ``hb`` (op/barrier -> op/
+    barrier: stream order, syncs, barriers) and ``born`` (op -> node of each tensor it produces,
+    as ``(op node, tensor)``).  Tensor ``A`` is before ``B`` iff ``B``'s producer is reachable from
+    ``A``'s entry.
+    """
+
+    n_tensors: int
+    n_nodes: int
+    frontier: np.ndarray  # (k, 2) tensor -> op node
+    hb: np.ndarray  # (k, 2) node -> node
+    born: np.ndarray  # (k, 2) op node -> tensor
+
+
+def _dead_frontier(schedule: Any, users: Sequence[Sequence[str]], alive: np.ndarray
+                   ) -> tuple[list[np.ndarray], list[int], list[np.ndarray]]:
+    """Per stream: ``end[t]`` for the tensors ``alive`` (first position of the stream after all
+    users of ``t``), the stream's length and its ops' issue indices."""
+    from workbench.clocks import clock_matrix
+
+    clocks, column = clock_matrix(schedule)
+    issue = {op: i for i, op in enumerate(schedule.issue_order)}
+    position = schedule._position
+    stream_of = schedule._stream_of
+    owner = np.repeat(np.arange(len(users)), [len(u) for u in users])
+    flat = [op for u in users for op in u]
+    ucol = np.array([column[stream_of[op]] for op in flat], dtype=np.int64)
+    upos = np.array([position[op] for op in flat], dtype=np.int64)
+    take = np.flatnonzero(alive[owner]) if len(owner) else np.zeros(0, dtype=np.int64)
+    owner, ucol, upos = owner[take], ucol[take], upos[take]
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if len(owner) else owner
+    ends, lengths, issues = [], [], []
+    width = clocks.shape[1]
+    big = max((len(ops) for ops in schedule.streams.values()), default=0) + 2
+    for ops in schedule.streams.values():
+        if not ops:
+            continue
+        rows = np.array([issue[op] for op in ops], dtype=np.int64)
+        length = len(ops)
+        block = clocks[rows].T.astype(np.int64) + np.arange(width, dtype=np.int64)[:, None] * big
+        first = np.searchsorted(block.ravel(), upos + ucol * big) - ucol * length
+        end = np.zeros(len(users), dtype=np.int32)
+        if len(first):
+            end[owner[starts]] = np.maximum.reduceat(first, starts)
+        ends.append(end)
+        lengths.append(length)
+        issues.append(rows)
+    return ends, lengths, issues
+
+
+def happens_before_relation(schedule: Any, planned: Sequence[str],
+                            consumers: Mapping[str, Sequence[str]], producers: Sequence[str],
+                            outputs: set[str], firsts: Sequence[int]
+                            ) -> tuple[ConflictGraph, Skeleton]:
+    """The conflict graph of the planned tensors under the ancestor rule, and its order skeleton.
+
+    ``firsts`` are the producers' issue indices (the births).  See the module docstring.
+    """
+    n = len(planned)
+    births = np.asarray(firsts, dtype=np.int64)
+    tails = np.array([t in outputs for t in planned], dtype=bool)
+    users = [list(dict.fromkeys(consumers[t])) or [producers[i]] for i, t in enumerate(planned)]
+    ends, lengths, issues = _dead_frontier(schedule, users, ~tails)
+    heads = np.flatnonzero(~tails)
+    rows_out, cols_out = [], []
+    # tensors produced on each stream, in stream order: produced[s][ptr[pos]:ptr[pos + 1]]
+    by_op: dict[str, list[int]] = {}
+    for i, p in enumerate(producers):
+        by_op.setdefault(p, []).append(i)
+    op_node = {op: k for k, op in enumerate(schedule.issue_order)}
+    frontier_rows, frontier_cols = [], []
+    waits: dict[str, list[str]] = {}
+    for a, b in schedule.syncs:
+        waits.setdefault(b, []).append(a)
+    position = schedule._position
+    stream_ids = [s for s, ops in schedule.streams.items() if ops]
+    stream_index = {s: k for k, s in enumerate(stream_ids)}
+    stream_of = schedule._stream_of
+    all_ends = np.stack(ends) if ends else np.zeros((0, n), dtype=np.int32)
+    for k, s in enumerate(stream_ids):
+        ops = schedule.streams[s]
+        counts = [len(by_op.get(op, ())) for op in ops]
+        tptr = np.zeros(len(ops) + 1, dtype=np.int64)
+        np.cumsum(counts, out=tptr[1:])
+        produced = np.array([t for op in ops for t in by_op.get(op, ())], dtype=np.int64)
+        end = all_ends[k][heads].astype(np.int64)
+        lo = np.searchsorted(issues[k], births[heads], side="right")
+        owner, at = expand_ranges(tptr[lo], tptr[np.maximum(end, lo)])
+        rows_out.append(heads[owner].astype(np.int32))
+        cols_out.append(produced[at].astype(np.int32))
+        # frontier edges of the order skeleton: dead-region starts not reached through a sync
+        live = np.flatnonzero(end < lengths[k])
+        if not len(live):
+            continue
+        first_dead = end[live]
+        sources = [[(stream_index[stream_of[a]], position[a]) for a in waits.get(op, ())]
+                   for op in ops]
+        wptr = np.zeros(len(ops) + 1, dtype=np.int64)
+        np.cumsum([len(w) for w in sources], out=wptr[1:])
+        flat = np.array([x for w in sources for x in w], dtype=np.int64).reshape(-1, 2)
+        so, at = expand_ranges(wptr[first_dead], wptr[first_dead + 1])
+        reached = flat[at, 1] >= all_ends[flat[at, 0], heads[live][so]]
+        keep = np.ones(len(live), dtype=bool)
+        keep[so[reached]] = False
+        nodes = np.array([op_node[op] for op in ops], dtype=np.int64)
+        frontier_rows.append(heads[live][keep])
+        frontier_cols.append(nodes[first_dead[keep]])
+    same_rows, same_cols = [], []
+    for group in by_op.values():
+        for x in range(len(group)):
+            for y in range(x + 1, len(group)):
+                if not (tails[group[x]] or tails[group[y]]):
+                    same_rows.append(group[x])
+                    same_cols.append(group[y])
+    rows = np.concatenate(rows_out + [np.array(same_rows, dtype=np.int32)])
+    cols = np.concatenate(cols_out + [np.array(same_cols, dtype=np.int32)])
+    del rows_out, cols_out
+    ptr, idx = _csr(n, rows, cols)
+    graph = ConflictGraph(births, tails, ptr, idx, births)
+    return graph, _skeleton(schedule, n, by_op, op_node, frontier_rows, frontier_cols)
+
+
+def _skeleton(schedule: Any, n: int, by_op: Mapping[str, list[int]], op_node: Mapping[str, int],
+              frontier_rows: list[np.ndarray], frontier_cols: list[np.ndarray]) -> Skeleton:
+    order = schedule.issue_order
+    n_ops = len(order)
+    hb: list[tuple[int, int]] = []
+    for ops in schedule.streams.values():
+        hb.extend((n + op_node[a], n + op_node[b]) for a, b in zip(ops, ops[1:]))
+    hb.extend((n + op_node[a], n + op_node[b]) for a, b in schedule.syncs)
+    next_node = n + n_ops
+    last_on: dict[Any, int] = {}
+    barrier_at = set(schedule.barriers)
+    pending: list[int] = []  # barrier nodes not yet followed by an op of a stream
+    first_after: dict[Any, bool] = {}
+    stream_of = schedule._stream_of
+    for i, op in enumerate(order):
+        if i in barrier_at:
+            node = next_node
+            next_node += 1
+            hb.extend((n + last, node) for last in last_on.values())
+            pending.append(node)
+            first_after = {}
+        s = stream_of[op]
+        if pending and not first_after.get(s):
+            hb.append((pending[-1], n + op_node[op]))
+            first_after[s] = True
+        last_on[s] = op_node[op]
+    born = [(n + op_node[op], t) for op, group in by_op.items() for t in group]
+    frontier = np.stack([np.concatenate(frontier_rows + [np.zeros(0, dtype=np.int64)]),
+                         np.concatenate(frontier_cols + [np.zeros(0, dtype=np.int64)]) + n], 1)
+    return Skeleton(n, next_node, frontier, np.array(hb, dtype=np.int64).reshape(-1, 2),
+                    np.array(born, dtype=np.int64).reshape(-1, 2))
