@@ -2,8 +2,9 @@
 
 Loaders: ``.json`` (the workbench format), ``.onnx`` (needs the ``onnx`` extra), ``.dot``/``.gv``.
 Also here: :func:`from_torch` (torch.fx import, needs the ``torch`` extra), Chrome trace export
-(:func:`to_chrome_trace`, :func:`save_chrome_trace`) and PyTorch profiler import
-(:func:`load_pytorch_trace`).  onnx and torch are imported only inside those functions.
+(:func:`to_chrome_trace`, :func:`save_chrome_trace`), PyTorch profiler import
+(:func:`load_pytorch_trace`) and Execution Trace + Kineto import (:func:`load_execution_trace`,
+:func:`execution_graph`).  onnx and torch are imported only inside those functions.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from workbench.errors import FormatError, OptionError
 from workbench.graph import Graph
 from workbench.io.chrome_trace import load_pytorch_trace, save_chrome_trace, to_chrome_trace
 from workbench.io.dot import load_dot, save_dot, to_dot
+from workbench.io.execution_trace import execution_graph, load_execution_trace
 from workbench.io.fx import from_torch
 from workbench.io.json_format import graph_from_dict, graph_to_dict, load_json, save_json
 from workbench.io.onnx import load_onnx
@@ -54,5 +56,6 @@ def save(graph: Graph, path: str | Path) -> Path:
     return saver(graph, path)
 
 
-__all__ = ["from_torch", "graph_from_dict", "graph_to_dict", "load", "load_dot", "load_onnx",
-           "load_pytorch_trace", "save", "save_chrome_trace", "to_chrome_trace", "to_dot"]
+__all__ = ["execution_graph", "from_torch", "graph_from_dict", "graph_to_dict", "load",
+           "load_dot", "load_execution_trace", "load_onnx", "load_pytorch_trace", "save",
+           "save_chrome_trace", "to_chrome_trace", "to_dot"]

@@ -182,6 +182,23 @@ def _call_attrs(label: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> d
             if isinstance(v, (int, list, tuple)) and not isinstance(v, bool)}
 
 
+def cost_of_call(label: str, ins: Sequence[Info], outs: Sequence[Info],
+                 args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None
+                 ) -> tuple[str, ShapeCost | None, dict[str, Any]]:
+    """(op kind, shape cost or None, attrs) of a call to the function or aten op ``label``
+    (``conv2d``, ``cat``, ``relu_``) with these tensor infos and arguments: the rules
+    :func:`from_torch` uses, for importers of recorded runs.  Unknown labels: kind from the name,
+    cost None.  O(rank)."""
+    kwargs = kwargs or {}
+    entry = FUNCTIONS.get(label) or FUNCTIONS.get(label.rstrip("_"))
+    attrs = _call_attrs(label, args, kwargs)
+    if entry is None:
+        return label.strip("_").lower() or "op", None, attrs
+    if entry[1] == "view":
+        attrs["view"] = True
+    return entry[0], _cost(entry[1], entry[2], ins, outs, None, args, kwargs), attrs
+
+
 # ================================================================================ tracing
 def _trace(torch: Any, module: Any, args: tuple[Any, ...]) -> tuple[Any, str]:
     """(GraphModule with shapes in node.meta, tracer used)."""
@@ -394,4 +411,4 @@ def _arg_nodes(args: Any) -> list[Any]:
     return found
 
 
-__all__ = ["FUNCTIONS", "MODULES", "from_torch"]
+__all__ = ["FUNCTIONS", "MODULES", "cost_of_call", "from_torch"]
