@@ -89,9 +89,9 @@ class _Layout:
         names = {pid: f"{dev.upper()} {i}" for i, (dev, pid) in enumerate(self.pid_of.items())}
         names[self.host_pid] = "host"
         for pid, name in names.items():
-            out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+            out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 1,
                         "args": {"name": f"{name} {self.label}"}})
-            out.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
+            out.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 1,
                         "args": {"sort_index": pid}})
         threads = sorted(set(tracks))
         if launches:
@@ -238,7 +238,7 @@ def _memory_counters(trace: Trace, *, pid: int) -> list[dict[str, Any]]:
         else:
             times.append(t)
             levels.append(live)
-    return [{"ph": "C", "name": "live memory", "pid": pid, "tid": 0, "ts": t,
+    return [{"ph": "C", "name": "live memory", "pid": pid, "tid": 1, "ts": t,
              "args": {"bytes": b}} for t, b in zip(times, levels, strict=True)]
 
 

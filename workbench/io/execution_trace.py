@@ -55,7 +55,7 @@ class _Call:
 
     node_id: int
     name: str
-    rf_id: int | None
+    rf_id: int | str | None
     ins: list[tuple[TensorKey, tuple[int, ...], int]]  # key, shape, element size
     outs: list[tuple[TensorKey, tuple[int, ...], int]]
     values: list[Any]
@@ -64,8 +64,14 @@ class _Call:
 
 
 # ================================================================================ the ET side
+def _key(value: Any) -> int | str | None:
+    """An id usable as a dict key (a corrupt file may hold lists or objects there)."""
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+
+
 def _attr(node: Mapping[str, Any], name: str) -> Any:
-    for a in node.get("attrs") or ():
+    attrs = node.get("attrs")
+    for a in attrs if isinstance(attrs, list) else ():
         if isinstance(a, dict) and a.get("name") == name:
             return a.get("value")
     return None
@@ -83,8 +89,9 @@ def _tensors(values: Any, shapes: Any) -> Iterator[tuple[TensorKey, tuple[int, .
             isinstance(v, int) and not isinstance(v, bool) for v in values[:5]) and isinstance(
             values[5], str):
         shape = tuple(int(d) for d in shapes) if isinstance(shapes, list) and all(
-            isinstance(d, int) for d in shapes) else ()
-        yield (values[0], values[1]), shape, max(1, values[4])
+            isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**31
+            for d in shapes) else ()
+        yield (values[0], values[1]), shape, min(max(1, values[4]), 16)
     elif isinstance(values, list):
         shapes = shapes if isinstance(shapes, list) and len(shapes) == len(values) else [
             None] * len(values)
@@ -113,12 +120,14 @@ def _calls(data: Any, path: Path) -> list[_Call]:
         node = nodes[nid]
         if not _is_operator(node) or not outermost(node):
             continue
-        ins, outs = node.get("inputs") or {}, node.get("outputs") or {}
+        ins, outs = node.get("inputs"), node.get("outputs")
+        ins, outs = (ins if isinstance(ins, dict) else {}), (outs if isinstance(outs, dict) else {})
         rf = _attr(node, "rf_id")
-        calls.append(_Call(nid, str(node.get("name")), rf if isinstance(rf, int) else None,
+        values = ins.get("values")
+        calls.append(_Call(nid, str(node.get("name")), _key(rf),
                            list(_tensors(ins.get("values"), ins.get("shapes"))),
                            list(_tensors(outs.get("values"), outs.get("shapes"))),
-                           list(ins.get("values") or [])))
+                           values if isinstance(values, list) else []))
     if not calls:
         raise FormatError(f"{path}: the execution trace records no operator calls")
     return calls
@@ -137,20 +146,20 @@ def _attach_kineto(calls: list[_Call], kineto: Path) -> bool:
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
         cat, args = str(ev.get("cat", "")).lower(), args_of(ev)
-        if cat in GPU_CATEGORIES:
-            kernels.append((number(ev, "ts", k, kineto), k, ev))
-            continue
         ts, dur = number(ev, "ts", k, kineto), number(ev, "dur", k, kineto)
+        if cat in GPU_CATEGORIES:
+            kernels.append((ts, k, {**ev, "ts": ts, "dur": max(0.0, dur)}))
+            continue
         item: dict[str, Any] = {"ts": ts, "end": ts + max(0.0, dur),
                                 "thread": (ev.get("pid"), ev.get("tid")), "ev": ev}
         if cat == "cpu_op":
-            call = by_rf.get(args.get("Record function id"))
+            call = by_rf.get(_key(args.get("Record function id")))
             if call is not None and call.host is None:
                 call.host = item
                 host.append((item["thread"], ts, item["end"], call))
-            if args.get("External id") is not None:
+            if _key(args.get("External id")) is not None:
                 by_external[args["External id"]] = item
-        elif cat == "cuda_runtime" and args.get("correlation") is not None:
+        elif cat == "cuda_runtime" and _key(args.get("correlation")) is not None:
             runtime[args["correlation"]] = item
     if not any(c.host for c in calls):
         raise FormatError(f"{kineto}: no CPU op of this Kineto trace has a record-function id "
@@ -170,8 +179,8 @@ def _attach_kineto(calls: list[_Call], kineto: Path) -> bool:
 
     for _, _, ev in sorted(kernels, key=lambda e: (e[0], e[1])):
         args = args_of(ev)
-        call = enclosing(by_external.get(args.get("External id"))) or enclosing(
-            runtime.get(args.get("correlation")))
+        call = enclosing(by_external.get(_key(args.get("External id")))) or enclosing(
+            runtime.get(_key(args.get("correlation"))))
         if call is not None:
             call.kernels.append(ev)
     return bool(kernels)
