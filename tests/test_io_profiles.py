@@ -121,6 +121,17 @@ def test_mismatched_files_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(wb.FormatError, match="same run") as info:
         load_execution_trace(ET, other)
     assert "\n" not in str(info.value)
+    # a GPU trace whose kernels link to no op of the execution trace (found by fuzzing)
+    import json
+
+    data = json.loads(GPU_KINETO.read_text())
+    for ev in data["traceEvents"]:
+        if ev.get("cat") == "kernel":
+            ev["args"] = {"stream": 7}
+    unlinked = tmp_path / "gpu.json"
+    unlinked.write_text(json.dumps(data))
+    with pytest.raises(wb.FormatError, match="no GPU kernel links to an op"):
+        load_execution_trace(ET, unlinked)
 
 
 # ------------------------------------------------------------------------- ONNX exports of torch

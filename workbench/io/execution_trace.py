@@ -312,6 +312,9 @@ def load_execution_trace(path: str | Path, kineto: str | Path, *,
     path, kineto = Path(path), Path(kineto)
     calls = _calls(read_trace_json(path), path)
     gpu_run = _attach_kineto(calls, kineto)
+    if gpu_run and not any(c.kernels for c in calls):
+        raise FormatError(f"{kineto}: no GPU kernel links to an op of the execution trace "
+                          f"(by External id or launch correlation): are they from the same run?")
     graph, kept = _graph_of(calls, name or path.name.split(".")[0], gpu_run)
     rows = []
     for op, call in zip(graph.ops, kept, strict=True):
