@@ -27,39 +27,63 @@ def nnc_trace() -> wb.Trace:
     return wb.simulate(wb.schedule(g, "nnc"))
 
 
+def _on_grid(t: float) -> bool:
+    return abs(t * 1000 - round(t * 1000)) < 1e-6
+
+
 def test_export_inception(nnc_trace: wb.Trace, tmp_path: Path) -> None:
     path = save_chrome_trace(nnc_trace, tmp_path / "t.json")
     data = _strict_json(path.read_text())
-    assert data["displayTimeUnit"] == "ms"
+    assert data["displayTimeUnit"] == "ms" and data["otherData"]["stream_offset"] == 1
     events = data["traceEvents"]
-    slices = [e for e in events if e["ph"] == "X"]
+    assert all(e["pid"] >= 1 and e["tid"] >= 1 for e in events)
+    assert all(_on_grid(e["ts"]) and _on_grid(e.get("dur", 0)) for e in events if "ts" in e)
+    slices = [e for e in events if e["ph"] == "X" and e["cat"] == "kernel"]
     df = nnc_trace.df
-    assert sorted(e["name"] for e in slices) == sorted(df["op"])  # one X event per op
+    assert sorted(e["name"] for e in slices) == sorted(df["op"])  # one kernel event per op
     row = {r.op: r for r in df.itertuples()}
     for e in slices:
         r = row[e["name"]]
-        assert e["tid"] == r.stream and e["ts"] == pytest.approx(r.start_us)
-        assert e["dur"] >= 0.001 and e["dur"] == pytest.approx(max(0.001, r.end_us - r.start_us))
+        assert e["tid"] == e["args"]["stream"] == r.stream + 1 and e["args"]["op"] == r.op
+        assert e["ts"] == pytest.approx(r.start_us, abs=5e-4)
+        assert e["dur"] >= 0.002 and e["ts"] + e["dur"] == pytest.approx(
+            max(r.end_us, r.start_us + 0.002), abs=1e-3)
     names = {(e["tid"], e["args"]["name"]) for e in events
-             if e["ph"] == "M" and e["name"] == "thread_name"}
-    assert names == {(s, f"stream {s}") for s in set(df["stream"])}
-    assert any(e["ph"] == "M" and e["name"] == "process_name" for e in events)
-    # flow pairs: s inside a's slice on a's stream, f at b's start on b's stream
-    starts = {e["id"]: e for e in events if e["ph"] == "s"}
-    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+             if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == 1}
+    assert names == {(s + 1, f"stream {s}") for s in set(df["stream"])}
+    # launches: one cudaLaunchKernel per kernel with the kernel's correlation id
+    runtime = {e["args"]["correlation"]: e for e in events if e.get("cat") == "cuda_runtime"}
+    assert sorted(runtime) == sorted(e["args"]["correlation"] for e in slices)
+    # sync flows: the start strictly inside a's slice, the end 1 ns before b's start on b's track
+    kernel = {e["name"]: e for e in slices}
+    starts = {e["id"]: e for e in events if e["ph"] == "s" and e["cat"] == "sync"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f" and e["cat"] == "sync"}
     assert starts.keys() == ends.keys() and len(starts) == nnc_trace.schedule.n_syncs > 0
     pairs = set()
     for k, s in starts.items():
         f = ends[k]
-        a, b = s["args"]["from"], s["args"]["to"]
-        pairs.add((a, b))
-        assert s["tid"] == row[a].stream and row[a].start_us <= s["ts"] <= row[a].end_us
-        assert f["tid"] == row[b].stream and f["ts"] == pytest.approx(row[b].start_us)
-        assert f["bp"] == "e" and s["cat"] == f["cat"] and s["name"] == f["name"]
+        a, b = kernel[s["args"]["from"]], kernel[s["args"]["to"]]
+        pairs.add((a["name"], b["name"]))
+        assert s["tid"] == a["tid"] and a["ts"] < s["ts"] < a["ts"] + a["dur"]
+        assert f["tid"] == b["tid"] and f["ts"] == pytest.approx(b["ts"] - 0.001, abs=1e-6)
+        assert "bp" not in f and s["cat"] == f["cat"] and s["name"] == f["name"]
     assert pairs == set(nnc_trace.schedule.syncs)
     counters = [e for e in events if e["ph"] == "C"]
     assert counters and max(c["args"]["bytes"] for c in counters) > 0
-    assert counters[-1]["args"]["bytes"] >= 0
+    assert counters[-1]["args"]["bytes"] >= 0 and {c["pid"] for c in counters} == {1}
+
+
+def test_export_barriers_and_host_ops(tmp_path: Path) -> None:
+    g = wb.models.inception_v3()
+    ios = wb.simulate(wb.schedule(g, "wavefront"), "h100")
+    events = to_chrome_trace(ios)["traceEvents"]
+    barriers = [e for e in events if e["ph"] == "i"]
+    assert len(barriers) == ios.schedule.n_barriers > 0
+    assert all(e["s"] == "g" and e["cat"] == "barrier" for e in barriers)
+    host = wb.Graph.from_edges([("load", "a"), ("a", "b")], devices={"load": "cpu"})
+    t = wb.simulate(wb.schedule(host, "serial"), "h100")
+    cpu = [e for e in to_chrome_trace(t)["traceEvents"] if e.get("cat") == "cpu_op"]
+    assert [e["name"] for e in cpu] == ["load"] and "stream" not in cpu[0]["args"]
 
 
 def test_export_gzip_and_zero_durations(tmp_path: Path) -> None:
@@ -70,7 +94,7 @@ def test_export_gzip_and_zero_durations(tmp_path: Path) -> None:
     trace = wb.Trace(df, graph=g, policy="hand", device="h100")
     data = to_chrome_trace(trace, memory=False)
     b = next(e for e in data["traceEvents"] if e.get("name") == "b" and e["ph"] == "X")
-    assert b["dur"] == 0.001 and b["args"]["alone_us"] == 1.0
+    assert b["dur"] == 0.002 and b["args"]["alone_us"] == 1.0
     a = next(e for e in data["traceEvents"] if e.get("name") == "a" and e["ph"] == "X")
     assert a["args"]["alone_us"] is None  # NaN is not JSON
     path = save_chrome_trace(trace, tmp_path / "t.json.gz")
@@ -137,15 +161,15 @@ def test_import_with_graph(tmp_path: Path) -> None:
     assert list(trace.df["op"]) == ["implicit_convolve_sgemm", "vectorized_elementwise_kernel#1"]
     assert trace.meta["unmatched_kernels"] == 2 and trace.respects(g)
     other = wb.Graph.from_edges([("x", "y")])
-    with pytest.raises(wb.FormatError, match="no kernel name matches an op of graph"):
+    with pytest.raises(wb.FormatError, match="no event matches an op of graph"):
         load_pytorch_trace(path, graph=other)
 
 
 BAD = {
     "not_json": (b"{ this is not json", "invalid JSON"),
     "no_events": (json.dumps({"schemaVersion": 1}).encode(), "no 'traceEvents'"),
-    "cpu_only": (json.dumps({"traceEvents": KINETO["traceEvents"][:2]}).encode(),
-                 "no GPU kernel events"),
+    "no_ops": (json.dumps({"traceEvents": KINETO["traceEvents"][6:]}).encode(),
+               "no GPU kernel events"),
     "bad_ts": (json.dumps({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k\nx",
                                             "ts": "soon", "dur": 1}]}).encode(),
                "'ts' must be a number"),
@@ -173,3 +197,22 @@ def test_kernel_kinds() -> None:
     assert kernel_kind("cudnn::bn_fw_inf_1C11_kernel_NCHW") == "batchnorm"
     assert kernel_kind("void at::native::(anonymous)::cat_batched_copy") == "concat"
     assert kernel_kind("my_custom_kernel") == "kernel"
+
+
+@pytest.mark.parametrize("policy", ["nnc", "wavefront", "serial"])
+def test_round_trip_every_op(policy: str, tmp_path: Path) -> None:
+    g = wb.models.inception_v3()
+    host = wb.Graph.from_edges([("load", "a"), ("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")],
+                               devices={"load": "cpu"})
+    for graph in (g, host):
+        trace = wb.simulate(wb.schedule(graph, policy), "h100")
+        back = load_pytorch_trace(save_chrome_trace(trace, tmp_path / f"{graph.name}.json"))
+        assert back.executor == "measured" and back.policy == "measured"
+        a = trace.df.set_index("op").sort_index()
+        b = back.df.set_index("op").sort_index()
+        assert list(a.index) == list(b.index)  # every op, by id
+        assert (a["stream"] == b["stream"]).all() and (a["device"] == b["device"]).all()
+        assert (a["start_us"] - b["start_us"]).abs().max() <= 5e-4  # the ns grid
+        assert ((a["end_us"].clip(lower=a["start_us"] + 0.002)) - b["end_us"]).abs().max() \
+            <= 1e-3
+        assert (b["kind"] == a["kind"]).all()

@@ -250,3 +250,34 @@ def test_json_known_escapes(workdir: Path, case: str) -> None:
     with pytest.raises(WorkbenchError) as info:
         load_json(path)
     assert "\n" not in str(info.value) and str(path) in str(info.value)
+
+
+# ------------------------------------------------------------------------------- execution traces
+ET_SEED = json.dumps({"schema": "1.1.1-chakra.0.0.4", "nodes": [
+    {"id": 1, "name": "[pytorch|profiler|execution_trace|thread]", "ctrl_deps": 1},
+    {"id": 2, "name": "aten::relu", "ctrl_deps": 1,
+     "inputs": {"values": [[4, 5, 0, 8, 4, "cpu"]], "shapes": [[2, 4]], "types": ["Tensor"]},
+     "outputs": {"values": [[6, 7, 0, 8, 4, "cpu"]], "shapes": [[2, 4]], "types": ["Tensor"]},
+     "attrs": [{"name": "rf_id", "type": "uint64", "value": 1}]},
+    {"id": 3, "name": "aten::cat", "ctrl_deps": 1,
+     "inputs": {"values": [[[6, 7, 0, 8, 4, "cpu"], [4, 5, 0, 8, 4, "cpu"]], 0],
+                "shapes": [[[2, 4], [2, 4]], []], "types": ["GenericList", "Int"]},
+     "outputs": {"values": [[8, 9, 0, 16, 4, "cpu"]], "shapes": [[4, 4]], "types": ["Tensor"]},
+     "attrs": [{"name": "rf_id", "type": "uint64", "value": 2}]}]}).encode()
+ET_KINETO = json.dumps({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 1, "dur": 2,
+     "args": {"Record function id": 1, "External id": 1}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::cat", "pid": 1, "tid": 1, "ts": 4, "dur": 2,
+     "args": {"Record function id": 2, "External id": 2}},
+    {"ph": "X", "cat": "kernel", "name": "cat_kernel", "pid": 0, "tid": 7, "ts": 9, "dur": 1,
+     "args": {"stream": 7, "External id": 2, "correlation": 5}}]}).encode()
+
+
+@settings(FUZZ, max_examples=300)
+@given(et=st.one_of(st.binary(max_size=200), mutated([ET_SEED])),
+       kineto=st.one_of(st.just(ET_KINETO), mutated([ET_KINETO])))
+def test_execution_trace_fuzz(workdir: Path, et: bytes, kineto: bytes) -> None:
+    from workbench.io import load_execution_trace
+
+    (workdir / "k.json").write_bytes(kineto)
+    check(lambda p: load_execution_trace(p, workdir / "k.json"), workdir / "et.json", et)

@@ -122,3 +122,30 @@ def test_bad_inputs_one_line() -> None:
     with pytest.raises(wb.WorkbenchError) as info:
         from_torch(TwoBranch(), torch.randn(2, 5, 8, 8))  # wrong channel count
     assert "example_inputs" in str(info.value) and "\n" not in str(info.value)
+
+
+class Pools(nn.Module):
+    """Functional pooling and a strided functional conv, keywords and positions mixed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 3, 3, 3))
+
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        y = torch.nn.functional.conv2d(x, self.weight, None, stride=2, padding=1)
+        a = torch.nn.functional.avg_pool2d(y, kernel_size=3, stride=1, padding=1)
+        return torch.nn.functional.max_pool2d(a, 2)
+
+
+def test_functional_keywords_and_default_name() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = from_torch(Pools(), torch.randn(1, 3, 16, 16))
+    assert g.name == "Pools"  # the module's class, not the last submodule's
+    # avg_pool2d(kernel_size=3): 9 adds per output element of (1, 4, 8, 8)
+    assert g.op("avg_pool2d").flops == 9 * 256 and g.op("avg_pool2d").attrs["kernel_size"] == 3
+    assert g.op("max_pool2d").flops == 4 * 64  # window 2x2 on (1, 4, 4, 4)
+    conv = g.op("conv2d")
+    assert conv.attrs["stride"] == 2 and conv.flops == 2 * 256 * 27
+    assert from_torch(nn.Sequential(nn.Conv2d(3, 4, 1), nn.Linear(4, 2)).eval(),
+                      torch.randn(1, 3, 2, 4)).name == "Sequential"

@@ -212,7 +212,7 @@ def test_concat_transpose_and_views(tmp_path: Path) -> None:
                        ("sq", "id"), ("id", "drop"))
 
 
-def test_constants_are_free_parameters(tmp_path: Path) -> None:
+def test_constants_are_folded_into_parameters(tmp_path: Path) -> None:
     nodes = [
         helper.make_node("ConstantOfShape", ["shp"], ["w"], value=helper.make_tensor(
             "v", F32, [1], [0.5])),
@@ -222,13 +222,13 @@ def test_constants_are_free_parameters(tmp_path: Path) -> None:
     ]
     g = load_onnx(_save(tmp_path, nodes, [_vi("x", (2, 3))], [_vi("z", None), _vi("k", None)],
                         [_init("shp", (2,), TensorProto.INT64, [3, 4])]))
-    # unnamed nodes get <op_type>_<k>
-    assert g.op_ids == ("ConstantOfShape_0", "Constant_0", "MatMul_0", "Relu_0")
-    const = g.op("ConstantOfShape_0")
-    assert (const.kind, const.flops, const.bytes_read, const.bytes_written) == ("constant", 0, 0, 0)
+    # weight-only nodes are folded (no kernel); unnamed nodes get <op_type>_<k>
+    assert g.op_ids == ("MatMul_0", "Relu_0")
     assert g.tensor("w").role == "parameter" and g.tensor("w").shape == (3, 4)
-    assert g.op("Constant_0").attrs["value"] == [1.0, 2.0]
+    assert g.tensor("w").producer is None and g.tensor("w").size_bytes == 48
+    assert g.tensor("k").role == "parameter" and "k" in g.outputs
     assert g.op("MatMul_0").flops == 2 * 2 * 3 * 4  # (2x3) @ (3x4)
+    assert g.op("MatMul_0").bytes_read == (6 + 12) * 4  # x and the folded weight
 
 
 def test_dtypes_set_tensor_bytes(tmp_path: Path) -> None:

@@ -276,7 +276,9 @@ def test_weight_making_ops_join_their_consumers_unit() -> None:
     assert all(g.op(u[0]).kind != "constant" or len(u) > 1 for u in units)
     s = wb.schedule(g, "ios", show_progress=False)
     _covers(s, g)
-    assert s.notes["simulated_us"] < s.notes["sequential_us"]
+    # the ONNX import folds weight-making ops now, so nothing is left to overlap with them:
+    # IOS's schedule is at least as fast as the sequential one (it falls back to it if not)
+    assert s.notes["simulated_us"] <= s.notes["sequential_us"]
 
 
 def test_falls_back_to_the_sequential_schedule_when_that_is_faster() -> None:

@@ -29,12 +29,12 @@ def _parse_value(text: str) -> Any:
     return text
 
 
-def _params(pairs: Sequence[str]) -> dict[str, Any]:
+def _params(pairs: Sequence[str], option: str = "--param") -> dict[str, Any]:
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise WorkbenchError(f"--param expects KEY=VALUE, got {pair!r}")
+            raise WorkbenchError(f"{option} expects KEY=VALUE, got {pair!r}")
         out[key.strip()] = _parse_value(value.strip())
     return out
 
@@ -48,6 +48,8 @@ def _build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--batch", type=int, help="batch size for built-in networks")
     cmp.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                      help="a builder parameter of the built-in model (repeatable)")
+    cmp.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
+                     help="a symbolic dimension of an ONNX graph file (repeatable)")
     cmp.add_argument("--policies", help="comma-separated policies (default: all)")
     cmp.add_argument("--device", default="h100", help="device model (see `workbench devices`)")
     cmp.add_argument("--mode", default="eager", choices=("eager", "graph"),
@@ -70,7 +72,9 @@ def _load_graph(args: argparse.Namespace) -> Any:
     if args.graph:
         if args.param or args.batch is not None:
             raise WorkbenchError("--batch/--param apply to --model only")
-        return load(args.graph)
+        return load(args.graph, dims=_params(args.dim, "--dim") or None)
+    if args.dim:
+        raise WorkbenchError("--dim applies to graph files only")
     params = _params(args.param)
     if args.batch is not None:
         params["batch"] = args.batch

@@ -51,8 +51,10 @@ class Comparison:
 
     @property
     def best(self) -> str:
-        """The policy with the smallest makespan (ties: the first in the table)."""
-        return str(self.table.sort_values("makespan_us", kind="stable").iloc[0]["policy"])
+        """The policy with the smallest makespan (ties: the first in the table); a measured
+        run's row is not a policy."""
+        table = self.table[self.table["policy"].isin(list(self.schedules))]
+        return str(table.sort_values("makespan_us", kind="stable").iloc[0]["policy"])
 
     @property
     def policies(self) -> list[str]:
@@ -84,7 +86,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             mode: str = "eager", executor: str = "simulator",
             options: Mapping[str, Mapping[str, Any]] | None = None,
             planner: str | None = "somas", pool_chunk_bytes: int = 32 << 20,
-            optimum_max_ops: int = 8, show_progress: bool = True) -> Comparison:
+            optimum_max_ops: int = 8, show_progress: bool = True,
+            measured: Trace | None = None) -> Comparison:
     """Schedule ``graph`` with each policy, execute each schedule, and rank them.
 
     ``options`` maps a policy name to its keyword options.  ``planner`` plans each schedule's
@@ -94,7 +97,9 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     (:func:`workbench.optimum.exact_optimum`) so each policy's distance to it is shown.
     ``executor`` is ``"simulator"`` (any machine) or ``"cupy"`` (a CUDA GPU).  Speedups are over
     ``serial`` (which is always run, and listed first).  Every schedule is validated before it is
-    executed.
+    executed.  ``measured``, a recorded run of ``graph`` (e.g. from
+    :func:`workbench.io.load_execution_trace`), is added as the row ``"measured"`` beside the
+    what-if schedules (and to ``traces``).
     """
     if not isinstance(graph, Graph):
         raise OptionError(f"compare() needs a Graph, got {type(graph).__name__}")
@@ -145,6 +150,9 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             if bounds["lower_bound_us"] > 0 else float("nan"),
             "schedule_ms": elapsed_ms,
         })
+    if measured is not None:
+        rows.append(_measured_row(measured, graph, bounds))
+        traces["measured"] = measured
     table = pd.DataFrame(rows)
     base = float(table.loc[table["policy"] == BASELINE, "makespan_us"].iloc[0])
     table.insert(2, "speedup", base / table["makespan_us"])
@@ -168,3 +176,20 @@ def _optimum(graph: Graph, spec: Any, mode: str, executor: str, max_ops: int) ->
         return exact_optimum(graph, spec, mode=mode).makespan_us
     except WorkbenchError:
         return float("nan")
+
+
+def _measured_row(trace: Trace, graph: Graph, bounds: Mapping[str, float]) -> dict[str, Any]:
+    """The table row of a recorded run of ``graph``."""
+    unknown = [op for op in trace.df["op"] if op not in graph]
+    if unknown:
+        raise OptionError(f"measured trace has op {unknown[0]!r}, which is not in graph "
+                          f"{graph.name!r}")
+    m = trace.metrics()
+    lb = bounds["lower_bound_us"]
+    return {"policy": "measured", "makespan_us": trace.makespan,
+            "streams": int(trace.df["stream"].nunique()), "syncs": 0, "barriers": 0,
+            "avg_concurrency": m["avg_concurrency"], "utilisation": m["utilisation"],
+            "critical_path_us": bounds["critical_path_us"], "work_us": bounds["work_us"],
+            "lower_bound_us": lb, "optimum_us": bounds["optimum_us"],
+            "ratio_to_optimum": trace.makespan / bounds["optimum_us"],
+            "ratio_to_lb": trace.makespan / lb if lb > 0 else float("nan")}

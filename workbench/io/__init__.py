@@ -2,19 +2,21 @@
 
 Loaders: ``.json`` (the workbench format), ``.onnx`` (needs the ``onnx`` extra), ``.dot``/``.gv``.
 Also here: :func:`from_torch` (torch.fx import, needs the ``torch`` extra), Chrome trace export
-(:func:`to_chrome_trace`, :func:`save_chrome_trace`) and PyTorch profiler import
-(:func:`load_pytorch_trace`).  onnx and torch are imported only inside those functions.
+(:func:`to_chrome_trace`, :func:`save_chrome_trace`), PyTorch profiler import
+(:func:`load_pytorch_trace`) and Execution Trace + Kineto import (:func:`load_execution_trace`,
+:func:`execution_graph`).  onnx and torch are imported only inside those functions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from workbench.errors import FormatError
+from workbench.errors import FormatError, OptionError
 from workbench.graph import Graph
 from workbench.io.chrome_trace import load_pytorch_trace, save_chrome_trace, to_chrome_trace
 from workbench.io.dot import load_dot, save_dot, to_dot
+from workbench.io.execution_trace import execution_graph, load_execution_trace
 from workbench.io.fx import from_torch
 from workbench.io.json_format import graph_from_dict, graph_to_dict, load_json, save_json
 from workbench.io.onnx import load_onnx
@@ -25,16 +27,23 @@ SAVERS: dict[str, Callable[[Graph, Path], Path]] = {".json": save_json, ".dot": 
                                                     ".gv": save_dot}
 
 
-def load(path: str | Path) -> Graph:
-    """Load a graph; the format comes from the suffix (``.json``, ``.onnx``, ``.dot``, ``.gv``)."""
+def load(path: str | Path, *, dims: Mapping[str, int] | None = None) -> Graph:
+    """Load a graph; the format comes from the suffix (``.json``, ``.onnx``, ``.dot``, ``.gv``).
+
+    ``dims`` sets symbolic input dimensions of an ONNX model (``{"batch": 8}``); other formats
+    have none, so ``dims`` with them is an error.
+    """
     path = Path(path)
     loader = LOADERS.get(path.suffix.lower())
     if loader is None:
         raise FormatError(f"{path}: unknown graph file type {path.suffix!r} "
                           f"(known: {', '.join(sorted(LOADERS))})")
+    if dims and loader is not load_onnx:
+        raise OptionError(f"{path}: dims apply to .onnx models only ({path.suffix} files have no "
+                          f"symbolic dimensions)")
     if not path.exists():
         raise FormatError(f"{path}: no such file")
-    return loader(path)
+    return load_onnx(path, dims=dims) if dims else loader(path)
 
 
 def save(graph: Graph, path: str | Path) -> Path:
@@ -47,5 +56,6 @@ def save(graph: Graph, path: str | Path) -> Path:
     return saver(graph, path)
 
 
-__all__ = ["from_torch", "graph_from_dict", "graph_to_dict", "load", "load_dot", "load_onnx",
-           "load_pytorch_trace", "save", "save_chrome_trace", "to_chrome_trace", "to_dot"]
+__all__ = ["execution_graph", "from_torch", "graph_from_dict", "graph_to_dict", "load",
+           "load_dot", "load_execution_trace", "load_onnx", "load_pytorch_trace", "save",
+           "save_chrome_trace", "to_chrome_trace", "to_dot"]

@@ -1,13 +1,28 @@
-"""Chrome trace-event JSON: export a :class:`~workbench.trace.Trace` for chrome://tracing and
-ui.perfetto.dev, and import the GPU side of a PyTorch profiler (Kineto) trace.
+"""Chrome / Perfetto trace-event JSON of a :class:`~workbench.trace.Trace`, in the layout of a
+PyTorch profiler (Kineto) trace, so HTA, Perfetto, chrome://tracing and
+:func:`load_pytorch_trace` (re-exported here) all read it.
 
-Export layout (see shared notes, "Timeline formats"): one ``X`` event per op (``ts``/``dur`` in
-µs, ``dur`` clamped to at least 0.001 µs because zero-length slices split Perfetto's rows),
-``pid`` = device index named by an ``M process_name`` event, ``tid`` = stream named
-``"stream N"`` by an ``M thread_name`` event; every sync ``(a, b)`` of the schedule is a flow
-arrow: ``s`` at the end of ``a`` on a's stream and ``f`` (``"bp": "e"``) at the start of ``b`` on
-b's stream; a ``C`` counter ``live memory`` follows the bytes of live activations (allocated when
-the producer starts, freed when the last consumer ends).
+Layout (see shared notes, "Timeline formats" and "Holistic Trace Analysis"):
+
+* every time is on the nanosecond grid (µs with three decimals: Perfetto keeps whole ns) and every
+  slice lasts at least :data:`MIN_DUR_US` (2 ns), so a flow can bind strictly inside it;
+* accelerator ops are ``X`` events with ``cat`` ``kernel`` (``gpu_memcpy`` for copies) in process
+  ``pid`` = 1 + device index (named ``GPU 0`` ...), thread ``tid`` = stream + 1, with
+  ``args.stream`` (= tid: HTA takes stream ids > 0 as GPU streams), ``args.device``,
+  ``args.correlation`` and ``args["External id"]``;
+* host ops (devices ``cpu``/``python``) are ``cpu_op`` events of the host process, one thread per
+  stream (tid = stream + 1), without ``args.stream`` (HTA counts them as CPU ops);
+* where the trace knows when the host issued each op (``issue_us``), a ``cudaLaunchKernel``
+  (``cat`` ``cuda_runtime``) event on the host's launch thread carries the same correlation id,
+  with an ``ac2g`` flow from the launch to the kernel, as Kineto writes them;
+* a schedule's sync ``(a, b)`` is a flow (``cat`` ``sync``): its start 1 ns before the end of
+  ``a`` on a's track (Perfetto binds a flow start to the slice open at that time), its end 1 ns
+  before the start of ``b`` with no binding point (so it binds to the next slice on b's track:
+  ``b``); every barrier is a global instant event (``ph`` ``i``, ``s`` ``g``) at the moment the
+  device has drained, naming the op issued after it;
+* a ``C`` counter ``live memory`` follows the bytes of live activations;
+* ``args.op`` names the op, ``otherData`` records the stream offset and time origin, so
+  :func:`load_pytorch_trace` gets every op back with its id, stream, device and times.
 """
 
 from __future__ import annotations
@@ -15,34 +30,30 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import re
-import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from workbench.errors import FormatError, GraphError
-from workbench.graph import Graph, Op
+from workbench.errors import GraphError
+from workbench.io.pytorch_profile import kernel_kind, load_pytorch_trace
 from workbench.trace import TRACE_COLUMNS, Trace
 
-MIN_DUR_US = 0.001
-GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
-
-#: Kernel-name fragments -> op kind, first match wins (cuDNN/cuBLAS/ATen kernel names).
-KERNEL_KINDS: tuple[tuple[str, str], ...] = (
-    ("memcpy", "memcpy"), ("memset", "memset"), ("conv", "conv2d"), ("winograd", "conv2d"),
-    ("gemm", "matmul"), ("gemv", "matmul"), ("matmul", "matmul"), ("batch_norm", "batchnorm"),
-    ("batchnorm", "batchnorm"), ("bn_fw", "batchnorm"), ("layer_norm", "layernorm"),
-    ("softmax", "softmax"), ("max_pool", "maxpool"), ("maxpool", "maxpool"),
-    ("avg_pool", "avgpool"), ("avgpool", "avgpool"), ("concat", "concat"), ("cat_", "concat"),
-    ("relu", "relu"), ("gelu", "gelu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"),
-    ("reduce", "reduce"), ("elementwise", "elementwise"),
-)
+MIN_DUR_US = 0.002
+NS_US = 0.001
+STREAM_OFFSET = 1  # tid and args.stream = stream + 1: Perfetto and HTA want ids >= 1
+HOST_DEVICES = frozenset({"cpu", "python"})
+COPY_DEVICES = frozenset({"copy"})
 
 
-# ================================================================================ export
+def ns(t: float) -> float:
+    """A time in µs rounded to the nanosecond grid.
+
+    >>> ns(1.23456), ns(2.0004)
+    (1.235, 2.0)
+    """
+    return round(t * 1000.0) / 1000.0
+
+
 def _finite(value: Any) -> Any:
     """JSON-safe scalars: numpy numbers become Python numbers, NaN/inf become None."""
     if hasattr(value, "item"):
@@ -52,67 +63,163 @@ def _finite(value: Any) -> Any:
     return value
 
 
+class _Layout:
+    """Process ids, names and track of each op of a trace."""
+
+    def __init__(self, trace: Trace) -> None:
+        df = trace.df
+        devices = [str(d) for d in df["device"]] if "device" in df else ["gpu"] * len(df)
+        self.device_of = dict(zip(df["op"].astype(str), devices, strict=True))
+        accel = list(dict.fromkeys("gpu" if d in COPY_DEVICES else d for d in devices
+                                   if d not in HOST_DEVICES)) or ["gpu"]
+        self.pid_of = {d: i + 1 for i, d in enumerate(accel)}
+        self.host_pid = len(accel) + 1
+        streams = [int(s) for s in df["stream"]] if len(df) else [0]
+        self.launch_tid = max(streams) + STREAM_OFFSET + 1
+        self.label = f"({trace.device}, {trace.policy})"
+
+    def track(self, device: str, stream: int) -> tuple[int, int]:
+        if device in HOST_DEVICES:
+            return self.host_pid, stream + STREAM_OFFSET
+        return self.pid_of.get("gpu" if device in COPY_DEVICES else device, 1), \
+            stream + STREAM_OFFSET
+
+    def metadata(self, tracks: Iterable[tuple[int, int]], launches: bool) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        names = {pid: f"{dev.upper()} {i}" for i, (dev, pid) in enumerate(self.pid_of.items())}
+        names[self.host_pid] = "host"
+        for pid, name in names.items():
+            out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 1,
+                        "args": {"name": f"{name} {self.label}"}})
+            out.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 1,
+                        "args": {"sort_index": pid}})
+        threads = sorted(set(tracks))
+        if launches:
+            threads.append((self.host_pid, self.launch_tid))
+        for pid, tid in threads:
+            what = "launch thread" if (pid, tid) == (self.host_pid, self.launch_tid) else (
+                f"{'cpu ' if pid == self.host_pid else ''}stream {tid - STREAM_OFFSET}")
+            out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                        "args": {"name": what}})
+            out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+                        "args": {"sort_index": tid}})
+        return out
+
+
 def to_chrome_trace(trace: Trace, *, memory: bool = True) -> dict[str, Any]:
-    """The trace as a Chrome trace-event dict (module docstring); O(ops + syncs).
+    """The trace as a Kineto-style Chrome trace-event dict (module docstring); O(ops + syncs).
 
     >>> import workbench as wb
     >>> g = wb.Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
     >>> t = wb.simulate(wb.schedule(g, "nnc"))
     >>> events = to_chrome_trace(t)["traceEvents"]
-    >>> sorted(e["name"] for e in events if e["ph"] == "X")
+    >>> sorted(e["name"] for e in events if e["ph"] == "X" and e["cat"] == "kernel")
     ['a', 'b', 'c', 'd']
-    >>> [e["ph"] for e in events if e["ph"] in "sf"]
-    ['s', 'f', 's', 'f']
+    >>> sorted({e["cat"] for e in events if e["ph"] in "sf"})
+    ['ac2g', 'sync']
     """
     df = trace.df
-    devices = list(dict.fromkeys(str(d) for d in df["device"])) if "device" in df else ["gpu"]
-    pid_of = {d: i for i, d in enumerate(devices)}
-    events: list[dict[str, Any]] = []
-    for dev, pid in pid_of.items():
-        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                       "args": {"name": f"{dev} ({trace.device}, {trace.policy})"}})
-        events.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0,
-                       "args": {"sort_index": pid}})
-    place: dict[str, tuple[int, int, float, float]] = {}  # op -> (pid, tid, start, end)
-    threads: set[tuple[int, int]] = set()
+    layout = _Layout(trace)
     extra = [c for c in TRACE_COLUMNS if c in df.columns
              and c not in ("op", "stream", "device", "start_us", "end_us")]
-    for row in df.to_dict("records"):
-        pid = pid_of.get(str(row.get("device", "gpu")), 0)
-        tid = int(row["stream"])
-        start = float(row["start_us"])
-        dur = max(MIN_DUR_US, float(row["end_us"]) - start)
-        place[str(row["op"])] = (pid, tid, start, start + dur)
-        threads.add((pid, tid))
-        events.append({"ph": "X", "name": str(row["op"]), "cat": str(row.get("kind", "op")),
-                       "pid": pid, "tid": tid, "ts": start, "dur": dur,
-                       "args": {"op": str(row["op"]), **{c: _finite(row[c]) for c in extra}}})
-    for pid, tid in sorted(threads):
-        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
-                       "args": {"name": f"stream {tid}"}})
-        events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                       "args": {"sort_index": tid}})
+    events: list[dict[str, Any]] = []
+    place: dict[str, tuple[int, int, float, float]] = {}  # op -> (pid, tid, start, end)
+    launches: list[tuple[float, int, str]] = []
+    for k, row in enumerate(df.to_dict("records"), start=1):
+        op, device = str(row["op"]), str(row.get("device", "gpu"))
+        pid, tid = layout.track(device, int(row["stream"]))
+        start = ns(float(row["start_us"]))
+        end = max(ns(float(row["end_us"])), ns(start + MIN_DUR_US))
+        place[op] = (pid, tid, start, end)
+        args: dict[str, Any] = {"op": op, "wb_device": device,
+                                **{c: _finite(row[c]) for c in extra}}
+        if device in HOST_DEVICES:
+            cat = "cpu_op"
+        else:
+            cat = "gpu_memcpy" if device in COPY_DEVICES else "kernel"
+            args.update({"stream": tid, "device": pid - 1, "correlation": k, "External id": k})
+            issue = _finite(row.get("issue_us"))
+            if isinstance(issue, (int, float)):
+                launches.append((ns(float(issue)), k, op))
+        events.append({"ph": "X", "cat": cat, "name": op, "pid": pid, "tid": tid, "ts": start,
+                       "dur": ns(end - start), "args": args})
+    events.extend(_launch_events(launches, place, layout))
+    events.extend(_sync_flows(trace, place))
+    events.extend(_barrier_instants(trace, place, layout))
+    if memory:
+        events.extend(_memory_counters(trace, pid=1))
+    tracks = [(pid, tid) for pid, tid, _, _ in place.values()]
+    return {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": trace.device}],
+            "distributedInfo": {"rank": 0},
+            "traceEvents": layout.metadata(tracks, bool(launches)) + events,
+            "displayTimeUnit": "ms",
+            "otherData": {"graph": trace.graph.name, "policy": trace.policy,
+                          "device": trace.device, "executor": trace.executor,
+                          "mode": trace.mode, "makespan_us": _finite(trace.makespan),
+                          "stream_offset": STREAM_OFFSET, "time_origin_us": 0.0,
+                          "writer": "schedule-workbench"}}
+
+
+def _launch_events(launches: list[tuple[float, int, str]],
+                   place: dict[str, tuple[int, int, float, float]],
+                   layout: _Layout) -> list[dict[str, Any]]:
+    """``cudaLaunchKernel`` slices on the host's launch thread (each lasting until the next
+    launch, at least :data:`MIN_DUR_US`) and the ``ac2g`` flow to each kernel."""
+    out: list[dict[str, Any]] = []
+    launches = sorted(launches)
+    end_prev = -math.inf
+    for i, (issue, k, op) in enumerate(launches):
+        start = max(issue, end_prev)
+        nxt = launches[i + 1][0] if i + 1 < len(launches) else start + MIN_DUR_US
+        end = max(ns(start + MIN_DUR_US), ns(nxt))
+        end_prev = end
+        pid, tid, kstart, _ = place[op]
+        host = (layout.host_pid, layout.launch_tid)
+        out.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                    "pid": host[0], "tid": host[1], "ts": start, "dur": ns(end - start),
+                    "args": {"correlation": k, "External id": k, "op": None}})
+        flow = {"cat": "ac2g", "name": "ac2g", "id": k}
+        out.append({**flow, "ph": "s", "pid": host[0], "tid": host[1], "ts": ns(end - NS_US)})
+        out.append({**flow, "ph": "f", "pid": pid, "tid": tid, "ts": max(0.0, ns(kstart - NS_US))})
+    return out
+
+
+def _sync_flows(trace: Trace, place: dict[str, tuple[int, int, float, float]]
+                ) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     syncs = getattr(trace.schedule, "syncs", ()) or ()
     for k, (a, b) in enumerate(syncs):
         if a not in place or b not in place:
             continue
-        pa, ta, sa, ea = place[a]
+        pa, ta, _, ea = place[a]
         pb, tb, sb, _ = place[b]
-        # the start binds to the enclosing slice, so it sits just inside a's end
-        ts = max(sa, ea - min(MIN_DUR_US / 2, (ea - sa) / 2))
         flow = {"cat": "sync", "name": "sync", "id": k}
-        events.append({**flow, "ph": "s", "pid": pa, "tid": ta, "ts": ts,
-                       "args": {"from": a, "to": b}})
-        events.append({**flow, "ph": "f", "bp": "e", "pid": pb, "tid": tb, "ts": sb})
-    if memory:
-        events.extend(_memory_counters(trace))
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"graph": trace.graph.name, "policy": trace.policy,
-                          "device": trace.device, "executor": trace.executor,
-                          "mode": trace.mode, "makespan_us": _finite(trace.makespan)}}
+        out.append({**flow, "ph": "s", "pid": pa, "tid": ta, "ts": ns(ea - NS_US),
+                    "args": {"from": a, "to": b}})
+        out.append({**flow, "ph": "f", "pid": pb, "tid": tb, "ts": max(0.0, ns(sb - NS_US))})
+    return out
 
 
-def _memory_counters(trace: Trace) -> list[dict[str, Any]]:
+def _barrier_instants(trace: Trace, place: dict[str, tuple[int, int, float, float]],
+                      layout: _Layout) -> list[dict[str, Any]]:
+    """A global instant per barrier, when every op issued before it has ended."""
+    schedule = trace.schedule
+    barriers = getattr(schedule, "barriers", ()) or ()
+    order = list(getattr(schedule, "issue_order", ()) or ())
+    out: list[dict[str, Any]] = []
+    kind = getattr(schedule, "barrier_kind", "join")
+    for p in barriers:
+        if not 0 <= p < len(order):
+            continue
+        before = [place[o][3] for o in order[:p] if o in place]
+        when = max(before, default=0.0)
+        out.append({"ph": "i", "s": "g", "cat": "barrier", "name": "barrier", "pid": 1,
+                    "tid": STREAM_OFFSET, "ts": ns(when),
+                    "args": {"before": order[p], "position": p, "kind": kind}})
+    return out
+
+
+def _memory_counters(trace: Trace, *, pid: int) -> list[dict[str, Any]]:
     """``C`` events of live activation bytes; none when the trace lacks some producer."""
     from workbench.memory.lifetimes import pool_events
 
@@ -125,12 +232,13 @@ def _memory_counters(trace: Trace) -> list[dict[str, Any]]:
     live = 0
     for time, action, _, size in steps:
         live += size if action == "alloc" else -size
-        if times and times[-1] == time:
+        t = ns(float(time))
+        if times and times[-1] == t:
             levels[-1] = live  # several allocations and frees at one instant: the last level
         else:
-            times.append(float(time))
+            times.append(t)
             levels.append(live)
-    return [{"ph": "C", "name": "live memory", "pid": 0, "tid": 0, "ts": t,
+    return [{"ph": "C", "name": "live memory", "pid": pid, "tid": 1, "ts": t,
              "args": {"bytes": b}} for t, b in zip(times, levels, strict=True)]
 
 
@@ -146,191 +254,5 @@ def save_chrome_trace(trace: Trace, path: str | Path, *, memory: bool = True) ->
     return path
 
 
-# ================================================================================ import
-def _read_json(path: Path) -> Any:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error):
-            raise FormatError(f"{path}: broken or truncated gzip file") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FormatError(f"{path}: not a text file (is it really a JSON trace?)") from None
-    if not text.strip():
-        raise FormatError(f"{path}: empty file (not a trace)")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON "
-                          f"({exc.msg}; truncated file?)") from None
-    except RecursionError:
-        raise FormatError(f"{path}: JSON nested too deeply") from None
-
-
-def _number(event: dict[str, Any], key: str, k: int, path: Path) -> float:
-    value = event.get(key)
-    if isinstance(value, (str, int)) and not isinstance(value, bool):
-        try:
-            value = float(value)
-        except (ValueError, OverflowError):
-            pass
-    if not isinstance(value, float) or not math.isfinite(value):
-        name = str(event.get("name", "?"))[:60]
-        raise FormatError(f"{path}: traceEvents[{k}] ({name!r}): '{key}' must be a number, "
-                          f"got {value!r}"[:300].replace("\n", "\\n"))
-    return float(value)
-
-
-def _stream(event: dict[str, Any]) -> int | str:
-    args = event.get("args")
-    if not isinstance(args, dict):
-        args = {}
-    for value in (args.get("stream"), event.get("tid")):
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, str):
-            digits = re.search(r"-?\d{1,18}", value)
-            value = int(digits.group()) if digits else None
-        if isinstance(value, int) and abs(value) < 2**62:
-            return value
-    return str(event.get("tid"))
-
-
-def kernel_kind(name: str) -> str:
-    """An op kind guessed from a kernel name (:data:`KERNEL_KINDS`), else ``"kernel"``."""
-    low = name.lower()
-    for fragment, kind in KERNEL_KINDS:
-        if fragment in low:
-            return kind
-    return "kernel"
-
-
-def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None) -> Trace:
-    """A :class:`Trace` of the GPU kernels in a PyTorch profiler / Kineto JSON (``.gz`` too).
-
-    Only GPU events count (``ph`` ``X`` with ``cat`` ``kernel``, ``gpu_memcpy`` or
-    ``gpu_memset``); the stream is ``args.stream`` or ``tid``; time 0 is the earliest GPU event
-    (its absolute ``ts`` is ``meta["t0_us"]``).  Without ``graph`` every kernel becomes an op
-    ``"<name>#<k>"`` (``k``: its occurrence among kernels of that name, in time order) with its
-    measured duration and no edges.  With ``graph``, a kernel belongs to the op whose id is the
-    kernel's name (or ``"<name>#<k>"``); kernels of one op merge (first start, last end), kernels
-    of no op are counted in ``meta["unmatched_kernels"]``.  O(events log events).
-    """
-    path = Path(path)
-    data = _read_json(path)
-    if isinstance(data, dict):
-        if "traceEvents" not in data:
-            raise FormatError(f"{path}: not a Chrome/PyTorch trace (no 'traceEvents')")
-        raw = data["traceEvents"]
-    elif isinstance(data, list):
-        raw = data
-    else:
-        raise FormatError(f"{path}: not a Chrome/PyTorch trace (top level is "
-                          f"{type(data).__name__})")
-    if not isinstance(raw, list):
-        raise FormatError(f"{path}: 'traceEvents' must be a list, got {type(raw).__name__}")
-    kernels = []
-    for k, ev in enumerate(raw):
-        if not isinstance(ev, dict) or ev.get("ph") != "X":
-            continue
-        if str(ev.get("cat", "")).lower() not in GPU_CATEGORIES:
-            continue
-        ts, dur = _number(ev, "ts", k, path), _number(ev, "dur", k, path)
-        kernels.append((ts, k, str(ev.get("name", "kernel")), _stream(ev), max(0.0, dur), ev))
-    if not kernels:
-        raise FormatError(f"{path}: no GPU kernel events (cat 'kernel', 'gpu_memcpy' or "
-                          f"'gpu_memset'); was the profiler run with CUDA activities?")
-    kernels.sort(key=lambda e: (e[0], e[1]))
-    t0 = kernels[0][0]
-    streams = _stream_numbers([s for _, _, _, s, _, _ in kernels])
-    seen: dict[str, int] = {}
-    rows: list[dict[str, Any]] = []
-    for ts, _, name, stream, dur, ev in kernels:
-        k = seen.get(name, 0)
-        seen[name] = k + 1
-        rows.append({"op": f"{name}#{k}", "name": name, "kind": kernel_kind(name),
-                     "stream": streams[stream], "start_us": ts - t0, "end_us": ts - t0 + dur,
-                     "blocks": _grid(ev)})
-    meta: dict[str, Any] = {"t0_us": t0, "source": str(path), "kernels": len(rows)}
-    if graph is None:
-        graph = _kernel_graph(rows, path.stem)
-    else:
-        rows = _match(rows, graph, meta, path)
-    df = pd.DataFrame({
-        "op": [r["op"] for r in rows],
-        "kind": [graph.op(r["op"]).kind for r in rows],
-        "stream": [r["stream"] for r in rows],
-        "device": [graph.op(r["op"]).device for r in rows],
-        "start_us": [r["start_us"] for r in rows],
-        "end_us": [r["end_us"] for r in rows],
-        "duration_us": [r["end_us"] - r["start_us"] for r in rows],
-        "flops": [graph.op(r["op"]).flops for r in rows],
-        "bytes": [graph.op(r["op"]).bytes_read + graph.op(r["op"]).bytes_written for r in rows],
-    })
-    device = "gpu"
-    if isinstance(data, dict) and isinstance(data.get("deviceProperties"), list):
-        props = data["deviceProperties"]
-        if props and isinstance(props[0], dict) and props[0].get("name"):
-            device = str(props[0]["name"])
-    return Trace(df, graph=graph, policy="measured", device=device, executor="pytorch-profiler",
-                 mode="eager", meta=meta)
-
-
-def _stream_numbers(streams: list[int | str]) -> dict[int | str, int]:
-    """Stream ids as ints: numeric ids stay, others get numbers after the largest numeric id."""
-    table: dict[int | str, int] = {s: s for s in streams if isinstance(s, int)}
-    nxt = max(table.values(), default=-1) + 1
-    for s in streams:
-        if s not in table:
-            table[s] = nxt
-            nxt += 1
-    return table
-
-
-def _grid(event: Mapping[str, Any]) -> int | None:
-    args = event.get("args")
-    grid = args.get("grid") if isinstance(args, dict) else None
-    if isinstance(grid, list) and grid and all(
-            isinstance(g, int) and not isinstance(g, bool) and g > 0 for g in grid):
-        blocks = math.prod(grid)
-        return blocks if blocks < 2**62 else None
-    return None
-
-
-def _kernel_graph(rows: list[dict[str, Any]], name: str) -> Graph:
-    ops = [Op(r["op"], kind=r["kind"], duration_us=r["end_us"] - r["start_us"],
-              thread_blocks=r["blocks"], attrs={"kernel": r["name"]}) for r in rows]
-    return Graph(ops, name=name)
-
-
-def _match(rows: list[dict[str, Any]], graph: Graph, meta: dict[str, Any],
-           path: Path) -> list[dict[str, Any]]:
-    merged: dict[str, dict[str, Any]] = {}
-    unmatched = 0
-    for r in rows:
-        op = r["name"] if r["name"] in graph else r["op"] if r["op"] in graph else None
-        if op is None:
-            unmatched += 1
-            continue
-        if op in merged:
-            m = merged[op]
-            m["start_us"] = min(m["start_us"], r["start_us"])
-            m["end_us"] = max(m["end_us"], r["end_us"])
-        else:
-            merged[op] = {**r, "op": op}
-    if not merged:
-        raise FormatError(f"{path}: no kernel name matches an op of graph {graph.name!r} "
-                          f"(names like {rows[0]['name'][:60]!r})".replace("\n", "\\n"))
-    meta["unmatched_kernels"] = unmatched
-    meta["missing_ops"] = [o for o in graph.op_ids if o not in merged]
-    return sorted(merged.values(), key=lambda r: (r["start_us"], r["op"]))
-
-
-__all__ = ["kernel_kind", "load_pytorch_trace", "save_chrome_trace", "to_chrome_trace"]
+__all__ = ["MIN_DUR_US", "kernel_kind", "load_pytorch_trace", "ns", "save_chrome_trace",
+           "to_chrome_trace"]

@@ -17,7 +17,7 @@ import math
 import operator
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workbench.errors import FormatError, GraphError, OptionError
@@ -122,7 +122,7 @@ def _window(module: Any) -> int | None:
 
 
 def _cost(formula: str, per_element: float, ins: Sequence[Info], outs: Sequence[Info],
-          module: Any, args: Sequence[Any]) -> ShapeCost | None:
+          module: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
     """The shared shape-cost rule for one traced node (``None``: shapes unknown)."""
     x, y = _first(ins), _first(outs)
     if formula == "view":
@@ -138,7 +138,7 @@ def _cost(formula: str, per_element: float, ins: Sequence[Info], outs: Sequence[
     if formula == "elementwise":
         return elementwise_cost(y, ins, outs, per_element=per_element)
     if formula == "pool":
-        window = _window(module) if module is not None else _arg_window(args)
+        window = _window(module) if module is not None else _arg_window(args, kwargs)
         return None if window is None else window_cost(y, window, ins, outs)
     if formula == "adaptive":
         return global_pool_cost(x, ins, outs)
@@ -152,13 +152,51 @@ def _cost(formula: str, per_element: float, ins: Sequence[Info], outs: Sequence[
     return None
 
 
-def _arg_window(args: Sequence[Any]) -> int | None:
-    k = args[1] if len(args) > 1 else None
+def _arg_window(args: Sequence[Any], kwargs: Mapping[str, Any]) -> int | None:
+    """The pooling window of ``F.max_pool2d(x, k)`` / ``F.avg_pool2d(x, kernel_size=k)``."""
+    k = args[1] if len(args) > 1 else kwargs.get("kernel_size")
     if isinstance(k, int):
         return k * k
     if isinstance(k, (tuple, list)) and all(isinstance(v, int) for v in k):
         return numel(k)
     return None
+
+
+#: Positional parameters of functional calls whose values the cost model reads (after the
+#: tensor arguments): ``F.conv2d(x, w, b, stride, padding, dilation, groups)``, pooling windows.
+_CALL_PARAMS: dict[str, tuple[str, ...]] = {
+    "conv1d": ("", "", "", "stride", "padding", "dilation", "groups"),
+    "conv2d": ("", "", "", "stride", "padding", "dilation", "groups"),
+    "conv3d": ("", "", "", "stride", "padding", "dilation", "groups"),
+    "max_pool2d": ("", "kernel_size", "stride", "padding"),
+    "avg_pool2d": ("", "kernel_size", "stride", "padding"),
+}
+
+
+def _call_attrs(label: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``stride``/``groups``/``kernel_size``... of a functional call, positional or keyword."""
+    names = _CALL_PARAMS.get(label, ())
+    found = {name: args[i] for i, name in enumerate(names) if name and i < len(args)}
+    found.update({k: v for k, v in kwargs.items() if k in names})
+    return {k: _plain(v) for k, v in found.items()
+            if isinstance(v, (int, list, tuple)) and not isinstance(v, bool)}
+
+
+def cost_of_call(label: str, ins: Sequence[Info], outs: Sequence[Info],
+                 args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None
+                 ) -> tuple[str, ShapeCost | None, dict[str, Any]]:
+    """(op kind, shape cost or None, attrs) of a call to the function or aten op ``label``
+    (``conv2d``, ``cat``, ``relu_``) with these tensor infos and arguments: the rules
+    :func:`from_torch` uses, for importers of recorded runs.  Unknown labels: kind from the name,
+    cost None.  O(rank)."""
+    kwargs = kwargs or {}
+    entry = FUNCTIONS.get(label) or FUNCTIONS.get(label.rstrip("_"))
+    attrs = _call_attrs(label, args, kwargs)
+    if entry is None:
+        return label.strip("_").lower() or "op", None, attrs
+    if entry[1] == "view":
+        attrs["view"] = True
+    return entry[0], _cost(entry[1], entry[2], ins, outs, None, args, kwargs), attrs
 
 
 # ================================================================================ tracing
@@ -295,18 +333,18 @@ def from_torch(module: Any, example_inputs: Any, *, name: str | None = None) -> 
             metas = _meta(node)
             if not metas:
                 continue  # Python values (sizes, shapes): host work, not a kernel
-            module = gm.get_submodule(node.target) if node.op == "call_module" else None
+            sub = gm.get_submodule(node.target) if node.op == "call_module" else None
             inputs = [produced[n.name] for n in _arg_nodes((node.args, node.kwargs))
                       if n.name in produced]
             attrs: dict[str, Any] = {"fx_op": node.op, "tracer": tracer}
-            if module is not None:
-                type_name = type(module).__name__
+            if sub is not None:
+                type_name = type(sub).__name__
                 entry = MODULES.get(type_name)
                 attrs.update({"target": str(node.target), "module": type_name})
-                attrs.update({a: _plain(getattr(module, a)) for a in _MODULE_ATTRS
-                              if hasattr(module, a)})
-                for pname, p in [*module.named_parameters(recurse=False),
-                                 *module.named_buffers(recurse=False)]:
+                attrs.update({a: _plain(getattr(sub, a)) for a in _MODULE_ATTRS
+                              if hasattr(sub, a)})
+                for pname, p in [*sub.named_parameters(recurse=False),
+                                 *sub.named_buffers(recurse=False)]:
                     if pname == "num_batches_tracked":
                         continue  # a training counter, not read by the kernel
                     tid = f"{node.target}.{pname}"
@@ -318,13 +356,15 @@ def from_torch(module: Any, example_inputs: Any, *, name: str | None = None) -> 
                 label = _target_name(node)
                 entry = FUNCTIONS.get(label)
                 attrs["target"] = label
+                attrs.update(_call_attrs(label, node.args, node.kwargs))
             tid = f"{node.name}:out"
             add_tensor(tid, metas, node.name, "activation")
             produced[node.name] = tid
             ins = [infos[t] for t in inputs]
             outs = [_info(m) for m in metas]
             kind = entry[0] if entry else label.lower().strip("_") or "op"
-            cost = _cost(entry[1], entry[2], ins, outs, module, node.args) if entry else None
+            cost = (_cost(entry[1], entry[2], ins, outs, sub, node.args, node.kwargs)
+                    if entry else None)
             if entry and entry[1] == "view":
                 attrs["view"] = True
             if cost is None:
@@ -371,4 +411,4 @@ def _arg_nodes(args: Any) -> list[Any]:
     return found
 
 
-__all__ = ["FUNCTIONS", "MODULES", "from_torch"]
+__all__ = ["FUNCTIONS", "MODULES", "cost_of_call", "from_torch"]

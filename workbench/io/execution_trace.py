@@ -1,0 +1,359 @@
+"""PyTorch Execution Trace (``torch.profiler.ExecutionTraceObserver``) + its Kineto trace: a
+recorded run as a Graph with its real data dependencies and measured costs, plus the measured
+Trace, so the run can be rescheduled (``wb.compare(trace.graph, measured=trace)``).
+
+The execution trace (Chakra's "host ET" schema) lists every operator call as a node with its
+parent (``ctrl_deps``), its record-function id (attr ``rf_id``) and its tensor arguments, each
+``[tensor id, storage id, offset, elements, element size, device]``.  From it:
+
+* ops: the outermost operator calls (``aten::conv2d``, not the ``aten::convolution`` ->
+  ``aten::_convolution`` calls inside it; record-function scopes around them are looked through),
+  in the order they started (node id), named ``"<name>#<k>"`` as in
+  :func:`~workbench.io.pytorch_profile.load_pytorch_trace`; kind, FLOPs and bytes from the
+  torch.fx import's rules (:func:`workbench.io.fx.cost_of_call`), shapes on the tensors;
+* edges: an op that reads a tensor (by tensor and storage id) depends on the last op that wrote
+  it; an op that writes in place also waits for the ops that read the old value (control edges).
+
+The Kineto trace, joined on the record-function id (Kineto's ``args["Record function id"]``),
+gives each op its measured time: in a GPU run the kernels it launched (joined through
+``External id``, else through the ``correlation`` of the launch inside the op), on their CUDA
+streams, with ``duration_us`` the sum of its kernels; ops that launched no kernel (views,
+``empty``) did no device work and are left out, their readers depending on what they read.  In a
+CPU-only run every op is a host op (``device="cpu"``) with its measured duration, one stream per
+host thread.  Complexity: O(nodes + tensor arguments + events log events).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workbench.errors import FormatError
+from workbench.graph import Graph, Op, Tensor
+from workbench.io.onnx_rules import TensorInfo, default_cost
+from workbench.io.pytorch_profile import (
+    GPU_CATEGORIES,
+    args_of,
+    number,
+    read_trace_json,
+    trace_events,
+)
+from workbench.trace import Trace
+
+TensorKey = tuple[int, int]  # (tensor id, storage id)
+
+
+@dataclass
+class _Call:
+    """One outermost operator call of the execution trace."""
+
+    node_id: int
+    name: str
+    rf_id: int | str | None
+    ins: list[tuple[TensorKey, tuple[int, ...], int]]  # key, shape, element size
+    outs: list[tuple[TensorKey, tuple[int, ...], int]]
+    values: list[Any]
+    kernels: list[dict[str, Any]] = field(default_factory=list)
+    host: dict[str, Any] | None = None
+
+
+# ================================================================================ the ET side
+def _key(value: Any) -> int | str | None:
+    """An id usable as a dict key (a corrupt file may hold lists or objects there)."""
+    return value if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+
+
+def _attr(node: Mapping[str, Any], name: str) -> Any:
+    attrs = node.get("attrs")
+    for a in attrs if isinstance(attrs, list) else ():
+        if isinstance(a, dict) and a.get("name") == name:
+            return a.get("value")
+    return None
+
+
+def _is_operator(node: Mapping[str, Any]) -> bool:
+    schema = _attr(node, "op_schema")
+    name = str(node.get("name", ""))
+    return bool(schema) or ("::" in name and not name.startswith("["))
+
+
+def _tensors(values: Any, shapes: Any) -> Iterator[tuple[TensorKey, tuple[int, ...], int]]:
+    """Tensor references inside an argument list (nested lists of tensors too)."""
+    if isinstance(values, list) and len(values) == 6 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in values[:5]) and isinstance(
+            values[5], str):
+        shape = tuple(int(d) for d in shapes) if isinstance(shapes, list) and all(
+            isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**31
+            for d in shapes) else ()
+        yield (values[0], values[1]), shape, min(max(1, values[4]), 16)
+    elif isinstance(values, list):
+        shapes = shapes if isinstance(shapes, list) and len(shapes) == len(values) else [
+            None] * len(values)
+        for v, s in zip(values, shapes, strict=True):
+            yield from _tensors(v, s)
+
+
+def _calls(data: Any, path: Path) -> list[_Call]:
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
+        raise FormatError(f"{path}: not a PyTorch execution trace (no 'nodes' list)")
+    nodes = {n["id"]: n for n in data["nodes"] if isinstance(n, dict) and isinstance(
+        n.get("id"), int)}
+
+    def outermost(node: Mapping[str, Any]) -> bool:
+        seen = {node["id"]}
+        parent = node.get("ctrl_deps")
+        while isinstance(parent, int) and parent in nodes and parent not in seen:
+            if _is_operator(nodes[parent]):
+                return False
+            seen.add(parent)
+            parent = nodes[parent].get("ctrl_deps")
+        return True
+
+    calls = []
+    for nid in sorted(nodes):
+        node = nodes[nid]
+        if not _is_operator(node) or not outermost(node):
+            continue
+        ins, outs = node.get("inputs"), node.get("outputs")
+        ins, outs = (ins if isinstance(ins, dict) else {}), (outs if isinstance(outs, dict) else {})
+        rf = _attr(node, "rf_id")
+        values = ins.get("values")
+        calls.append(_Call(nid, str(node.get("name")), _key(rf),
+                           list(_tensors(ins.get("values"), ins.get("shapes"))),
+                           list(_tensors(outs.get("values"), outs.get("shapes"))),
+                           values if isinstance(values, list) else []))
+    if not calls:
+        raise FormatError(f"{path}: the execution trace records no operator calls")
+    return calls
+
+
+# ================================================================================ the Kineto side
+def _attach_kineto(calls: list[_Call], kineto: Path) -> bool:
+    """Attach host events and kernels to the calls; True when the run had GPU kernels."""
+    raw = trace_events(read_trace_json(kineto), kineto)
+    by_rf: dict[Any, _Call] = {c.rf_id: c for c in calls if c.rf_id is not None}
+    host: list[tuple[Any, float, float, _Call]] = []  # (thread, ts, end, call)
+    by_external: dict[Any, dict[str, Any]] = {}
+    runtime: dict[Any, dict[str, Any]] = {}
+    kernels = []
+    for k, ev in enumerate(raw):
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        cat, args = str(ev.get("cat", "")).lower(), args_of(ev)
+        ts, dur = number(ev, "ts", k, kineto), number(ev, "dur", k, kineto)
+        if cat in GPU_CATEGORIES:
+            kernels.append((ts, k, {**ev, "ts": ts, "dur": max(0.0, dur)}))
+            continue
+        item: dict[str, Any] = {"ts": ts, "end": ts + max(0.0, dur),
+                                "thread": (ev.get("pid"), ev.get("tid")), "ev": ev}
+        if cat == "cpu_op":
+            call = by_rf.get(_key(args.get("Record function id")))
+            if call is not None and call.host is None:
+                call.host = item
+                host.append((item["thread"], ts, item["end"], call))
+            if _key(args.get("External id")) is not None:
+                by_external[args["External id"]] = item
+        elif cat == "cuda_runtime" and _key(args.get("correlation")) is not None:
+            runtime[args["correlation"]] = item
+    if not any(c.host for c in calls):
+        raise FormatError(f"{kineto}: no CPU op of this Kineto trace has a record-function id "
+                          f"of the execution trace (are they from the same run?)")
+    spans: dict[Any, list[tuple[float, float, _Call]]] = defaultdict(list)
+    for thread, ts, end, call in host:
+        spans[thread].append((ts, end, call))
+    for lst in spans.values():
+        lst.sort(key=lambda s: s[0])
+
+    def enclosing(item: dict[str, Any] | None) -> _Call | None:
+        if item is None:
+            return None
+        lst = spans.get(item["thread"], [])
+        i = bisect.bisect_right([s[0] for s in lst], item["ts"]) - 1
+        return lst[i][2] if i >= 0 and item["ts"] <= lst[i][1] else None
+
+    for _, _, ev in sorted(kernels, key=lambda e: (e[0], e[1])):
+        args = args_of(ev)
+        call = enclosing(by_external.get(_key(args.get("External id")))) or enclosing(
+            runtime.get(_key(args.get("correlation"))))
+        if call is not None:
+            call.kernels.append(ev)
+    return bool(kernels)
+
+
+# ================================================================================ the graph
+def _graph_of(calls: list[_Call], name: str, gpu_run: bool) -> tuple[Graph, list[_Call]]:
+    """The ops, tensors and edges of the calls kept (module docstring)."""
+    from workbench.io.fx import cost_of_call
+
+    seen: dict[str, int] = {}
+    ops: list[Op] = []
+    kept: list[_Call] = []
+    tensors: dict[str, Tensor] = {}
+    current: dict[TensorKey, list[str]] = {}  # key -> tensor ids holding its latest value
+    readers: dict[TensorKey, list[str]] = defaultdict(list)
+    control: list[tuple[str, str]] = []
+    for call in calls:
+        k = seen.get(call.name, 0)
+        seen[call.name] = k + 1
+        op_id = f"{call.name}#{k}"
+        inputs: list[str] = []
+        for key, shape, itemsize in call.ins:
+            if key not in current:
+                tid = f"t{key[0]}.{key[1]}"
+                tensors[tid] = Tensor(tid, _size(shape, itemsize), role="input", shape=shape,
+                                      dtype=_dtype(itemsize))
+                current[key] = [tid]
+            inputs.extend(t for t in current[key] if t not in inputs)
+        if gpu_run and not call.kernels:  # no device work: its outputs alias what it read
+            for key, _, _ in call.outs:
+                current[key] = list(inputs)
+            continue
+        in_keys = {key for key, _, _ in call.ins}
+        outputs = []
+        for j, (key, shape, itemsize) in enumerate(call.outs):
+            tid = f"{op_id}:{j}"
+            tensors[tid] = Tensor(tid, _size(shape, itemsize), producer=op_id, shape=shape,
+                                  dtype=_dtype(itemsize))
+            outputs.append(tid)
+            if key in in_keys:  # in place: after the readers of the old value
+                control.extend((r, op_id) for r in readers[key] if r != op_id)
+            current[key], readers[key] = [tid], []
+        for key in in_keys:
+            readers[key].append(op_id)
+        ins = [TensorInfo(tensors[t].shape, _itemsize(tensors[t])) if tensors[t].shape else None
+               for t in inputs]
+        outs = [TensorInfo(tensors[t].shape, _itemsize(tensors[t])) if tensors[t].shape
+                else None for t in outputs]
+        label = call.name.split("::", 1)[-1]
+        kind, cost, attrs = cost_of_call(label, ins, outs, call.values)
+        if cost is None:
+            cost = default_cost(ins, outs)
+            attrs["cost"] = "default"
+        grids = [g for g in map(_grid, call.kernels) if g is not None]
+        blocks = max(grids, default=0) or cost.thread_blocks
+        attrs.update({"event": call.name, "et_node": call.node_id})
+        if call.kernels:
+            attrs["kernels"] = [str(ev.get("name")) for ev in call.kernels]
+        ops.append(Op(op_id, kind=kind, device="gpu" if gpu_run else "cpu",
+                      flops=float(cost.flops), bytes_read=int(cost.bytes_read),
+                      bytes_written=int(cost.bytes_written), inputs=tuple(inputs),
+                      outputs=tuple(outputs), thread_blocks=int(blocks),
+                      duration_us=_measured(call, gpu_run), attrs=attrs))
+        kept.append(call)
+    data = {(t.producer, op.id) for op in ops for t in map(tensors.__getitem__, op.inputs)}
+    control = list(dict.fromkeys(e for e in control if e not in data))
+    return Graph(ops, tensors.values(), control, name=name), kept
+
+
+def _size(shape: tuple[int, ...], itemsize: int) -> int:
+    n = 1
+    for d in shape:
+        n *= max(0, d)
+    return n * itemsize
+
+
+def _dtype(itemsize: int) -> str:
+    return {2: "float16", 8: "float64", 1: "uint8"}.get(itemsize, "float32")
+
+
+def _itemsize(t: Tensor) -> int:
+    return {"float16": 2, "float64": 8, "uint8": 1}.get(t.dtype, 4)
+
+
+def _grid(ev: Mapping[str, Any]) -> int | None:
+    grid = args_of(ev).get("grid")
+    if isinstance(grid, list) and grid and all(isinstance(g, int) and g > 0 for g in grid):
+        n = 1
+        for g in grid:
+            n *= g
+        return n
+    return None
+
+
+def _measured(call: _Call, gpu_run: bool) -> float | None:
+    if gpu_run:
+        return sum(max(0.0, float(ev.get("dur", 0.0))) for ev in call.kernels)
+    return None if call.host is None else call.host["end"] - call.host["ts"]
+
+
+# ================================================================================ entry points
+def execution_graph(path: str | Path, *, name: str | None = None) -> Graph:
+    """The graph of an execution trace alone (no times: costs from the shape rules).  Every
+    outermost call is an op on the device of its tensors' run (``gpu``)."""
+    path = Path(path)
+    calls = _calls(read_trace_json(path), path)
+    for c in calls:
+        c.kernels = [{}]  # keep every call: no Kineto trace tells which did device work
+    graph, _ = _graph_of(calls, name or path.name.split(".")[0], gpu_run=True)
+    return graph.replace(ops=[_unmeasured(op) for op in graph.ops])
+
+
+def _unmeasured(op: Op) -> Op:
+    from dataclasses import replace
+
+    attrs = {k: v for k, v in op.attrs.items() if k != "kernels"}
+    return replace(op, duration_us=None, thread_blocks=op.thread_blocks, attrs=attrs)
+
+
+def load_execution_trace(path: str | Path, kineto: str | Path, *,
+                         name: str | None = None) -> Trace:
+    """The measured run of an execution trace and its Kineto trace (module docstring).
+
+    Returns a :class:`~workbench.trace.Trace` (executor ``"measured"``, policy ``"measured"``)
+    whose ``graph`` has the run's ops, data dependencies and measured ``duration_us``; time 0 is
+    the first op's start.  ``meta`` counts the calls, the kernels and the calls left out.
+    """
+    path, kineto = Path(path), Path(kineto)
+    calls = _calls(read_trace_json(path), path)
+    gpu_run = _attach_kineto(calls, kineto)
+    if gpu_run and not any(c.kernels for c in calls):
+        raise FormatError(f"{kineto}: no GPU kernel links to an op of the execution trace "
+                          f"(by External id or launch correlation): are they from the same run?")
+    graph, kept = _graph_of(calls, name or path.name.split(".")[0], gpu_run)
+    rows = []
+    for op, call in zip(graph.ops, kept, strict=True):
+        if gpu_run:
+            first = min(call.kernels, key=lambda ev: float(ev.get("ts", 0.0)))
+            start = float(first["ts"])
+            end = max(float(ev.get("ts", 0.0)) + float(ev.get("dur", 0.0)) for ev in call.kernels)
+            stream = _stream_of(first)
+        elif call.host is not None:
+            start, end, stream = call.host["ts"], call.host["end"], call.host["thread"]
+        else:
+            raise FormatError(f"{kineto}: no Kineto event for {op.id!r} (record-function id "
+                              f"{call.rf_id}): are the two traces from the same run?")
+        rows.append((op, start, end, stream))
+    t0 = min(r[1] for r in rows)
+    numbers: dict[Any, int] = {}
+    for _, _, _, s in rows:
+        if s not in numbers:
+            numbers[s] = s if isinstance(s, int) else len(numbers)
+    df = pd.DataFrame({
+        "op": [op.id for op, *_ in rows], "kind": [op.kind for op, *_ in rows],
+        "stream": [numbers[s] for *_, s in rows], "device": [op.device for op, *_ in rows],
+        "start_us": [a - t0 for _, a, _, _ in rows], "end_us": [b - t0 for _, _, b, _ in rows],
+        "duration_us": [op.duration_us for op, *_ in rows],
+        "flops": [op.flops for op, *_ in rows],
+        "bytes": [op.bytes_read + op.bytes_written for op, *_ in rows]})
+    df = df.sort_values(["start_us", "op"], kind="stable").reset_index(drop=True)
+    meta = {"t0_us": t0, "source": str(path), "kineto": str(kineto), "calls": len(calls),
+            "left_out": len(calls) - len(kept), "gpu_run": gpu_run,
+            "kernels": sum(len(c.kernels) for c in kept)}
+    return Trace(df, graph=graph, policy="measured", device="gpu" if gpu_run else "cpu",
+                 executor="measured", mode="eager", meta=meta)
+
+
+def _stream_of(ev: Mapping[str, Any]) -> int:
+    for value in (args_of(ev).get("stream"), ev.get("tid")):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 0
+
+
+__all__ = ["execution_graph", "load_execution_trace"]

@@ -1,0 +1,384 @@
+"""Import a PyTorch profiler (Kineto) trace, or a Chrome trace the workbench wrote, as a Trace.
+
+What becomes an op (see shared notes, "PyTorch profiler / Kineto trace"):
+
+* GPU events (``ph`` ``X``, ``cat`` ``kernel``/``gpu_memcpy``/``gpu_memset``): one op per kernel,
+  on its CUDA stream (``args.stream``, else ``tid``), device ``"gpu"``;
+* when the trace has no GPU events (a CPU-only run), the outermost ``cpu_op`` of each host thread
+  (``aten::conv2d``, not the ``aten::convolution`` -> ``aten::mkldnn_convolution`` calls inside
+  it): host ops, device ``"cpu"``, one stream per thread (numbered from 0 in order of appearance);
+* a trace the workbench wrote (:mod:`workbench.io.chrome_trace`) keeps every op, GPU and host,
+  with its id, stream and device (``args.op``, ``args.stream``/``tid`` less the exporter's stream
+  offset, ``args.wb_device``).
+
+Op ids are ``args.op`` when an event names its op, else ``"<name>#<k>"`` (``k``: the occurrence
+among events of that name in time order).  Each op's measured time is its ``duration_us``; time 0
+is the earliest op (the trace's own origin for a workbench export).  With ``graph=`` the events
+are matched to the graph's ops: by id when the names match, else by kind and order (the ``k``-th
+``aten::conv2d`` is the graph's ``k``-th ``conv2d`` op: an eager run executes a traced module in
+its program order), and the trace's graph is ``graph`` with the measured durations (and device,
+for a CPU run) on its matched ops.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workbench.errors import FormatError
+from workbench.graph import Graph, Op
+from workbench.trace import Trace
+
+GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+HOST_CATEGORIES = frozenset({"cpu_op"})
+#: Host annotations that wrap ops without being ops themselves.
+WRAPPERS = re.compile(r"^(ProfilerStep#\d+|## .* ##|\[pytorch\|.*|record_param_comms)$")
+
+#: Kernel-name fragments -> op kind, first match wins (cuDNN/cuBLAS/ATen kernel names).
+KERNEL_KINDS: tuple[tuple[str, str], ...] = (
+    ("memcpy", "memcpy"), ("memset", "memset"), ("conv", "conv2d"), ("winograd", "conv2d"),
+    ("gemm", "matmul"), ("gemv", "matmul"), ("matmul", "matmul"), ("batch_norm", "batchnorm"),
+    ("batchnorm", "batchnorm"), ("bn_fw", "batchnorm"), ("layer_norm", "layernorm"),
+    ("softmax", "softmax"), ("max_pool", "maxpool"), ("maxpool", "maxpool"),
+    ("avg_pool", "avgpool"), ("avgpool", "avgpool"), ("concat", "concat"), ("cat_", "concat"),
+    ("relu", "relu"), ("gelu", "gelu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"),
+    ("reduce", "reduce"), ("elementwise", "elementwise"),
+)
+
+
+# ================================================================================ reading
+def read_trace_json(path: Path) -> Any:
+    """The parsed JSON of a (possibly gzipped) trace file; one-line errors."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error):
+            raise FormatError(f"{path}: broken or truncated gzip file") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError(f"{path}: not a text file (is it really a JSON trace?)") from None
+    if not text.strip():
+        raise FormatError(f"{path}: empty file (not a trace)")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON "
+                          f"({exc.msg}; truncated file?)") from None
+    except RecursionError:
+        raise FormatError(f"{path}: JSON nested too deeply") from None
+
+
+def trace_events(data: Any, path: Path) -> list[Any]:
+    """The ``traceEvents`` list of a parsed trace (a bare list is accepted too)."""
+    if isinstance(data, dict):
+        if "traceEvents" not in data:
+            raise FormatError(f"{path}: not a Chrome/PyTorch trace (no 'traceEvents')")
+        raw = data["traceEvents"]
+    elif isinstance(data, list):
+        raw = data
+    else:
+        raise FormatError(f"{path}: not a Chrome/PyTorch trace (top level is "
+                          f"{type(data).__name__})")
+    if not isinstance(raw, list):
+        raise FormatError(f"{path}: 'traceEvents' must be a list, got {type(raw).__name__}")
+    return raw
+
+
+def number(event: dict[str, Any], key: str, k: int, path: Path) -> float:
+    """``event[key]`` as a finite float (numeric strings accepted), else a one-line error."""
+    value = event.get(key)
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        try:
+            value = float(value)
+        except (ValueError, OverflowError):
+            pass
+    if not isinstance(value, float) or not math.isfinite(value):
+        name = str(event.get("name", "?"))[:60]
+        raise FormatError(f"{path}: traceEvents[{k}] ({name!r}): '{key}' must be a number, "
+                          f"got {value!r}"[:300].replace("\n", "\\n"))
+    return float(value)
+
+
+def args_of(event: Mapping[str, Any]) -> dict[str, Any]:
+    args = event.get("args")
+    return args if isinstance(args, dict) else {}
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str):
+        digits = re.search(r"-?\d{1,18}", value)
+        value = int(digits.group()) if digits else None
+    return value if isinstance(value, int) and abs(value) < 2**62 else None
+
+
+def _stream(event: dict[str, Any]) -> int | str:
+    for value in (args_of(event).get("stream"), event.get("tid")):
+        found = _int(value)
+        if found is not None:
+            return found
+    return str(event.get("tid"))
+
+
+def kernel_kind(name: str) -> str:
+    """An op kind guessed from a kernel name (:data:`KERNEL_KINDS`), else ``"kernel"``."""
+    low = name.lower()
+    for fragment, kind in KERNEL_KINDS:
+        if fragment in low:
+            return kind
+    return "kernel"
+
+
+def aten_kind(name: str) -> str:
+    """The op kind of a host op name (``aten::conv2d`` -> ``conv2d``, ``aten::cat`` ->
+    ``concat``), by the torch.fx import's table; kernel names fall back to :func:`kernel_kind`.
+
+    >>> aten_kind("aten::cat"), aten_kind("aten::relu_"), aten_kind("aten::addmm")
+    ('concat', 'relu', 'matmul')
+    """
+    from workbench.io.fx import FUNCTIONS
+
+    base = name.split("::", 1)[1] if "::" in name else name
+    for key in (base, base.rstrip("_"), base.lstrip("_")):
+        if key in FUNCTIONS:
+            return FUNCTIONS[key][0]
+    return kernel_kind(name) if "::" not in name else base.strip("_") or "op"
+
+
+# ================================================================================ selection
+def outermost(events: Iterable[tuple[float, float, Any, int]]) -> list[int]:
+    """Indices of the events not nested inside another on the same thread.
+
+    ``events``: ``(ts, dur, thread, index)``; O(n log n).
+
+    >>> outermost([(0, 10, 1, 0), (1, 2, 1, 1), (10, 5, 1, 2), (3, 1, 2, 3)])
+    [0, 2, 3]
+    """
+    by_thread: dict[Any, list[tuple[float, float, int]]] = defaultdict(list)
+    for ts, dur, thread, k in events:
+        by_thread[thread].append((ts, -dur, k))
+    keep = []
+    for spans in by_thread.values():
+        spans.sort()
+        end = -math.inf
+        for ts, neg_dur, k in spans:
+            if ts >= end:
+                keep.append(k)
+                end = ts - neg_dur
+    return sorted(keep)
+
+
+def _select(raw: list[Any], path: Path) -> tuple[list[dict[str, Any]], bool]:
+    """(op events in time order, True when they are host ops of a CPU-only run)."""
+    gpu: list[dict[str, Any]] = []
+    host: list[dict[str, Any]] = []
+    workbench = False
+    for k, ev in enumerate(raw):
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        cat = str(ev.get("cat", "")).lower()
+        if cat not in GPU_CATEGORIES and cat not in HOST_CATEGORIES:
+            continue
+        ts, dur = number(ev, "ts", k, path), number(ev, "dur", k, path)
+        workbench = workbench or isinstance(args_of(ev).get("op"), str)
+        item = {"ts": ts, "dur": max(0.0, dur), "k": k, "ev": ev, "cat": cat,
+                "name": str(ev.get("name", "op"))}
+        (gpu if cat in GPU_CATEGORIES else host).append(item)
+    top = outermost((h["ts"], h["dur"], (h["ev"].get("pid"), h["ev"].get("tid")), i)
+                    for i, h in enumerate(host) if not WRAPPERS.match(h["name"]))
+    host = [host[i] for i in top]
+    if gpu and not workbench:
+        host = []  # a GPU run: the host ops are the launches of its kernels
+    if not gpu and not host:
+        raise FormatError(f"{path}: no GPU kernel events (cat 'kernel', 'gpu_memcpy' or "
+                          f"'gpu_memset') and no CPU ops (cat 'cpu_op'); was the profiler "
+                          f"run with CPU or CUDA activities?")
+    chosen = sorted(gpu + host, key=lambda e: (e["ts"], e["k"]))
+    return chosen, not gpu
+
+
+def _streams(items: list[dict[str, Any]], offset: int) -> list[int]:
+    """Stream number per event: GPU streams keep their ids (less ``offset``), host threads
+    are numbered after them in order of appearance."""
+    gpu = {id(e): _stream(e["ev"]) for e in items if e["cat"] in GPU_CATEGORIES}
+    ids = {s for s in gpu.values() if isinstance(s, int)}
+    table: dict[Any, int] = {}
+    nxt = (max(ids) - offset + 1) if ids else 0
+    out = []
+    for e in items:
+        if e["cat"] in GPU_CATEGORIES:
+            key: Any = ("gpu", gpu[id(e)])
+            if isinstance(gpu[id(e)], int):
+                table.setdefault(key, int(gpu[id(e)]) - offset)
+        else:
+            tid = _int(e["ev"].get("tid"))
+            key = ("host", e["ev"].get("pid"), e["ev"].get("tid"))
+            if offset and tid is not None:
+                table.setdefault(key, tid - offset)
+        if key not in table:
+            table[key] = nxt
+            nxt += 1
+        out.append(table[key])
+    return out
+
+
+def _grid(event: Mapping[str, Any]) -> int | None:
+    grid = args_of(event).get("grid")
+    if isinstance(grid, list) and grid and all(
+            isinstance(g, int) and not isinstance(g, bool) and g > 0 for g in grid):
+        blocks = math.prod(grid)
+        return blocks if blocks < 2**62 else None
+    return None
+
+
+# ================================================================================ the importer
+def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None) -> Trace:
+    """A :class:`Trace` (executor ``"measured"``) of a PyTorch profiler JSON (``.gz`` too).
+
+    See the module docstring for what becomes an op; ``meta`` holds ``t0_us`` (the absolute time
+    of time 0), ``source`` and, with ``graph``, ``matched_by``, ``unmatched_kernels`` and
+    ``missing_ops``.  Without ``graph`` the trace's graph has one op per event and no edges (a
+    profile names no tensors: pair it with an execution trace,
+    :func:`workbench.io.execution_trace.load_execution_trace`, for the data dependencies).
+    O(events log events).
+    """
+    path = Path(path)
+    data = read_trace_json(path)
+    raw = trace_events(data, path)
+    other = data.get("otherData") if isinstance(data, dict) else None
+    other = other if isinstance(other, dict) else {}
+    offset = _int(other.get("stream_offset")) or 0
+    items, host_run = _select(raw, path)
+    origin = other.get("time_origin_us")
+    t0 = float(origin) if isinstance(origin, (int, float)) and not isinstance(origin, bool) \
+        else items[0]["ts"]
+    streams = _streams(items, offset)
+    seen: dict[str, int] = {}
+    rows: list[dict[str, Any]] = []
+    for item, stream in zip(items, streams, strict=True):
+        ev, name = item["ev"], item["name"]
+        args = args_of(ev)
+        k = seen.get(name, 0)
+        seen[name] = k + 1
+        op_id = args["op"] if isinstance(args.get("op"), str) and args["op"] else f"{name}#{k}"
+        gpu = item["cat"] in GPU_CATEGORIES
+        device = str(args.get("wb_device") or ("gpu" if gpu else "cpu"))
+        kind = str(args["kind"]) if isinstance(args.get("kind"), str) else (
+            kernel_kind(name) if gpu else aten_kind(name))
+        rows.append({"op": op_id, "name": name, "kind": kind, "device": device,
+                     "stream": stream, "start_us": item["ts"] - t0,
+                     "end_us": item["ts"] - t0 + item["dur"], "blocks": _grid(ev)})
+    meta: dict[str, Any] = {"t0_us": t0, "source": str(path), "profiler": "pytorch",
+                            "events": len(rows), "host_run": host_run}
+    if graph is None:
+        graph = _event_graph(rows, path.name.split(".")[0] or "trace")
+    else:
+        rows, graph = match_to_graph(rows, graph, meta, path)
+    return Trace(_frame(rows, graph), graph=graph, policy="measured", device=_device(data),
+                 executor="measured", mode="eager", meta=meta)
+
+
+def _device(data: Any) -> str:
+    if isinstance(data, dict) and isinstance(data.get("deviceProperties"), list):
+        props = data["deviceProperties"]
+        if props and isinstance(props[0], dict) and props[0].get("name"):
+            return str(props[0]["name"])
+    return "gpu"
+
+
+def _frame(rows: list[dict[str, Any]], graph: Graph) -> pd.DataFrame:
+    ops = [graph.op(r["op"]) for r in rows]
+    return pd.DataFrame({
+        "op": [r["op"] for r in rows],
+        "kind": [op.kind for op in ops],
+        "stream": [r["stream"] for r in rows],
+        "device": [op.device for op in ops],
+        "start_us": [r["start_us"] for r in rows],
+        "end_us": [r["end_us"] for r in rows],
+        "duration_us": [r["end_us"] - r["start_us"] for r in rows],
+        "flops": [op.flops for op in ops],
+        "bytes": [op.bytes_read + op.bytes_written for op in ops],
+    })
+
+
+def _event_graph(rows: list[dict[str, Any]], name: str) -> Graph:
+    ops = [Op(r["op"], kind=r["kind"], device=r["device"],
+              duration_us=r["end_us"] - r["start_us"], thread_blocks=r["blocks"],
+              attrs={"kernel" if r["device"] == "gpu" else "event": r["name"]}) for r in rows]
+    return Graph(ops, name=name)
+
+
+def match_to_graph(rows: list[dict[str, Any]], graph: Graph, meta: dict[str, Any],
+                   path: Path | str) -> tuple[list[dict[str, Any]], Graph]:
+    """Assign measured rows to graph ops (module docstring); merged rows of one op span from
+    the first start to the last end.  Returns the rows (one per matched op, ``op`` = graph id)
+    and the graph with measured ``duration_us``.  O(rows + ops)."""
+    by_name = [r["name"] if r["name"] in graph else r["op"] if r["op"] in graph else None
+               for r in rows]
+    meta["matched_by"] = "name"
+    if not any(by_name):
+        by_name = _match_by_kind(rows, graph)
+        meta["matched_by"] = "kind and order"
+    merged: dict[str, dict[str, Any]] = {}
+    unmatched = 0
+    for r, op in zip(rows, by_name, strict=True):
+        if op is None:
+            unmatched += 1
+        elif op in merged:
+            m = merged[op]
+            m["busy_us"] += r["end_us"] - r["start_us"]
+            m["start_us"] = min(m["start_us"], r["start_us"])
+            m["end_us"] = max(m["end_us"], r["end_us"])
+        else:
+            merged[op] = {**r, "op": op, "busy_us": r["end_us"] - r["start_us"]}
+    if not merged:
+        first = rows[0]["name"][:60] if rows else "?"
+        raise FormatError(f"{path}: no event matches an op of graph {graph.name!r} by name or "
+                          f"by kind (names like {first!r})".replace("\n", "\\n"))
+    meta["unmatched_kernels"] = unmatched
+    meta["missing_ops"] = [o for o in graph.op_ids if o not in merged]
+    new_ops = []
+    for op in graph.ops:
+        got = merged.get(op.id)
+        new_ops.append(op if got is None else replace(
+            op, duration_us=got["busy_us"],
+            device="cpu" if got["device"] == "cpu" else op.device))
+    return (sorted(merged.values(), key=lambda r: (r["start_us"], r["op"])),
+            graph.replace(ops=new_ops))
+
+
+def _match_by_kind(rows: list[dict[str, Any]], graph: Graph) -> list[str | None]:
+    """The k-th measured op of a kind is the graph's k-th op of that kind (program order)."""
+    per_kind: dict[str, list[str]] = defaultdict(list)
+    for op in graph.ops:
+        per_kind[op.kind].append(op.id)
+    used: dict[str, int] = defaultdict(int)
+    out: list[str | None] = []
+    for r in rows:
+        ids = per_kind.get(r["kind"], [])
+        k = used[r["kind"]]
+        out.append(ids[k] if k < len(ids) else None)
+        used[r["kind"]] = k + 1
+    return out
+
+
+__all__ = ["GPU_CATEGORIES", "aten_kind", "kernel_kind", "load_pytorch_trace", "match_to_graph",
+           "outermost", "read_trace_json"]
