@@ -26,6 +26,14 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 if [ "$extra" = dev ]; then
   .venv/bin/python -m pip install -q -e ".[dev]"
+  # torch (CPU) for the torch.fx, profiler and execution-trace tests: only from a local CPU wheel
+  # (the registry's default build pulls several GB of CUDA libraries); without one they skip.
+  wheel="$(ls ${PIP_FIND_LINKS:-/opt/wheels}/torch-*+cpu-*.whl 2>/dev/null | head -n 1 || true)"
+  if [ -n "$wheel" ]; then
+    .venv/bin/python -m pip install -q "$wheel"
+  else
+    echo "setup: no local CPU torch wheel found; the torch-based tests will skip" >&2
+  fi
 else
   .venv/bin/python -m pip install -q -e .
 fi
