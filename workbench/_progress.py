@@ -1,13 +1,23 @@
-"""Progress bars that work in notebooks and on the terminal (tqdm.auto)."""
+"""Progress: bars in notebooks and terminals (tqdm.auto), and plain lines on stderr everywhere.
+
+* :func:`progress` wraps an iterable in a bar; no bar outside a terminal or notebook.
+* :class:`Progress` is what long comparisons use: one line on stderr per event (a policy starts,
+  a policy ends with its time and status) whether or not stderr is a terminal, so logs, CI output
+  and piped runs say what is running; plus a bar when interactive (lines then go through
+  ``tqdm.write`` so they print above the bar instead of through it).
+
+``WORKBENCH_PROGRESS=0`` turns both off, as does ``enabled=False``.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
+PREFIX = "workbench: "
 
 
 def progress(items: Iterable[T], *, desc: str = "", enabled: bool = True,
@@ -17,12 +27,62 @@ def progress(items: Iterable[T], *, desc: str = "", enabled: bool = True,
     Disabled when ``enabled`` is false, when ``WORKBENCH_PROGRESS=0``, or when stderr is not a
     terminal outside a notebook (so logs and CI output stay clean).
     """
-    if not enabled or os.environ.get("WORKBENCH_PROGRESS", "1") == "0" or not _interactive():
+    if not _enabled(enabled) or not _interactive():
         yield from items
         return
     from tqdm.auto import tqdm
 
     yield from tqdm(items, desc=desc, total=total, leave=False)
+
+
+class Progress:
+    """Lines on stderr (always, unless disabled) and a bar of ``total`` steps (interactive only).
+
+    >>> with Progress(2, desc="demo", enabled=False) as p:
+    ...     p.line("not printed")
+    ...     p.advance()
+    """
+
+    def __init__(self, total: int, *, desc: str = "", enabled: bool = True) -> None:
+        self.enabled = _enabled(enabled)
+        self._bar: Any = None
+        if self.enabled and _interactive():
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=total, desc=desc, leave=False)
+
+    def line(self, text: str) -> None:
+        """Print ``workbench: <text>`` on the current ``sys.stderr`` (above the bar if any)."""
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.write(PREFIX + text, file=sys.stderr)
+        else:
+            print(PREFIX + text, file=sys.stderr, flush=True)
+
+    def describe(self, text: str) -> None:
+        """Show ``text`` beside the bar (the current step)."""
+        if self._bar is not None:
+            self._bar.set_postfix_str(text, refresh=True)
+
+    def advance(self, steps: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.update(steps)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _enabled(enabled: bool) -> bool:
+    return bool(enabled) and os.environ.get("WORKBENCH_PROGRESS", "1") != "0"
 
 
 def _interactive() -> bool:
