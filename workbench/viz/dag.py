@@ -36,7 +36,7 @@ NO_DOT_MESSAGE = ("Graphviz 'dot' not found: drawing the DAG with plotly "
                   "(apt-get install graphviz for the Graphviz view)")
 PLAIN_FILL = "#e8eef7"
 MAX_DRAWN_OPS = 1_000    # above this many ops, dag_svg draws a summary instead of the graph
-DOT_TIMEOUT_S = 10.0     # Graphviz gets this long before the built-in drawing replaces it
+DOT_TIMEOUT_S = 5.0      # Graphviz gets this long before the built-in drawing replaces it
 FIGURE_MAX_OPS = 20_000  # above this many ops, dag_view returns a summary figure
 _FILL_TINT = 0.45
 _MAX_BEND = 1.2  # horizontal offset (in node spacings) of an edge that skips 4+ levels

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -97,7 +98,7 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
         fig.add_trace(go.Scatter(
             x=frame["time_us"].to_numpy(), y=mib, mode="lines", line_shape="hv",
             line={"color": color, "width": 2}, name=f"{name} in use", legendgroup=name,
-            customdata=[name] * len(frame),
+            customdata=np.full(len(frame), name, dtype=object),  # arrays: no per-item checks
             hovertemplate=("<b>%{customdata}</b> (in use)<br>time: %{x:,.2f} µs"
                            "<br>%{y:,.3f} MiB<extra></extra>"),
         ))
@@ -111,9 +112,9 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
                 xs.append(end)
                 ys.append(ys[-1])
             fig.add_trace(go.Scatter(
-                x=xs, y=ys, mode="lines", line_shape="hv",
+                x=np.array(xs), y=np.array(ys), mode="lines", line_shape="hv",
                 line={"color": color, "width": 1.5, "dash": "dash"}, name=f"{name} reserved",
-                legendgroup=name, customdata=[name] * len(xs),
+                legendgroup=name, customdata=np.full(len(xs), name, dtype=object),
                 hovertemplate=("<b>%{customdata}</b> (pool reserved)<br>time: %{x:,.2f} µs"
                                "<br>%{y:,.3f} MiB<extra></extra>"),
             ))

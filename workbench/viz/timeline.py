@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -180,9 +181,10 @@ def _add_bars(fig: go.Figure, trace: Trace, *, colors: Mapping[str, str], color_
     for value, part in frame.groupby(key, sort=False):
         name = str(value) if color_by == "kind" else stream_label(value)
         color = colors[str(value)] if color_by == "kind" else stream_color(int(value))
-        fig.add_trace(go.Bar(
+        fig.add_trace(go.Bar(  # numpy arrays: plotly validates lists element by element
             orientation="h", base=part["start_us"].to_numpy(), x=part["duration_us"].to_numpy(),
-            y=part["stream"].tolist(), hovertext=part["hover"].tolist(), hoverinfo="text",
+            y=part["stream"].to_numpy(dtype=str), hovertext=part["hover"].to_numpy(dtype=str),
+            hoverinfo="text",
             name=escape(name), legendgroup=escape(name), showlegend=name not in legend_seen,
             marker={"color": color, "line": {"color": "white", "width": 0.5}}, width=0.8,
         ), **where)
@@ -203,12 +205,14 @@ def _add_syncs(fig: go.Figure, trace: Trace, *, where: dict[str, Any],
         ys += [r.stream_a, r.stream_b, None]
         texts += [r.hover, r.hover, None]
     n = len(syncs)
-    fig.add_trace(go.Scatter(
-        x=xs, y=ys, mode="lines+markers", hovertext=texts, hoverinfo="text",
+    fig.add_trace(go.Scatter(  # numpy arrays: plotly validates lists element by element
+        x=np.array(xs, dtype=float), y=np.array(ys, dtype=object),
+        hovertext=np.array(texts, dtype=object), mode="lines+markers", hoverinfo="text",
         line={"color": SYNC_COLOR, "width": 1}, name="sync", legendgroup="sync",
         showlegend="sync" not in legend_seen,
-        marker={"symbol": ["circle", "arrow", "circle"] * n, "size": [3, 9, 0] * n,
-                "angleref": "previous", "color": SYNC_COLOR},
+        marker={"symbol": np.tile(np.array(["circle", "arrow", "circle"]), n),
+                "size": np.tile(np.array([3, 9, 0]), n), "angleref": "previous",
+                "color": SYNC_COLOR},
     ), **where)
     legend_seen.add("sync")
 
