@@ -239,3 +239,20 @@ def test_run_stages_budget_then_skipped() -> None:
 def test_hard_limit_gives_cooperative_stages_time_to_wrap_up() -> None:
     assert compare_module.hard_limit_s(60, cooperative=False) == 60
     assert compare_module.hard_limit_s(60, cooperative=True) == 76
+
+
+def test_app_lists_a_policy_whose_budget_ran_out_as_failed(test_policies: None,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ipywidgets")
+    from functools import partial
+
+    from workbench.ui import Workbench, results
+    from workbench.ui.workbench import _Job
+
+    monkeypatch.setattr(wb, "compare", partial(compare_module.compare, budget_s=TINY))
+    graph = wb.models.nnc_diamond()
+    job = _Job(lambda: graph, ["nnc", "endless"], {}, "h100", "eager", "simulator", "somas")
+    parts = Workbench()._compare_each(graph, job)
+    assert [(n, str(e)) for n, e in job.failures] == [
+        ("endless", f"budget hit ({TINY:g} s): no schedule")]
+    assert list(results.merge(parts).table["policy"]) == ["serial", "nnc"]
