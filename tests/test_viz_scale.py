@@ -151,3 +151,16 @@ def test_many_streams_share_rows() -> None:
     fig = timeline(t, max_rows=10)
     assert len(fig.layout.yaxis.categoryarray) <= 10
     assert fig.layout.height < 140 + 50 + 28 * n_streams
+
+
+def test_barrier_times_match_the_definition(wavefront_big: Trace) -> None:
+    df = wavefront_big.df
+    brute = [float(df.loc[df["phase"] < k, "end_us"].max())
+             for k in range(1, int(df["phase"].max()) + 1) if (df["phase"] < k).any()]
+    assert barrier_times(wavefront_big) == pytest.approx(brute)
+    gappy = Trace(df.assign(phase=df["phase"] * 2 + 1), graph=wavefront_big.graph,
+                  policy="wavefront", device="h100")  # no ops in phase 0 nor any even phase
+    gdf = gappy.df
+    brute = [float(gdf.loc[gdf["phase"] < k, "end_us"].max())
+             for k in range(1, int(gdf["phase"].max()) + 1) if (gdf["phase"] < k).any()]
+    assert barrier_times(gappy) == pytest.approx(brute)

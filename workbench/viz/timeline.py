@@ -119,17 +119,16 @@ def barrier_times(trace: Trace) -> list[float]:
 
     Read from the ``phase`` column (number of barriers issued before each op): barrier ``k`` is at
     ``max(end_us)`` over the ops with ``phase < k``.  Empty when the column is missing.
+    Complexity: O(n + barriers).
     """
     df = trace.df
     if "phase" not in df or not len(df):
         return []
     top = int(df["phase"].max())
-    out = []
-    for k in range(1, top + 1):
-        before = df.loc[df["phase"] < k, "end_us"]
-        if len(before):
-            out.append(float(before.max()))
-    return out
+    # the latest end among the ops of phases 0..k-1: a running maximum over the phases, O(n)
+    per_phase = df.groupby("phase")["end_us"].max().reindex(range(top)).astype(float)
+    running = per_phase.cummax().ffill().tolist()
+    return [float(t) for t in running if t == t]
 
 
 # ---------------------------------------------------------------------------------- drawing
