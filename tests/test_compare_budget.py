@@ -256,3 +256,19 @@ def test_app_lists_a_policy_whose_budget_ran_out_as_failed(test_policies: None,
     assert [(n, str(e)) for n, e in job.failures] == [
         ("endless", f"budget hit ({TINY:g} s): no schedule")]
     assert list(results.merge(parts).table["policy"]) == ["serial", "nnc"]
+
+
+def test_progress_bar_when_interactive_keeps_the_lines(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from workbench import _progress
+
+    monkeypatch.setattr(_progress, "_interactive", lambda: True)  # as in a terminal or notebook
+    wb.compare(wb.models.nnc_diamond(), ["nnc"])
+    err = capsys.readouterr().err
+    assert "comparing on nnc_diamond" in err  # the bar's description
+    lines = [ln.split("\r")[-1] for ln in err.splitlines()]
+    assert "workbench: [2/2] nnc: started" in lines
+    assert any(ln.startswith("workbench: [2/2] nnc: ok in ") for ln in lines)
+    monkeypatch.setenv("WORKBENCH_PROGRESS", "0")
+    wb.compare(wb.models.nnc_diamond(), ["nnc"])
+    assert capsys.readouterr().err == ""
