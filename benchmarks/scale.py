@@ -10,7 +10,8 @@ Stages (``stage:policy`` picks the policy; a bare ``schedule`` means every regis
 ``simulate:<policy>``, ``plan_memory:<policy>`` (SOMAS), ``compare`` (``wb.compare(g)`` with its
 defaults: every policy, 60 s budget per stage) and ``report`` (``to_html`` of the comparison the
 compare point saved).  Every (stage, size) point runs in a fresh subprocess (in its own process
-group, killed whole after ``--timeout`` seconds), so a stage that blows up is a row that says so.
+group, killed whole after ``--timeout`` seconds, its address space capped at ``--max-gb``, which
+its workers inherit), so a stage that blows up is a row that says so.
 Times cover the stage only (its inputs are built first, untimed); peak RSS is the point process's
 (inputs included) and, for compare, also its largest worker's ("+…w").  The last column is the
 growth exponent between the two ``--fit`` sizes (default 10k and 100k; log-log slope of the time:
@@ -106,12 +107,18 @@ def _maxrss_mib(who: int) -> float:
     return resource.getrusage(who).ru_maxrss / 1024  # KiB on Linux
 
 
-def run_point(stage: str, n: int, timeout_s: float) -> dict[str, Any]:
-    """The point in a fresh subprocess (own process group, killed whole on timeout)."""
+def run_point(stage: str, n: int, timeout_s: float, max_gb: float) -> dict[str, Any]:
+    """The point in a fresh subprocess (own process group, killed whole on timeout; address
+    space capped at ``max_gb`` so that one point cannot take a shared machine's memory)."""
     cmd = [sys.executable, __file__, "--point", stage, str(n)]
+    limit = int(max_gb * 2**30)
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=cap)
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -122,6 +129,8 @@ def run_point(stage: str, n: int, timeout_s: float) -> dict[str, Any]:
         last = (err.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         if proc.returncode < 0:
             last = f"killed by signal {-proc.returncode} (out of memory?)"
+        elif "MemoryError" in last:
+            last = f"out of memory (over the {max_gb:g} GB cap)"
         return {"status": f"failed: {last[:120]}", "elapsed_s": time.perf_counter() - t0}
     return {"status": "ok", **json.loads(out.strip().splitlines()[-1])}
 
@@ -171,6 +180,8 @@ def main() -> None:
     parser.add_argument("--stages", default=DEFAULT_STAGES, help="comma-separated stages")
     parser.add_argument("--skip", default="", help="comma-separated STAGE, STAGE@SIZE or @SIZE")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per point")
+    parser.add_argument("--max-gb", type=float, default=8.0,
+                        help="address-space cap per point in GB (default 8)")
     parser.add_argument("--fit", default="10000,100000",
                         help="the two sizes between which the growth exponent is fitted")
     parser.add_argument("--json", help="also save every point as JSON here")
@@ -196,7 +207,8 @@ def main() -> None:
         for n in sizes:
             if skipped(stage, n, skips):
                 continue
-            result = {"stage": stage, "ops": n, **run_point(stage, n, args.timeout)}
+            result = {"stage": stage, "ops": n,
+                      **run_point(stage, n, args.timeout, args.max_gb)}
             results.append(result)
             print(f"{stage:24s} {n:>8d}  {_cell(result)}"
                   + (f"  ({result['note']})" if result.get("note") else ""),

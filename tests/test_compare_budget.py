@@ -22,7 +22,7 @@ from workbench.schedulers import POLICIES, PolicyInfo
 from workbench.schedulers.gpto import schedule_gpto
 from workbench.schedulers.serial import schedule_serial
 
-TINY = 0.3  # seconds: far below what the endless test policies would take
+TINY = 1.0  # seconds: far below what the endless test policies take, far above the others
 compare_module = importlib.import_module("workbench.compare")  # `wb.compare` is the function
 needs_fork = pytest.mark.skipif(_bounded.start_method() != "fork",
                                 reason="monkeypatched stages reach the worker only through fork")
@@ -272,3 +272,13 @@ def test_progress_bar_when_interactive_keeps_the_lines(monkeypatch: pytest.Monke
     monkeypatch.setenv("WORKBENCH_PROGRESS", "0")
     wb.compare(wb.models.nnc_diamond(), ["nnc"])
     assert capsys.readouterr().err == ""
+
+
+def _hungry(*previous: object) -> None:
+    raise MemoryError
+
+
+def test_a_stage_out_of_memory_is_an_outcome_not_an_exception() -> None:
+    out = _bounded.run_stages([_seven, _hungry, _double], [5.0, 5.0, 5.0])
+    assert [o.status for o in out] == ["ok", "died", "skipped"]
+    assert out[1].message == "out of memory (MemoryError in the worker)"

@@ -40,7 +40,8 @@ Stage = Callable[..., Any]
 class Outcome:
     """What became of one stage: ``status`` is ``"ok"`` (``value`` holds its result),
     ``"budget"`` (killed after ``budget_s``), ``"skipped"`` (an earlier stage did not finish) or
-    ``"died"`` (the worker ended without an answer, e.g. killed for memory; see ``message``)."""
+    ``"died"`` (the worker ended without an answer, e.g. killed for memory, or ran out of it:
+    ``MemoryError``; see ``message``)."""
 
     status: str
     value: Any = None
@@ -135,6 +136,9 @@ def _worker(conn: Any, stages: Sequence[Stage], shared: tuple[Any, ...]) -> None
             conn.send_bytes(_dumps(("ok", value), objects))
             values.append(value)
             _remember(objects, value)
+    except MemoryError:  # like being killed for memory: the stage cannot finish here
+        values.clear()
+        conn.send_bytes(_dumps(("died", "out of memory (MemoryError in the worker)"), []))
     except BaseException as exc:  # sent to the parent, which re-raises it
         trace = traceback.format_exc()
         try:
@@ -170,6 +174,9 @@ def _run_in_worker(stages: Sequence[Stage], budgets: Sequence[float | None],
                                    _death(proc.exitcode)))
                 break
             kind, *rest = _Unpickler(io.BytesIO(data), objects).load()
+            if kind == "died":
+                out.append(Outcome("died", None, time.perf_counter() - t0, budget, rest[0]))
+                break
             if kind == "error":
                 exc, trace = rest
                 if not isinstance(exc, BaseException):
