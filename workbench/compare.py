@@ -142,10 +142,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     notes: list[str] = []
     bounds = lower_bound_us(graph, spec)
     bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops, budget, notes)
-    plans: dict[str, Any] = {}
-    pools: dict[str, Any] = {}
-    schedules: dict[str, Schedule] = {}
-    traces: dict[str, Trace] = {}
+    results: dict[str, list[Outcome]] = {}
     rows = []
     per_stage = "no budget" if budget is None else f"budget {_secs(budget)} per stage"
     with Progress(len(names), desc=f"comparing on {graph.name}", enabled=show_progress) as bar:
@@ -156,35 +153,40 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             bar.describe(name)
             bar.line(f"{tag}: started")
             t0 = time.perf_counter()
-            outcomes = _run_policy(graph, name, dict(options.get(name, {})), spec=spec,
-                                   mode=mode, executor=executor, planner=planner,
-                                   pool_chunk_bytes=pool_chunk_bytes, budget=budget)
-            row = _row(name, outcomes, bounds, budget)
-            rows.append(row)
-            if outcomes[0].ok:
-                schedules[name] = outcomes[0].value[0]
-            if outcomes[1].ok:
-                traces[name] = outcomes[1].value[0]
-            if len(outcomes) > 2 and outcomes[2].ok:
-                plans[name], pools[name] = outcomes[2].value
-            bar.line(f"{tag}: {row['status']} in {time.perf_counter() - t0:.2f} s"
-                     + (f" (makespan {row['makespan_us']:,.1f} µs)"
-                        if not math.isnan(row["makespan_us"]) else ""))
+            results[name] = _run_policy(graph, name, dict(options.get(name, {})), spec=spec,
+                                        mode=mode, executor=executor, planner=planner,
+                                        pool_chunk_bytes=pool_chunk_bytes, budget=budget)
+            rows.append(_row(name, results[name], bounds, budget))
+            span = rows[-1]["makespan_us"]
+            bar.line(f"{tag}: {rows[-1]['status']} in {time.perf_counter() - t0:.2f} s"
+                     + ("" if math.isnan(span) else f" (makespan {span:,.1f} µs)"))
             bar.advance()
-    table = pd.DataFrame(rows)
-    base_rows = table.loc[table["policy"] == BASELINE, "makespan_us"]
-    base = float(base_rows.iloc[0]) if len(base_rows) else float("nan")
-    table.insert(3, "speedup", base / table["makespan_us"])
-    table = table[[c for c in TABLE_COLUMNS if c in table.columns]]
     settings = {"policies": names, "options": {k: dict(v) for k, v in options.items()},
                 "device": spec.name, "device_description": spec.description, "mode": mode,
                 "executor": executor, "memory_planner": planner,
                 "pool_chunk_mib": pool_chunk_bytes / 2**20,
-                "budget_s_per_stage": budget}
-    if notes:
-        settings["notes"] = notes
-    return Comparison(graph, spec.name, mode, schedules, traces, table, settings, bounds, plans,
-                      pools)
+                "budget_s_per_stage": budget, **({"notes": notes} if notes else {})}
+    return _comparison(graph, spec, mode, results, rows, settings, bounds)
+
+
+def _comparison(graph: Graph, spec: DeviceSpec, mode: str, results: dict[str, list[Outcome]],
+                rows: list[dict[str, Any]], settings: dict[str, Any],
+                bounds: dict[str, float]) -> Comparison:
+    """The Comparison of the finished stages: values of the stages that ended, the table with
+    speedups over the baseline (NaN when the baseline has no makespan)."""
+    def values(stage: int) -> dict[str, Any]:
+        return {name: out[stage].value for name, out in results.items()
+                if len(out) > stage and out[stage].ok}
+
+    table = pd.DataFrame(rows)
+    base_rows = table.loc[table["policy"] == BASELINE, "makespan_us"]
+    base = float(base_rows.iloc[0]) if len(base_rows) else float("nan")
+    table["speedup"] = base / table["makespan_us"]
+    table = table[[c for c in TABLE_COLUMNS if c in table.columns]]
+    memory = values(2)
+    return Comparison(graph, spec.name, mode, {k: v[0] for k, v in values(0).items()},
+                      {k: v[0] for k, v in values(1).items()}, table, settings, bounds,
+                      {k: v[0] for k, v in memory.items()}, {k: v[1] for k, v in memory.items()})
 
 
 def hard_limit_s(budget_s: float, *, cooperative: bool) -> float:
