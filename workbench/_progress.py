@@ -86,6 +86,17 @@ def _enabled(enabled: bool) -> bool:
 
 
 def _interactive() -> bool:
-    if "ipykernel" in sys.modules:
+    """A terminal on stderr, or a running Jupyter kernel (not merely ipykernel imported, as in
+    test runs and notebook executors' parents)."""
+    if _in_kernel():
         return True
     return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+def _in_kernel() -> bool:
+    if "ipykernel" not in sys.modules or "IPython" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
