@@ -1,4 +1,13 @@
-"""Progress bars that work in notebooks and on the terminal (tqdm.auto)."""
+"""Progress: bars in notebooks and terminals (tqdm.auto), and plain lines on stderr everywhere.
+
+* :func:`progress` wraps an iterable in a bar; no bar outside a terminal or notebook.
+* :class:`Progress` is what long comparisons use: one line on stderr per event (a policy starts,
+  a policy ends with its time and status) whether or not stderr is a terminal, so logs, CI output
+  and piped runs say what is running; plus a bar when interactive (lines then go through
+  ``tqdm.write`` so they print above the bar instead of through it).
+
+``WORKBENCH_PROGRESS=0`` turns both off, as does ``enabled=False``.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+PREFIX = "workbench: "
 
 
 def progress(items: Iterable[T], *, desc: str = "", enabled: bool = True,
@@ -17,7 +27,7 @@ def progress(items: Iterable[T], *, desc: str = "", enabled: bool = True,
     Disabled when ``enabled`` is false, when ``WORKBENCH_PROGRESS=0``, or when stderr is not a
     terminal outside a notebook (so logs and CI output stay clean).
     """
-    if not _shown(enabled):
+    if not _enabled(enabled) or not _interactive():
         yield from items
         return
     from tqdm.auto import tqdm
@@ -25,35 +35,53 @@ def progress(items: Iterable[T], *, desc: str = "", enabled: bool = True,
     yield from tqdm(items, desc=desc, total=total, leave=False)
 
 
-class Bar:
-    """A progress bar driven by hand: ``update(n)``, ``note(text)`` (shown after the count),
-    ``close()``; a context manager.  Does nothing when disabled (same rules as :func:`progress`).
+class Progress:
+    """Lines on stderr (always, unless disabled) and a bar of ``total`` steps (interactive only).
+    Also a bar driven by hand (:func:`progress_bar`): ``update(n)``, ``note(text)``.
 
+    >>> with Progress(2, desc="demo", enabled=False) as p:
+    ...     p.line("not printed")
+    ...     p.advance()
     >>> with progress_bar(total=3, desc="parts", enabled=False) as bar:
     ...     bar.update(1); bar.note("part 2/3: 120 states")
     """
 
-    def __init__(self, total: int | None, desc: str, enabled: bool, unit: str = "it") -> None:
+    def __init__(self, total: int | None, *, desc: str = "", enabled: bool = True,
+                 unit: str = "it") -> None:
+        self.enabled = _enabled(enabled)
         self._bar: Any = None
-        if _shown(enabled):
+        if self.enabled and _interactive():
             from tqdm.auto import tqdm
 
             self._bar = tqdm(total=total, desc=desc, leave=False, unit=unit)
 
-    def update(self, n: int = 1) -> None:
+    def line(self, text: str) -> None:
+        """Print ``workbench: <text>`` on the current ``sys.stderr`` (above the bar if any)."""
+        if not self.enabled:
+            return
         if self._bar is not None:
-            self._bar.update(n)
+            self._bar.write(PREFIX + text, file=sys.stderr)
+        else:
+            print(PREFIX + text, file=sys.stderr, flush=True)
 
-    def note(self, text: str) -> None:
+    def describe(self, text: str) -> None:
+        """Show ``text`` beside the bar (the current step)."""
         if self._bar is not None:
             self._bar.set_postfix_str(text, refresh=True)
+
+    def advance(self, steps: int = 1) -> None:
+        if self._bar is not None:
+            self._bar.update(steps)
+
+    update = advance
+    note = describe
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
 
-    def __enter__(self) -> Bar:
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -61,16 +89,30 @@ class Bar:
 
 
 def progress_bar(*, total: int | None = None, desc: str = "", enabled: bool = True,
-                 unit: str = "it") -> Bar:
-    """A :class:`Bar` with ``total`` steps of ``unit``."""
-    return Bar(total, desc, enabled, unit)
+                 unit: str = "it") -> Progress:
+    """A bar with ``total`` steps of ``unit``, driven by hand (no stderr lines unless asked)."""
+    return Progress(total, desc=desc, enabled=enabled, unit=unit)
 
 
-def _shown(enabled: bool) -> bool:
-    return bool(enabled) and os.environ.get("WORKBENCH_PROGRESS", "1") != "0" and _interactive()
+Bar = Progress
+
+
+def _enabled(enabled: bool) -> bool:
+    return bool(enabled) and os.environ.get("WORKBENCH_PROGRESS", "1") != "0"
 
 
 def _interactive() -> bool:
-    if "ipykernel" in sys.modules:
+    """A terminal on stderr, or a running Jupyter kernel (not merely ipykernel imported, as in
+    test runs and notebook executors' parents)."""
+    if _in_kernel():
         return True
     return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+def _in_kernel() -> bool:
+    if "ipykernel" not in sys.modules or "IPython" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None

@@ -1,9 +1,12 @@
 """The ``workbench`` command: compare policies on a graph and write an HTML report.
 
     workbench compare --model inception_v3 --device h100 -o report.html
-    workbench compare GRAPH.json --policies serial,nnc,asap -o report.html
+    workbench compare GRAPH.json --policies serial,nnc,asap --budget 30 -o report.html
     workbench policies | models | devices
 
+``compare`` always finishes: every stage of every policy (schedule, execute, plan memory) gets
+``--budget`` seconds (default 60), after which its worker is stopped and the policy's row says
+``budget hit (60 s): ...``.  One line per policy goes to stderr as it starts and ends.
 Every user error is one line on stderr (``workbench: error: ...``) and exit code 2.
 """
 
@@ -14,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from workbench.compare import DEFAULT_BUDGET_S
 from workbench.errors import WorkbenchError
 
 
@@ -39,6 +43,16 @@ def _params(pairs: Sequence[str], option: str = "--param") -> dict[str, Any]:
     return out
 
 
+def _budget(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if value < 0 or value != value:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value or None
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workbench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -56,7 +70,12 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="eager: per-op host launches; graph: whole-graph sink (CUDA graph)")
     cmp.add_argument("--max-streams", type=int, help="cap on streams for every policy")
     cmp.add_argument("-o", "--output", default="report.html", help="HTML report path")
-    cmp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cmp.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET_S, metavar="SECONDS",
+                     help="wall-clock seconds each stage of each policy may take (schedule, "
+                          "execute, plan memory); a stage that overruns is stopped and its row "
+                          "says 'budget hit'; 0 means no limit (default: %(default)g)")
+    cmp.add_argument("--no-progress", action="store_true",
+                     help="no progress bar and no per-policy lines on stderr")
     sub.add_parser("policies", help="list scheduling policies")
     sub.add_parser("models", help="list built-in graphs")
     sub.add_parser("devices", help="list device models")
@@ -94,13 +113,16 @@ def _compare(args: argparse.Namespace) -> int:
         options = {p: {"max_streams": args.max_streams} for p in (names or POLICIES.names())}
         options.setdefault("serial", {"max_streams": args.max_streams})
     result = compare(graph, names, device=args.device, mode=args.mode, options=options,
-                     show_progress=not args.no_progress)
+                     show_progress=not args.no_progress, budget_s=args.budget)
     path = result.to_html(args.output)
     table = result.table.copy()
     print(f"{graph.name}: {len(graph)} ops on {result.device} ({result.mode})")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"best: {result.best} ({result.table['speedup'].max():.2f}x over serial); "
           f"report: {path}")
+    unfinished = table.loc[table["status"] != "ok", ["policy", "status"]]
+    for row in unfinished.itertuples(index=False):
+        print(f"note: {row.policy}: {row.status}")
     return 0
 
 

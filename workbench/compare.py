@@ -2,28 +2,41 @@
 
 The result, a :class:`Comparison`, keeps every Schedule and Trace so views, notebooks and the HTML
 report can show them side by side.  Plotting is imported only when a figure or report is asked for.
+
+Every comparison finishes: each policy's stages (schedule; validate and execute; plan memory) run
+in a worker process (:mod:`workbench._bounded`) and each stage gets ``budget_s`` seconds of wall
+time, after which the worker is killed and the row's ``status`` says which stage overran and the
+budget.  Policies registered with ``budgeted=True`` also get ``time_budget_s=budget_s`` and stop
+cooperatively with their best schedule so far (their hard limit is then a little longer:
+:func:`hard_limit_s`).  The exact optimum of tiny graphs is bounded the same way.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from workbench._progress import progress
-from workbench.costs import get_device, lower_bound_us
+from workbench._bounded import Outcome, run_stages
+from workbench._progress import Progress
+from workbench.costs import DeviceSpec, get_device, lower_bound_us
 from workbench.errors import OptionError
 from workbench.graph import Graph
 from workbench.schedule import Schedule
-from workbench.schedulers import POLICIES, schedule
+from workbench.schedulers import POLICIES, PolicyInfo, schedule
 from workbench.trace import Trace
 
 BASELINE = "serial"
-TABLE_COLUMNS = ("policy", "makespan_us", "speedup", "streams", "syncs", "barriers",
+#: Wall-clock seconds each stage of each policy may take in ``compare()`` (and the CLI).
+DEFAULT_BUDGET_S = 60.0
+STAGES = ("schedule", "execute", "memory")
+TABLE_COLUMNS = ("policy", "status", "makespan_us", "speedup", "streams", "syncs", "barriers",
                  "avg_concurrency", "utilisation", "critical_path_us", "work_us", "lower_bound_us",
                  "ratio_to_lb", "optimum_us", "ratio_to_optimum",
                  "peak_live_mib", "arena_mib", "arena_ratio", "pool_reserved_mib", "schedule_ms")
@@ -87,6 +100,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             options: Mapping[str, Mapping[str, Any]] | None = None,
             planner: str | None = "somas", pool_chunk_bytes: int = 32 << 20,
             optimum_max_ops: int = 8, show_progress: bool = True,
+            budget_s: float | None = DEFAULT_BUDGET_S,
             measured: Trace | None = None) -> Comparison:
     """Schedule ``graph`` with each policy, execute each schedule, and rank them.
 
@@ -100,9 +114,21 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     executed.  ``measured``, a recorded run of ``graph`` (e.g. from
     :func:`workbench.io.load_execution_trace`), is added as the row ``"measured"`` beside the
     what-if schedules (and to ``traces``).
+
+    ``budget_s`` (default :data:`DEFAULT_BUDGET_S`) bounds every stage of every policy: its
+    scheduling, its validation and execution, its memory planning (see the module docstring).  A
+    stage that overruns leaves empty cells and a ``status`` such as ``"budget hit (60 s): no
+    schedule"``; the other rows and the report are unaffected.  ``budget_s=None`` runs everything
+    in this process without limits.  With ``executor="cupy"`` the stages run in this process
+    (CUDA does not survive a fork) and only budgeted policies are bounded.  Policy errors (bad
+    options, invalid schedules) are raised as before.
+
+    ``show_progress`` prints one line on stderr per policy as it starts and ends (time, status),
+    also when stderr is not a terminal, and shows a bar in terminals and notebooks.
     """
     if not isinstance(graph, Graph):
         raise OptionError(f"compare() needs a Graph, got {type(graph).__name__}")
+    budget = _check_budget(budget_s)
     names = list(policies) if policies is not None else POLICIES.names()
     for name in names:
         POLICIES.get(name)
@@ -113,69 +139,211 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         if name not in names:
             raise OptionError(f"options given for {name!r}, which is not among the policies")
     spec = get_device(device)
-    from workbench.execute import execute
-    from workbench.memory import plan_memory, replay_pool
+    # imported here, once, so that forked workers inherit them instead of each importing them
+    import workbench.execute
+    import workbench.memory
+    import workbench.optimum  # noqa: F401
 
+    notes: list[str] = []
     bounds = lower_bound_us(graph, spec)
-    bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops)
-    plans: dict[str, Any] = {}
-    pools: dict[str, Any] = {}
-    schedules: dict[str, Schedule] = {}
-    traces: dict[str, Trace] = {}
+    bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops, budget, notes)
+    results: dict[str, list[Outcome]] = {}
     rows = []
-    for name in progress(names, desc=f"comparing on {graph.name}", enabled=show_progress):
-        t0 = time.perf_counter()
-        sched = schedule(graph, name, **dict(options.get(name, {})))
-        elapsed_ms = (time.perf_counter() - t0) * 1e3
-        sched.validate()
-        trace = execute(sched, executor=executor, device=spec, mode=mode)
-        schedules[name], traces[name] = sched, trace
-        m = trace.metrics()
-        memory: dict[str, float] = {}
-        if planner is not None:
-            plan = plans[name] = plan_memory(sched, planner)
-            pool = pools[name] = replay_pool(trace, chunk_bytes=pool_chunk_bytes)
-            memory = {"peak_live_mib": plan.lower_bound / 2**20,
-                      "arena_mib": plan.arena_bytes / 2**20, "arena_ratio": plan.ratio,
-                      "pool_reserved_mib": pool.peak_reserved / 2**20}
-        rows.append({**memory,
-            "policy": name, "makespan_us": trace.makespan, "streams": sched.n_streams,
-            "syncs": sched.n_syncs, "barriers": sched.n_barriers,
-            "avg_concurrency": m["avg_concurrency"], "utilisation": m["utilisation"],
-            "critical_path_us": bounds["critical_path_us"], "work_us": bounds["work_us"],
-            "lower_bound_us": bounds["lower_bound_us"],
-            "optimum_us": bounds["optimum_us"],
-            "ratio_to_optimum": trace.makespan / bounds["optimum_us"],
-            "ratio_to_lb": trace.makespan / bounds["lower_bound_us"]
-            if bounds["lower_bound_us"] > 0 else float("nan"),
-            "schedule_ms": elapsed_ms,
-        })
+    per_stage = "no budget" if budget is None else f"budget {_secs(budget)} per stage"
+    with Progress(len(names), desc=f"comparing on {graph.name}", enabled=show_progress) as bar:
+        bar.line(f"comparing {len(names)} policies on {graph.name} ({len(graph)} ops, "
+                 f"{per_stage})")
+        for i, name in enumerate(names, start=1):
+            tag = f"[{i}/{len(names)}] {name}"
+            bar.describe(name)
+            bar.line(f"{tag}: started")
+            t0 = time.perf_counter()
+            results[name] = _run_policy(graph, name, dict(options.get(name, {})), spec=spec,
+                                        mode=mode, executor=executor, planner=planner,
+                                        pool_chunk_bytes=pool_chunk_bytes, budget=budget)
+            rows.append(_row(name, results[name], bounds, budget))
+            span = rows[-1]["makespan_us"]
+            bar.line(f"{tag}: {rows[-1]['status']} in {time.perf_counter() - t0:.2f} s"
+                     + ("" if math.isnan(span) else f" (makespan {span:,.1f} µs)"))
+            bar.advance()
     if measured is not None:
         rows.append(_measured_row(measured, graph, bounds))
-        traces["measured"] = measured
-    table = pd.DataFrame(rows)
-    base = float(table.loc[table["policy"] == BASELINE, "makespan_us"].iloc[0])
-    table.insert(2, "speedup", base / table["makespan_us"])
-    table = table[[c for c in TABLE_COLUMNS if c in table.columns]]
     settings = {"policies": names, "options": {k: dict(v) for k, v in options.items()},
                 "device": spec.name, "device_description": spec.description, "mode": mode,
                 "executor": executor, "memory_planner": planner,
-                "pool_chunk_mib": pool_chunk_bytes / 2**20}
-    return Comparison(graph, spec.name, mode, schedules, traces, table, settings, bounds, plans,
-                      pools)
+                "pool_chunk_mib": pool_chunk_bytes / 2**20,
+                "budget_s_per_stage": budget, **({"notes": notes} if notes else {})}
+    comparison = _comparison(graph, spec, mode, results, rows, settings, bounds)
+    if measured is not None:
+        comparison.traces["measured"] = measured
+    return comparison
 
 
-def _optimum(graph: Graph, spec: Any, mode: str, executor: str, max_ops: int) -> float:
-    """The exact optimum when the graph is small enough, else NaN."""
-    from workbench.errors import WorkbenchError
+def _comparison(graph: Graph, spec: DeviceSpec, mode: str, results: dict[str, list[Outcome]],
+                rows: list[dict[str, Any]], settings: dict[str, Any],
+                bounds: dict[str, float]) -> Comparison:
+    """The Comparison of the finished stages: values of the stages that ended, the table with
+    speedups over the baseline (NaN when the baseline has no makespan)."""
+    def values(stage: int) -> dict[str, Any]:
+        return {name: out[stage].value for name, out in results.items()
+                if len(out) > stage and out[stage].ok}
+
+    table = pd.DataFrame(rows)
+    base_rows = table.loc[table["policy"] == BASELINE, "makespan_us"]
+    base = float(base_rows.iloc[0]) if len(base_rows) else float("nan")
+    table["speedup"] = base / table["makespan_us"]
+    table = table[[c for c in TABLE_COLUMNS if c in table.columns]]
+    memory = values(2)
+    return Comparison(graph, spec.name, mode, {k: v[0] for k, v in values(0).items()},
+                      {k: v[0] for k, v in values(1).items()}, table, settings, bounds,
+                      {k: v[0] for k, v in memory.items()}, {k: v[1] for k, v in memory.items()})
+
+
+def hard_limit_s(budget_s: float, *, cooperative: bool) -> float:
+    """When compare() kills a stage: at ``budget_s`` for a stage that cannot stop by itself; a
+    quarter later plus one second for one that was told its budget (time to wrap up its best
+    result)."""
+    return budget_s * 1.25 + 1.0 if cooperative else budget_s
+
+
+def _check_budget(budget_s: Any) -> float | None:
+    if budget_s is None:
+        return None
+    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not budget_s > 0:
+        raise OptionError(f"budget_s must be a positive number of seconds or None, "
+                          f"got {budget_s!r}")
+    return float(budget_s)
+
+
+def _secs(seconds: float) -> str:
+    return f"{seconds:g} s"
+
+
+# ---------------------------------------------------------------------------------- stages
+def _stage_schedule(graph: Graph, name: str, opts: dict[str, Any]) -> tuple[Schedule, float]:
+    t0 = time.perf_counter()
+    sched = schedule(graph, name, **opts)
+    return sched, (time.perf_counter() - t0) * 1e3
+
+
+def _stage_execute(executor: str, spec: DeviceSpec, mode: str,
+                   scheduled: tuple[Schedule, float]) -> tuple[Trace, dict[str, float]]:
+    from workbench.execute import execute
+
+    sched = scheduled[0]
+    sched.validate()
+    trace = execute(sched, executor=executor, device=spec, mode=mode)
+    return trace, trace.metrics()
+
+
+def _stage_memory(planner: str, chunk_bytes: int, scheduled: tuple[Schedule, float],
+                  executed: tuple[Trace, dict[str, float]]) -> tuple[Any, Any]:
+    from workbench.memory import plan_memory, replay_pool
+
+    return (plan_memory(scheduled[0], planner),
+            replay_pool(executed[0], chunk_bytes=chunk_bytes))
+
+
+def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSpec, mode: str,
+                executor: str, planner: str | None, pool_chunk_bytes: int,
+                budget: float | None) -> list[Outcome]:
+    """The policy's stages under their budgets (see the module docstring)."""
+    info: PolicyInfo = POLICIES.get(name)
+    cooperative = info.budgeted and budget is not None
+    if cooperative:
+        opts.setdefault("time_budget_s", budget)
+    stages: list[Any] = [partial(_stage_schedule, graph, name, opts),
+                         partial(_stage_execute, executor, spec, mode)]
+    budgets: list[float | None] = [
+        None if budget is None else hard_limit_s(budget, cooperative=cooperative), budget]
+    if planner is not None:
+        stages.append(partial(_stage_memory, planner, pool_chunk_bytes))
+        budgets.append(budget)
+    return run_stages(stages, budgets, isolate=executor == "simulator", shared=(graph, spec))
+
+
+def _status(outcomes: list[Outcome], budget: float | None) -> str:
+    """``ok``; ``budget hit (60 s): <what is missing>``; ``failed in <stage>: <why>``."""
+    missing = {"schedule": "no schedule", "execute": "not executed",
+               "memory": "memory not planned"}
+    label = f"budget hit ({_secs(budget or 0.0)})"
+    for stage, out in zip(STAGES, outcomes, strict=False):
+        if out.status == "budget":
+            return f"{label}: {missing[stage]}"
+        if out.status == "died":
+            return f"failed in {stage}: {out.message}"
+    first = outcomes[0]
+    if first.ok and first.value[0].notes.get("budget_hit"):
+        return f"{label}: best so far"
+    return "ok"
+
+
+def _row(name: str, outcomes: list[Outcome], bounds: Mapping[str, float],
+         budget: float | None) -> dict[str, Any]:
+    nan = float("nan")
+    row: dict[str, Any] = {"policy": name, "status": _status(outcomes, budget),
+                           "makespan_us": nan,
+                           "streams": nan, "syncs": nan, "barriers": nan,
+                           "avg_concurrency": nan, "utilisation": nan,
+                           "critical_path_us": bounds["critical_path_us"],
+                           "work_us": bounds["work_us"],
+                           "lower_bound_us": bounds["lower_bound_us"],
+                           "optimum_us": bounds["optimum_us"], "ratio_to_optimum": nan,
+                           "ratio_to_lb": nan, "schedule_ms": nan}
+    if outcomes[0].ok:
+        sched, ms = outcomes[0].value
+        row.update(streams=sched.n_streams, syncs=sched.n_syncs, barriers=sched.n_barriers,
+                   schedule_ms=ms)
+    if outcomes[1].ok:
+        trace, m = outcomes[1].value
+        lb = bounds["lower_bound_us"]
+        row.update(makespan_us=trace.makespan, avg_concurrency=m["avg_concurrency"],
+                   utilisation=m["utilisation"],
+                   ratio_to_optimum=trace.makespan / bounds["optimum_us"],
+                   ratio_to_lb=trace.makespan / lb if lb > 0 else nan)
+    if len(outcomes) > 2:
+        row.update(peak_live_mib=nan, arena_mib=nan, arena_ratio=nan, pool_reserved_mib=nan)
+        if outcomes[2].ok:
+            plan, pool = outcomes[2].value
+            row.update(peak_live_mib=plan.lower_bound / 2**20,
+                       arena_mib=plan.arena_bytes / 2**20, arena_ratio=plan.ratio,
+                       pool_reserved_mib=pool.peak_reserved / 2**20)
+    return row
+
+
+# ---------------------------------------------------------------------------------- optimum
+def _stage_optimum(graph: Graph, spec: DeviceSpec, mode: str,
+                   budget: float | None) -> tuple[float, bool]:
     from workbench.optimum import exact_optimum
+
+    best = exact_optimum(graph, spec, mode=mode, time_budget_s=budget)
+    return best.makespan_us, best.complete
+
+
+def _optimum(graph: Graph, spec: DeviceSpec, mode: str, executor: str, max_ops: int,
+             budget: float | None, notes: list[str]) -> float:
+    """The exact optimum when the graph is small enough and the search ends within the budget,
+    else NaN (with a line in ``notes`` saying why)."""
+    from workbench.errors import WorkbenchError
 
     if executor != "simulator" or len(graph) > max_ops:
         return float("nan")
+    hard = None if budget is None else hard_limit_s(budget, cooperative=True)
     try:
-        return exact_optimum(graph, spec, mode=mode).makespan_us
-    except WorkbenchError:
+        (out,) = run_stages([partial(_stage_optimum, graph, spec, mode, budget)], [hard],
+                            shared=(graph, spec))
+    except WorkbenchError as exc:
+        notes.append(f"exact optimum not found: {exc}")
         return float("nan")
+    if not out.ok:
+        notes.append(f"exact optimum: {out.message}")
+        return float("nan")
+    makespan, complete = out.value
+    if not complete:
+        notes.append(f"exact optimum: search stopped at its budget of {_secs(budget or 0.0)} "
+                     f"(best schedule found: {makespan:,.1f} µs)")
+        return float("nan")
+    return float(makespan)
 
 
 def _measured_row(trace: Trace, graph: Graph, bounds: Mapping[str, float]) -> dict[str, Any]:
@@ -192,4 +360,5 @@ def _measured_row(trace: Trace, graph: Graph, bounds: Mapping[str, float]) -> di
             "critical_path_us": bounds["critical_path_us"], "work_us": bounds["work_us"],
             "lower_bound_us": lb, "optimum_us": bounds["optimum_us"],
             "ratio_to_optimum": trace.makespan / bounds["optimum_us"],
-            "ratio_to_lb": trace.makespan / lb if lb > 0 else float("nan")}
+            "ratio_to_lb": trace.makespan / lb if lb > 0 else float("nan"),
+            "status": "measured"}

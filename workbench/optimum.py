@@ -12,7 +12,10 @@ Branch and bound keeps it tractable: a partition is skipped when its longest str
 stand-alone time (a stream runs its ops one after another) or the critical path already reaches the
 best makespan found, and the search stops as soon as a schedule meets the critical path.  The space
 still grows like the number of ordered set partitions, so ``max_enumerated`` stream orders and
-``max_candidates`` simulated schedules guard it with a one-line OptionError.  In practice: every
+``max_candidates`` simulated schedules guard it with a one-line OptionError, and ``time_budget_s``
+bounds its wall time: when the budget runs out the search stops (the clock is read in every loop,
+the enumeration of stream orders included) and returns the best schedule found so far with
+``complete=False`` (an upper bound on the optimum, not the optimum).  In practice: every
 graph of up to 8 ops and dependency-rich graphs of 10–12 ops take seconds; wide graphs of 9+ ops
 (e.g. three independent layers of three) exceed the limits.
 """
@@ -20,6 +23,7 @@ graph of up to 8 ops and dependency-rich graphs of 10–12 ops take seconds; wid
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -31,41 +35,90 @@ from workbench.schedule import Schedule, build_schedule, derive_issue_order
 
 @dataclass(frozen=True)
 class Optimum:
-    """The best schedule found, its makespan and how many candidates were simulated."""
+    """The best schedule found, its makespan and how many candidates were simulated;
+    ``complete`` is False when the time budget stopped the search early (then ``makespan_us``
+    is only an upper bound on the optimum)."""
 
     schedule: Schedule
     makespan_us: float
     candidates: int
+    complete: bool = True
+
+
+class _OutOfTime(Exception):
+    """Raised inside the search when the time budget is spent."""
+
+
+class _Clock:
+    """The search's deadline, read at every step (``tick``; a clock read costs ~50 ns)."""
+
+    def __init__(self, budget_s: float | None) -> None:
+        if budget_s is not None and (isinstance(budget_s, bool) or not isinstance(
+                budget_s, (int, float)) or not budget_s > 0):
+            raise OptionError(f"time_budget_s must be a positive number or None, got {budget_s!r}")
+        self.deadline = None if budget_s is None else time.perf_counter() + budget_s
+
+    def tick(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise _OutOfTime
 
 
 def exact_optimum(graph: Graph, device: str | DeviceSpec = "h100", *, mode: str = "graph",
                   max_ops: int = 12, max_candidates: int = 50_000,
-                  max_enumerated: int = 1_000_000) -> Optimum:
+                  max_enumerated: int = 1_000_000,
+                  time_budget_s: float | None = None) -> Optimum:
     """Exhaustively search all barrier-free multi-stream schedules of a small graph (see the
-    module docstring).  Complexity: O(candidates · V · S) — exponential in the graph's width."""
-    from workbench.simulate import simulate_makespan
+    module docstring).  With ``time_budget_s``, the best schedule found when the budget runs out
+    comes back with ``complete=False`` (an OptionError if none was simulated yet).  Complexity:
+    O(candidates · V · S) — exponential in the graph's width."""
+    clock = _Clock(time_budget_s)
 
     if len(graph) > max_ops:
         raise OptionError(f"exact optimum: {graph.name!r} has {len(graph)} ops, more than "
                           f"max_ops={max_ops} (exhaustive search is exponential)")
-    from workbench.costs import critical_path_us, op_cost
+    state = _Search()
+    try:
+        _search(graph, get_device(device), mode, max_candidates, max_enumerated, clock, state)
+    except _OutOfTime:
+        if state.best is None:
+            raise OptionError(f"exact optimum: the time budget of {time_budget_s:g} s ran out "
+                              f"before any schedule of {graph.name!r} was simulated") from None
+        return Optimum(state.best[1], state.best[0], state.count, complete=False)
+    if state.best is None:
+        raise OptionError(f"exact optimum: no schedule found for {graph.name!r}")
+    return Optimum(state.best[1], state.best[0], state.count)
 
-    spec = get_device(device)
+
+class _Search:
+    """The incumbent (makespan, schedule) and the number of simulated candidates."""
+
+    def __init__(self) -> None:
+        self.best: tuple[float, Schedule] | None = None
+        self.count = 0
+
+
+def _search(graph: Graph, spec: DeviceSpec, mode: str, max_candidates: int,
+            max_enumerated: int, clock: _Clock, state: _Search) -> None:
+    """Branch and bound over partitions and stream orders; the incumbent is kept in ``state``
+    so that a search stopped by ``clock`` still has it."""
+    from workbench.costs import critical_path_us, op_cost
+    from workbench.simulate import simulate_makespan
+
     order = list(graph.topo_order())
     before = _ancestors(graph)
     alone = {op.id: op_cost(op, spec).alone_us for op in graph.ops}
     offset = spec.graph_launch_us if mode == "graph" else 0.0
     floor = critical_path_us(graph, spec) + offset
     preds = {op: graph.predecessors(op) for op in order}
-    best: tuple[float, Schedule] | None = None
     seen: set[frozenset[tuple[OpId, ...]]] = set()
-    count = 0
     for blocks in _partitions(order):
+        clock.tick()
         # a stream runs its ops one after another: no schedule with these blocks is faster
         bound = max(floor, offset + max(sum(alone[op] for op in b) for b in blocks))
-        if best is not None and bound >= best[0] - 1e-9:
+        if state.best is not None and bound >= state.best[0] - 1e-9:
             continue
-        for streams in _stream_orders(blocks, before):
+        for streams in _stream_orders(blocks, before, clock):
+            clock.tick()
             key = frozenset(streams)
             if key in seen:
                 continue
@@ -76,23 +129,20 @@ def exact_optimum(graph: Graph, device: str | DeviceSpec = "h100", *, mode: str 
             path = _path_bound(streams, preds, alone, order)
             if path is None:
                 continue  # stream orders that contradict each other deadlock: not a schedule
-            if best is not None and offset + path >= best[0] - 1e-9:
+            if state.best is not None and offset + path >= state.best[0] - 1e-9:
                 continue
-            count += 1
-            if count > max_candidates:
+            state.count += 1
+            if state.count > max_candidates:
                 raise OptionError(f"exact optimum: more than {max_candidates} schedules to "
                                   f"simulate for {graph.name!r} (too wide for exhaustive search)")
             stream_of = {op: s for s, ops in enumerate(streams) for op in ops}
             issue = derive_issue_order(graph, stream_of, dict(enumerate(streams)))
             sched = build_schedule(graph, "optimum", stream_of, issue)
             makespan = simulate_makespan(sched, spec, mode=mode)
-            if best is None or makespan < best[0] - 1e-9:
-                best = (makespan, sched)
-            if best[0] <= floor + 1e-9:
-                return Optimum(best[1], best[0], count)  # the critical path is reached
-    if best is None:
-        raise OptionError(f"exact optimum: no schedule found for {graph.name!r}")
-    return Optimum(best[1], best[0], count)
+            if state.best is None or makespan < state.best[0] - 1e-9:
+                state.best = (makespan, sched)
+            if state.best[0] <= floor + 1e-9:
+                return  # the critical path is reached
 
 
 def _path_bound(streams: tuple[tuple[OpId, ...], ...], preds: dict[OpId, tuple[OpId, ...]],
@@ -141,16 +191,18 @@ def _partitions(items: list[OpId]) -> Iterator[list[list[OpId]]]:
             yield [*part[:k], [first, *part[k]], *part[k + 1:]]
 
 
-def _stream_orders(blocks: list[list[OpId]],
-                   before: dict[OpId, set[OpId]]) -> Iterator[tuple[tuple[OpId, ...], ...]]:
+def _stream_orders(blocks: list[list[OpId]], before: dict[OpId, set[OpId]],
+                   clock: _Clock) -> Iterator[tuple[tuple[OpId, ...], ...]]:
     """Every combination of dependency-consistent orders of the blocks (streams sorted so that
     relabelled duplicates coincide)."""
-    per_block = [list(_linear_extensions(block, before)) for block in blocks]
+    per_block = [list(_linear_extensions(block, before, clock)) for block in blocks]
     for combo in itertools.product(*per_block):
         yield tuple(sorted(combo))
 
 
-def _linear_extensions(block: list[OpId], before: dict[OpId, set[OpId]]) -> Iterator[tuple]:
+def _linear_extensions(block: list[OpId], before: dict[OpId, set[OpId]],
+                       clock: _Clock) -> Iterator[tuple]:
+    clock.tick()
     if len(block) <= 1:
         yield tuple(block)
         return
@@ -158,5 +210,5 @@ def _linear_extensions(block: list[OpId], before: dict[OpId, set[OpId]]) -> Iter
         if any(other in before[op] for other in block if other != op):
             continue  # an ancestor of op is still unplaced
         rest = block[:i] + block[i + 1:]
-        for tail in _linear_extensions(rest, before):
+        for tail in _linear_extensions(rest, before, clock):
             yield (op, *tail)

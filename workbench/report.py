@@ -67,7 +67,11 @@ HOW_TO_READ = (
     "flops and bytes); red arrows are syncs (an event recorded after one op and waited for before "
     "another), dashed vertical lines are barriers (every stream joins). In the DAG, node colours "
     "are the streams of the best policy, dashed edges are control dependencies and bold red edges "
-    "are the syncs that policy needs. The row highlighted in the table is the best policy."
+    "are the syncs that policy needs. The row highlighted in the table is the best policy. "
+    "Each stage of each policy (schedule, execute, plan memory) had a time budget: a "
+    "<b>status</b> other than ok says which stage did not finish (its cells are empty). "
+    "Timelines of very large traces are binned: each cell's shade is the fraction of that time "
+    "its stream (or group of streams) was busy."
 )
 
 
@@ -82,12 +86,14 @@ def makespan_figure(table: pd.DataFrame, best: str | None = None) -> go.Figure:
     policies = [str(p) for p in table["policy"]]
     colors = [("#59a14f" if p == best else tint("#4e79a7", 0.2)) for p in policies]
     labels = [escape(p) for p in policies]
+    status = table["status"] if "status" in table.columns else ["ok"] * len(policies)
+    hover = [f"<b>{escape(p)}</b><br>makespan: {m:,.1f} µs" if m == m
+             else f"<b>{escape(p)}</b><br>{escape(st)}"
+             for p, m, st in zip(policies, table["makespan_us"].astype(float), status,
+                                 strict=True)]
     fig = go.Figure(go.Bar(
         orientation="h", x=table["makespan_us"].astype(float).to_numpy(), y=labels,
-        marker={"color": colors}, name="makespan",
-        hovertext=[f"<b>{escape(p)}</b><br>makespan: {m:,.1f} µs"
-                   for p, m in zip(policies, table["makespan_us"].astype(float), strict=True)],
-        hoverinfo="text"))
+        marker={"color": colors}, name="makespan", hovertext=hover, hoverinfo="text"))
     if "lower_bound_us" in table.columns:
         fig.add_trace(go.Scatter(
             x=table["lower_bound_us"].astype(float).to_numpy(), y=labels, mode="markers",
@@ -148,6 +154,23 @@ def _versions() -> dict[str, str]:
             "graphviz dot": dot if dot else "not found (built-in DAG drawing)"}
 
 
+def unfinished_note(comparison: Any) -> str:
+    """A note listing the policies whose row is not ``ok`` (budget hit, worker died) and the
+    comparison's own notes (e.g. an exact optimum cut short); empty when all finished."""
+    table = comparison.table
+    items = []
+    if "status" in table.columns:
+        items = [f"<b>{escape(p)}</b>: {escape(st)}"
+                 for p, st in zip(table["policy"], table["status"], strict=True) if st != "ok"]
+    items += [escape(n) for n in (comparison.settings or {}).get("notes", [])]
+    if not items:
+        return ""
+    budget = (comparison.settings or {}).get("budget_s_per_stage")
+    head = (f"Not everything finished within the budget of {budget:g} s per stage"
+            if isinstance(budget, (int, float)) else "Not everything finished")
+    return (f'<p class="note">{head} (empty cells): ' + "; ".join(items) + ".</p>")
+
+
 def _section(anchor: str, title: str, body: str) -> str:
     return f'<section id="{anchor}"><h2>{escape(title)}</h2>\n{body}\n</section>'
 
@@ -182,8 +205,8 @@ def render(comparison: Any) -> str:
 
     sections = [
         _section("how", "How to read this", f'<p class="note">{HOW_TO_READ}</p>'),
-        _section("results", "Results",
-                 f'<div class="wb-scroll">{table_html(comparison.table)}</div>' + plots[0]),
+        _section("results", "Results", unfinished_note(comparison)
+                 + f'<div class="wb-scroll">{table_html(comparison.table)}</div>' + plots[0]),
         _section("timelines", "Timelines", "".join(plots[1:n_main]) or "<p>No traces.</p>"),
         *([_section("memory", "Memory", memory[0] + "".join(plots[n_main:]))]
           if memory is not None else []),

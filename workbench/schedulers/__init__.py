@@ -32,7 +32,12 @@ from workbench.schedulers import (
 
 @dataclass(frozen=True)
 class PolicyInfo:
-    """A registered policy: its function, the seed it implements, and flags the tests read."""
+    """A registered policy: its function, the seed it implements, and flags the tests read.
+
+    ``budgeted``: the function takes ``time_budget_s=`` (seconds, or None for no limit) and, when
+    the budget runs out, stops by itself and returns the best schedule found so far with
+    ``notes["budget_hit"] = True``; ``compare()`` passes its per-policy budget to these.
+    """
 
     fn: Callable[..., Schedule]
     seed: str
@@ -74,7 +79,7 @@ POLICIES.register("min_streams", PolicyInfo(
     "matching-based chains: fewest syncs at full logical concurrency"))
 POLICIES.register("gpto", PolicyInfo(
     gpto.schedule_gpto, "004 MindSpore GPTO",
-    "list scheduling with a priority portfolio under a memory limit"))
+    "list scheduling with a priority portfolio under a memory limit", budgeted=True))
 POLICIES.register("critical_path", PolicyInfo(
     critical_path.schedule_critical_path, "HEFT-like (beyond the seeds)",
     "upward-rank list scheduler, earliest-start stream"))

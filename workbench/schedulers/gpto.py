@@ -46,6 +46,7 @@ placement that the choice needs (near-linear: ``workbench.memory.streams`` and
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -72,12 +73,15 @@ ARENA_ALL_MAX_OPS = 1_000
 def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
                   max_streams: int | None = None, compute_streams: int | None = None,
                   copy_streams: int = 1, memory_limit_bytes: float | None = None,
-                  priorities: Sequence[str] | None = None) -> Schedule:
+                  priorities: Sequence[str] | None = None,
+                  time_budget_s: float | None = None) -> Schedule:
     """Best list schedule of a priority portfolio under a memory limit (see the module docstring).
 
     ``compute_streams`` defaults to ``max_streams`` (less the copy streams when the graph has copy
     ops) or 4; copy streams are only opened when the graph has copy ops, and with
-    ``copy_streams=0`` copy ops share the compute streams.
+    ``copy_streams=0`` copy ops share the compute streams.  With ``time_budget_s``, the portfolio
+    stops after the first priority that ends past the budget and the best of the priorities tried
+    wins (``notes["budget_hit"]``, ``notes["priorities_tried"]``).
 
     Examples
     --------
@@ -93,6 +97,7 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
     spec = get_device(device)
     names = _check_priorities(priorities)
     limit = _check_limit(memory_limit_bytes)
+    deadline = _deadline(time_budget_s)
     is_copy = [op.kind.lower() in COPY_KINDS for op in graph.ops]
     n_compute, n_copy = _stream_counts(max_streams, compute_streams, copy_streams, any(is_copy))
     types = [1 if c and n_copy else 0 for c in is_copy]
@@ -111,6 +116,8 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
         candidates.append({"priority": name, "makespan_us": max(end, default=0.0),
                            "arena_bytes": None, "fits": None, "schedule": sched,
                            "start_us": dict(zip(graph.op_ids, start, strict=True))})
+        if deadline is not None and time.perf_counter() > deadline:
+            break  # out of time: the best of the priorities tried so far
     best, fitting = _choose(candidates, limit, plan_all=n <= ARENA_ALL_MAX_OPS)
     schedules = {c["priority"]: c["schedule"] for c in candidates}
     winner = schedules[best["priority"]]
@@ -133,6 +140,8 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
         "copy_streams": n_copy,
         "copy_ops": sum(types),
         "lower_bound_us": lower,
+        "budget_hit": len(candidates) < len(names),
+        "priorities_tried": len(candidates),
     }
     if not fitting:
         notes["memory_limit_message"] = (
@@ -140,7 +149,7 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
             f"({best['arena_bytes']} bytes, priority {best['priority']!r})")
     options = {"device": spec.name, "max_streams": max_streams, "compute_streams": compute_streams,
                "copy_streams": copy_streams, "memory_limit_bytes": memory_limit_bytes,
-               "priorities": list(names)}
+               "priorities": list(names), "time_budget_s": time_budget_s}
     from dataclasses import replace
 
     return replace(winner, options=options, notes=notes)
@@ -214,6 +223,14 @@ def _check_limit(limit: Any) -> float | None:
     if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
         raise OptionError(f"memory_limit_bytes must be a positive number or None, got {limit!r}")
     return limit
+
+
+def _deadline(budget: Any) -> float | None:
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not budget > 0:
+        raise OptionError(f"time_budget_s must be a positive number or None, got {budget!r}")
+    return time.perf_counter() + budget
 
 
 def _check_count(value: Any, what: str, minimum: int) -> int:

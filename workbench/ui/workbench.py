@@ -348,11 +348,16 @@ class Workbench:
             self.status.value = f"{name} ({i}/{len(job.policies)})…"
             opts = {name: job.options[name]} if name in job.options else None
             try:
-                parts.append(wb.compare(graph, [name], device=job.device, mode=job.mode,
-                                        executor=job.executor, options=opts,
-                                        planner=job.planner, show_progress=False))
+                part = wb.compare(graph, [name], device=job.device, mode=job.mode,
+                                  executor=job.executor, options=opts, planner=job.planner,
+                                  show_progress=False)
             except Exception as exc:
                 job.failures.append((name, exc))
+                continue
+            parts.append(part)
+            if name not in part.schedules:  # its stage budget ran out: no row to merge
+                status = part.table.loc[part.table["policy"] == name, "status"]
+                job.failures.append((name, WorkbenchError(str(status.iloc[0]))))
             self.progress.value = i
         self.progress.bar_style = "warning" if job.failures else "success"
         return parts

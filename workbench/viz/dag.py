@@ -6,6 +6,11 @@
 * Without ``dot`` (neither Debian's ``dot`` nor the ``graphviz-pure`` wheel), :func:`dag_svg`
   draws the layered layout of :func:`dag_layout` as hand-written SVG and :func:`dag_view` returns
   the plotly drawing of :func:`dag_figure`; both say so once with ``warnings.warn``.
+* At scale: Graphviz's layout is superlinear (a random DAG of 1k ops takes ~8 s, 2k ops ~35 s), so
+  :func:`dag_svg` runs ``dot`` with a timeout (``timeout_s``, falling back to the built-in
+  drawing, which says why in its caption) and draws nothing above ``max_ops`` ops: a small SVG
+  summary says why and how to get the drawing anyway.  :func:`dag_view` hands graphs above
+  ``max_ops`` to the plotly drawing, and above :data:`FIGURE_MAX_OPS` returns a summary figure.
 
 Names go through :func:`~workbench.viz.style.escape` before reaching DOT, SVG or hover text.  In
 DOT, Graphviz keeps HTML entities as they are in SVG output (so ``&lt;`` shows as ``<``), and the
@@ -15,6 +20,7 @@ node *names* are internal (``n0``, ``n1``...), so no op id is ever parsed as DOT
 from __future__ import annotations
 
 import shutil
+import subprocess
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +35,9 @@ from workbench.viz.style import LAYOUT_DEFAULTS, SYNC_COLOR, escape, stream_colo
 NO_DOT_MESSAGE = ("Graphviz 'dot' not found: drawing the DAG with plotly "
                   "(apt-get install graphviz for the Graphviz view)")
 PLAIN_FILL = "#e8eef7"
+MAX_DRAWN_OPS = 1_000    # above this many ops, dag_svg draws a summary instead of the graph
+DOT_TIMEOUT_S = 5.0      # Graphviz gets this long before the built-in drawing replaces it
+FIGURE_MAX_OPS = 20_000  # above this many ops, dag_view returns a summary figure
 _FILL_TINT = 0.45
 _MAX_BEND = 1.2  # horizontal offset (in node spacings) of an edge that skips 4+ levels
 
@@ -118,18 +127,32 @@ def dag(graph: Graph, schedule: Schedule | None = None, *, rankdir: str = "TB",
     return g
 
 
-def dag_svg(graph: Graph, schedule: Schedule | None = None, **kw: Any) -> str:
+def dag_svg(graph: Graph, schedule: Schedule | None = None, *, max_ops: int = MAX_DRAWN_OPS,
+            timeout_s: float | None = DOT_TIMEOUT_S, **kw: Any) -> str:
     """Inline SVG text of :func:`dag` (starts at ``<svg``, ready to embed in HTML).
 
-    Without ``dot``, warns once and returns the built-in layered drawing (also SVG).
+    Graphs of more than ``max_ops`` ops are not drawn: a small SVG says so (and how to draw them
+    anyway).  Graphviz gets ``timeout_s`` seconds (``None``: no limit); when it times out or
+    fails, or is not installed, the built-in layered drawing is returned, with a warning and a
+    caption that says why.
     """
+    if len(graph) > max_ops:
+        return summary_svg(graph, f"{len(graph)} ops is more than max_ops={max_ops}: the DAG is "
+                                  f"not drawn (a layout would take minutes and the drawing "
+                                  f"would be unreadable)")
     max_nodes = int(kw.get("max_nodes", 400))
     if _have_dot():
+        why = NO_DOT_MESSAGE
         try:
-            svg = dag(graph, schedule, **kw).pipe(format="svg", encoding="utf-8")
+            svg = _run_dot(dag(graph, schedule, **kw).source, timeout_s)
             return svg[svg.index("<svg"):]
         except graphviz.ExecutableNotFound:
             pass
+        except subprocess.TimeoutExpired:
+            why = (f"Graphviz 'dot' took more than {timeout_s:g} s for {len(graph)} ops: "
+                   f"built-in drawing instead")
+            warnings.warn(why, RuntimeWarning, stacklevel=2)
+            return layout_svg(graph, schedule, max_nodes=max_nodes, note=why)
         except graphviz.CalledProcessError as exc:
             warnings.warn(f"Graphviz 'dot' failed ({str(exc).splitlines()[0]}): drawing the DAG "
                           f"without it", RuntimeWarning, stacklevel=2)
@@ -138,14 +161,67 @@ def dag_svg(graph: Graph, schedule: Schedule | None = None, **kw: Any) -> str:
     return layout_svg(graph, schedule, max_nodes=max_nodes)
 
 
-def dag_view(graph: Graph, schedule: Schedule | None = None,
+def _run_dot(source: str, timeout_s: float | None) -> str:
+    """``dot -Tsvg`` of ``source`` (the binary :func:`_have_dot` found), killed after
+    ``timeout_s`` (``subprocess.TimeoutExpired``); Graphviz's own exceptions otherwise."""
+    import graphviz.backend.dot_command as dot_command
+
+    cmd = [str(dot_command.DOT_BINARY), "-Tsvg"]
+    try:
+        run = subprocess.run(cmd, input=source.encode("utf-8"), capture_output=True,
+                             timeout=timeout_s)
+    except FileNotFoundError:
+        raise graphviz.ExecutableNotFound(cmd) from None
+    if run.returncode != 0:
+        raise graphviz.CalledProcessError(run.returncode, cmd, output=run.stdout,
+                                          stderr=run.stderr)
+    return run.stdout.decode("utf-8")
+
+
+def summary_svg(graph: Graph, why: str) -> str:
+    """A small SVG box in place of a drawing: the graph's size and why it is not drawn."""
+    lines = [f"{graph.name}: {len(graph)} ops, {len(graph.edges)} edges", why,
+             "Draw it anyway: wb.viz.dag_svg(graph, max_ops=len(graph), timeout_s=None), or "
+             "save it with wb.save(graph, 'g.dot') and run dot -Tsvg (slow)."]
+    width = 7 * max(len(line) for line in lines) + 32
+    height = 20 * len(lines) + 24
+    text = "".join(f'<text x="12" y="{24 + 20 * i}">{escape(line)}</text>'
+                   for i, line in enumerate(lines))
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'font-family="Helvetica, sans-serif" font-size="12" class="wb-dag-summary">'
+            f'<rect x="1" y="1" width="{width - 2}" height="{height - 2}" rx="6" '
+            f'fill="{PLAIN_FILL}" stroke="#7f8c9d"/>{text}</svg>')
+
+
+def dag_view(graph: Graph, schedule: Schedule | None = None, *, max_ops: int = MAX_DRAWN_OPS,
              **kw: Any) -> graphviz.Digraph | go.Figure:
-    """What a notebook should display: the Graphviz :func:`dag` when ``dot`` is available, else
-    :func:`dag_figure` with a one-line warning (a bare Digraph would raise at display time)."""
+    """What a notebook should display: the Graphviz :func:`dag` when ``dot`` is available and the
+    graph has at most ``max_ops`` ops; else :func:`dag_figure` (with a one-line warning when
+    ``dot`` is missing; a bare Digraph would raise at display time); above
+    :data:`FIGURE_MAX_OPS` ops a figure that only says how big the graph is."""
+    max_nodes = int(kw.get("max_nodes", 400))
+    if len(graph) > FIGURE_MAX_OPS:
+        return summary_figure(graph, f"{len(graph)} ops is more than {FIGURE_MAX_OPS}: "
+                                     f"the DAG is not drawn")
+    if len(graph) > max_ops:
+        return dag_figure(graph, schedule, max_nodes=max_nodes)
     if _have_dot():
         return dag(graph, schedule, **kw)
     warnings.warn(NO_DOT_MESSAGE, RuntimeWarning, stacklevel=2)
-    return dag_figure(graph, schedule, max_nodes=int(kw.get("max_nodes", 400)))
+    return dag_figure(graph, schedule, max_nodes=max_nodes)
+
+
+def summary_figure(graph: Graph, why: str) -> go.Figure:
+    """An empty plotly figure whose only content is the graph's size and why it is not drawn."""
+    fig = go.Figure()
+    fig.update_layout(**LAYOUT_DEFAULTS)
+    fig.update_layout(title=f"{escape(graph.name)}: {len(graph)} ops, {len(graph.edges)} edges",
+                      height=200, annotations=[{"text": escape(why), "showarrow": False,
+                                                "xref": "paper", "yref": "paper", "x": 0.5,
+                                                "y": 0.5}])
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig
 
 
 # ------------------------------------------------------------------------------------ fallback
@@ -247,8 +323,9 @@ def dag_figure(graph: Graph, schedule: Schedule | None = None, *,
 
 
 def layout_svg(graph: Graph, schedule: Schedule | None = None, *, max_nodes: int = 400,
-               spacing: tuple[float, float] = (130.0, 56.0)) -> str:
-    """The :func:`dag_layout` drawing as standalone inline SVG (no Graphviz, no JavaScript)."""
+               spacing: tuple[float, float] = (130.0, 56.0), note: str = "") -> str:
+    """The :func:`dag_layout` drawing as standalone inline SVG (no Graphviz, no JavaScript);
+    ``note`` is added to the caption (e.g. why Graphviz was not used)."""
     pos = dag_layout(graph)
     dx, dy = spacing
     xs = [x for x, _ in pos.values()] or [0.0]
@@ -267,7 +344,8 @@ def layout_svg(graph: Graph, schedule: Schedule | None = None, *, max_nodes: int
              '<defs><marker id="wb-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" '
              'markerHeight="6" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
              'fill="#6b7785"/></marker></defs>',
-             f'<text x="8" y="16" font-size="12">{_title(graph, schedule, max_nodes)}</text>']
+             f'<text x="8" y="16" font-size="12">{_title(graph, schedule, max_nodes)}'
+             f'{" — " + escape(note) if note else ""}</text>']
     styles = {"data": 'stroke="#9aa5b1"', "control": 'stroke="#9aa5b1" stroke-dasharray="4 3"',
               "sync": f'stroke="{SYNC_COLOR}" stroke-width="2"'}
     for kind, edges in _edge_groups(graph, schedule).items():

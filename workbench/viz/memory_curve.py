@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -73,6 +74,12 @@ def _items(traces: Trace | Sequence[Trace] | Mapping[str, Trace]) -> list[tuple[
 
 
 # ---------------------------------------------------------------------------------- drawing
+def _template_text(escaped: str) -> str:
+    """An escaped name made literal inside a plotly hovertemplate (no ``%{...}`` variables);
+    once per trace instead of a copy of the name per point (``customdata``)."""
+    return escaped.replace("%", "&#37;")
+
+
 def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
                  pools: Mapping[str, Any] | None = None, title: str | None = None) -> go.Figure:
     """Live activation memory (MiB) over time (µs): one step line per schedule.
@@ -97,8 +104,7 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
         fig.add_trace(go.Scatter(
             x=frame["time_us"].to_numpy(), y=mib, mode="lines", line_shape="hv",
             line={"color": color, "width": 2}, name=f"{name} in use", legendgroup=name,
-            customdata=[name] * len(frame),
-            hovertemplate=("<b>%{customdata}</b> (in use)<br>time: %{x:,.2f} µs"
+            hovertemplate=(f"<b>{_template_text(name)}</b> (in use)<br>time: %{{x:,.2f}} µs"
                            "<br>%{y:,.3f} MiB<extra></extra>"),
         ))
         pool = pools.get(label)
@@ -111,11 +117,11 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
                 xs.append(end)
                 ys.append(ys[-1])
             fig.add_trace(go.Scatter(
-                x=xs, y=ys, mode="lines", line_shape="hv",
+                x=np.array(xs), y=np.array(ys), mode="lines", line_shape="hv",
                 line={"color": color, "width": 1.5, "dash": "dash"}, name=f"{name} reserved",
-                legendgroup=name, customdata=[name] * len(xs),
-                hovertemplate=("<b>%{customdata}</b> (pool reserved)<br>time: %{x:,.2f} µs"
-                               "<br>%{y:,.3f} MiB<extra></extra>"),
+                legendgroup=name,
+                hovertemplate=(f"<b>{_template_text(name)}</b> (pool reserved)<br>"
+                               "time: %{x:,.2f} µs<br>%{y:,.3f} MiB<extra></extra>"),
             ))
     fig.update_layout(**LAYOUT_DEFAULTS)
     default = ("live activation memory" + (" (solid: in use, dashed: pool reserved)"

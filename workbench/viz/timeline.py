@@ -5,6 +5,11 @@ Two layers (STYLE.md R10): the pure data functions :func:`timeline_frame`, :func
 :func:`timelines` draw it.  Bars are horizontal ``go.Bar(base=start, x=duration)`` on a linear axis,
 never ``px.timeline`` (which forces a date axis and collapses µs values; ecosystem notes §2.2).
 
+At scale: all barriers of a panel are one dashed line trace (on a hidden ``[0, 1]`` y axis laid
+over the panel, so each line spans every row), not one shape each; and a trace of more than
+``max_bars`` ops or ``max_rows`` streams is drawn aggregated (:mod:`workbench.viz.utilisation`:
+per stream row and time bin, the fraction busy), without sync arrows.
+
 Every name that reaches hover text, legends or titles goes through
 :func:`~workbench.viz.style.escape`.
 """
@@ -14,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -29,10 +35,13 @@ from workbench.viz.style import (
     stream_color,
     stream_label,
 )
+from workbench.viz.utilisation import stream_groups, utilisation_bars, utilisation_frame
 
 COLOR_BY = ("kind", "stream")
 _ROW_PX = 28      # height of one stream row
 _PANEL_PX = 50    # fixed height of a panel (axis, padding)
+MAX_BARS = 5_000  # a trace with more ops than this is drawn aggregated (per time bin)
+MAX_ROWS = 48     # ... and so is one with more streams (consecutive streams share a row)
 
 FRAME_COLUMNS = ("op", "kind", "stream", "stream_id", "start_us", "end_us", "duration_us", "phase",
                  "hover")
@@ -110,17 +119,16 @@ def barrier_times(trace: Trace) -> list[float]:
 
     Read from the ``phase`` column (number of barriers issued before each op): barrier ``k`` is at
     ``max(end_us)`` over the ops with ``phase < k``.  Empty when the column is missing.
+    Complexity: O(n + barriers).
     """
     df = trace.df
     if "phase" not in df or not len(df):
         return []
     top = int(df["phase"].max())
-    out = []
-    for k in range(1, top + 1):
-        before = df.loc[df["phase"] < k, "end_us"]
-        if len(before):
-            out.append(float(before.max()))
-    return out
+    # the latest end among the ops of phases 0..k-1: a running maximum over the phases, O(n)
+    per_phase = df.groupby("phase")["end_us"].max().reindex(range(top)).astype(float)
+    running = per_phase.cummax().ffill().tolist()
+    return [float(t) for t in running if t == t]
 
 
 # ---------------------------------------------------------------------------------- drawing
@@ -134,45 +142,106 @@ def _stream_rows(frame: pd.DataFrame) -> list[str]:
     return [stream_label(s) for s in ids]
 
 
+def aggregated(trace: Trace, max_bars: int = MAX_BARS, max_rows: int = MAX_ROWS) -> bool:
+    """True when :func:`timeline` draws ``trace`` binned rather than bar by bar."""
+    return len(trace.df) > max_bars or trace.df["stream"].nunique() > max_rows
+
+
+def _n_rows(trace: Trace, max_bars: int, max_rows: int) -> int:
+    if aggregated(trace, max_bars, max_rows):
+        return max(1, len(stream_groups(trace.df["stream"].tolist(), max_rows)))
+    return max(1, trace.df["stream"].nunique())
+
+
 def _add_trace(fig: go.Figure, trace: Trace, *, colors: Mapping[str, str], color_by: str,
-               show_syncs: bool, legend_seen: set[str], row: int | None = None) -> None:
+               show_syncs: bool, legend_seen: set[str], row: int | None = None,
+               max_bars: int = MAX_BARS, max_rows: int = MAX_ROWS) -> None:
     """Draw one trace's bars, syncs and barriers into ``fig`` (into subplot ``row`` if given)."""
     where: dict[str, Any] = {} if row is None else {"row": row, "col": 1}
+    if aggregated(trace, max_bars, max_rows):
+        cells = utilisation_frame(trace, max_rows=max_rows)
+        fig.add_trace(utilisation_bars(cells, show_scale="busy" not in legend_seen), **where)
+        legend_seen.add("busy")
+        rows = [label for label, _ in stream_groups(trace.df["stream"].tolist(), max_rows)]
+    else:
+        rows = _add_bars(fig, trace, colors=colors, color_by=color_by, where=where,
+                         legend_seen=legend_seen)
+        if show_syncs:
+            _add_syncs(fig, trace, where=where, legend_seen=legend_seen)
+    fig.update_yaxes(categoryorder="array", categoryarray=rows, autorange="reversed", **where)
+    _add_barriers(fig, barrier_times(trace), row=row, legend_seen=legend_seen)
+
+
+def _add_bars(fig: go.Figure, trace: Trace, *, colors: Mapping[str, str], color_by: str,
+              where: dict[str, Any], legend_seen: set[str]) -> list[str]:
+    """One bar per op, one ``go.Bar`` per colour; returns the stream rows."""
     frame = timeline_frame(trace)
     key = "kind" if color_by == "kind" else "stream_id"
     for value, part in frame.groupby(key, sort=False):
         name = str(value) if color_by == "kind" else stream_label(value)
         color = colors[str(value)] if color_by == "kind" else stream_color(int(value))
-        fig.add_trace(go.Bar(
+        fig.add_trace(go.Bar(  # numpy arrays: plotly validates lists element by element
             orientation="h", base=part["start_us"].to_numpy(), x=part["duration_us"].to_numpy(),
-            y=part["stream"].tolist(), hovertext=part["hover"].tolist(), hoverinfo="text",
+            y=part["stream"].to_numpy(dtype=str), hovertext=part["hover"].to_numpy(dtype=str),
+            hoverinfo="text",
             name=escape(name), legendgroup=escape(name), showlegend=name not in legend_seen,
             marker={"color": color, "line": {"color": "white", "width": 0.5}}, width=0.8,
         ), **where)
         legend_seen.add(name)
-    if show_syncs:
-        syncs = sync_frame(trace)
-        if len(syncs):
-            xs: list[float | None] = []
-            ys: list[str | None] = []
-            texts: list[str | None] = []
-            for r in syncs.itertuples(index=False):
-                xs += [r.x0_us, r.x1_us, None]
-                ys += [r.stream_a, r.stream_b, None]
-                texts += [r.hover, r.hover, None]
-            n = len(syncs)
-            fig.add_trace(go.Scatter(
-                x=xs, y=ys, mode="lines+markers", hovertext=texts, hoverinfo="text",
-                line={"color": SYNC_COLOR, "width": 1}, name="sync", legendgroup="sync",
-                showlegend="sync" not in legend_seen,
-                marker={"symbol": ["circle", "arrow", "circle"] * n, "size": [3, 9, 0] * n,
-                        "angleref": "previous", "color": SYNC_COLOR},
-            ), **where)
-            legend_seen.add("sync")
-    for t in barrier_times(trace):
-        fig.add_vline(x=t, line={"dash": "dash", "color": BARRIER_COLOR, "width": 1}, **where)
-    rows = _stream_rows(frame)
-    fig.update_yaxes(categoryorder="array", categoryarray=rows, autorange="reversed", **where)
+    return _stream_rows(frame)
+
+
+def _add_syncs(fig: go.Figure, trace: Trace, *, where: dict[str, Any],
+               legend_seen: set[str]) -> None:
+    syncs = sync_frame(trace)
+    if not len(syncs):
+        return
+    xs: list[float | None] = []
+    ys: list[str | None] = []
+    texts: list[str | None] = []
+    for r in syncs.itertuples(index=False):
+        xs += [r.x0_us, r.x1_us, None]
+        ys += [r.stream_a, r.stream_b, None]
+        texts += [r.hover, r.hover, None]
+    n = len(syncs)
+    fig.add_trace(go.Scatter(  # numpy arrays: plotly validates lists element by element
+        x=np.array(xs, dtype=float), y=np.array(ys, dtype=object),
+        hovertext=np.array(texts, dtype=object), mode="lines+markers", hoverinfo="text",
+        line={"color": SYNC_COLOR, "width": 1}, name="sync", legendgroup="sync",
+        showlegend="sync" not in legend_seen,
+        marker={"symbol": np.tile(np.array(["circle", "arrow", "circle"]), n),
+                "size": np.tile(np.array([3, 9, 0]), n), "angleref": "previous",
+                "color": SYNC_COLOR},
+    ), **where)
+    legend_seen.add("sync")
+
+
+def _add_barriers(fig: go.Figure, times: Sequence[float], *, row: int | None,
+                  legend_seen: set[str]) -> None:
+    """All barriers of a panel as one dashed line trace on a hidden y axis ``[0, 1]`` laid over
+    the panel's own (category) y axis, so each line spans all rows and hovers with its time."""
+    if not times:
+        return
+    sub = fig.get_subplot(row, 1) if row is not None else None
+    x_name = sub.xaxis.plotly_name if sub is not None else "xaxis"
+    y_name = sub.yaxis.plotly_name if sub is not None else "yaxis"
+    taken = [int(k[5:] or 1) for k in fig.layout.to_plotly_json() if k.startswith("yaxis")]
+    number = max([1, *taken]) + 1
+    fig.layout[f"yaxis{number}"] = {
+        "overlaying": "y" + y_name[5:], "anchor": "x" + x_name[5:], "range": [0, 1],
+        "visible": False, "fixedrange": True}
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    texts: list[str | None] = []
+    for k, t in enumerate(times, start=1):
+        xs += [t, t, None]
+        ys += [0.0, 1.0, None]
+        texts += [f"barrier {k}: {t:,.2f} µs"] * 2 + [None]
+    fig.add_trace(go.Scatter(
+        x=xs, y=ys, mode="lines", line={"dash": "dash", "color": BARRIER_COLOR, "width": 1},
+        hovertext=texts, hoverinfo="text", name="barrier", legendgroup="barrier",
+        showlegend="barrier" not in legend_seen, xaxis="x" + x_name[5:], yaxis=f"y{number}"))
+    legend_seen.add("barrier")
 
 
 def _default_title(trace: Trace) -> str:
@@ -191,23 +260,27 @@ def _kind_colors_for(traces: Sequence[Trace]) -> dict[str, str]:
 
 def timeline(trace: Trace, *, title: str | None = None,
              x_range: tuple[float, float] | None = None, show_syncs: bool = True,
-             color_by: str = "kind") -> go.Figure:
+             color_by: str = "kind", max_bars: int = MAX_BARS,
+             max_rows: int = MAX_ROWS) -> go.Figure:
     """A Gantt chart of ``trace``: one row per stream, one bar per op on a linear µs axis.
 
     ``color_by="kind"`` (default) colours bars by op kind, ``"stream"`` by stream (the colours of
     :func:`~workbench.viz.style.stream_color`).  Barriers are dashed vertical lines at the moment
     every op issued before them has ended; syncs (``show_syncs``) are thin red arrows from the end
-    of the recording op to the start of the waiting op.  ``title`` is used as given (escape it
-    yourself if it holds user names).  Returns the figure; never calls ``.show()``.
+    of the recording op to the start of the waiting op.  A trace of more than ``max_bars`` ops or
+    ``max_rows`` streams is drawn binned (:func:`~workbench.viz.utilisation.utilisation_frame`:
+    shade = fraction busy, at most ``max_rows`` rows, no sync arrows).  ``title`` is used as
+    given (escape it yourself if it holds user names).  Returns the figure; never calls
+    ``.show()``.
     """
     _check_color_by(color_by)
     fig = go.Figure()
     _add_trace(fig, trace, colors=_kind_colors_for([trace]), color_by=color_by,
-               show_syncs=show_syncs, legend_seen=set())
-    n_streams = max(1, trace.df["stream"].nunique())
+               show_syncs=show_syncs, legend_seen=set(), max_bars=max_bars, max_rows=max_rows)
+    n_rows = _n_rows(trace, max_bars, max_rows)
     fig.update_layout(**LAYOUT_DEFAULTS)
     fig.update_layout(title=title if title is not None else _default_title(trace),
-                      barmode="overlay", height=140 + _PANEL_PX + _ROW_PX * n_streams)
+                      barmode="overlay", height=140 + _PANEL_PX + _ROW_PX * n_rows)
     fig.update_xaxes(type="linear", title=TIME_AXIS_TITLE, rangemode="tozero")
     if x_range is not None:
         fig.update_xaxes(range=list(x_range))
@@ -216,31 +289,35 @@ def timeline(trace: Trace, *, title: str | None = None,
 
 def timelines(traces: Sequence[Trace] | Mapping[str, Trace], *, shared_x: bool = True,
               show_syncs: bool = True, color_by: str = "kind",
-              title: str | None = None) -> go.Figure:
+              title: str | None = None, max_bars: int = MAX_BARS,
+              max_rows: int = MAX_ROWS) -> go.Figure:
     """One timeline panel per trace, stacked on a shared time axis (``shared_x``).
 
     ``traces`` is a sequence (panels titled by each trace's policy) or a mapping label → trace.
-    Each panel is titled "<label>: <makespan> µs"; colours and legend entries are shared.
+    Each panel is titled "<label>: <makespan> µs" ("…, binned" when drawn aggregated: see
+    :func:`timeline`); colours and legend entries are shared.
     """
     _check_color_by(color_by)
     items = list(traces.items()) if isinstance(traces, Mapping) else [
         (t.policy, t) for t in traces]
     if not items:
         raise ValueError("timelines() needs at least one trace")
-    heights = [_PANEL_PX + _ROW_PX * max(1, t.df["stream"].nunique()) for _, t in items]
+    heights = [_PANEL_PX + _ROW_PX * _n_rows(t, max_bars, max_rows) for _, t in items]
     gap_px = 60
     total = sum(heights) + gap_px * (len(items) - 1)
     fig = make_subplots(
         rows=len(items), cols=1, shared_xaxes=shared_x,
         vertical_spacing=gap_px / total if len(items) > 1 else 0.0,
         row_heights=[h / sum(heights) for h in heights],
-        subplot_titles=[f"{escape(label)}: {t.makespan:.1f} µs" for label, t in items],
+        subplot_titles=[f"{escape(label)}: {t.makespan:.1f} µs"
+                        + (", binned" if aggregated(t, max_bars, max_rows) else "")
+                        for label, t in items],
     )
     colors = _kind_colors_for([t for _, t in items])
     seen: set[str] = set()
     for i, (_, t) in enumerate(items, start=1):
         _add_trace(fig, t, colors=colors, color_by=color_by, show_syncs=show_syncs,
-                   legend_seen=seen, row=i)
+                   legend_seen=seen, row=i, max_bars=max_bars, max_rows=max_rows)
     fig.update_layout(**LAYOUT_DEFAULTS)
     fig.update_layout(barmode="overlay", height=total + 140,
                       title=title if title is not None else "timelines")
