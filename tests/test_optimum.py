@@ -29,8 +29,9 @@ def test_serialising_competitors_can_beat_full_concurrency() -> None:
     # work), d is a 2-block kernel of 60 µs.  Block slots go first come first served, so a policy
     # that issues a and b before c runs a, b, c one after the other (c ends at 8 + 2 + 3 * 38 =
     # 124) and d after them: 8 + 2 + 3 * 38 + 60 = 184 µs.  The optimum runs c first (8-48) and
-    # queues a and b behind it on the same stream; d waits for a's blocks (48-88: a holds every
-    # slot) and then runs beside b, whose kernel latency frees the slots it needs: 88 + 58 = 146.
+    # queues a and b behind it on the same stream; d and a arrive at the same instant (50) and are
+    # served in program order, so a holds every slot until 88; d then runs beside b, whose kernel
+    # latency frees the slots it needs: 88 + 58 = 146 µs.
     g = wb.Graph.from_edges([("c", "d")], ops=["a", "b", "c", "d"],
                             durations={"a": 40, "b": 40, "c": 40, "d": 60},
                             thread_blocks={"d": 2})

@@ -48,16 +48,27 @@ def test_concurrent_kernels_share_the_device() -> None:
 
 
 def test_block_slots_go_first_come_first_served() -> None:
-    # a fills 75% of the slots, b would like 50%: b gets the 25% left, so runs at half speed
-    # until a ends (48 µs of work at 2 µs), then at full speed: b's 48 µs of work need 24 µs at
-    # half speed (12 µs done by 50 µs) ... worked out: b does 24 µs of work in a's 48 µs, the
-    # other 24 µs after a: ends at 2 + 48 + 24 = 74 µs.
+    # Eager: a is issued at 4 and works from 6 holding 75% of the slots; b is issued at 8 and
+    # arrives at 10 wanting 50%: it gets the 25% left, so it runs at half speed until a ends at
+    # 6 + 48 = 54 (22 µs of its 48 µs of work done), then at full speed: it ends at 54 + 26 = 80.
     g = wb.Graph.from_edges([], ops=["a", "b"], durations={"a": 50, "b": 50},
                             thread_blocks={"a": 198, "b": 132})
     s = wb.Schedule(g, "hand", {0: ("a",), 1: ("b",)}, (), ("a", "b"))
-    t = simulate(s, TOY, mode="graph")
-    assert t.end_of("a") - 8.0 == pytest.approx(50.0)
-    assert t.end_of("b") - 8.0 == pytest.approx(74.0)
+    t = simulate(s, TOY)
+    assert t.end_of("a") == pytest.approx(54.0)
+    assert t.end_of("b") == pytest.approx(80.0)
+
+
+def test_kernels_arriving_together_are_served_in_program_order() -> None:
+    # Graph mode: both arrive at 8 + 2 and nothing orders them, so program order does: a takes
+    # its 75% of the slots and b the 25% left (half speed) until a ends at 58; b ends at 58 + 24
+    # = 82 -- whichever order they were issued in.
+    g = wb.Graph.from_edges([], ops=["a", "b"], durations={"a": 50, "b": 50},
+                            thread_blocks={"a": 198, "b": 132})
+    for order in (("a", "b"), ("b", "a")):
+        s = wb.Schedule(g, "hand", {0: ("a",), 1: ("b",)}, (), order)
+        t = simulate(s, TOY, mode="graph")
+        assert t.end_of("a") == pytest.approx(58.0) and t.end_of("b") == pytest.approx(82.0)
 
 
 def test_interference_slows_co_runners_by_the_slots_of_the_others() -> None:

@@ -288,7 +288,8 @@ class _Pool:
 
     def __init__(self, interference: float, limit: int, exclusive: bool) -> None:
         # op index -> [remaining alone-µs, rate, last update, version, slots, compute, bw,
-        #              1.0 when a completion event of this version is pending]
+        #              1.0 when a completion event of this version is pending, arrival time,
+        #              program position of the op (breaks ties between equal arrivals)]
         self.active: dict[int, list[float]] = {}
         self.interference = interference
         self.prev_prefix = 0
@@ -360,6 +361,8 @@ class _Engine:
         self.dirty: set[str] = set()
         self.n_ended = 0
         self.sharing_work = 0
+        position = {op.id: k for k, op in enumerate(schedule.graph.ops)}
+        self.program = [float(position.get(op.id, k)) for k, op in enumerate(ops)]
         self.issue_ptr = 0
 
     # ------------------------------------------------------------------ main loop
@@ -422,7 +425,7 @@ class _Engine:
         pool = self.pools[pool_name]
         entry = pool.active.get(i)
         if entry is None:
-            pool.active[i] = [duration, 0.0, t, 0.0, slots, compute, bw, 0.0]
+            pool.active[i] = [duration, 0.0, t, 0.0, slots, compute, bw, 0.0, t, self.program[i]]
         else:  # the next phase of the same kernel keeps its place in the FIFO order
             entry[0], entry[1], entry[2] = duration, 0.0, t
             entry[3] += 1.0
@@ -483,17 +486,24 @@ class _Engine:
         zeroed: list[tuple[int, list[float]]] = []
         count = 0
         limit = max(pool.prev_prefix, 1)
+        # Kernels that arrived at the same instant (consecutive in the FIFO order) are served in
+        # program order: neither was first, and the order they happened to be issued in must not
+        # decide it (in graph mode nothing orders them; the exact optimum relies on this).
+        group: list[tuple[int, list[float]]] = []
         for i, e in active.items():
-            if free > 1e-12:
-                got = min(e[4], free)
-                free -= got
-                chosen.append((i, e, got, got / e[4]))
-            else:
+            if group and e[8] != group[0][1][8]:
+                free = self._admit_group(group, free, chosen)
+                group = []
+            if free <= 1e-12:
                 if count >= limit:
                     break
                 if e[1] > 0.0:
                     zeroed.append((i, e))
+            else:
+                group.append((i, e))
             count += 1
+        if group:
+            self._admit_group(group, free, chosen)
         pool.prev_prefix = len(chosen)
         self.sharing_work += count + 1
         rates = _fair_rates([(c[1][5], c[1][6], c[3]) for c in chosen])
@@ -505,6 +515,19 @@ class _Engine:
             self._set_rate(i, e, rate, t)
         for i, e in zeroed:
             self._set_rate(i, e, 0.0, t)
+
+    @staticmethod
+    def _admit_group(group: list[tuple[int, list[float]]], free: float,
+                     chosen: list[tuple[int, list[float], float, float]]) -> float:
+        """Give kernels that arrived together their slots, first come first served with ties
+        in program order; returns the slots left."""
+        if len(group) > 1:
+            group.sort(key=lambda item: item[1][9])
+        for i, e in group:
+            got = e[4] if e[4] < free else free
+            free -= got
+            chosen.append((i, e, got, got / e[4]))
+        return free
 
     def _set_rate(self, i: int, e: list[float], rate: float, t: float) -> None:
         """Give the phase of op ``i`` a new speed from ``t`` on, and (re)schedule its end."""
