@@ -69,6 +69,10 @@ def _build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--mode", default="eager", choices=("eager", "graph"),
                      help="eager: per-op host launches; graph: whole-graph sink (CUDA graph)")
     cmp.add_argument("--max-streams", type=int, help="cap on streams for every policy")
+    cmp.add_argument("--precision", default="auto",
+                     choices=("auto", "fp32", "tf32", "fp16", "bf16"),
+                     help="simulated precision (auto: FP32 tensors, TF32 convolutions where the "
+                          "device has tensor cores, as cuDNN 8 does by default)")
     cmp.add_argument("-o", "--output", default="report.html", help="HTML report path")
     cmp.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET_S, metavar="SECONDS",
                      help="wall-clock seconds each stage of each policy may take (schedule, "
@@ -113,6 +117,7 @@ def _compare(args: argparse.Namespace) -> int:
         options = {p: {"max_streams": args.max_streams} for p in (names or POLICIES.names())}
         options.setdefault("serial", {"max_streams": args.max_streams})
     result = compare(graph, names, device=args.device, mode=args.mode, options=options,
+                     precision=args.precision,
                      show_progress=not args.no_progress, budget_s=args.budget)
     path = result.to_html(args.output)
     table = result.table.copy()

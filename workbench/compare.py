@@ -101,7 +101,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             planner: str | None = "somas", pool_chunk_bytes: int = 32 << 20,
             optimum_max_ops: int = 8, show_progress: bool = True,
             budget_s: float | None = DEFAULT_BUDGET_S,
-            measured: Trace | None = None) -> Comparison:
+            measured: Trace | None = None, precision: str = "auto") -> Comparison:
     """Schedule ``graph`` with each policy, execute each schedule, and rank them.
 
     ``options`` maps a policy name to its keyword options.  ``planner`` plans each schedule's
@@ -111,7 +111,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     (:func:`workbench.optimum.exact_optimum`) so each policy's distance to it is shown.
     ``executor`` is ``"simulator"`` (any machine) or ``"cupy"`` (a CUDA GPU).  Speedups are over
     ``serial`` (which is always run, and listed first).  Every schedule is validated before it is
-    executed.  ``measured``, a recorded run of ``graph`` (e.g. from
+    executed.  ``precision`` (simulator): ``auto``, ``fp32``, ``tf32``, ``fp16`` or ``bf16``
+    (:mod:`workbench.costs`).  ``measured``, a recorded run of ``graph`` (e.g. from
     :func:`workbench.io.load_execution_trace`), is added as the row ``"measured"`` beside the
     what-if schedules (and to ``traces``).
 
@@ -145,8 +146,12 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     import workbench.optimum  # noqa: F401
 
     notes: list[str] = []
-    bounds = lower_bound_us(graph, spec)
-    bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops, budget, notes)
+    from workbench.kernel_model import check_precision
+
+    check_precision(precision)
+    bounds = lower_bound_us(graph, spec, precision=precision)
+    bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops, budget, notes,
+                                    precision)
     results: dict[str, list[Outcome]] = {}
     rows = []
     per_stage = "no budget" if budget is None else f"budget {_secs(budget)} per stage"
@@ -158,7 +163,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             bar.describe(name)
             bar.line(f"{tag}: started")
             t0 = time.perf_counter()
-            results[name] = _run_policy(graph, name, dict(options.get(name, {})), spec=spec,
+            results[name] = _run_policy(graph, name, _policy_options(name, options, spec, mode),
+                                        spec=spec, precision=precision,
                                         mode=mode, executor=executor, planner=planner,
                                         pool_chunk_bytes=pool_chunk_bytes, budget=budget)
             rows.append(_row(name, results[name], bounds, budget))
@@ -220,19 +226,33 @@ def _secs(seconds: float) -> str:
 
 
 # ---------------------------------------------------------------------------------- stages
+def _policy_options(name: str, options: Mapping[str, Mapping[str, Any]], spec: DeviceSpec,
+                    mode: str) -> dict[str, Any]:
+    """The policy's options, with the comparison's device and mode for policies that model the
+    device themselves (IOS's oracle, gpto, critical_path) unless the caller chose otherwise."""
+    opts = dict(options.get(name, {}))
+    known = POLICIES.get(name).options()
+    if "device" in known:
+        opts.setdefault("device", spec)
+    if "mode" in known:
+        opts.setdefault("mode", mode)
+    return opts
+
+
 def _stage_schedule(graph: Graph, name: str, opts: dict[str, Any]) -> tuple[Schedule, float]:
     t0 = time.perf_counter()
     sched = schedule(graph, name, **opts)
     return sched, (time.perf_counter() - t0) * 1e3
 
 
-def _stage_execute(executor: str, spec: DeviceSpec, mode: str,
+def _stage_execute(executor: str, spec: DeviceSpec, mode: str, precision: str,
                    scheduled: tuple[Schedule, float]) -> tuple[Trace, dict[str, float]]:
     from workbench.execute import execute
 
     sched = scheduled[0]
     sched.validate()
-    trace = execute(sched, executor=executor, device=spec, mode=mode)
+    extra = {"precision": precision} if executor == "simulator" else {}
+    trace = execute(sched, executor=executor, device=spec, mode=mode, **extra)
     return trace, trace.metrics()
 
 
@@ -246,14 +266,14 @@ def _stage_memory(planner: str, chunk_bytes: int, scheduled: tuple[Schedule, flo
 
 def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSpec, mode: str,
                 executor: str, planner: str | None, pool_chunk_bytes: int,
-                budget: float | None) -> list[Outcome]:
+                budget: float | None, precision: str = "auto") -> list[Outcome]:
     """The policy's stages under their budgets (see the module docstring)."""
     info: PolicyInfo = POLICIES.get(name)
     cooperative = info.budgeted and budget is not None
     if cooperative:
         opts.setdefault("time_budget_s", budget)
     stages: list[Any] = [partial(_stage_schedule, graph, name, opts),
-                         partial(_stage_execute, executor, spec, mode)]
+                         partial(_stage_execute, executor, spec, mode, precision)]
     budgets: list[float | None] = [
         None if budget is None else hard_limit_s(budget, cooperative=cooperative), budget]
     if planner is not None:
@@ -312,16 +332,16 @@ def _row(name: str, outcomes: list[Outcome], bounds: Mapping[str, float],
 
 
 # ---------------------------------------------------------------------------------- optimum
-def _stage_optimum(graph: Graph, spec: DeviceSpec, mode: str,
-                   budget: float | None) -> tuple[float, bool]:
+def _stage_optimum(graph: Graph, spec: DeviceSpec, mode: str, budget: float | None,
+                   precision: str = "auto") -> tuple[float, bool]:
     from workbench.optimum import exact_optimum
 
-    best = exact_optimum(graph, spec, mode=mode, time_budget_s=budget)
+    best = exact_optimum(graph, spec, mode=mode, time_budget_s=budget, precision=precision)
     return best.makespan_us, best.complete
 
 
 def _optimum(graph: Graph, spec: DeviceSpec, mode: str, executor: str, max_ops: int,
-             budget: float | None, notes: list[str]) -> float:
+             budget: float | None, notes: list[str], precision: str = "auto") -> float:
     """The exact optimum when the graph is small enough and the search ends within the budget,
     else NaN (with a line in ``notes`` saying why)."""
     from workbench.errors import WorkbenchError
@@ -330,7 +350,8 @@ def _optimum(graph: Graph, spec: DeviceSpec, mode: str, executor: str, max_ops: 
         return float("nan")
     hard = None if budget is None else hard_limit_s(budget, cooperative=True)
     try:
-        (out,) = run_stages([partial(_stage_optimum, graph, spec, mode, budget)], [hard],
+        (out,) = run_stages([partial(_stage_optimum, graph, spec, mode, budget, precision)],
+                            [hard],
                             shared=(graph, spec))
     except WorkbenchError as exc:
         notes.append(f"exact optimum not found: {exc}")

@@ -170,7 +170,7 @@ class KernelTime(NamedTuple):
         return (f"{ln.name}: {ln.blocks} blocks x {ln.threads} thr, {self.resident_per_sm}/SM, "
                 f"{self.waves} wave{'s' if self.waves != 1 else ''}{tail}, "
                 f"{100 * self.efficiency:.0f}% of peak, {self.bound}-bound, "
-                f"{self.alone_us:.1f} us")
+                f"{self.alone_us:.1f} µs")
 
 
 def resident_blocks(spec: DeviceSpec, threads: int, registers: int, shared_bytes: int) -> int:

@@ -66,7 +66,7 @@ class _Clock:
 def exact_optimum(graph: Graph, device: str | DeviceSpec = "h100", *, mode: str = "graph",
                   max_ops: int = 12, max_candidates: int = 50_000,
                   max_enumerated: int = 1_000_000,
-                  time_budget_s: float | None = None) -> Optimum:
+                  time_budget_s: float | None = None, precision: str = "auto") -> Optimum:
     """Exhaustively search all barrier-free multi-stream schedules of a small graph (see the
     module docstring).  With ``time_budget_s``, the best schedule found when the budget runs out
     comes back with ``complete=False`` (an OptionError if none was simulated yet).  Complexity:
@@ -78,7 +78,8 @@ def exact_optimum(graph: Graph, device: str | DeviceSpec = "h100", *, mode: str 
                           f"max_ops={max_ops} (exhaustive search is exponential)")
     state = _Search()
     try:
-        _search(graph, get_device(device), mode, max_candidates, max_enumerated, clock, state)
+        _search(graph, get_device(device), mode, max_candidates, max_enumerated, clock, state,
+                precision)
     except _OutOfTime:
         if state.best is None:
             raise OptionError(f"exact optimum: the time budget of {time_budget_s:g} s ran out "
@@ -98,7 +99,7 @@ class _Search:
 
 
 def _search(graph: Graph, spec: DeviceSpec, mode: str, max_candidates: int,
-            max_enumerated: int, clock: _Clock, state: _Search) -> None:
+            max_enumerated: int, clock: _Clock, state: _Search, precision: str = "auto") -> None:
     """Branch and bound over partitions and stream orders; the incumbent is kept in ``state``
     so that a search stopped by ``clock`` still has it."""
     from workbench.costs import critical_path_us, op_cost
@@ -106,9 +107,10 @@ def _search(graph: Graph, spec: DeviceSpec, mode: str, max_candidates: int,
 
     order = list(graph.topo_order())
     before = _ancestors(graph)
-    alone = {op.id: op_cost(op, spec).alone_us for op in graph.ops}
+    alone = {op.id: op_cost(op, spec, graph=graph, precision=precision).alone_us
+             for op in graph.ops}
     offset = spec.graph_launch_us if mode == "graph" else 0.0
-    floor = critical_path_us(graph, spec) + offset
+    floor = critical_path_us(graph, spec, precision=precision) + offset
     preds = {op: graph.predecessors(op) for op in order}
     seen: set[frozenset[tuple[OpId, ...]]] = set()
     for blocks in _partitions(order):
@@ -138,7 +140,7 @@ def _search(graph: Graph, spec: DeviceSpec, mode: str, max_candidates: int,
             stream_of = {op: s for s, ops in enumerate(streams) for op in ops}
             issue = derive_issue_order(graph, stream_of, dict(enumerate(streams)))
             sched = build_schedule(graph, "optimum", stream_of, issue)
-            makespan = simulate_makespan(sched, spec, mode=mode)
+            makespan = simulate_makespan(sched, spec, mode=mode, precision=precision)
             if state.best is None or makespan < state.best[0] - 1e-9:
                 state.best = (makespan, sched)
             if state.best[0] <= floor + 1e-9:

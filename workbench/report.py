@@ -171,6 +171,25 @@ def unfinished_note(comparison: Any) -> str:
     return (f'<p class="note">{head} (empty cells): ' + "; ".join(items) + ".</p>")
 
 
+def barrier_note(comparison: Any) -> str:
+    """A note on what barriers cost: per policy with barriers, how many, of which kind, and how
+    long the device sat idle at them (``Trace.barrier_idle_us``); empty when none has any."""
+    items = []
+    for policy, trace in comparison.traces.items():
+        sched = comparison.schedules.get(policy)
+        if sched is None or not sched.n_barriers:
+            continue
+        kind = ("device synchronisations (the host waits for an idle device, as IOS's runtime "
+                "does)" if sched.barrier_kind == "device_sync" else "event joins")
+        items.append(f"<b>{escape(policy)}</b>: {sched.n_barriers} {kind}; the device idles "
+                     f"{trace.barrier_idle_us():,.1f} µs at them "
+                     f"({100 * trace.barrier_idle_us() / max(trace.makespan, 1e-9):.1f}% of "
+                     f"its makespan)")
+    if not items:
+        return ""
+    return '<p class="note">Barriers: ' + "; ".join(items) + ".</p>"
+
+
 def _section(anchor: str, title: str, body: str) -> str:
     return f'<section id="{anchor}"><h2>{escape(title)}</h2>\n{body}\n</section>'
 
@@ -206,7 +225,8 @@ def render(comparison: Any) -> str:
     sections = [
         _section("how", "How to read this", f'<p class="note">{HOW_TO_READ}</p>'),
         _section("results", "Results", unfinished_note(comparison)
-                 + f'<div class="wb-scroll">{table_html(comparison.table)}</div>' + plots[0]),
+                 + f'<div class="wb-scroll">{table_html(comparison.table)}</div>' + plots[0]
+                 + barrier_note(comparison)),
         _section("timelines", "Timelines", "".join(plots[1:n_main]) or "<p>No traces.</p>"),
         *([_section("memory", "Memory", memory[0] + "".join(plots[n_main:]))]
           if memory is not None else []),

@@ -86,6 +86,19 @@ class Trace:
             "busy_fraction": busy / span,
         }
 
+    def barrier_idle_us(self) -> float:
+        """Device time lost at barriers: for each barrier, the gap between the last op before it
+        ending and the first op after it starting (0 when they overlap).  With IOS's
+        device-synchronize barriers this is the host round trip that idles the GPU at every
+        stage boundary.  O(V)."""
+        df = self.df
+        if "phase" not in df or not len(df) or df["phase"].max() == 0:
+            return 0.0
+        by = df.groupby("phase")
+        first, last = by["start_us"].min(), by["end_us"].max()
+        gaps = first.iloc[1:].to_numpy() - last.iloc[:-1].to_numpy()
+        return float(gaps[gaps > 0].sum())
+
     def concurrency_curve(self) -> pd.DataFrame:
         """Number of kernels running over time: columns ``time_us, running`` (step function)."""
         starts = [(t, 1) for t in self.df["start_us"]]

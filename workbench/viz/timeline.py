@@ -59,6 +59,13 @@ def _fmt_count(value: Any) -> str:
     return f"{v:g}"
 
 
+def _why_html(why: Any) -> str:
+    """The cost model's reasons (``Trace.df["why"]``: one clause per kernel), one per line."""
+    if not isinstance(why, str) or not why:
+        return ""
+    return "<br>" + "<br>".join(escape(part) for part in why.split("; "))
+
+
 def timeline_frame(trace: Trace) -> pd.DataFrame:
     """One row per bar (per op of the trace), in the trace's row order.
 
@@ -73,12 +80,15 @@ def timeline_frame(trace: Trace) -> pd.DataFrame:
     end = df["end_us"].astype(float).tolist()
     flops = df["flops"].tolist() if "flops" in df else [0.0] * n
     nbytes = df["bytes"].tolist() if "bytes" in df else [0] * n
+    alone = df["alone_us"].tolist() if "alone_us" in df else [float("nan")] * n
+    why = [_why_html(w) for w in df["why"]] if "why" in df else [""] * n
     hover = [
         f"<b>{escape(op)}</b><br>kind: {escape(kind)}<br>{escape(stream_label(s))}"
         f"<br>start: {s0:.2f} µs<br>end: {e0:.2f} µs<br>duration: {e0 - s0:.2f} µs"
-        f"<br>flops: {_fmt_count(f)}<br>bytes: {_fmt_count(b)}"
-        for op, kind, s, s0, e0, f, b in zip(df["op"], kinds, df["stream"], start, end, flops,
-                                              nbytes, strict=True)
+        + (f" (alone {a:.2f} µs)" if a == a else "")
+        + f"<br>flops: {_fmt_count(f)}<br>bytes: {_fmt_count(b)}{w}"
+        for op, kind, s, s0, e0, a, f, b, w in zip(df["op"], kinds, df["stream"], start, end,
+                                                    alone, flops, nbytes, why, strict=True)
     ]
     return pd.DataFrame({
         "op": df["op"].astype(str).tolist(),
