@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections import deque
 
-import numpy as np
-
 from workbench.graph import Graph
+from workbench.schedulers._tails import StreamTails
+
+__all__ = ["StreamTails", "longest_chain_after", "mindspore_bfs_order", "nnc_visit_order",
+           "post_dfs_order", "transitive_reduction"]
 
 
 def transitive_reduction(graph: Graph) -> tuple[list[list[int]], list[list[int]]]:
@@ -154,84 +156,3 @@ def mindspore_bfs_order(graph: Graph) -> list[int]:
                 else:
                     queue.append(j)
     return order
-
-
-class StreamTails:
-    """"Has stream ``s`` deterministically finished before node ``v``?" for streams whose ops are
-    totally ordered by ancestry (NNC and RAF ASAP both build such streams).
-
-    Keeps, per visited node, a vector clock: the highest stream position among its ancestors on
-    each stream.  Because a stream's ops form a chain of ancestors, stream ``s``'s last op is an
-    ancestor of ``v`` iff ``clock(v)[s] >= position of that last op``.  A clock is freed once every
-    successor has read it and it is no stream's tail.  O((V + E) · S) time with numpy rows.
-    """
-
-    def __init__(self, pred: list[list[int]], succ: list[list[int]]) -> None:
-        self.pred = pred
-        self.pending = [len(s) for s in succ]
-        self.clock: dict[int, np.ndarray] = {}
-        self.width = 8
-        self.tail_pos = np.full(self.width, -1, dtype=np.int64)
-        self.tail_node: list[int] = []
-        self.length: list[int] = []
-        self.stream_of: dict[int, int] = {}
-        self.position: dict[int, int] = {}
-        self._tails: set[int] = set()
-
-    @property
-    def n_streams(self) -> int:
-        return len(self.length)
-
-    def new_stream(self) -> int:
-        s = len(self.length)
-        if s >= self.width:
-            self.width *= 2
-            grown = np.full(self.width, -1, dtype=np.int64)
-            grown[:s] = self.tail_pos[:s]
-            self.tail_pos = grown
-        self.length.append(0)
-        self.tail_node.append(-1)
-        return s
-
-    def place(self, node: int, stream: int) -> None:
-        """Append ``node`` to ``stream`` (its stream position is fixed now)."""
-        self.stream_of[node] = stream
-        self.position[node] = self.length[stream]
-        self.length[stream] += 1
-
-    def set_tail(self, stream: int, node: int) -> None:
-        old = self.tail_node[stream]
-        self.tail_node[stream] = node
-        self._tails.discard(old)
-        self._tails.add(node)
-        self.tail_pos[stream] = self.position[node]
-        if old >= 0 and old != node and self.pending[old] <= 0:
-            self.clock.pop(old, None)
-
-    def clock_of(self, node: int, extra: tuple[int, ...] = ()) -> np.ndarray:
-        """Clock of ``node`` merged from its (visited) predecessors and ``extra`` ones."""
-        clock = np.full(self.width, -1, dtype=np.int64)
-        for p in (*self.pred[node], *extra):
-            c = self.clock[p]
-            np.maximum(clock[: len(c)], c, out=clock[: len(c)])
-        return clock
-
-    def finished_streams(self, clock: np.ndarray) -> list[int]:
-        """Streams, in creation order, whose last op is an ancestor of the node with ``clock``."""
-        n = len(self.length)
-        tails = self.tail_pos[:n]
-        return np.nonzero((tails >= 0) & (clock[:n] >= tails))[0].tolist()
-
-    def visit(self, node: int, clock: np.ndarray) -> None:
-        """Record the visited ``node`` (already placed); free clocks nobody needs any more."""
-        s = self.stream_of[node]
-        if len(clock) < self.width:  # streams were opened after the clock was built
-            grown = np.full(self.width, -1, dtype=np.int64)
-            grown[: len(clock)] = clock
-            clock = grown
-        clock[s] = max(clock[s], self.position[node])
-        self.clock[node] = clock
-        for p in self.pred[node]:
-            self.pending[p] -= 1
-            if self.pending[p] <= 0 and p not in self._tails:
-                self.clock.pop(p, None)

@@ -60,24 +60,24 @@ def schedule_asap(graph: Graph, *, max_streams: int | None = None) -> Schedule:
                 break
     order = _issue_order(rsucc, rpred, depth, post_pos, heavy_parent, heavy_child)
     tails = StreamTails(rpred, rsucc)
-    finished: list[int] = []  # streams whose chain has ended, in the order they ended
+    ended = 0  # chains ended so far: a stream's rank says when its chain ended
     for v in order:
         clock = tails.clock_of(v)
         if heavy_child[v] >= 0:
             stream = tails.stream_of[heavy_child[v]]
         else:
-            reusable = set(tails.finished_streams(clock))
-            reused = next((s for s in reversed(finished) if s in reusable), None)
+            reused = tails.pick_latest_ended(clock)
             if reused is None:
                 stream = tails.new_stream()
             else:
                 stream = reused
-                finished.remove(stream)
+                tails.unmark_ended(stream)
         tails.place(v, stream)
         tails.set_tail(stream, v)
         tails.visit(v, clock)
         if heavy_parent[v] < 0:
-            finished.append(stream)
+            tails.mark_ended(stream, ended)
+            ended += 1
     stream_of = {ops[i].id: s for i, s in tails.stream_of.items()}
     syncs, same_stream = [], 0
     for v in order:

@@ -118,11 +118,14 @@ def schedule_nnc(graph: Graph, *, max_streams: int | None = None,
 def _pick_stream(tails: StreamTails, commands: list[set[str]], clock, kind: str) -> int | None:
     """Recycle: the first stream (creation order) whose tail precedes the node, preferring one
     that already ran ``kind``."""
-    candidates = tails.finished_streams(clock)
-    for s in candidates:
-        if kind in commands[s]:
-            return s
-    return candidates[0] if candidates else None
+    every = all(kind in c for c in commands) if len(commands) < 64 else _all_ran(commands, kind)
+    return tails.pick_first(clock, prefer=lambda s: kind in commands[s], all_preferred=every)
+
+
+def _all_ran(commands: list[set[str]], kind: str) -> bool:
+    """Every stream already ran ``kind`` (checked from the newest stream backwards: a stream
+    without it is usually a recent one)."""
+    return all(kind in commands[s] for s in range(len(commands) - 1, -1, -1))
 
 
 def _pick_over_cap(tails: StreamTails, commands: list[set[str]], visited: list[bool],
