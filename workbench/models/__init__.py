@@ -35,7 +35,7 @@ class ModelInfo:
 
     fn: Callable[..., Graph]
     source: str
-    family: str  # "seed", "network", "random", "control flow"
+    family: str  # "seed", "network", "random", "control"
 
     def params(self) -> dict[str, Any]:
         sig = inspect.signature(self.fn)
@@ -62,7 +62,7 @@ MODELS.register("randwire", ModelInfo(randwire, "IOS benchmark (RandWire-WS)", "
 MODELS.register("nasnet_a_large", ModelInfo(nasnet_a_large, "IOS benchmark (NASNet-A large)",
                                            "network"))
 MODELS.register("transformer_block", ModelInfo(transformer_block, "pre-LN transformer", "network"))
-MODELS.register("rnn_loop", ModelInfo(rnn_loop, "Elman RNN as a while loop", "control flow"))
+MODELS.register("rnn_loop", ModelInfo(rnn_loop, "Elman RNN as a while loop", "control"))
 MODELS.register("layered_dag", ModelInfo(layered_dag, "random family", "random"))
 MODELS.register("series_parallel_dag", ModelInfo(series_parallel_dag, "random family", "random"))
 MODELS.register("gnp_dag", ModelInfo(gnp_dag, "random family", "random"))
