@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
 
 import workbench as wb
+from tests.strategies import control_flow_graphs
 from workbench.control import case_of_op, subgraphs, while_op
 from workbench.control.expand import expand
 from workbench.control.trace import decisions_frame, iteration_summary
@@ -336,3 +338,62 @@ def test_onnx_if_with_a_convolution_imports_it(tmp_path: Path) -> None:
     assert list(wb.simulate(wb.schedule(g, "nnc"), branch=1).df["op"]) == [
         "pre", "if/else_branch/relu", "if/else_branch/cat"]
     assert onnx is not None
+
+
+# ---------------------------------------------------------------------------- host oracle
+def _issued_before_known(t: wb.Trace) -> list[str]:
+    """Independent check of a run's host: no op instance is issued before the host knows what it
+    depends on (a loop's next iteration after that iteration's flag; anything after a
+    control-flow op after its end is known).  Reads only the trace and its flat graph."""
+    import networkx as nx
+
+    g = t.graph.to_networkx()
+    issue = dict(zip(t.df["op"], t.df["issue_us"], strict=True))
+    bad = []
+    for d in decisions_frame(t).itertuples():
+        owner = str(d.op)
+        if d.kind in ("exit", "done"):
+            members = {op for op in issue if op.startswith(owner + "/")}
+            held = set().union(*(nx.descendants(g, m) for m in members)) - members if members \
+                else set()
+        elif d.kind == "continue":  # body d.index: its first path segment ends in #index
+            body = f"{owner}/body/"
+            held = {op for op in issue if op.startswith(body)
+                    and op[len(body):].split("/")[0].endswith(f"#{d.index}")}
+        else:  # select: the branch that runs
+            held = {op for op in issue if op.startswith(owner + "/")}
+        bad += [f"{op} issued at {issue[op]} before {owner}'s {d.kind} at {d.ready_us}"
+                for op in held if issue[op] < d.ready_us - 1e-9]
+    return bad
+
+
+@settings(max_examples=40)
+@given(graph=control_flow_graphs())
+def test_the_coroutine_host_never_runs_ahead_of_its_decisions(graph: Graph) -> None:
+    for policy in ("nnc", "critical_path"):
+        s = wb.schedule(graph, policy)
+        for control in ("coroutine", "blocking"):
+            t = wb.simulate(s, "h100", control=control)
+            assert t.violations() == []
+            assert _issued_before_known(t) == []
+
+
+def test_a_loop_ending_in_a_loop_waits_for_the_inner_end() -> None:
+    """The outer condition shares a run with the outer body; when the body ends in an inner loop,
+    the condition of the next iteration is issued only once the host knows the inner loop ended."""
+    def graph(op_id: str, reads: str, makes: str, us: float) -> Graph:
+        return Graph([Op(op_id, inputs=(reads,), outputs=(makes,), duration_us=us,
+                         thread_blocks=1)], [Tensor(reads, 64, role="input")])
+
+    inner = while_op("inner", cond=graph("ichk", "v", "igo", 1.0), body=graph("step", "v", "v2",
+                                                                              3.0),
+                     carried=[("v", "h", "v2")], flag="igo", iterations=2, outputs=["h2"])
+    body = Graph([inner], [Tensor("h", 64, role="input")])
+    loop = while_op("loop", cond=graph("chk", "h", "go", 1.0), body=body,
+                    carried=[("h", "x", "h2")], flag="go", iterations=2)
+    g = Graph([loop], [Tensor("x", 64, role="input")])
+    t = wb.simulate(wb.schedule(g, "nnc"), "h100")
+    assert _issued_before_known(t) == [] and t.violations() == []
+    ends = decisions_frame(t).set_index(["op", "kind"])["ready_us"]
+    assert t.df.set_index("op")["issue_us"]["loop/cond/chk#1"] >= ends[("loop/body/inner#0",
+                                                                          "exit")]

@@ -44,6 +44,8 @@ from workbench.schedule import Schedule, insert_syncs
 
 __all__ = ["MAX_ITERATIONS", "Decision", "Expansion", "expand"]
 
+_SINK = "\x00sink:"  # key of a control-flow sink's end decisions in _block's table
+
 #: A data-dependent loop rule that never says stop is cut here with a one-line error.
 MAX_ITERATIONS = 100_000
 
@@ -144,6 +146,7 @@ class _Expander:
         self.blocks: dict[str, int] = {}
         self.next_stream = max(schedule.streams, default=-1) + 1
         self.seen_ops: set[str] = set()
+        self.sink_done: list[int] = []  # end decisions of the control-flow sinks of the last block
 
     # ------------------------------------------------------------------------------ driver
     def run(self) -> Expansion:
@@ -181,6 +184,7 @@ class _Expander:
                tmap: dict[TensorId, Any]) -> list[str]:
         """Expand one (sub-)schedule; returns the instances its successors must wait for."""
         order = sched.issue_order
+        self.sink_done = []
         if not order:
             return list(entry)
         exits: dict[OpId, list[str]] = {}
@@ -201,7 +205,7 @@ class _Expander:
                 stream = ctx.streams[stream]
             if op.kind in CONTROL_KINDS:
                 exits[op_id], done = self._control(op, sched, ctx, stream, before, tmap, gates)
-                for after in _after(graph, sched, op_id):
+                for after in (*_after(graph, sched, op_id), f"{_SINK}{op_id}"):
                     held.setdefault(after, []).append(done)
             else:
                 exits[op_id] = [self._instance(op, ctx, stream, before, tmap, gates)]
@@ -212,6 +216,7 @@ class _Expander:
                     and graph.op(b).kind not in CONTROL_KINDS:
                 self.given.append((exits[a][0], exits[b][0]))
         sinks = [op for op in order if not graph.successors(op)]
+        self.sink_done = [d for op in sinks for d in held.get(f"{_SINK}{op}", ())]
         return list(dict.fromkeys(e for s in sinks for e in exits[s]))
 
     def _instance(self, op: Op, ctx: _Ctx, stream: int, before: Sequence[str],
@@ -350,7 +355,9 @@ class _Expander:
             frontier = self._block(body, subs["body"], bctx, frontier, bmap)
             states = {s: self._lookup(n, bctx, bmap) for s, _, n in carried}
             last_body = bmap
-            run_gates = (dec,)
+            # the next condition shares the body's run: it also waits until the host knows the
+            # control-flow ops that end the body are over
+            run_gates = (dec, *self.sink_done)
             dec = nxt
             k += 1
         self.trips[inst] = k
