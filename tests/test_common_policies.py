@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 
 import workbench as wb
-from tests.strategies import dags
+from tests.strategies import control_flow_graphs, dags
+from workbench.control.expand import expand
 from workbench.costs import critical_path_us
 from workbench.schedulers import POLICIES, TEST_OPTIONS
 from workbench.simulate import simulate
@@ -25,6 +26,19 @@ def _check(graph: wb.Graph, policy: str, **options: object) -> None:
     t = simulate(s, "h100")
     assert t.violations() == []                              # start >= end of every predecessor
     assert t.makespan >= critical_path_us(graph, "h100") - 1e-6
+    if graph.has_control_flow:                               # every sub-graph scheduled too,
+        _check_subschedules(s)                               # and the run's flat schedule valid
+        expand(s).schedule.validate()
+
+
+def _check_subschedules(s: wb.Schedule) -> None:
+    from workbench.control import subgraphs
+
+    for op in s.graph.ops:
+        for name, g in subgraphs(op):
+            sub = s.subschedules[op.id][name]
+            assert sub.policy == s.policy and sub.graph is g
+            _check_subschedules(sub)
 
 
 @pytest.mark.parametrize("policy", POLICY_NAMES)
@@ -39,6 +53,13 @@ def test_policy_invariants(policy: str, graph: wb.Graph) -> None:
 @given(graph=dags(max_ops=16))
 def test_policy_invariants_with_stream_cap(policy: str, graph: wb.Graph) -> None:
     _check(graph, policy, max_streams=2)
+
+
+@pytest.mark.parametrize("policy", POLICY_NAMES)
+@settings(max_examples=15)
+@given(graph=control_flow_graphs())
+def test_policy_invariants_with_control_flow(policy: str, graph: wb.Graph) -> None:
+    _check(graph, policy)
 
 
 @pytest.mark.parametrize("policy", POLICY_NAMES)

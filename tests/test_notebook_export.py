@@ -34,7 +34,11 @@ def _execute(path: Path, workdir: Path):
 
 
 @pytest.mark.parametrize("stem", EXPORTED)
-def test_exported_html_keeps_every_plotly_figure(stem: str, tmp_path: Path) -> None:
+def test_exported_html_keeps_every_plotly_figure(stem: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # the kernel runs in tmp_path: let it import this checkout's workbench, not an installed one
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(NOTEBOOK_DIR.parent), os.environ.get("PYTHONPATH", "")) if p))
     pytest.importorskip("nbformat")
     pytest.importorskip("nbclient")
     nbconvert = pytest.importorskip("nbconvert")

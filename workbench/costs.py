@@ -34,6 +34,12 @@ host time to issue them (``launch_overhead_us`` per kernel, eager mode).  The si
 
 Any other device name is an error (:func:`check_op_device`).
 
+**Control flow** (``while``, ``case_of``; :mod:`workbench.control`).  To the schedulers and the
+lower bounds such an op is one kernel as long as its sub-graphs' critical paths in a row for its
+default run (``cond`` ``N + 1`` times and ``body`` ``N`` times; the default branch): a lower bound
+of what the simulator, which runs the sub-graphs themselves, finds (the host's round trips come on
+top).  Its compute, memory and host figures are the sub-graphs' sums.
+
 **Host issue stages** (seed 004, MindSpore's multi-level pipeline).  The host's per-kernel cost
 ``launch_overhead_us`` (GPU and copy ops; ``npu.launch_overhead_us`` for NPU ops,
 ``host.dispatch_us`` for cpu and python ops) is split into InferShape / Resize / Launch by
@@ -58,7 +64,7 @@ from workbench.devices import (
     with_overrides,
 )
 from workbench.errors import GraphError, OptionError
-from workbench.graph import Graph, Op
+from workbench.graph import CONTROL_KINDS, Graph, Op
 from workbench.kernel_model import (
     GpuModel,
     KernelTime,
@@ -278,11 +284,44 @@ def op_cost(op: Op, spec: DeviceSpec | str, calibration: Mapping[str, float] | N
     ``graph`` so tensor shapes decide the kernels (without it an op is one generic kernel)."""
     spec = get_device(spec)
     check_precision(precision)
+    if op.kind in CONTROL_KINDS:
+        return _control_cost(op, spec, precision, model or model_for(spec))
     fn = COST_MODELS.get(op.device)
     if fn is None:
         check_op_device(op.device, where=f"op {op.id!r}")
         raise AssertionError  # unreachable
     return fn(op, spec, calibration, graph, precision, model or model_for(spec))
+
+
+def _control_cost(op: Op, spec: DeviceSpec, precision: str, model: GpuModel) -> OpCost:
+    """A control-flow op as one kernel (module docstring).  O(sub-graph ops), cached per
+    sub-graph."""
+    from workbench.control.ops import branch_index, subgraphs
+
+    if op.kind == "while":
+        n = int(op.attrs.get("iterations", 1))
+        parts = [(op.attrs["cond"], n + 1), (op.attrs["body"], n)]
+    else:
+        parts = [(subgraphs(op)[branch_index(op, None)][1], 1)]
+    span = compute = memory = host = 0.0
+    for g, times in parts:
+        if not times or not len(g):
+            continue
+        costs = graph_costs(g, spec, precision=precision, model=model)
+        span += times * _longest_path(g, costs)
+        compute += times * sum(c.compute_us for c in costs)
+        memory += times * sum(c.memory_us for c in costs)
+        host += times * sum(c.host_us for c in costs)
+    kernel = _single(op.kind, 0.0, compute, memory, 1.0, 1.0, span)
+    return OpCost((kernel,), host, compute, memory)
+
+
+def _longest_path(graph: Graph, costs: list[OpCost]) -> float:
+    finish = [0.0] * len(graph)
+    pred = graph.pred_index
+    for i in graph.topo_index:
+        finish[i] = costs[i].alone_us + max((finish[p] for p in pred[i]), default=0.0)
+    return max(finish, default=0.0)
 
 
 def graph_costs(graph: Graph, device: str | DeviceSpec,
@@ -309,11 +348,7 @@ def critical_path_us(graph: Graph, device: str | DeviceSpec,
                      precision: str = "auto") -> float:
     """Longest path of stand-alone op durations: no schedule can finish sooner.  O(V + E)."""
     costs = graph_costs(graph, device, calibration, precision=precision)
-    finish = [0.0] * len(graph)
-    pred = graph.pred_index
-    for i in graph.topo_index:
-        finish[i] = costs[i].alone_us + max((finish[p] for p in pred[i]), default=0.0)
-    return max(finish, default=0.0)
+    return _longest_path(graph, costs)
 
 
 def work_bound_us(graph: Graph, device: str | DeviceSpec,

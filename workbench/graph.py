@@ -25,6 +25,8 @@ OpId = str
 TensorId = str
 
 DEFAULT_TENSOR_BYTES = 1 << 20  # from_edges: 1 MiB per output unless sizes= says otherwise
+#: Op kinds that hold sub-graphs (NNC's ``while`` and ``case..of``; see :mod:`workbench.control`).
+CONTROL_KINDS = frozenset({"while", "case_of"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +106,22 @@ def _check_number(value: Any, what: str, *, allow_none: bool = False) -> None:
         raise GraphError(f"{what} is too large ({len(str(value))} digits)")
 
 
+def _control_output_bytes(op: Op, tensor: TensorId) -> int:
+    """Size of a control-flow op's output that the tensor table does not list: the size of the
+    sub-graph tensor it stands for (0 for other ops, as before)."""
+    if op.kind not in CONTROL_KINDS:
+        return 0
+    from workbench.control.ops import output_bytes
+
+    return output_bytes(op, tensor)
+
+
+def _same_control(a: Op, b: Op) -> bool:
+    """Control-flow ops compare their sub-graphs and mappings too (``attrs`` is not compared for
+    other ops)."""
+    return dict(a.attrs) == dict(b.attrs)
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -157,9 +175,12 @@ class Graph:
         self._ops: tuple[Op, ...] = tuple(ops)
         self._cache: dict[str, Any] = {}
         self._index: dict[OpId, int] = {}
+        control = False
         for i, op in enumerate(self._ops):
             if not isinstance(op, Op):
                 raise GraphError(f"op #{i} is a {type(op).__name__}, not an Op")
+            if op.kind in CONTROL_KINDS:
+                control = True
             if not isinstance(op.id, str) or not op.id:
                 raise GraphError(f"op #{i} has an empty or non-string id {op.id!r}")
             if op.id in self._index:
@@ -187,6 +208,13 @@ class Graph:
                 if t not in self._tensors:
                     raise GraphError(f"graph output {t!r} is not a tensor of the graph")
         self._topo = self._check_acyclic()
+        self._cache["control_flow"] = control
+        if control:
+            from workbench.control.ops import check_control_op
+
+            for op in self._ops:
+                if op.kind in CONTROL_KINDS:
+                    check_control_op(op, self._tensors)
 
     # ----------------------------------------------------------------------------- construction
     def _collect_tensors(self, tensors: Iterable[Tensor]) -> dict[TensorId, Tensor]:
@@ -210,7 +238,7 @@ class Graph:
                 produced_by[out] = op.id
                 known = table.get(out)
                 if known is None:
-                    table[out] = Tensor(out, 0, producer=op.id)
+                    table[out] = Tensor(out, _control_output_bytes(op, out), producer=op.id)
                 elif known.producer is None:
                     if known.role in ("input", "parameter"):
                         raise GraphError(f"tensor {out!r} is a graph {known.role} but op "
@@ -479,6 +507,11 @@ class Graph:
         """The topological order that stays closest to program order (smallest index first)."""
         return tuple(self._ops[i].id for i in self._topo)
 
+    @property
+    def has_control_flow(self) -> bool:
+        """Whether some op is a ``while`` or ``case_of`` holding sub-graphs (O(1))."""
+        return bool(self._cache["control_flow"])
+
     def sources(self) -> tuple[OpId, ...]:
         return tuple(op.id for i, op in enumerate(self._ops) if not self._pred[i])
 
@@ -530,7 +563,9 @@ class Graph:
         if not isinstance(other, Graph):
             return NotImplemented
         return (self._ops == other._ops and self._tensors == other._tensors
-                and self._control == other._control and self._outputs == other._outputs)
+                and self._control == other._control and self._outputs == other._outputs
+                and all(_same_control(a, b) for a, b in zip(self._ops, other._ops)
+                        if a.kind in CONTROL_KINDS))
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -46,7 +46,10 @@ class Schedule:
     launch, as RAF does: the host goes on issuing) or ``"device_sync"`` (``cudaDeviceSynchronize``,
     as IOS's runtime does between stages: the host stops until the device is idle, so the device
     then idles while the host issues the next stage).  Both order the same ops.  ``notes`` holds
-    what the policy decided (ranks, waves, chains).
+    what the policy decided (ranks, waves, chains).  ``subschedules`` maps each control-flow op
+    (``while``, ``case_of``; :mod:`workbench.control`) to the schedules of its sub-graphs by name
+    (``"cond"``, ``"body"``, a branch): NNC schedules sub-graphs statically too, and the op is one
+    unit of this schedule whose sub-graph stream 0 is the op's own stream.
     """
 
     graph: Graph
@@ -58,6 +61,7 @@ class Schedule:
     options: Mapping[str, Any] = field(default_factory=dict)
     notes: Mapping[str, Any] = field(default_factory=dict)
     barrier_kind: str = "join"
+    subschedules: Mapping[OpId, Mapping[str, Schedule]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.barrier_kind not in BARRIER_KINDS:
@@ -181,7 +185,35 @@ class Schedule:
             if not 0 <= position <= len(self.issue_order):
                 raise ScheduleError(f"barrier position {position} is outside the issue order")
         _check_dependencies(self)
+        if self.subschedules:
+            _check_subschedules(self)
         return self
+
+
+def _check_subschedules(schedule: Schedule) -> None:
+    """The schedules of control-flow sub-graphs are valid (recursively).  A sub-graph without one
+    runs serially (what a policy called directly, before :func:`workbench.schedule` recursed,
+    leaves), which is always valid."""
+    from workbench.control.ops import subgraphs
+
+    graph = schedule.graph
+    for op_id, subs in schedule.subschedules.items():
+        if op_id not in graph or not subgraphs(graph.op(op_id)):
+            raise ScheduleError(f"subschedules name {op_id!r}, which is not a control-flow op "
+                                f"of graph {graph.name!r}")
+        op = graph.op(op_id)
+        known = dict(subgraphs(op))
+        for name, sched in subs.items():
+            if name not in known:
+                raise ScheduleError(f"{op.kind} {op_id!r} has no sub-graph {name!r} (sub-graphs: "
+                                    f"{', '.join(known)})")
+            if sched.graph is not known[name] and sched.graph != known[name]:
+                raise ScheduleError(f"{op.kind} {op_id!r}: the schedule of {name!r} is for "
+                                    f"another graph ({sched.graph.name!r})")
+            try:
+                sched.validate()
+            except ScheduleError as exc:
+                raise ScheduleError(f"{op_id}/{name}: {exc}") from None
 
 
 def _check_dependencies(schedule: Schedule) -> None:
@@ -223,13 +255,15 @@ def _check_dependencies(schedule: Schedule) -> None:
 
 # ---------------------------------------------------------------------------------- building
 def insert_syncs(graph: Graph, stream_of: Mapping[OpId, StreamId], issue_order: Sequence[OpId],
-                 *, barriers: Iterable[int] = ()) -> list[Sync]:
+                 *, barriers: Iterable[int] = (), given: Iterable[Sync] = ()) -> list[Sync]:
     """Syncs for the cross-stream dependencies not already implied (a transitive reduction).
 
     Visits ops in issue order keeping vector clocks; for each op, its cross-stream predecessors are
     checked latest-issued first, and a sync is added only when the predecessor is not already known
     to have finished through stream order, earlier syncs or barriers.  Latest-first is a greedy
-    choice: a late predecessor's clock usually covers the earlier ones.  O((V + E) · S).
+    choice: a late predecessor's clock usually covers the earlier ones.  ``given``: syncs decided
+    already (a policy's own, copied into a larger schedule); they come first in the result and only
+    what they leave unordered is added.  O((V + E) · S).
 
     >>> g = Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
     >>> insert_syncs(g, {"a": 0, "b": 0, "c": 1, "d": 0}, ["a", "b", "c", "d"])
@@ -246,11 +280,27 @@ def insert_syncs(graph: Graph, stream_of: Mapping[OpId, StreamId], issue_order: 
             if stream_of[p] != stream_of[op]:
                 remaining[p] += 1
                 last_query[stream_of[p]] = i
+    given_waits: dict[OpId, list[OpId]] = {}
+    kept: list[Sync] = []
+    for a, b in given:
+        if stream_of[a] == stream_of[b]:
+            continue
+        if issue[a] >= issue[b]:
+            raise ScheduleError(f"sync {a!r} -> {b!r}: {b!r} is issued before {a!r}")
+        given_waits.setdefault(b, []).append(a)
+        kept.append((a, b))
+        remaining[a] += 1
+        last_query[stream_of[a]] = max(last_query.get(stream_of[a], -1), issue[b])
     clocks = _HappensBefore(streams, barriers, issue_order, last_query)
-    syncs: list[Sync] = []
+    syncs: list[Sync] = kept
     for i, op in enumerate(issue_order):
         clocks.at_issue_index(i)
         before = clocks.before(op, ())
+        for a in given_waits.get(op, ()):
+            clocks.join(before, a)
+            remaining[a] -= 1
+            if remaining[a] == 0:
+                clocks.saved.pop(a, None)
         s = stream_of[op]
         cross = [p for p in graph.predecessors(op) if stream_of[p] != s]
         cross.sort(key=issue.__getitem__, reverse=True)

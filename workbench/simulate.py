@@ -21,6 +21,18 @@ What it models (deterministically):
   ``"pipelined"`` runs the three stages on three threads (a 3-stage flow shop: op ``i`` leaves
   stage ``k`` at ``C[i][k] = max(C[i-1][k], C[i][k-1]) + stage_k(i)``); event records/waits and
   barrier joins are paid on the Launch thread.
+* **Control flow** (seed 000, NNC's ``while`` and ``case..of``; :mod:`workbench.control`).  A
+  schedule whose graph has control-flow ops runs one flat schedule of every executed op instance
+  (:func:`workbench.control.expand.expand`; ``iterations=`` and ``branch=`` are inputs of the run:
+  numbers, names, rules of the iteration index, or mappings per op).  Before each iteration and
+  branch the host reads a value from the device (the flag's op ends, a ``d2h`` copy, then
+  ``device_sync_us``); ``control="coroutine"`` (NNC) keeps issuing independent ops meanwhile,
+  ``"blocking"`` stops the host (:mod:`workbench.control.host`).  The trace has one row per op
+  instance (``loop/body/matmul#3``) with columns ``iteration`` (-1 outside loops), ``parent`` (the
+  control-flow op instance) and ``region`` (``cond``, ``body``, a branch); ``trace.graph`` and
+  ``trace.schedule`` are the flat ones and ``trace.meta["control"]`` holds the source schedule,
+  the trip counts, the branches and one row per host decision.  In graph mode the decisions are
+  device-side conditional nodes (CUDA 12.4): no host round trip.
 * **Non-GPU devices.**  Ops run in the resource pool :func:`~workbench.costs.pool_of` names; CPU
   ops cost the host ``host.dispatch_us``; a ``python`` op runs on the host thread: in eager mode
   the host waits for it to finish before issuing the next op.  Exclusive pools (each copy engine,
@@ -65,7 +77,7 @@ from workbench.costs import (
     pool_of,
 )
 from workbench.errors import OptionError
-from workbench.graph import Op
+from workbench.graph import Graph, Op
 from workbench.kernel_model import GpuModel, check_precision, model_for
 from workbench.schedule import Schedule
 from workbench.trace import Trace
@@ -77,12 +89,15 @@ EXPLAIN_LIMIT = 50_000  # ops: above this the trace has no per-op "why" column (
 
 def simulate(schedule: Schedule, device: str | DeviceSpec = "h100", *, mode: str = "eager",
              calibration: Mapping[str, float] | None = None, host_pipeline: str = "serial",
-             precision: str = "auto", model: GpuModel | None = None) -> Trace:
+             precision: str = "auto", model: GpuModel | None = None,
+             control: str = "coroutine", iterations: Any = None, branch: Any = None) -> Trace:
     """Simulate ``schedule`` on ``device`` and return the :class:`~workbench.trace.Trace`.
 
     ``precision``: ``auto`` (default), ``fp32``, ``tf32``, ``fp16`` or ``bf16`` (see
     :mod:`workbench.costs`);
-    ``model``: a :class:`~workbench.kernel_model.GpuModel` replacing the fitted parameters.
+    ``model``: a :class:`~workbench.kernel_model.GpuModel` replacing the fitted parameters;
+    ``control``, ``iterations``, ``branch``: how control-flow ops run (module docstring; ignored
+    by graphs without them).
 
     >>> import workbench as wb
     >>> g = wb.Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
@@ -90,8 +105,9 @@ def simulate(schedule: Schedule, device: str | DeviceSpec = "h100", *, mode: str
     >>> t.makespan > 0 and t.respects()
     True
     """
-    run = _simulate(schedule, device, mode, calibration, host_pipeline, precision, model)
-    graph = schedule.graph
+    run = _simulate(schedule, device, mode, calibration, host_pipeline, precision, model,
+                    (control, iterations, branch))
+    graph = run.graph
     ops, costs = run.ops, run.costs
     n = len(run.order)
     df = pd.DataFrame({
@@ -114,24 +130,31 @@ def simulate(schedule: Schedule, device: str | DeviceSpec = "h100", *, mode: str
     })
     if n <= EXPLAIN_LIMIT:
         df["why"] = [c.explain() for c in costs]
+    meta: dict[str, Any] = {}
+    if run.expansion is not None:
+        from workbench.control.trace import control_columns
+
+        meta["control"] = control_columns(df, run, control)
     gated = 0 if mode == "graph" else sum(
         1 for s, i in zip(run.start, run.issue, strict=True) if s <= i + 1e-6 * max(1.0, i))
-    meta = {"executor": "simulator", "host_pipeline": host_pipeline,
+    meta = {**meta, "executor": "simulator", "host_pipeline": host_pipeline,
             "events": run.events, "sharing_work": run.sharing_work,
             "host_end_us": max(run.issue, default=0.0),
             "host_bound_fraction": gated / n if n else 0.0, "precision": precision,
-            "barrier_kind": schedule.barrier_kind}
+            "barrier_kind": run.schedule.barrier_kind}
     return Trace(df, graph=graph, policy=schedule.policy, device=run.spec.name, mode=mode,
-                 schedule=schedule, meta=meta)
+                 schedule=run.schedule, meta=meta)
 
 
 def simulate_makespan(schedule: Schedule, device: str | DeviceSpec = "h100", *,
                       mode: str = "eager", calibration: Mapping[str, float] | None = None,
                       host_pipeline: str = "serial", precision: str = "auto",
-                      model: GpuModel | None = None) -> float:
+                      model: GpuModel | None = None, control: str = "coroutine",
+                      iterations: Any = None, branch: Any = None) -> float:
     """Only the makespan of :func:`simulate` (no Trace, no DataFrame): what search loops such as
     IOS's stage oracle need.  The schedule need not cover the whole graph."""
-    run = _simulate(schedule, device, mode, calibration, host_pipeline, precision, model)
+    run = _simulate(schedule, device, mode, calibration, host_pipeline, precision, model,
+                    (control, iterations, branch))
     return max(run.end, default=0.0)
 
 
@@ -153,13 +176,18 @@ class _Run:
     issue: list[float]
     phase: list[int]
     spec: DeviceSpec
+    graph: Graph            # what ran: the schedule's graph, or the flat one (control flow)
+    schedule: Schedule      # likewise
     events: int = 0         # heap events processed
     sharing_work: int = 0   # kernels visited by the sharing passes (the O(R) per event)
+    expansion: Any = None             # control flow: the workbench.control.expand.Expansion
+    host: Any = None                  # control flow: the ControlHost (its decisions)
 
 
 def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
               calibration: Mapping[str, float] | None, host_pipeline: str, precision: str,
-              model: GpuModel | None) -> _Run:
+              model: GpuModel | None, control: tuple[str, Any, Any] = ("coroutine", None, None)
+              ) -> _Run:
     if mode not in MODES:
         raise OptionError(f"unknown simulation mode {mode!r} (known: {', '.join(MODES)})")
     if host_pipeline not in HOST_PIPELINES:
@@ -168,6 +196,15 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
     check_precision(precision)
     spec = get_device(device)
     model = model or model_for(spec)
+    expansion = None
+    if control[0] != "coroutine" or schedule.graph.has_control_flow:
+        from workbench.control.expand import expand
+        from workbench.control.host import check_control
+
+        check_control(control[0])
+        if schedule.graph.has_control_flow:
+            expansion = expand(schedule, iterations=control[1], branch=control[2])
+            schedule = expansion.schedule
     graph = schedule.graph
     order = list(schedule.issue_order)
     all_costs = graph_costs(graph, spec, calibration, precision=precision, model=model)
@@ -188,11 +225,17 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
         waits[index[b]].append(index[a])
     phase_map = schedule.phase
     phase = [phase_map[op] for op in order]
+    host = None
+    if expansion is not None and mode != "graph":
+        from workbench.control.host import ControlHost
+
+        host = ControlHost(schedule, ops, costs, waits, spec, host_pipeline, expansion,
+                           control[0])
     engine = _Engine(schedule, ops, costs, stream_of, waits, phase, spec, mode, host_pipeline,
-                     model)
+                     model, host)
     engine.run()
     return _Run(order, ops, costs, stream_of, engine.start, engine.end, engine.host.issue, phase,
-                spec, engine.seq, engine.sharing_work)
+                spec, graph, schedule, engine.seq, engine.sharing_work, expansion, host)
 
 
 class _Host:
@@ -305,13 +348,15 @@ _LAT, _WORK = 0, 1
 class _Engine:
     def __init__(self, schedule: Schedule, ops: list[Op], costs: list[OpCost],
                  stream_of: list[int], waits: list[list[int]], phase: list[int],
-                 spec: DeviceSpec, mode: str, pipeline: str, model: GpuModel) -> None:
+                 spec: DeviceSpec, mode: str, pipeline: str, model: GpuModel,
+                 host: Any = None) -> None:
         n = len(ops)
         self.n = n
         self.costs = costs
         self.start = [0.0] * n
         self.end = [0.0] * n
-        self.host = _Host(schedule, ops, costs, waits, spec, mode, pipeline)
+        self.host = host if host is not None else _Host(schedule, ops, costs, waits, spec, mode,
+                                                        pipeline)
         # segments per op: (kind, duration, slots, compute, bandwidth, kernel index)
         self.segments: list[list[tuple[int, float, float, float, float, int]]] = []
         for c in costs:
@@ -367,6 +412,9 @@ class _Engine:
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> None:
+        if getattr(self.host, "lazy", False):
+            self._run_lazy()
+            return
         n = self.n
         host = self.host
         host.advance(0)
@@ -392,6 +440,37 @@ class _Engine:
             for name in list(self.dirty):
                 self._reshare(self.pools[name], t)
             self.dirty.clear()
+
+    def _run_lazy(self) -> None:
+        """The main loop with a host that decides as it goes (control flow,
+        :class:`workbench.control.host.ControlHost`): its next choice is a third kind of event,
+        taken after the device events at the same time, and its issues come in ``sequence``."""
+        n = self.n
+        host: Any = self.host
+        seq = host.sequence
+        self._advance_phases()
+        heap = self.heap
+        while self.n_ended < n:
+            t_issue = host.issue[seq[self.issue_ptr]] if self.issue_ptr < len(seq) else math.inf
+            t_heap = heap[0][0] if heap else math.inf
+            t = min(t_issue, t_heap, host.choice_at)
+            if t == math.inf:
+                raise RuntimeError("simulation stalled: the schedule deadlocks")  # validate()
+            while self.issue_ptr < len(seq) and host.issue[seq[self.issue_ptr]] <= t:
+                self._unblock(seq[self.issue_ptr], t)
+                self.issue_ptr += 1
+            while heap and heap[0][0] <= t:
+                _, _, i, version = heapq.heappop(heap)
+                if version >= 0:
+                    entry = self.pools[self.pool_name[i]].active.get(i)
+                    if entry is None or int(entry[3]) != version:
+                        continue
+                self._segment_done(i, t)
+            for name in list(self.dirty):
+                self._reshare(self.pools[name], t)
+            self.dirty.clear()
+            if host.choice_at <= t:
+                host.choose(t, self.n_ended)
 
     # ------------------------------------------------------------------ readiness
     def _unblock(self, i: int, t: float) -> None:

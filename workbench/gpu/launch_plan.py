@@ -272,6 +272,10 @@ def build_launch_plan(schedule: Schedule, *, memory: str | MemoryPlan = "somas",
     spec = get_device(device)
     limits = limits or DeviceLimits.from_spec(spec)
     graph = schedule.graph
+    if graph.has_control_flow:
+        raise ScheduleError(f"graph {graph.name!r} has while/case_of ops: a launch plan has no "
+                            f"host decisions; launch one run's flat schedule instead "
+                            f"(workbench.control.expand.expand(schedule).schedule)")
     given_plan = memory if isinstance(memory, MemoryPlan) else None
     if concat_in_place is None:
         concat_in_place = given_plan is None

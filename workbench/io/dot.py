@@ -50,6 +50,9 @@ def to_dot(graph: Graph) -> str:
 
 def save_dot(graph: Graph, path: str | Path) -> Path:
     path = Path(path)
+    if graph.has_control_flow:
+        raise FormatError(f"{path}: DOT cannot hold the sub-graphs of while/case_of ops; save "
+                          f"graphs with control flow as .json")
     path.write_text(to_dot(graph), encoding="utf-8")
     return path
 

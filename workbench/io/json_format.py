@@ -9,6 +9,10 @@ Two shapes are accepted:
 
 Errors are one line and name the file and the place: a JSON syntax error gives its line and column;
 a schema error gives the JSON path (``ops[3].flops``) and the line where that op starts.
+
+Control-flow ops (``while``, ``case_of``; :mod:`workbench.control`) keep their sub-graphs inside
+``attrs`` in the full form, nested to any depth: ``cond``/``body`` are graph objects,
+``branches`` a list of ``{"name", "graph"}``; ``carried`` a list of ``[state, init, next]``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import FormatError, GraphError
-from workbench.graph import Graph, Op, Tensor
+from workbench.graph import CONTROL_KINDS, Graph, Op, Tensor
 
 FORMAT_NAME = "schedule-workbench-graph"
 FORMAT_VERSION = 1
@@ -42,11 +46,61 @@ def graph_to_dict(graph: Graph) -> dict[str, Any]:
                  "bytes_read": op.bytes_read, "bytes_written": op.bytes_written,
                  "inputs": list(op.inputs), "outputs": list(op.outputs),
                  "thread_blocks": op.thread_blocks, "duration_us": op.duration_us,
-                 "workspace_bytes": op.workspace_bytes, "attrs": _jsonable(dict(op.attrs))}
+                 "workspace_bytes": op.workspace_bytes, "attrs": _attrs_to_json(op)}
                 for op in graph.ops],
         "control_edges": [list(e) for e in graph.control_edges],
         "outputs": list(graph.outputs),
     }
+
+
+def _attrs_to_json(op: Op) -> dict[str, Any]:
+    attrs = dict(op.attrs)
+    if op.kind in CONTROL_KINDS:
+        for key in ("cond", "body"):
+            if isinstance(attrs.get(key), Graph):
+                attrs[key] = graph_to_dict(attrs[key])
+        if "branches" in attrs:
+            attrs["branches"] = [{"name": str(n), "graph": graph_to_dict(g)}
+                                 for n, g in attrs["branches"]]
+    return _jsonable(attrs)  # type: ignore[no-any-return]
+
+
+def _attrs_from_json(kind: str, attrs: dict[str, Any], where: str) -> dict[str, Any]:
+    """Sub-graphs and tuples back from the JSON form of a control-flow op's attrs."""
+    if kind not in CONTROL_KINDS:
+        return attrs
+    out = dict(attrs)
+    for key in ("cond", "body"):
+        if key in out:
+            out[key] = _subgraph(out[key], f"{where}.attrs.{key}")
+    if "branches" in out:
+        raw = out["branches"]
+        if not isinstance(raw, list) or not all(isinstance(b, dict) and set(b) == {"name",
+                                                                                   "graph"}
+                                                for b in raw):
+            raise FormatError(f"{where}.attrs.branches must be a list of {{\"name\", \"graph\"}} "
+                              f"objects")
+        out["branches"] = tuple((str(b["name"]), _subgraph(b["graph"], f"{where}.attrs."
+                                                           f"branches[{k}].graph"))
+                                for k, b in enumerate(raw))
+    if "carried" in out:
+        carried = out["carried"]
+        if not isinstance(carried, list) or not all(
+                isinstance(c, list) and len(c) == 3 and all(isinstance(x, str) for x in c)
+                for c in carried):
+            raise FormatError(f"{where}.attrs.carried must be a list of [state, init, next] "
+                              f"tensor ids")
+        out["carried"] = tuple(tuple(c) for c in carried)
+    if isinstance(out.get("results"), list):
+        out["results"] = tuple(out["results"])
+    return out
+
+
+def _subgraph(raw: Any, where: str) -> Graph:
+    try:
+        return graph_from_dict(raw)
+    except (FormatError, GraphError) as exc:
+        raise FormatError(f"{where}: {exc}") from None
 
 
 def _jsonable(value: Any) -> Any:
@@ -177,7 +231,8 @@ def _op(raw: Any, where: str) -> Op:
               inputs=_str_list(raw.get("inputs", []), f"{where}.inputs"),
               outputs=_str_list(raw.get("outputs", []), f"{where}.outputs"),
               thread_blocks=raw.get("thread_blocks"), duration_us=raw.get("duration_us"),
-              workspace_bytes=raw.get("workspace_bytes", 0), attrs=attrs)
+              workspace_bytes=raw.get("workspace_bytes", 0),
+              attrs=_attrs_from_json(str(raw.get("kind", "op")), attrs, where))
 
 
 def _tensor(raw: Any, where: str) -> Tensor:

@@ -6,8 +6,8 @@ turns every node that computes on activations, in file order, into an
 :class:`~workbench.graph.Op`.  Nodes that compute only from weights (``Constant``,
 ``ConstantOfShape``, ``Identity``/``Cast``/``Unsqueeze`` of initializers, shape arithmetic on
 static shapes) are folded, as an inference compiler does (:mod:`workbench.io.onnx_fold`): their
-outputs are parameters and no kernel is scheduled for them.  ``If``/``Loop``/``Scan`` carry the
-cost of their bodies (:mod:`workbench.io.onnx_control`).
+outputs are parameters and no kernel is scheduled for them.  ``If``/``Loop``/``Scan`` become
+``case_of``/``while`` ops holding their bodies as sub-graphs (:mod:`workbench.io.onnx_control`).
 
 Tensors are the ONNX values: their byte size is the number of elements times the element size of
 their ONNX data type (float32 = 4 bytes).  Initializers and folded values are
@@ -32,7 +32,14 @@ from typing import Any
 
 from workbench.errors import FormatError, GraphError, OptionError
 from workbench.graph import Graph, Op, Tensor
-from workbench.io.onnx_control import CONTROL_FLOW, body_ops, control_flow_cost
+from workbench.io.onnx_control import (
+    CONTROL_FLOW,
+    Body,
+    body_graphs,
+    body_ops,
+    control_flow_cost,
+    control_op,
+)
 from workbench.io.onnx_fold import weight_only_nodes
 from workbench.io.onnx_rules import (
     CONSTANT_OP_TYPES,
@@ -351,6 +358,9 @@ def _node_op(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope) -> O
     kind, rule = RULES.get(node.op_type, (_camel_to_snake(node.op_type), None))
     ins, outs = [scope.info(t) for t in inputs], [scope.info(t) for t in outputs]
     if node.op_type in CONTROL_FLOW and node.domain in ("", "ai.onnx"):
+        op = _control_node(onnx, proto, node, op_id, scope, attrs)
+        if op is not None:
+            return op
         bodies = body_ops(proto, op_id, lambda body, pre: _import_body(onnx, body, scope, pre))
         cost: ShapeCost | None
         cost, extra = control_flow_cost(node.op_type, bodies, _repeats(node, scope))
@@ -393,6 +403,43 @@ def _repeats(node: _Node, scope: _Scope) -> int | None:
             return None
         return first.shape[axis]
     return None
+
+
+def _control_node(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope,
+                  attrs: dict[str, Any]) -> Op | None:
+    """The ``case_of``/``while`` op of a control-flow node with its bodies as sub-graphs; None
+    when they do not fit the node (the caller then flattens them)."""
+    try:
+        bodies = body_graphs(proto, lambda body, name: _import_subgraph(onnx, body, scope,
+                                                                        f"{op_id}/{name}"))
+        return control_op(node.op_type, op_id, node.inputs, [t for t in node.outputs if t],
+                          {**attrs, "onnx_op_type": node.op_type}, bodies,
+                          _repeats(node, scope))
+    except (ValueError, GraphError):
+        return None
+
+
+def _import_subgraph(onnx: Any, body: Any, outer: _Scope, name: str) -> Body:
+    """A body as a Graph: declared inputs (``role="input"``), initializers and folded weights
+    (``parameter``), and the outer values it reads, captured by name as further inputs."""
+    infos = {**outer.infos, **_value_infos(onnx, body)}
+    inits = [_s(t.name) for t in body.initializer if t.name]
+    declared = [_s(vi.name) for vi in body.input if vi.name]
+    outs = list(dict.fromkeys(_s(vi.name) for vi in body.output if vi.name))
+    scope = _Scope(infos, outer.weights | set(inits), {**outer.ints, **_small_ints(onnx, body)},
+                   frozenset(outs), defaulted=outer.defaulted)
+    for t in declared:
+        scope.add_tensor(t, None, "input")
+    for t in inits:
+        scope.add_tensor(t, None, "parameter")
+    ops = _import_nodes(onnx, body, scope)
+    captured = []
+    for t in [*(x for op in ops for x in op.inputs), *outs]:
+        if t not in scope.tensors:
+            scope.add_tensor(t, None, "input")
+            captured.append(t)
+    graph = Graph(ops, scope.tensors.values(), outputs=outs, name=name)
+    return Body(graph, declared, outs, captured)
 
 
 def _import_body(onnx: Any, body: Any, outer: _Scope, prefix: str) -> list[Op]:

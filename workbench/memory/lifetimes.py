@@ -9,6 +9,12 @@
   happens-before is stream order + syncs + barriers.  The conflict set lists every other pair.
 * **From a Trace**: one concrete execution; steps are the trace's start/end events in time order
   (an end before a start at the same time), and interval overlap is exact.
+* **Control flow** (``while``, ``case_of``; :mod:`workbench.control`): a Trace already lists one
+  row per op instance over the run's flat graph, so its lifetimes are per iteration (a loop-carried
+  tensor lives from the iteration that makes it into the next) and per branch taken.  A Schedule is
+  unrolled statically (:func:`workbench.control.expand.expand`): loops at their default trip
+  counts, and every branch of a ``case_of`` one after the other, so branch-local tensors of
+  different branches may share memory and the plan holds whichever branch runs.
 * **Classes**: graph inputs and parameters are *lifelong* (live for the whole run, outside the
   planned arena, reported as ``persistent_bytes``); no-task ops (reshape, flatten, squeeze, ...)
   alias their input: their output needs no memory and extends the input's lifetime instead.
@@ -101,6 +107,10 @@ def from_schedule(schedule: Any, *, usage: Usage | None = None) -> Lifetimes:
     """Lifetimes over the issue order, with SOMAS-style conflicts when there are several streams.
 
     ``usage``: :func:`graph_usage` of the schedule's graph, when it is already at hand."""
+    if schedule.graph.has_control_flow:
+        from workbench.control.expand import expand
+
+        schedule, usage = expand(schedule, all_branches=True).schedule, None
     graph = schedule.graph
     planned, consumers, roots, persistent = usage if usage is not None else _usage(graph)
     step = {op: i for i, op in enumerate(schedule.issue_order)}

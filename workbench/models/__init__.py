@@ -14,6 +14,7 @@ from typing import Any
 from workbench.errors import GraphError
 from workbench.graph import Graph
 from workbench.models.cnn import inception_v3, nasnet_a_large, randwire, squeezenet
+from workbench.models.control_flow import nnc_case_of, nnc_while_loop, rnn_loop
 from workbench.models.random_dags import gnp_dag, layered_dag, random_dag, series_parallel_dag
 from workbench.models.seeds import (
     mindspore_six_kernels,
@@ -34,7 +35,7 @@ class ModelInfo:
 
     fn: Callable[..., Graph]
     source: str
-    family: str  # "seed", "network", "random"
+    family: str  # "seed", "network", "random", "control"
 
     def params(self) -> dict[str, Any]:
         sig = inspect.signature(self.fn)
@@ -51,6 +52,8 @@ for _name, _fn, _source in (
     ("mindspore_six_kernels", mindspore_six_kernels, "seed 004 MindSpore"),
     ("raf_three_branches", raf_three_branches, "seed 001 RAF (tests)"),
     ("raf_occupancy_conv", raf_occupancy_conv, "seed 001 RAF"),
+    ("nnc_while_loop", nnc_while_loop, "seed 000 NNC (while)"),
+    ("nnc_case_of", nnc_case_of, "seed 000 NNC (case..of)"),
 ):
     MODELS.register(_name, ModelInfo(_fn, _source, "seed"))
 MODELS.register("inception_v3", ModelInfo(inception_v3, "torchvision / IOS benchmark", "network"))
@@ -59,6 +62,7 @@ MODELS.register("randwire", ModelInfo(randwire, "IOS benchmark (RandWire-WS)", "
 MODELS.register("nasnet_a_large", ModelInfo(nasnet_a_large, "IOS benchmark (NASNet-A large)",
                                            "network"))
 MODELS.register("transformer_block", ModelInfo(transformer_block, "pre-LN transformer", "network"))
+MODELS.register("rnn_loop", ModelInfo(rnn_loop, "Elman RNN as a while loop", "control"))
 MODELS.register("layered_dag", ModelInfo(layered_dag, "random family", "random"))
 MODELS.register("series_parallel_dag", ModelInfo(series_parallel_dag, "random family", "random"))
 MODELS.register("gnp_dag", ModelInfo(gnp_dag, "random family", "random"))
@@ -83,8 +87,8 @@ def build(name: str, **params: Any) -> Graph:
 
 __all__ = [
     "MODELS", "ModelInfo", "build", "gnp_dag", "inception_v3", "layered_dag",
-    "mindspore_six_kernels", "models", "nasnet_a_large", "nnc_diamond", "raf_occupancy_conv",
-    "raf_three_branches",
-    "random_dag", "randwire", "series_parallel_dag", "squeezenet", "textbook_heterogeneous",
-    "textbook_mul_sub_add", "textbook_side_effects", "transformer_block",
+    "mindspore_six_kernels", "models", "nasnet_a_large", "nnc_case_of", "nnc_diamond",
+    "nnc_while_loop", "raf_occupancy_conv", "raf_three_branches",
+    "random_dag", "randwire", "rnn_loop", "series_parallel_dag", "squeezenet",
+    "textbook_heterogeneous", "textbook_mul_sub_add", "textbook_side_effects", "transformer_block",
 ]

@@ -107,14 +107,34 @@ def schedule(graph: Graph, policy: str, **options: Any) -> Schedule:
     if not isinstance(graph, Graph):
         raise ScheduleError(f"policy {policy!r} needs a Graph, got {type(graph).__name__}")
     known = info.options()
+    given = dict(options)
     limit = None if "memory_limit_bytes" in known else options.pop("memory_limit_bytes", None)
     for key in options:
         if key not in known:
             raise ScheduleError(f"policy {policy!r} has no option {key!r} "
                                 f"(options: {', '.join([*known, 'memory_limit_bytes'])})")
     if limit is None:
-        return info.fn(graph, **options)
-    return _within_memory_limit(graph, policy, info, limit, options)
+        sched = info.fn(graph, **options)
+    else:
+        sched = _within_memory_limit(graph, policy, info, limit, options)
+    if graph.has_control_flow:
+        sched = _with_subschedules(sched, policy, given)
+    return sched
+
+
+def _with_subschedules(sched: Schedule, policy: str, options: dict[str, Any]) -> Schedule:
+    """Apply ``policy`` to every sub-graph of every control-flow op (recursively: NNC schedules
+    sub-graphs statically too, notes §A.2 step 9); the op stays one unit of ``sched``."""
+    from dataclasses import replace
+
+    from workbench.control.ops import subgraphs
+
+    subs: dict[str, dict[str, Schedule]] = {}
+    for op in sched.graph.ops:
+        for name, g in subgraphs(op):
+            subs.setdefault(op.id, {})[name] = (
+                schedule(g, policy, **options) if len(g) else Schedule(g, policy, {}, (), ()))
+    return replace(sched, subschedules=subs)
 
 
 def _within_memory_limit(graph: Graph, policy: str, info: PolicyInfo, limit: Any,

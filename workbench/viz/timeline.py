@@ -90,6 +90,9 @@ def timeline_frame(trace: Trace) -> pd.DataFrame:
         for op, kind, s, s0, e0, a, f, b, w in zip(df["op"], kinds, df["stream"], start, end,
                                                     alone, flops, nbytes, why, strict=True)
     ]
+    if "iteration" in df and "parent" in df:  # control flow: which iteration of which loop
+        hover = [h if k < 0 else f"{h}<br>iteration {k} of {escape(p)}"
+                 for h, k, p in zip(hover, df["iteration"], df["parent"], strict=True)]
     return pd.DataFrame({
         "op": df["op"].astype(str).tolist(),
         "kind": kinds,
