@@ -53,3 +53,80 @@ def test_nnc_signals_follow_the_visit_order_not_the_edge_order() -> None:
         assert s.syncs == (("b", "x"), ("c", "x"))
         assert dict(s.streams) == dict(schedules[0].streams)
         assert s.issue_order == schedules[0].issue_order
+
+
+def test_bestfit_pool_reuses_the_buffer_freed_first_among_equal_sizes() -> None:
+    """Seed 004 / MindSpore's idle multimap keyed by size: equal sizes come out FIFO.
+
+    Worked by hand with 512-byte alignment in one 8 KiB block: a@0 (1024 B), x@1024 (512 B),
+    b@1536 (1024 B), y@2560 (512 B), the rest idle. Freeing b and then a leaves two idle
+    1024-byte buffers; the next 1000-byte request takes b's (freed first) at 1536, not the lowest
+    address 0.
+    """
+    from workbench.memory.pool import simulate_pool
+
+    events = [
+        (0.0, "alloc", "a", 1000),
+        (0.0, "alloc", "x", 1),
+        (0.0, "alloc", "b", 1000),
+        (0.0, "alloc", "y", 1),
+        (1.0, "free", "b", 0),
+        (2.0, "free", "a", 0),
+        (3.0, "alloc", "c", 1000),
+    ]
+    result = simulate_pool(events, chunk_bytes=8192)
+    assert result.offsets["b"] == (0, 1536)
+    assert result.offsets["c"] == (0, 1536)
+    swapped = events[:4] + [(1.0, "free", "a", 0), (2.0, "free", "b", 0), events[6]]
+    assert simulate_pool(swapped, chunk_bytes=8192).offsets["c"] == (0, 0)
+
+
+def test_no_task_kinds_match_the_way_mindspore_and_onnx_spell_them() -> None:
+    """a -> Reshape -> ExpandDims -> Squeeze -> Flatten -> FlattenGrad -> Reformat -> z.
+
+    Worked by hand: the six no-task ops (MindSpore's spelling) launch nothing and alias ``a``'s
+    output, so the only planned tensors are ``a:out`` and ``z:out``; ``a:out`` is read by ``z``
+    alone (the alias chain does not touch memory), and the no-task pass drops all six.
+    """
+    from workbench.memory.lifetimes import graph_usage
+    from workbench.passes.no_task import drop_no_task_ops, no_task_ops
+
+    kinds = ["Reshape", "ExpandDims", "Squeeze", "Flatten", "FlattenGrad", "Reformat"]
+    ids = ["a", *(f"n{i}" for i in range(len(kinds))), "z"]
+    ops = {"a": "Relu", "z": "RELU", **{f"n{i}": k for i, k in enumerate(kinds)}}
+    g = wb.Graph.from_edges(list(zip(ids, ids[1:])), ops=ops)
+    assert [g.op(i).kind for i in ids] == ["relu", "reshape", "expand_dims", "squeeze",
+                                          "flatten", "flatten_grad", "reformat", "relu"]
+    planned, consumers, roots, _ = graph_usage(g)
+    assert sorted(planned) == ["a:out", "z:out"]
+    assert consumers["a:out"] == ["z"]
+    assert set(roots.values()) == {"a:out"}
+    assert no_task_ops(g) == ids[1:-1]
+    assert [op.id for op in drop_no_task_ops(g).ops] == ["a", "z"]
+    assert g.op("a") == wb.Graph.from_edges([("a", "z")], ops={"a": "relu", "z": "relu"}).op("a")
+
+
+def test_every_kind_table_uses_known_canonical_kinds() -> None:
+    """A kind table keyed by a spelling :mod:`workbench.kinds` does not know would miss every
+    op whose kind was canonicalised: each table's keys must be known kinds."""
+    import importlib
+    import pkgutil
+
+    from workbench.kinds import KNOWN_KINDS
+
+    tables = ("_RULES", "KERNELS", "LOWERINGS", "REFERENCES", "UNARY", "BINARY",
+              "UNARY_CODES", "BINARY_CODES", "ACTIVATION_FLOPS", "UNIT_HEADS", "UNIT_TAILS",
+              "AFFINE_TAILS")
+    unknown = {}
+    for info in pkgutil.walk_packages(wb.__path__, "workbench."):
+        if info.name.startswith("workbench.ui"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if (name.endswith("KINDS") or name in tables) and isinstance(
+                    value, (frozenset, set, dict, tuple)):
+                bad = {k for k in value if isinstance(k, str) and k not in KNOWN_KINDS}
+                if bad:
+                    unknown[f"{info.name}.{name}"] = sorted(bad)
+    assert not unknown
+    assert len(KNOWN_KINDS) > 90

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from workbench.errors import GraphError
+from workbench.kinds import canonical_kind
 
 OpId = str
 TensorId = str
@@ -50,6 +51,8 @@ class Op:
     is the launch shape where known (it decides how much of the device one launch can fill);
     ``duration_us`` pins the op's stand-alone device time and overrides the roofline (toy graphs,
     calibrated tables).  ``attrs`` holds op parameters (kernel size, stride, ...) for executors.
+    A kind that names a known kind in another spelling (``"ExpandDims"``, ``"Reshape"``) is
+    stored canonically (``"expand_dims"``; see :mod:`workbench.kinds`).
     """
 
     id: OpId
@@ -64,6 +67,13 @@ class Op:
     duration_us: float | None = None
     workspace_bytes: int = 0
     attrs: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        # Kinds are case-insensitive: a known kind is stored in its canonical spelling.
+        if isinstance(self.kind, str):
+            kind = canonical_kind(self.kind)
+            if kind is not self.kind:
+                object.__setattr__(self, "kind", kind)
 
 
 _NUMERIC_OP_FIELDS = ("flops", "bytes_read", "bytes_written", "workspace_bytes")

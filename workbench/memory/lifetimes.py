@@ -92,11 +92,11 @@ def _usage(graph: Graph) -> Usage:
                if t.producer is not None and t.id not in roots and t.role not in LIFELONG_ROLES]
     consumers: dict[str, list[str]] = {t: [] for t in planned}
     for op in graph.ops:
+        if op.outputs and op.outputs[0] in roots:
+            continue  # an alias op (also one in a chain of them) does not touch the memory
         for tid in op.inputs:
             root = roots.get(tid, tid)
             if root in consumers and op.id not in consumers[root]:
-                if graph.op(op.id).kind in NO_TASK_KINDS and tid == root:
-                    continue  # the alias op itself does not touch the memory
                 consumers[root].append(op.id)
     persistent = sum(t.size_bytes for t in tensors.values()
                      if t.producer is None or t.role in LIFELONG_ROLES)

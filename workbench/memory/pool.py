@@ -8,8 +8,10 @@ The seed's pool: *slicing* (best-fit idle area, the excess split off as a new id
 * sizes round up to ``alignment`` (512 B) and a 0-byte request takes ``alignment`` bytes;
 * blocks are sorted by address (block ``k`` sits after block ``k - 1``); each holds an
   address-ordered run of bufs, idle or used;
-* alloc: the smallest idle buf with size >= request, ties lowest address; the tail is split off as
-  a new idle buf when it is at least ``alignment`` bytes;
+* alloc: the smallest idle buf with size >= request; among idle bufs of equal size the one that
+  became idle first (the seed's idle multimap keyed by size keeps insertion order, so
+  ``lower_bound`` finds the oldest); the tail is split off as a new idle buf when it is at least
+  ``alignment`` bytes;
 * nothing fits: if ``defragment`` and some block's idle bytes add up to the request, that block
   (lowest address first) is compacted: its used bufs slide down in address order and the idle space
   becomes one buf at its end (counted in ``n_defrags``; bufs cannot span blocks, so the total idle
@@ -17,9 +19,8 @@ The seed's pool: *slicing* (best-fit idle area, the excess split off as a new id
   added (counted in ``n_expansions``; the first block counts too);
 * free: the buf turns idle and merges with an idle next, then an idle previous buf of its block.
 
-Simplified: one pool (no persistent/common split, no per-stream idle maps), no device-memory cap,
-ties among equal sizes go to the lowest address rather than FIFO. ``offsets`` keeps the address a
-tensor got when it was allocated (compaction may move it later).
+Simplified: one pool (no persistent/common split, no per-stream idle maps), no device-memory cap.
+``offsets`` keeps the address a tensor got when it was allocated (compaction may move it later).
 
 >>> r = simulate_pool([(0.0, "alloc", "a", 1000), (1.0, "alloc", "b", 100), (2.0, "free", "a", 0)],
 ...                   chunk_bytes=4096)
@@ -74,27 +75,32 @@ class _Pool:
         self.blocks: list[int] = []  # block sizes
         self.bufs: list[dict[int, list]] = []  # per block: offset -> [size, tensor or None]
         self.starts: list[list[int]] = []  # per block: sorted buf offsets
-        self.idle: list[tuple[int, int, int]] = []  # sorted (size, block, offset)
+        self.idle: list[tuple[int, int, int, int]] = []  # sorted (size, idle since, block, offset)
+        self.idle_since: dict[Address, int] = {}  # (block, offset) -> insertion number (FIFO ties)
+        self.insertions = 0
         self.used: dict[str, Address] = {}
         self.in_use = self.reserved = self.expansions = self.defrags = 0
 
     def _add_idle(self, block: int, offset: int, size: int) -> None:
         self.bufs[block][offset] = [size, None]
         bisect.insort(self.starts[block], offset)
-        bisect.insort(self.idle, (size, block, offset))
+        self.insertions += 1
+        self.idle_since[block, offset] = self.insertions
+        bisect.insort(self.idle, (size, self.insertions, block, offset))
 
     def _drop_buf(self, block: int, offset: int) -> None:
         size, tensor = self.bufs[block].pop(offset)
         starts = self.starts[block]
         del starts[bisect.bisect_left(starts, offset)]
         if tensor is None:
-            del self.idle[bisect.bisect_left(self.idle, (size, block, offset))]
+            key = (size, self.idle_since.pop((block, offset)), block, offset)
+            del self.idle[bisect.bisect_left(self.idle, key)]
 
     def alloc(self, tensor: str, size: int, defragment: bool) -> Address:
         need = max(align_up(size, self.alignment), self.alignment)
-        k = bisect.bisect_left(self.idle, (need, -1, -1))
+        k = bisect.bisect_left(self.idle, (need, -1, -1, -1))
         if k < len(self.idle):
-            _, block, offset = self.idle[k]
+            _, _, block, offset = self.idle[k]
         else:
             block = self._defragment(need) if defragment else -1
             if block < 0:
@@ -116,13 +122,14 @@ class _Pool:
 
     def _defragment(self, need: int) -> int:
         free = [0] * len(self.blocks)
-        for size, block, _ in self.idle:
+        for size, _, block, _ in self.idle:
             free[block] += size
         block = next((b for b, f in enumerate(free) if f >= need), -1)
         if block < 0:
             return -1
         moved = [(s, t) for _, (s, t) in sorted(self.bufs[block].items()) if t is not None]
-        self.idle = [e for e in self.idle if e[1] != block]
+        self.idle = [e for e in self.idle if e[2] != block]
+        self.idle_since = {a: n for a, n in self.idle_since.items() if a[0] != block}
         self.bufs[block], self.starts[block] = {}, []
         top = 0
         for s, t in moved:
