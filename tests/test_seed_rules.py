@@ -130,3 +130,67 @@ def test_every_kind_table_uses_known_canonical_kinds() -> None:
                     unknown[f"{info.name}.{name}"] = sorted(bad)
     assert not unknown
     assert len(KNOWN_KINDS) > 90
+
+
+def test_somas_lifelong_tensors_get_their_own_band_above_the_solved_region() -> None:
+    """a (100 B, steps 0-1), b (40 B, 2-3), L (60 B, step 3), alignment 1.
+
+    Worked by hand: without classes, size order a, L, b: a@0, L@0 (no overlap with a), b@60 (it
+    meets L at step 3): arena 100.  With L lifelong, a and b are solved alone (both @0, top 100)
+    and L goes right above: L@100, arena 160; the bound is peak(a, b) 100 + L's 60 = 160.
+    """
+    from workbench.memory.somas import plan_somas
+
+    records = [(100, 0, 1, "a"), (40, 2, 3, "b"), (60, 3, 3, "L")]
+    plain = plan_somas(records, alignment=1)
+    assert plain.offsets == (0, 60, 0) and plain.arena_bytes == 100
+    plan = plan_somas(records, alignment=1, lifelong=["L"])
+    assert plan.offsets == (0, 0, 100)
+    assert (plan.arena_bytes, plan.lower_bound) == (160, 160)
+    assert plan.notes["lifelong"] == ["L"] and plan.notes["solved_top"] == 100
+
+
+def test_somas_contiguous_lists_are_placed_back_to_back_in_list_order() -> None:
+    """x (30 B), y (20 B), z (50 B), all live at steps 0-2, alignment 1, list [y, x].
+
+    Worked by hand: the list is one 50-byte block; blocks in order of their first tensor (x is
+    index 0), size ties keep that order: block@0, z@50; inside the block y@0, x@20.  Without the
+    list, size order z@0, x@50, y@80.
+    """
+    from workbench.memory.somas import plan_somas
+
+    records = [(30, 0, 2, "x"), (20, 0, 2, "y"), (50, 0, 2, "z")]
+    assert plan_somas(records, alignment=1).offsets == (50, 80, 0)
+    plan = plan_somas(records, alignment=1, contiguous=[["y", "x"]])
+    assert plan.offsets == (20, 0, 50) and plan.arena_bytes == 100
+    assert plan.notes["contiguous"] == [["y", "x"]]
+
+
+def test_somas_lays_the_inputs_of_a_communication_op_out_contiguously() -> None:
+    """Three producers feed one allreduce: its inputs p0:out, p1:out, p2:out become one
+    contiguous list in argument order (each 4 KiB, so offsets o, o+4096, o+8192)."""
+    g = wb.Graph.from_edges([("p0", "ar"), ("p1", "ar"), ("p2", "ar")],
+                            ops={"p0": "relu", "p1": "relu", "p2": "relu", "ar": "AllReduce"},
+                            sizes={"p0": 4096, "p1": 4096, "p2": 4096})
+    plan = wb.plan_memory(wb.schedule(g, "serial"), "somas")
+    inputs = list(g.op("ar").inputs)
+    assert plan.notes["contiguous"] == [inputs]
+    names = [r.name for r in plan.records]
+    starts = [plan.offsets[names.index(t)] for t in inputs]
+    assert starts == [starts[0], starts[0] + 4096, starts[0] + 8192]
+    wb.memory.check_no_overlap(plan)
+
+
+def test_somas_class_options_are_checked() -> None:
+    import pytest
+
+    from workbench.errors import OptionError
+    from workbench.memory.somas import plan_somas
+
+    records = [(30, 0, 2, "x"), (20, 0, 2, "y")]
+    with pytest.raises(OptionError, match="did you mean 'x'"):
+        plan_somas(records, lifelong=["xx"])
+    with pytest.raises(OptionError, match="already in list 0"):
+        plan_somas(records, contiguous=[["x", "y"], ["y"]])
+    with pytest.raises(OptionError, match="is lifelong"):
+        plan_somas(records, lifelong=["x"], contiguous=[["x", "y"]])

@@ -16,6 +16,12 @@ from workbench.memory.lifetimes import Lifetimes, lifetimes, pool_events
 from workbench.memory.plan import MemoryPlan, UsageRecord, parse_records
 from workbench.memory.planners import PLANNERS, plan_usage, planners
 from workbench.memory.pool import PoolResult, simulate_pool
+from workbench.memory.somas_classes import communication_lists
+
+
+def _graph_of(run: Any) -> Any:
+    """The graph of a Schedule or of a Trace's schedule."""
+    return run.graph if hasattr(run, "graph") else run.schedule.graph
 
 
 def plan_memory(run: Any, planner: str = "somas", **options: Any) -> MemoryPlan:
@@ -25,12 +31,18 @@ def plan_memory(run: Any, planner: str = "somas", **options: Any) -> MemoryPlan:
     rule), a Trace or a single-stream schedule against its lifetimes.  For a multi-stream schedule
     the lower bound is the heaviest clique of the conflict graph (:func:`conflict_clique_bound`),
     which every valid plan must reserve; the issue-order peak is kept in
-    ``notes["interval_lower_bound"]``.  ``notes`` gets the
+    ``notes["interval_lower_bound"]``.  With ``"somas"``, the inputs (and separately the outputs)
+    of each communication op are planned as a contiguous list unless ``contiguous=`` is given.
+    ``notes`` gets the
     producers, the persistent (input/parameter) bytes and where the lifetimes came from.
     """
     lt = lifetimes(run)
     if lt.conflicts is not None:
         options.setdefault("conflicts", lt.conflicts)
+    if planner == "somas" and "contiguous" not in options:
+        lists = communication_lists(_graph_of(run).ops, {r.name for r in lt.records}, lt.aliases)
+        if lists:
+            options["contiguous"] = lists
     plan = plan_usage(lt.records, planner, **options)
     if lt.conflicts is not None:
         clique = conflict_clique_bound(lt.records, lt.conflicts, alignment=plan.alignment)

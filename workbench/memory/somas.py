@@ -5,8 +5,9 @@ solvers, each a block *ordering* combined with a gap *fit*, and keeps the smalle
 module does the same over usage records (conflicts from interval overlap, or the explicit set a
 multi-stream schedule provides), with a wider strategy menu than MindSpore's release build.
 
-Simplified on purpose: every tensor is a singleton block (no contiguous lists, union/ref tensors or
-lifelong tensors); only the "Single Object" algorithm (one band with no ceiling, i.e. greedy offset
+Lifelong tensors and contiguous lists (``lifelong=``, ``contiguous=``) are handled around the
+solver as MindSpore does (:mod:`workbench.memory.somas_classes`).  Simplified on purpose: no
+union/ref tensors; only the "Single Object" algorithm (one band with no ceiling, i.e. greedy offset
 assignment) is run, not "Shared Objects", so the 100 MiB preference rule does not arise.
 
 Alignment (default 512 bytes, MindSpore's GPU/CPU rule): sizes are rounded up to it for placement,
@@ -23,10 +24,12 @@ must reserve. A zero-byte tensor stays zero bytes (MindSpore would give it 512).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from workbench.errors import OptionError
 from workbench.memory.placement import place_until
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
+from workbench.memory.somas_classes import TensorRef, plan_with_classes
 from workbench.memory.static import FITS, breadth_order, make_plan, size_order
 
 
@@ -89,6 +92,8 @@ def plan_somas(
     orderings: Sequence[str] = DEFAULT_ORDERINGS,
     fits: Sequence[str] = DEFAULT_FITS,
     prune: bool = True,
+    lifelong: Iterable[TensorRef] = (),
+    contiguous: Iterable[Sequence[TensorRef]] = (),
 ) -> MemoryPlan:
     """Run every (ordering, fit) combination and keep the smallest arena.
 
@@ -107,12 +112,25 @@ def plan_somas(
     ``notes`` holds the winning ``ordering`` and ``fit``, ``arenas`` (every combination's arena
     keyed by ``(ordering, fit)``; for a pruned one, the arena it had reached when it stopped, a
     lower bound of its full arena that is already no better than the winner's) and ``pruned`` (the
-    combinations stopped early).  Complexity: O(o·n·(d + w) · f) element operations for o
+    combinations stopped early).
+
+    ``lifelong`` (tensor indices or names) are placed in their own band above the solved region,
+    in index order; each list of ``contiguous`` is placed back to back in list order (SOMAS's
+    communication lists; :func:`workbench.memory.plan_memory` derives them from the graph's
+    communication ops).  ``notes`` then also holds ``lifelong``, ``lifelong_bytes``,
+    ``solved_top`` and ``contiguous``.  Complexity: O(o·n·(d + w) · f) element operations for o
     orderings, f fits, d conflicting and w long-lived placed tensors per step.
     """
     problem = prepare(records, alignment, conflicts)
     order_names = _pick(orderings, ORDERINGS, "ordering")  # type: ignore[arg-type]
     fit_names = _pick(fits, FITS, "fit")  # type: ignore[arg-type]
+    lifelong, contiguous = list(lifelong), list(contiguous)
+    if lifelong or contiguous:
+        def solve(blocks: list[Any], pairs: frozenset[tuple[int, int]]) -> MemoryPlan:
+            return plan_somas(blocks, alignment=problem.alignment, conflicts=pairs,
+                              orderings=order_names, fits=fit_names, prune=prune)
+
+        return plan_with_classes(problem, lifelong, contiguous, solve)
     arenas: dict[tuple[str, str], int] = {}
     pruned: list[tuple[str, str]] = []
     best: tuple[int, str, str, list[int]] | None = None
