@@ -2,21 +2,27 @@
 ops are totally ordered by ancestry (NNC and RAF ASAP both build such streams), at any scale.
 
 Per visited node a vector clock holds the highest stream position among its ancestors on each
-stream; stream ``s``'s last op (its *tail*) is an ancestor of ``v`` iff ``clock(v)[s] >= position
-of the tail``.  Dense clocks cost O(V · S) time and O(frontier · S) memory, which at a million ops
-(tens of thousands of streams) is tens of GB.  So clocks are *compact*:
+stream (-1: none); stream ``s``'s last op (its *tail*) is an ancestor of ``v`` iff
+``clock(v)[s] >= position of the tail``.  Dense clocks cost O(V · S) time and O(live · S) memory,
+which at a million ops (tens of thousands of streams) is tens of GB.  So clocks are *compact*:
 
-* only *active* streams have a column; every other stream ``s`` has one value ``base[s]`` shared
-  by every clock (live or future): a new clock is the maximum of its predecessors' clocks, so a
-  column on which all live clocks agree stays that value until a node is placed on the stream;
-* a column is opened when a node is placed on its stream, and *compaction* (whenever the number
-  of columns doubles) closes every column on which all live clocks agree, storing its value in
-  ``base``; clocks shorter than the layout read missing columns as their ``base``;
-* a closed stream whose shared value reaches its tail is finished for every node now and later:
-  it waits in two lazy heaps (by creation order for NNC, by the order its chain ended for ASAP).
+* a clock is kept only while the node has unvisited successors (a sink keeps none; NNC over its
+  stream cap also keeps the tails' clocks, ``keep_tail_clocks``, to order a tail before a node);
+* only *active* streams have a column.  *Compaction* (whenever the number of columns doubles)
+  closes every column on which all live clocks agree and on which no placed node is still
+  unvisited, storing the shared value in ``base[s]`` and the visit count in ``closed_at[s]``;
+* a closed value is exact by a cut argument: a node visited later that has an ancestor visited
+  before the compaction reaches it through a node live at the compaction, so its value is
+  ``base[s]``; a node whose ancestors were all visited later (its *lineage* starts after the
+  compaction: a late source's descendants) has -1.  Each clock carries its lineage start (the
+  earliest visit among its ancestors); when a closed stream is reopened, live clocks of a later
+  lineage get an explicit -1 in the new column, every other clock reads the column's default;
+* a closed stream whose base reaches its tail is finished for every node of an earlier lineage:
+  it waits in lazy heaps (by creation order for NNC, per label, and by the order its chain ended
+  for ASAP); a query from a later lineage scans the heap instead of reading its top.
 
 Queries then cost O(active columns) plus heap work.  Complexity: O((V + E) · A) with A the
-active columns (a few times the graph's width, not the stream count).
+active columns (a few times the graph's width, not the stream count), memory O(live · A).
 """
 
 from __future__ import annotations
@@ -32,29 +38,39 @@ class StreamTails:
 
     ``stream_of``, ``position`` (a node's index on its stream), ``tail_node``, ``n_streams`` are
     read by the schedulers; :meth:`pick_first` (NNC) and :meth:`pick_latest_ended` (ASAP) answer
-    "which finished stream to recycle"; :meth:`finished_streams` lists them all (small graphs,
-    tests).
+    "which finished stream to recycle" for the node of the last :meth:`clock_of`;
+    :meth:`finished_streams` lists them all (small graphs, tests).
     """
 
-    def __init__(self, pred: list[list[int]], succ: list[list[int]]) -> None:
+    def __init__(self, pred: list[list[int]], succ: list[list[int]], *,
+                 keep_tail_clocks: bool = False,
+                 labels: Callable[[int], Iterable[str]] | None = None) -> None:
         self.pred = pred
+        self.keep_tail_clocks = keep_tail_clocks
+        self.labels = labels                 # a stream's labels (NNC: the op types it ran)
         self.pending = [len(s) for s in succ]
         self.clock: dict[int, np.ndarray] = {}
+        self.lineage: dict[int, int] = {}    # node -> earliest visit among its ancestors
+        self.visits = 0
+        self._query_lineage = 0              # lineage of the node of the last clock_of
         self.tail_node: list[int] = []
         self.tail_pos: list[int] = []
         self.length: list[int] = []
+        self.unvisited: list[int] = []       # placed but not yet visited nodes per stream
         self.base: list[int] = []            # shared value of a closed stream's column
+        self.closed_at: list[int] = []       # visit count when the stream's column closed
         self.col_of: list[int] = []          # stream -> column, -1 when closed
         self.cols: list[int] = []            # column -> stream
-        self.defaults = np.zeros(0, dtype=np.int64)   # base of each column's stream
+        self.defaults = np.zeros(0, dtype=np.int64)   # what a clock without the column reads
         self.col_tail = np.zeros(0, dtype=np.int64)   # tail position of each column's stream
         self.compacted_at = 64
         self.stream_of: dict[int, int] = {}
         self.position: dict[int, int] = {}
         self._tails: set[int] = set()
         self.ended_rank: list[int] = []      # ASAP: order in which the stream's chain ended
-        self._first_heap: list[int] = []     # closed streams finished for everyone, by id
-        self._ended_heap: list[tuple[int, int]] = []  # the same, by -ended_rank
+        self._first_heap: list[int] = []     # closed finished streams, by id
+        self._first_by_label: dict[str, list[int]] = {}  # the same, per label
+        self._ended_heap: list[tuple[int, int]] = []     # the same, by -ended_rank
 
     # ------------------------------------------------------------------ streams
     @property
@@ -63,12 +79,11 @@ class StreamTails:
 
     def new_stream(self) -> int:
         s = len(self.length)
-        self.length.append(0)
-        self.tail_node.append(-1)
-        self.tail_pos.append(-1)
-        self.base.append(-1)
-        self.col_of.append(-1)
-        self.ended_rank.append(-1)
+        for column in (self.length, self.unvisited):
+            column.append(0)
+        for column in (self.tail_node, self.tail_pos, self.base, self.col_of, self.ended_rank):
+            column.append(-1)
+        self.closed_at.append(0)
         return s
 
     def place(self, node: int, stream: int) -> None:
@@ -76,6 +91,7 @@ class StreamTails:
         self.stream_of[node] = stream
         self.position[node] = self.length[stream]
         self.length[stream] += 1
+        self.unvisited[stream] += 1
         self._open(stream)
 
     def set_tail(self, stream: int, node: int) -> None:
@@ -87,8 +103,8 @@ class StreamTails:
         col = self.col_of[stream]
         if col >= 0:
             self.col_tail[col] = self.tail_pos[stream]
-        if old >= 0 and old != node and self.pending[old] <= 0:
-            self.clock.pop(old, None)
+        if self.keep_tail_clocks and old >= 0 and old != node and self.pending[old] <= 0:
+            self._drop(old)
 
     def mark_ended(self, stream: int, rank: int) -> None:
         """ASAP: the stream's chain ended (``rank``: how many chains ended before it)."""
@@ -101,11 +117,19 @@ class StreamTails:
 
     # ------------------------------------------------------------------ clocks
     def clock_of(self, node: int, extra: Iterable[int] = ()) -> np.ndarray:
-        """Clock of ``node`` merged from its (visited) predecessors and ``extra`` ones."""
-        clock = self.defaults.copy()
+        """Clock of ``node`` merged from its (visited) predecessors and ``extra`` ones; the
+        queries that follow answer for ``node``."""
+        n = len(self.cols)
+        clock = np.full(n, -1, dtype=np.int64)
+        lineage = self.visits
         for p in (*self.pred[node], *extra):
             c = self.clock[p]
-            np.maximum(clock[: len(c)], c, out=clock[: len(c)])
+            k = len(c)
+            np.maximum(clock[:k], c, out=clock[:k])
+            if k < n:
+                np.maximum(clock[k:], self.defaults[k:], out=clock[k:])
+            lineage = min(lineage, self.lineage[p])
+        self._query_lineage = lineage
         return clock
 
     def visit(self, node: int, clock: np.ndarray) -> None:
@@ -116,13 +140,21 @@ class StreamTails:
             clock = np.concatenate([clock, self.defaults[len(clock):]])
         if clock[col] < self.position[node]:
             clock[col] = self.position[node]
-        self.clock[node] = clock
+        self.unvisited[s] -= 1
+        self.visits += 1
+        if self.pending[node] > 0 or (self.keep_tail_clocks and node in self._tails):
+            self.clock[node] = clock
+            self.lineage[node] = self._query_lineage
         for p in self.pred[node]:
             self.pending[p] -= 1
-            if self.pending[p] <= 0 and p not in self._tails:
-                self.clock.pop(p, None)
+            if self.pending[p] <= 0 and not (self.keep_tail_clocks and p in self._tails):
+                self._drop(p)
         if len(self.cols) > 2 * self.compacted_at:
             self._compact()
+
+    def _drop(self, node: int) -> None:
+        self.clock.pop(node, None)
+        self.lineage.pop(node, None)
 
     # ------------------------------------------------------------------ queries
     def is_finished(self, stream: int, clock: np.ndarray) -> bool:
@@ -132,7 +164,7 @@ class StreamTails:
             return False
         col = self.col_of[stream]
         if col < 0:
-            return self.base[stream] >= tail
+            return self._closed_finished(stream) and self._reads_base(stream)
         value = clock[col] if col < len(clock) else self.defaults[col]
         return bool(value >= tail)
 
@@ -141,21 +173,19 @@ class StreamTails:
         order.  O(S): for small graphs and tests; the schedulers use the pick methods."""
         return [s for s in range(self.n_streams) if self.is_finished(s, clock)]
 
-    def pick_first(self, clock: np.ndarray, prefer: Callable[[int], bool] | None = None,
-                   all_preferred: bool = False) -> int | None:
-        """NNC's recycling choice: the first finished stream in creation order for which
-        ``prefer`` holds, else the first finished one.  ``all_preferred``: every stream
-        satisfies ``prefer`` (then the first finished stream is the answer at once)."""
+    def pick_first(self, clock: np.ndarray, label: str | None = None) -> int | None:
+        """NNC's recycling choice: the first finished stream in creation order that carries
+        ``label`` (see ``labels``), else the first finished one.  O(A) plus heap work."""
         active = self._active_finished(clock)
-        first_closed = self._first_closed()
-        if prefer is None or all_preferred:
-            options = [s for s in (active[0] if active else None, first_closed) if s is not None]
-            return min(options) if options else None
-        candidates = sorted(set(active) | self._closed_finished_all())
-        for s in candidates:
-            if prefer(s):
-                return s
-        return candidates[0] if candidates else None
+        if label is not None and self.labels is not None:
+            labelled = [s for s in active if label in self.labels(s)][:1]
+            closed = self._first_closed(self._first_by_label.get(label, []))
+            options = [s for s in (*labelled, closed) if s is not None]
+            if options:
+                return min(options)
+        closed = self._first_closed(self._first_heap)
+        options = [s for s in (active[0] if active else None, closed) if s is not None]
+        return min(options) if options else None
 
     def pick_latest_ended(self, clock: np.ndarray) -> int | None:
         """ASAP's recycling choice: among finished streams whose chain has ended, the one whose
@@ -179,64 +209,85 @@ class StreamTails:
         return sorted(self.cols[j] for j in hits.tolist())
 
     def _closed_finished(self, stream: int) -> bool:
+        """Closed, and its shared value reaches its tail (finished for earlier lineages)."""
         tail = self.tail_pos[stream]
         return self.col_of[stream] < 0 and tail >= 0 and self.base[stream] >= tail
 
-    def _closed_finished_all(self) -> set[int]:
-        return {s for s in self._first_heap if self._closed_finished(s)}
+    def _reads_base(self, stream: int) -> bool:
+        """Does the queried node's clock read ``base[stream]`` (module docstring)?"""
+        return self._query_lineage < self.closed_at[stream]
 
-    def _first_closed(self) -> int | None:
-        """The first (by id) closed stream finished for everyone; stale entries dropped."""
-        heap = self._first_heap
+    def _first_closed(self, heap: list[int]) -> int | None:
+        """The first (by id) closed stream of ``heap`` finished for the queried node; entries
+        of reused streams are dropped, a later lineage scans the heap."""
         while heap and not self._closed_finished(heap[0]):
             heapq.heappop(heap)
-        return heap[0] if heap else None
+        if not heap or self._reads_base(heap[0]):
+            return heap[0] if heap else None
+        return min((s for s in heap if self._closed_finished(s) and self._reads_base(s)),
+                   default=None)
 
     def _latest_closed(self) -> int | None:
-        """The closed stream finished for everyone whose chain ended last; stale entries
-        dropped (reopened, reused, or ended again since)."""
+        """The closed finished stream whose chain ended last, for the queried node; entries of
+        streams reopened, reused or ended again since are dropped."""
         heap = self._ended_heap
-        while heap:
-            rank, s = -heap[0][0], heap[0][1]
-            if self._closed_finished(s) and self.ended_rank[s] == rank:
-                return s
+
+        def valid(rank: int, s: int) -> bool:
+            return self._closed_finished(s) and self.ended_rank[s] == rank
+
+        while heap and not valid(-heap[0][0], heap[0][1]):
             heapq.heappop(heap)
-        return None
+        if not heap or self._reads_base(heap[0][1]):
+            return heap[0][1] if heap else None
+        return min(((r, s) for r, s in heap if valid(-r, s) and self._reads_base(s)),
+                   default=(0, None))[1]
 
     def _open(self, stream: int) -> None:
         if self.col_of[stream] >= 0:
             return
-        self.col_of[stream] = len(self.cols)
+        col = len(self.cols)
+        self.col_of[stream] = col
         self.cols.append(stream)
         self.defaults = np.append(self.defaults, self.base[stream])
         self.col_tail = np.append(self.col_tail, self.tail_pos[stream])
+        if self.base[stream] < 0:
+            return
+        for node, c in self.clock.items():  # a reopened stream: later lineages read -1
+            if self.lineage[node] >= self.closed_at[stream]:
+                c = np.concatenate([c, self.defaults[len(c):]])
+                c[col] = -1
+                self.clock[node] = c
 
     def _compact(self) -> None:
-        """Close every column on which all live clocks agree (module docstring)."""
+        """Close every column on which all live clocks agree and no placed node is unvisited
+        (module docstring)."""
         n = len(self.cols)
-        live = list(self.clock.values())
-        lo = self.defaults.copy()
-        hi = self.defaults.copy()
-        for c in live:
-            k = len(c)
-            np.minimum(lo[:k], c, out=lo[:k])
-            np.maximum(hi[:k], c, out=hi[:k])
-        keep = lo != hi
+        live = [c if len(c) == n else np.concatenate([c, self.defaults[len(c):]])
+                for c in self.clock.values()]
+        if live:
+            stacked = np.vstack(live)
+            lo, hi = stacked.min(axis=0), stacked.max(axis=0)
+        else:
+            lo = hi = np.full(n, -1, dtype=np.int64)
+        busy = np.array([self.unvisited[s] > 0 for s in self.cols], dtype=bool)
+        keep = (lo != hi) | busy
         for j in np.nonzero(~keep)[0].tolist():
             s = self.cols[j]
             self.base[s] = int(lo[j])
+            self.closed_at[s] = self.visits
             self.col_of[s] = -1
             if self._closed_finished(s):
                 heapq.heappush(self._first_heap, s)
+                for label in self.labels(s) if self.labels is not None else ():
+                    heapq.heappush(self._first_by_label.setdefault(label, []), s)
                 if self.ended_rank[s] >= 0:
                     heapq.heappush(self._ended_heap, (-self.ended_rank[s], s))
         kept = np.nonzero(keep)[0]
         self.cols = [self.cols[j] for j in kept.tolist()]
         for j, s in enumerate(self.cols):
             self.col_of[s] = j
-        for node, c in self.clock.items():
-            full = c if len(c) == n else np.concatenate([c, self.defaults[len(c):]])
-            self.clock[node] = full[kept]
+        for node, c in zip(list(self.clock), live, strict=True):
+            self.clock[node] = c[kept]
         self.defaults = self.defaults[kept]
         self.col_tail = self.col_tail[kept]
         self.compacted_at = max(64, len(self.cols))

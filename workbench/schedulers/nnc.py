@@ -71,8 +71,9 @@ def schedule_nnc(graph: Graph, *, max_streams: int | None = None,
         rank = longest_chain_after(graph.topo_index, rsucc)
     else:
         rank = [1 if rpred[i] else 0 for i in range(len(ops))]
-    tails = StreamTails(rpred, rsucc)
     commands: list[set[str]] = []
+    tails = StreamTails(rpred, rsucc, keep_tail_clocks=max_streams is not None,
+                        labels=commands.__getitem__)
     visited = [False] * len(ops)
     artificial: list[tuple[int, int]] = []
     chains: list[list[str]] = []
@@ -118,14 +119,7 @@ def schedule_nnc(graph: Graph, *, max_streams: int | None = None,
 def _pick_stream(tails: StreamTails, commands: list[set[str]], clock, kind: str) -> int | None:
     """Recycle: the first stream (creation order) whose tail precedes the node, preferring one
     that already ran ``kind``."""
-    every = all(kind in c for c in commands) if len(commands) < 64 else _all_ran(commands, kind)
-    return tails.pick_first(clock, prefer=lambda s: kind in commands[s], all_preferred=every)
-
-
-def _all_ran(commands: list[set[str]], kind: str) -> bool:
-    """Every stream already ran ``kind`` (checked from the newest stream backwards: a stream
-    without it is usually a recent one)."""
-    return all(kind in commands[s] for s in range(len(commands) - 1, -1, -1))
+    return tails.pick_first(clock, label=kind)
 
 
 def _pick_over_cap(tails: StreamTails, commands: list[set[str]], visited: list[bool],
