@@ -208,15 +208,13 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
     graph = schedule.graph
     order = list(schedule.issue_order)
     all_costs = graph_costs(graph, spec, calibration, precision=precision, model=model)
-    index_in_graph = {op.id: k for k, op in enumerate(graph.ops)} if len(order) != len(
-        graph) else None
-    if index_in_graph is None and tuple(order) == graph.op_ids:
+    if len(order) == len(graph) and tuple(order) == graph.op_ids:
         ops = list(graph.ops)
         costs = list(all_costs)
-    else:
-        gi = index_in_graph or {op.id: k for k, op in enumerate(graph.ops)}
-        ops = [graph.ops[gi[o]] for o in order]
-        costs = [all_costs[gi[o]] for o in order]
+    else:  # a partial schedule (IOS's stage oracle): O(len(order)), not O(graph)
+        where = [graph.index(o) for o in order]
+        ops = [graph.ops[k] for k in where]
+        costs = [all_costs[k] for k in where]
     stream_table = schedule._stream_of  # noqa: SLF001 (one dict lookup per op)
     stream_of = [stream_table[op] for op in order]
     index = {op: i for i, op in enumerate(order)}
@@ -406,8 +404,9 @@ class _Engine:
         self.dirty: set[str] = set()
         self.n_ended = 0
         self.sharing_work = 0
-        position = {op.id: k for k, op in enumerate(schedule.graph.ops)}
-        self.program = [float(position.get(op.id, k)) for k, op in enumerate(ops)]
+        graph = schedule.graph
+        self.program = [float(graph.index(op.id)) if op.id in graph else float(k)
+                        for k, op in enumerate(ops)]
         self.issue_ptr = 0
 
     # ------------------------------------------------------------------ main loop

@@ -98,11 +98,14 @@ def search_part(ctx: SearchContext, index: int, deadline: float | None, share_s:
         deadline = own if deadline is None else min(deadline, own)
     local = {u: k for k, u in enumerate(part)}
     succ = [0] * len(part)
-    unit_of = {op: u for u, ops in enumerate(ctx.unit_ops) for op in ops}
-    for a, b in ctx.graph.edges:
-        ua, ub = unit_of[a], unit_of[b]
-        if ua != ub and ua in local and ub in local:
-            succ[local[ua]] |= 1 << local[ub]
+    graph = ctx.graph
+    unit_of = {graph.index(op): u for u in part for op in ctx.unit_ops[u]}  # this part's ops only
+    preds = graph.pred_index
+    for j, ub in unit_of.items():
+        for i in preds[j]:
+            ua = unit_of.get(i)
+            if ua is not None and ua != ub:
+                succ[local[ua]] |= 1 << local[ub]
     oracle = _oracle_for(ctx)
     keys = None
     if ctx.merge:
