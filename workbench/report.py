@@ -1,18 +1,18 @@
 """A self-contained, offline HTML report of a policy comparison.
 
-One file, no network: plotly.js is embedded exactly once (the first figure is written with
-``include_plotlyjs=True``, the others with ``False``, each in its own ``div``), the DAG is inline
-SVG with a small zoom/pan script (:mod:`workbench.viz.zoom`), and the stylesheet is the :data:`CSS`
-string below (no data files to ship).  This is the recipe verified in the ecosystem notes §3.4
-(renders in headless Chromium with external requests blocked).
+One file, no network: plotly.js is embedded exactly once, at the end of the page, and each figure
+is a ``div`` with its JSON gzipped beside it, drawn once plotly.js is loaded
+(:mod:`workbench.viz.embed`); the DAG is inline SVG with a small zoom/pan script
+(:mod:`workbench.viz.zoom`), and the stylesheet is the :data:`CSS` string below (no data files to
+ship).  It renders in headless Chromium with external requests blocked (ecosystem notes §3.4).
 
-plotly.js (v4: 4.8 MB minified) is nearly all of a report's size: the figures, the tables and the
-SVG of a 4-op graph take about 70 kB.  ``plotlyjs`` (:data:`PLOTLYJS_MODES`) chooses where it
-comes from: ``"inline"`` (default: one file that works offline), ``"directory"`` (a
+plotly.js (v4: 4.8 MB minified) is nearly all of a report's size: everything else of a 4-op
+comparison takes about 50 kB.  ``plotlyjs`` (:data:`~workbench.viz.embed.PLOTLYJS_MODES`) chooses
+where it comes from: ``"inline"`` (default: one file that works offline), ``"directory"`` (a
 ``plotly.min.js`` written once beside the report and shared by every report of that folder; works
-offline while the two files stay together) or ``"cdn"`` (a ``<script src>`` to plotly's CDN: the
-smallest file, needs the network when viewed).  When plotly.js cannot be loaded, each figure's box
-says so instead of staying blank.
+offline while the two files stay together) or ``"cdn"`` (plotly's CDN: the smallest file, needs
+the network when viewed).  When plotly.js cannot be loaded, each figure's box says so instead of
+staying blank.
 
 Every name that comes from the graph (op ids, kinds, graph name), from the policies or from the
 settings is HTML-escaped, so a hostile op id such as ``<script>alert(1)</script>`` shows as text.
@@ -39,17 +39,19 @@ import plotly.graph_objects as go
 
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import kv_table, memory_plan_summary, stream_table
+from workbench.viz.embed import (
+    check_plotlyjs,
+    figure_html,
+    figures_script,
+    plotlyjs_html,
+    write_plotlyjs,
+)
 from workbench.viz.lifetimes import lifetime_chart
 from workbench.viz.memory_curve import memory_curve
 from workbench.viz.style import LAYOUT_DEFAULTS, TIME_AXIS_TITLE, escape, legend_px, tint
 from workbench.viz.tables import TABLE_CSS, table_html
 from workbench.viz.timeline import timelines
 from workbench.viz.zoom import ZOOM_CSS, ZOOM_JS, zoomable
-
-#: Where the report's plotly.js comes from (see the module docstring).
-PLOTLYJS_MODES = ("inline", "directory", "cdn")
-#: The file name of the shared plotly.js of ``plotlyjs="directory"`` (beside the report).
-PLOTLYJS_FILE = "plotly.min.js"
 
 CSS = """
 body { font-family: Inter, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2933;
@@ -65,18 +67,6 @@ th, td { padding: 3px 10px 3px 0; text-align: left; vertical-align: top; }
 code { font-size: 0.95em; }
 .wb-nojs { padding: 12px; color: #b00020; border: 1px dashed #b00020; }
 """ + TABLE_CSS + ZOOM_CSS
-
-#: Run at the end of the page: a figure box stays blank when plotly.js could not be loaded (a CDN
-#: while offline, a missing ``plotly.min.js``); say so in it.
-MISSING_PLOTLY_JS = """
-if (typeof window.Plotly === "undefined") {
-  document.querySelectorAll(".plotly-graph-div").forEach(function (div) {
-    var p = document.createElement("p"); p.className = "wb-nojs";
-    p.textContent = "This figure needs plotly.js, which could not be loaded (%s).";
-    div.appendChild(p);
-  });
-}
-"""
 
 HOW_TO_READ = (
     "Each policy assigned the graph's ops to GPU streams and the simulator ran the result on the "
@@ -97,25 +87,6 @@ HOW_TO_READ = (
     "Timelines of very large traces are binned: each cell's shade is the fraction of that time "
     "its stream (or group of streams) was busy."
 )
-
-
-def check_plotlyjs(plotlyjs: str) -> str:
-    """``plotlyjs`` if it is one of :data:`PLOTLYJS_MODES`, else a one-line OptionError."""
-    if plotlyjs not in PLOTLYJS_MODES:
-        from workbench.errors import OptionError
-
-        raise OptionError(f"unknown plotlyjs {plotlyjs!r} (known: {', '.join(PLOTLYJS_MODES)})")
-    return plotlyjs
-
-
-def _figure_html(fig: go.Figure, div_id: str, *, first: bool, plotlyjs: str = "inline") -> str:
-    """A figure as a ``<div>``; the first figure of the page brings plotly.js (inline, or a
-    ``<script src>`` to :data:`PLOTLYJS_FILE` or to the CDN), the others use it."""
-    include: bool | str = False
-    if first:
-        include = True if plotlyjs == "inline" else plotlyjs  # "directory" or "cdn"
-    return fig.to_html(full_html=False, include_plotlyjs=include, div_id=div_id,
-                       config={"displaylogo": False, "responsive": True})
 
 
 def makespan_figure(table: pd.DataFrame, best: str | None = None) -> go.Figure:
@@ -233,7 +204,8 @@ def _section(anchor: str, title: str, body: str) -> str:
 
 def render(comparison: Any, *, plotlyjs: str = "inline") -> str:
     """The report as one HTML string (see the module docstring for what it holds and for
-    ``plotlyjs``; with ``"directory"``, :func:`write` also writes :data:`PLOTLYJS_FILE`)."""
+    ``plotlyjs``; with ``"directory"``, :func:`write` also writes
+    :data:`~workbench.viz.embed.PLOTLYJS_FILE`)."""
     check_plotlyjs(plotlyjs)
     graph = comparison.graph
     best = comparison.best
@@ -254,8 +226,7 @@ def render(comparison: Any, *, plotlyjs: str = "inline") -> str:
     memory = _memory_section(comparison, best, name)
     if memory is not None:
         figures += memory[1]
-    plots = [_figure_html(fig, div_id, first=i == 0, plotlyjs=plotlyjs)
-             for i, (div_id, fig) in enumerate(figures)]
+    plots = [figure_html(fig, div_id) for div_id, fig in figures]
 
     dag_body = f'<div class="dag">{zoomable(dag_svg(graph, best_schedule))}</div>'
     if best_schedule is not None:
@@ -289,32 +260,15 @@ def render(comparison: Any, *, plotlyjs: str = "inline") -> str:
         f"<nav>{nav}</nav></header>",
         *sections,
         f"<script>{ZOOM_JS}</script>",
-        f"<script>{MISSING_PLOTLY_JS % _WHERE[plotlyjs]}</script>",
+        plotlyjs_html(plotlyjs),
+        f"<script>{figures_script(plotlyjs)}</script>",
         "</body></html>",
     ])
 
 
-_WHERE = {"inline": "it is embedded in this page",
-          "directory": f"{PLOTLYJS_FILE} is expected beside this file",
-          "cdn": "it comes from cdn.plot.ly: are you offline?"}
-
-
-def write_plotlyjs(folder: str | os.PathLike[str]) -> Path:
-    """Write plotly.js to ``folder``/:data:`PLOTLYJS_FILE` unless an identical copy is there
-    already (so a folder of reports shares one copy, rewritten only when plotly changes)."""
-    from plotly.offline import get_plotlyjs
-
-    target = Path(folder) / PLOTLYJS_FILE
-    data = get_plotlyjs().encode("utf-8")
-    if not (target.is_file() and target.stat().st_size == len(data)
-            and target.read_bytes() == data):
-        target.write_bytes(data)
-    return target
-
-
 def write(comparison: Any, path: str | os.PathLike[str], *, plotlyjs: str = "inline") -> Path:
     """Write :func:`render` to ``path`` (UTF-8; parent folders created) and return the path;
-    ``plotlyjs="directory"`` also writes :data:`PLOTLYJS_FILE` beside it
+    ``plotlyjs="directory"`` also writes :data:`~workbench.viz.embed.PLOTLYJS_FILE` beside it
     (:func:`write_plotlyjs`)."""
     html = render(comparison, plotlyjs=plotlyjs)
     out = Path(path)
