@@ -76,6 +76,8 @@ def test_report_sections_render_without_legends_over_titles(browser: Any,
     page.screenshot(path=str(ARTIFACTS / "report_full.png"), full_page=True)
     if os.environ.get("WORKBENCH_UPDATE_ASSETS"):
         page.set_viewport_size({"width": 1280, "height": 1500})
+        page.evaluate("window.scrollTo(0, 0)")
+        page.wait_for_timeout(300)
         page.screenshot(path=str(ARTIFACTS / "report_top.png"))
         ASSETS.mkdir(exist_ok=True)
         shutil.copyfile(ARTIFACTS / "report_top.png", ASSETS / "report.png")
