@@ -33,3 +33,33 @@ def launch() -> Iterator[Any]:
             pytest.skip(f"cannot launch {CHROMIUM}: {str(exc).splitlines()[0]}")
         yield b
         b.close()
+
+
+#: For every drawn plotly figure under ``scope``: its id, the boxes of its legends and of its
+#: titles (the figure title ``.g-gtitle`` and the annotations, which hold subplot titles).
+FIGURE_BOXES_JS = """scope => [...document.querySelectorAll(scope + ' .js-plotly-plot')]
+    .filter(gd => gd.offsetParent !== null && gd.querySelector('.main-svg'))
+    .map(gd => {
+        const box = e => { const r = e.getBoundingClientRect();
+                           return {x0: r.left, y0: r.top, x1: r.right, y1: r.bottom}; };
+        const shown = e => { const r = e.getBoundingClientRect(); return r.width && r.height; };
+        return {id: gd.id || gd.className,
+                legends: [...gd.querySelectorAll('g.legend')].filter(shown).map(box),
+                titles: [...gd.querySelectorAll('.g-gtitle, .infolayer g.annotation')]
+                    .filter(shown).map(box)};
+    })"""
+
+
+def intersects(a: dict[str, float], b: dict[str, float]) -> bool:
+    """True when two boxes ``{x0, y0, x1, y1}`` overlap (touching edges do not count)."""
+    return a["x0"] < b["x1"] and b["x0"] < a["x1"] and a["y0"] < b["y1"] and b["y0"] < a["y1"]
+
+
+def legend_title_overlaps(page: Any, scope: str = "body") -> tuple[list[dict[str, Any]], list[str]]:
+    """The figures drawn under ``scope`` and, for each legend box that intersects a title box,
+    a line saying which (empty when no legend covers a title)."""
+    figures = page.evaluate(FIGURE_BOXES_JS, scope)
+    bad = [f"{f['id']}: legend {leg} intersects title {title}"
+           for f in figures for leg in f["legends"] for title in f["titles"]
+           if intersects(leg, title)]
+    return figures, bad

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests._browser import launch  # skips this module without Chromium or Playwright
+from tests._browser import launch, legend_title_overlaps  # skips without Chromium/Playwright
 
 nbformat = pytest.importorskip("nbformat")
 
@@ -96,7 +96,9 @@ def _voila(folder: Path, cells: list[str]) -> Iterator[str]:
     pytest.importorskip("voila", reason="the app browser test needs Voilà (pip install voila)")
     _notebook(folder / "app.ipynb", cells)
     port, token = _free_port(), os.urandom(16).hex()
-    env = {**os.environ, "WORKBENCH_PROGRESS": "0"}
+    # the kernel imports this checkout's workbench, not an installed one
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "WORKBENCH_PROGRESS": "0", "PYTHONPATH": path}
     log = (folder / "voila.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "voila", "app.ipynb", "--no-browser", f"--port={port}",
@@ -189,6 +191,9 @@ def test_app_runs_in_voila(browser: Any, voila_url: str) -> None:
     view.tab("Timelines")
     view.wait_for_figures(1)
     view.screenshot(ARTIFACTS / "app_timelines.png")
+    figures, bad = legend_title_overlaps(page, ".wb-app")
+    assert len(figures) == 1 and figures[0]["legends"] and figures[0]["titles"], figures
+    assert not bad, bad
 
     view.tab("Table")
     page.select_option(".wb-table-select select", label=_label(page, "serial"))  # a row click
@@ -201,8 +206,21 @@ def test_app_runs_in_voila(browser: Any, voila_url: str) -> None:
     assert selected.split()[0] == "serial"  # the dropdown above the tabs followed the table
     dag = page.locator(".wb-dag svg").first
     assert dag.is_visible()
+    view.screenshot(ARTIFACTS / "app_dag.png")
     view.tab("Memory")
     view.wait_for_figures(2)  # memory curves + the selected policy's lifetime chart
+    view.screenshot(ARTIFACTS / "app_memory.png")
+    figures, bad = legend_title_overlaps(page, ".wb-app")
+    assert len(figures) == 2 and any(f["legends"] for f in figures), figures
+    assert all(f["titles"] for f in figures) and not bad, bad
+    view.tab("Report")
+    label = page.eval_on_selector(  # the Export button shows its whole label
+        ".wb-app button:has-text('Export HTML report')",
+        "b => ({scroll: b.scrollWidth, client: b.clientWidth, text: b.innerText})")
+    assert label["scroll"] <= label["client"] and "Export HTML report" in label["text"], label
+    view.screenshot(ARTIFACTS / "app_report.png")
+    view.tab("Table")
+    view.screenshot(ARTIFACTS / "app_table.png")
     assert not view.page_errors, view.page_errors
     print(f"\napp shown after {shown:.1f} s, results after {ran:.1f} s, "
           f"test {time.perf_counter() - t0:.1f} s; blocked {len(view.blocked)} CDN requests")

@@ -16,6 +16,7 @@ from workbench import report
 from workbench.graph import Graph
 from workbench.models import inception_v3, nnc_diamond
 from workbench.simulate import simulate
+from workbench.viz.embed import unpack
 
 PLOTLY_JS_MARKER = "* plotly.js v"  # the licence header line of the bundled plotly.min.js
 HOSTILE = '<script>alert("x")&</script>'
@@ -65,7 +66,12 @@ def test_plotly_js_is_embedded_exactly_once(diamond_html: str) -> None:
 def test_one_plotly_div_per_figure(diamond_html: str) -> None:
     ids = re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', diamond_html)
     assert ids == ["wb-fig-makespan", "wb-fig-timelines"]
-    assert diamond_html.count("Plotly.newPlot(") == len(ids)
+    # each figure's JSON is packed beside its div and drawn by one loader (workbench.viz.embed)
+    packed = re.findall(r'<script type="application/x-wb-figure" data-div="([^"]+)">([^<]+)<',
+                        diamond_html)
+    assert [div for div, _ in packed] == ids
+    assert all(unpack(data)["data"] for _, data in packed)
+    assert diamond_html.count("Plotly.newPlot(") == 1
 
 
 def test_report_is_self_contained(diamond_html: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 import shutil
 import sys
 import warnings
@@ -31,7 +32,7 @@ from workbench.viz import (
 )
 from workbench.viz.display import graph_html, schedule_html, trace_html
 from workbench.viz.style import escape, tint
-from workbench.viz.tables import BEST_ROW_CSS, table_html
+from workbench.viz.tables import BEST_ROW_CSS, ranking, table_html
 from workbench.viz.timeline import barrier_times, sync_frame
 
 DAG_MODULE = importlib.import_module("workbench.viz.dag")  # `viz.dag` is the function
@@ -291,15 +292,36 @@ def test_comparison_styler_formats_and_highlights() -> None:
     assert hasattr(styler, "to_html")
     ctx = styler._compute().ctx
     best_cells = {r for (r, _c), css in ctx.items() if css}
-    assert best_cells == {1}
+    assert best_cells == {0}  # ranked by makespan: nnc is first
     assert BEST_ROW_CSS.split(":")[0] in html
+
+
+def test_ranking_sorts_by_makespan_with_essential_columns_first() -> None:
+    table = _table().assign(status="ok", streams=[1, 2, 2], syncs=[0, 1, 1], peak_live_mib=1.0)
+    table.loc[1, "makespan_us"] = float("nan")  # no makespan (budget hit): last
+    ranked = ranking(table)
+    assert list(ranked["policy"]) == ["<b>x</b>", "serial", "nnc"]
+    assert list(ranked.columns) == ["policy", "status", "makespan_us", "speedup", "streams",
+                                    "syncs", "peak_live_mib", "ratio_to_lb", "utilisation"]
+    assert list(table["policy"]) == ["serial", "nnc", "<b>x</b>"]  # the input is unchanged
+    html = table_html(table)
+    headers = re.findall(r"<th [^>]*>([^<]*)</th>", html)
+    assert headers[:7] == ["policy", "status", "makespan (µs)", "speedup vs serial", "streams",
+                           "syncs", "peak memory (MiB)"]
+    assert "makespan_us" not in html and "ratio to lower bound" in html
+    # the two extra columns are hidden until the <details> toggle just before the table opens
+    assert '<details class="wb-cols"><summary>all columns (2 more)</summary></details>' in html
+    assert len(re.findall(r'<th [^>]*wb-extra[^>]*>', html)) == 2
+    assert len(re.findall(r'<td [^>]*wb-extra[^>]*>', html)) == 2 * 3
+    assert "details.wb-cols:not([open]) + .wb-scroll table.wb-table .wb-extra" in html
 
 
 def test_comparison_styler_without_jinja2(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "jinja2", None)
     out = comparison_styler(_table())
     assert isinstance(out, str) and "<table" in out and "&lt;b&gt;x" in out
-    assert table_html(_table()).startswith("<table")
+    html = table_html(_table())
+    assert '<div class="wb-scroll"><table' in html and "<details" not in html  # every column
 
 
 # ------------------------------------------------------------------------------------ display

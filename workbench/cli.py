@@ -74,6 +74,10 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="simulated precision (auto: FP32 tensors, TF32 convolutions where the "
                           "device has tensor cores, as cuDNN 8 does by default)")
     cmp.add_argument("-o", "--output", default="report.html", help="HTML report path")
+    cmp.add_argument("--plotlyjs", default="inline", choices=("inline", "directory", "cdn"),
+                     help="where the report gets plotly.js: inline (one offline file, ~5 MB), "
+                          "directory (a shared plotly.min.js beside it) or cdn (cdn.plot.ly, "
+                          "needs the network to view; ~100 kB files) (default: %(default)s)")
     cmp.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET_S, metavar="SECONDS",
                      help="wall-clock seconds each stage of each policy may take (schedule, "
                           "execute, plan memory); a stage that overruns is stopped and its row "
@@ -119,7 +123,7 @@ def _compare(args: argparse.Namespace) -> int:
     result = compare(graph, names, device=args.device, mode=args.mode, options=options,
                      precision=args.precision,
                      show_progress=not args.no_progress, budget_s=args.budget)
-    path = result.to_html(args.output)
+    path = result.to_html(args.output, plotlyjs=args.plotlyjs)
     table = result.table.copy()
     print(f"{graph.name}: {len(graph)} ops on {result.device} ({result.mode})")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

@@ -73,11 +73,13 @@ class Comparison:
     def policies(self) -> list[str]:
         return list(self.schedules)
 
-    def to_html(self, path: str | os.PathLike[str]) -> Path:
-        """Write the self-contained HTML report (plotly embedded once; works offline)."""
+    def to_html(self, path: str | os.PathLike[str], *, plotlyjs: str = "inline") -> Path:
+        """Write the HTML report.  ``plotlyjs="inline"`` (default): one self-contained file
+        (plotly.js embedded once, ~4.8 MB; works offline); ``"directory"``: plotly.js in a shared
+        ``plotly.min.js`` beside the report; ``"cdn"``: loaded from cdn.plot.ly when viewed."""
         from workbench import report
 
-        return report.write(self, path)
+        return report.write(self, path, plotlyjs=plotlyjs)
 
     def timelines(self) -> Any:
         """All traces on a shared time axis (a plotly Figure)."""

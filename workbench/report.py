@@ -1,9 +1,18 @@
 """A self-contained, offline HTML report of a policy comparison.
 
-One file, no network: plotly.js is embedded exactly once (the first figure is written with
-``include_plotlyjs=True``, the others with ``False``, each in its own ``div``), the DAG is inline
-SVG, and the stylesheet is the :data:`CSS` string below (no data files to ship).  This is the recipe
-verified in the ecosystem notes §3.4 (renders in headless Chromium with external requests blocked).
+One file, no network: plotly.js is embedded exactly once, at the end of the page, and each figure
+is a ``div`` with its JSON gzipped beside it, drawn once plotly.js is loaded
+(:mod:`workbench.viz.embed`); the DAG is inline SVG with a small zoom/pan script
+(:mod:`workbench.viz.zoom`), and the stylesheet is the :data:`CSS` string below (no data files to
+ship).  It renders in headless Chromium with external requests blocked (ecosystem notes §3.4).
+
+plotly.js (v4: 4.8 MB minified) is nearly all of a report's size: everything else of a 4-op
+comparison takes about 50 kB.  ``plotlyjs`` (:data:`~workbench.viz.embed.PLOTLYJS_MODES`) chooses
+where it comes from: ``"inline"`` (default: one file that works offline), ``"directory"`` (a
+``plotly.min.js`` written once beside the report and shared by every report of that folder; works
+offline while the two files stay together) or ``"cdn"`` (plotly's CDN: the smallest file, needs
+the network when viewed).  When plotly.js cannot be loaded, each figure's box says so instead of
+staying blank.
 
 Every name that comes from the graph (op ids, kinds, graph name), from the policies or from the
 settings is HTML-escaped, so a hostile op id such as ``<script>alert(1)</script>`` shows as text.
@@ -30,11 +39,19 @@ import plotly.graph_objects as go
 
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import kv_table, memory_plan_summary, stream_table
+from workbench.viz.embed import (
+    check_plotlyjs,
+    figure_html,
+    figures_script,
+    plotlyjs_html,
+    write_plotlyjs,
+)
 from workbench.viz.lifetimes import lifetime_chart
 from workbench.viz.memory_curve import memory_curve
-from workbench.viz.style import LAYOUT_DEFAULTS, TIME_AXIS_TITLE, escape, tint
-from workbench.viz.tables import table_html
+from workbench.viz.style import LAYOUT_DEFAULTS, TIME_AXIS_TITLE, escape, legend_px, tint
+from workbench.viz.tables import TABLE_CSS, table_html
 from workbench.viz.timeline import timelines
+from workbench.viz.zoom import ZOOM_CSS, ZOOM_JS, zoomable
 
 CSS = """
 body { font-family: Inter, "Segoe UI", Helvetica, Arial, sans-serif; color: #1f2933;
@@ -46,15 +63,10 @@ nav a { margin-right: 14px; color: #4e79a7; text-decoration: none; }
 .meta { color: #52606d; margin: 4px 0 12px; }
 table { border-collapse: collapse; font-size: 0.92em; }
 th, td { padding: 3px 10px 3px 0; text-align: left; vertical-align: top; }
-table.wb-table th, table.wb-table td { padding: 4px 10px; border-bottom: 1px solid #e4e7eb;
-                                       text-align: right; }
-table.wb-table th:first-child, table.wb-table td:first-child { text-align: left; }
-.dag { overflow: auto; max-height: 900px; border: 1px solid #e4e7eb; padding: 8px; }
-.dag svg { max-width: none; }
-.wb-scroll { overflow-x: auto; max-width: 100%; }
 .note { background: #f5f7fa; border-left: 4px solid #4e79a7; padding: 8px 14px; }
 code { font-size: 0.95em; }
-"""
+.wb-nojs { padding: 12px; color: #b00020; border: 1px dashed #b00020; }
+""" + TABLE_CSS + ZOOM_CSS
 
 HOW_TO_READ = (
     "Each policy assigned the graph's ops to GPU streams and the simulator ran the result on the "
@@ -63,9 +75,11 @@ HOW_TO_READ = (
     "and <b>ratio to LB</b> how far a policy is from it (1.000 would be optimal). "
     "<b>avg concurrency</b> is the average number of kernels running at once and "
     "<b>utilisation</b> the share of the device's compute that did useful work. "
+    "The table is sorted by makespan; open <i>all columns</i> above it for the other metrics. "
     "In the timelines each row is a stream and each bar an op (hover for its name, kind, times, "
     "flops and bytes); red arrows are syncs (an event recorded after one op and waited for before "
-    "another), dashed vertical lines are barriers (every stream joins). In the DAG, node colours "
+    "another), dashed vertical lines are barriers (every stream joins). In the DAG (zoom with the "
+    "buttons or Ctrl + wheel, drag to pan), node colours "
     "are the streams of the best policy, dashed edges are control dependencies and bold red edges "
     "are the syncs that policy needs. The row highlighted in the table is the best policy. "
     "Each stage of each policy (schedule, execute, plan memory) had a time budget: a "
@@ -73,12 +87,6 @@ HOW_TO_READ = (
     "Timelines of very large traces are binned: each cell's shade is the fraction of that time "
     "its stream (or group of streams) was busy."
 )
-
-
-def _figure_html(fig: go.Figure, div_id: str, *, first: bool) -> str:
-    """A figure as a ``<div>``; plotly.js is inlined only for the first figure of the page."""
-    return fig.to_html(full_html=False, include_plotlyjs=bool(first), div_id=div_id,
-                       config={"displaylogo": False, "responsive": True})
 
 
 def makespan_figure(table: pd.DataFrame, best: str | None = None) -> go.Figure:
@@ -101,7 +109,7 @@ def makespan_figure(table: pd.DataFrame, best: str | None = None) -> go.Figure:
                     "line": {"width": 2}}, name="lower bound"))
     fig.update_layout(**LAYOUT_DEFAULTS)
     fig.update_layout(title="makespan per policy (green = best)", barmode="overlay",
-                      height=140 + 32 * len(policies))
+                      height=120 + 32 * len(policies) + legend_px(len(fig.data)))
     fig.update_xaxes(title=TIME_AXIS_TITLE, rangemode="tozero")
     fig.update_yaxes(autorange="reversed", type="category")
     return fig
@@ -194,8 +202,11 @@ def _section(anchor: str, title: str, body: str) -> str:
     return f'<section id="{anchor}"><h2>{escape(title)}</h2>\n{body}\n</section>'
 
 
-def render(comparison: Any) -> str:
-    """The report as one HTML string (see the module docstring for what it holds)."""
+def render(comparison: Any, *, plotlyjs: str = "inline") -> str:
+    """The report as one HTML string (see the module docstring for what it holds and for
+    ``plotlyjs``; with ``"directory"``, :func:`write` also writes
+    :data:`~workbench.viz.embed.PLOTLYJS_FILE`)."""
+    check_plotlyjs(plotlyjs)
     graph = comparison.graph
     best = comparison.best
     best_schedule = comparison.schedules.get(best) if best is not None else None
@@ -215,9 +226,9 @@ def render(comparison: Any) -> str:
     memory = _memory_section(comparison, best, name)
     if memory is not None:
         figures += memory[1]
-    plots = [_figure_html(fig, div_id, first=i == 0) for i, (div_id, fig) in enumerate(figures)]
+    plots = [figure_html(fig, div_id) for div_id, fig in figures]
 
-    dag_body = f'<div class="dag">{dag_svg(graph, best_schedule)}</div>'
+    dag_body = f'<div class="dag">{zoomable(dag_svg(graph, best_schedule))}</div>'
     if best_schedule is not None:
         dag_body = (f"<p>Coloured by the streams of <b>{escape(best)}</b>:</p>"
                     f"{stream_table(best_schedule)}{dag_body}")
@@ -225,7 +236,7 @@ def render(comparison: Any) -> str:
     sections = [
         _section("how", "How to read this", f'<p class="note">{HOW_TO_READ}</p>'),
         _section("results", "Results", unfinished_note(comparison)
-                 + f'<div class="wb-scroll">{table_html(comparison.table)}</div>' + plots[0]
+                 + table_html(comparison.table, css=False) + plots[0]
                  + barrier_note(comparison)),
         _section("timelines", "Timelines", "".join(plots[1:n_main]) or "<p>No traces.</p>"),
         *([_section("memory", "Memory", memory[0] + "".join(plots[n_main:]))]
@@ -248,13 +259,21 @@ def render(comparison: Any) -> str:
         f"<header><h1>Schedule comparison: {name}</h1><p class=\"meta\">{meta}</p>"
         f"<nav>{nav}</nav></header>",
         *sections,
+        f"<script>{ZOOM_JS}</script>",
+        plotlyjs_html(plotlyjs),
+        f"<script>{figures_script(plotlyjs)}</script>",
         "</body></html>",
     ])
 
 
-def write(comparison: Any, path: str | os.PathLike[str]) -> Path:
-    """Write :func:`render` to ``path`` (UTF-8; parent folders created) and return the path."""
+def write(comparison: Any, path: str | os.PathLike[str], *, plotlyjs: str = "inline") -> Path:
+    """Write :func:`render` to ``path`` (UTF-8; parent folders created) and return the path;
+    ``plotlyjs="directory"`` also writes :data:`~workbench.viz.embed.PLOTLYJS_FILE` beside it
+    (:func:`write_plotlyjs`)."""
+    html = render(comparison, plotlyjs=plotlyjs)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(comparison), encoding="utf-8")
+    if plotlyjs == "directory":
+        write_plotlyjs(out.parent)
+    out.write_text(html, encoding="utf-8")
     return out

@@ -22,7 +22,8 @@ from workbench.compare import BASELINE, Comparison
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import figure_bundle, stream_table
 from workbench.viz.style import escape
-from workbench.viz.tables import comparison_styler
+from workbench.viz.tables import comparison_styler, ranking
+from workbench.viz.tables import table_html as ranking_html
 
 SELECTED_ROW_CSS = "box-shadow: inset 0 2px 0 #4e79a7, inset 0 -2px 0 #4e79a7"
 DATA_URI_MAX_BYTES = 12 << 20  # reports up to this size get a download link with a data: URI
@@ -65,16 +66,18 @@ def merge(parts: Sequence[Comparison]) -> Comparison:
 
 # ------------------------------------------------------------------------------------ views
 def select_options(comparison: Comparison) -> list[tuple[str, str]]:
-    """``(label, policy)`` pairs for the policy selector: name, makespan and speedup."""
+    """``(label, policy)`` pairs for the policy selector: name, makespan and speedup, in the
+    order of the ranking table (smallest makespan first)."""
     out = []
-    for row in comparison.table.itertuples(index=False):
+    for row in ranking(comparison.table).itertuples(index=False):
         speedup = getattr(row, "speedup", float("nan"))
         out.append((f"{row.policy} — {row.makespan_us:,.1f} µs ({speedup:.2f}×)", str(row.policy)))
     return out
 
 
 def table_html(comparison: Comparison, selected: str | None = None) -> str:
-    """The ranking table (best row green, ``selected`` row outlined), scrolling when wide."""
+    """The ranking table (best row green, ``selected`` row outlined; essential columns first, the
+    others behind the "all columns" toggle), scrolling when wide."""
     styled = comparison_styler(comparison.table)
     if not isinstance(styled, str) and selected is not None:
         policies = comparison.table["policy"]
@@ -84,11 +87,11 @@ def table_html(comparison: Comparison, selected: str | None = None) -> str:
             return [SELECTED_ROW_CSS if hit else ""] * len(row)
 
         styled = styled.apply(outline, axis=1)
-    body = styled if isinstance(styled, str) else styled.to_html()
+    body = ranking_html(comparison.table, styler=styled)
     head = (f"<b>{escape(comparison.graph.name)}</b>: {len(comparison.graph)} ops on "
             f"{escape(comparison.device)} ({escape(comparison.mode)}), best "
             f"<b>{escape(comparison.best)}</b>")
-    return f'<div {_BOX}><p>{head}</p><div style="overflow-x:auto">{body}</div></div>'
+    return f'<div {_BOX}><p>{head}</p>{body}</div>'
 
 
 def dag_html(comparison: Comparison, policy: str) -> str:

@@ -155,8 +155,9 @@ class Workbench:
         self.dag_html = widgets.HTML()
         self.report_path = widgets.Text(value="workbench_report.html", description="file",
                                         layout=widgets.Layout(width="420px"))
-        self.export_button = widgets.Button(description="Export HTML report", icon="download",
-                                            disabled=True)
+        self.export_button = widgets.Button(  # width: the whole label, never cut
+            description="Export HTML report", icon="download", disabled=True,
+            layout=widgets.Layout(width="auto", min_width="max-content", flex="0 0 auto"))
         self.report_link = widgets.HTML()
         self.tabs = widgets.Tab(children=[
             widgets.VBox([widgets.HTML("Click a policy to select it in every tab:"),

@@ -5,6 +5,10 @@ Importing this package loads plotly and graphviz; the core (``import workbench``
 (STYLE.md R9).  Every view has a pure data layer (``timeline_frame``, ``dag_layout``,
 ``memory_curve_frame``, ``lifetime_frame``) and a render function returning a figure that is never
 ``.show()``-n.
+
+Importing it inside a Jupyter kernel also makes plotly's figures survive static HTML export
+(:func:`~workbench.viz.style.use_notebook_renderer`), so the figures these functions return
+render in every notebook front end and in nbconvert HTML without setting a renderer.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ from __future__ import annotations
 from workbench.viz.dag import dag, dag_figure, dag_layout, dag_svg, dag_view
 from workbench.viz.lifetimes import lifetime_chart, lifetime_frame
 from workbench.viz.memory_curve import memory_curve, memory_curve_frame
-from workbench.viz.style import stream_color
+from workbench.viz.style import stream_color, use_notebook_renderer
 from workbench.viz.tables import comparison_styler, table_html
 from workbench.viz.timeline import timeline, timeline_frame, timelines
+
+use_notebook_renderer()
 
 __all__ = [
     "comparison_styler", "dag", "dag_figure", "dag_layout", "dag_svg", "dag_view",

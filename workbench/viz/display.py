@@ -45,7 +45,6 @@ _BOX = 'style="font-family: Helvetica, Arial, sans-serif; font-size: 13px"'
 _CELL_CSS = "text-align:left; padding: 2px 10px 2px 0; vertical-align: top"
 _CELL = f'style="{_CELL_CSS}"'
 _NOWRAP = f'style="{_CELL_CSS}; white-space: nowrap"'
-SCROLL_X = 'style="overflow-x:auto; max-width:100%"'  # wide tables scroll instead of overflowing
 
 
 def format_value(value: Any) -> str:
@@ -223,9 +222,10 @@ def display_memory_plan(plan: Any) -> None:
 
 
 def comparison_html(comparison: Any) -> str:
-    """HTML for a Comparison: what was compared and the ranking table (scrolls when wide)."""
+    """HTML for a Comparison: what was compared and the ranking table (sorted by makespan,
+    essential columns first, the others behind a toggle; scrolls when wide)."""
     info = {"graph": comparison.graph.name, "ops": len(comparison.graph),
             "device": comparison.device, "mode": comparison.mode,
             "policies": list(comparison.schedules), "best": comparison.best}
     return (f"<div {_BOX}><h4>Comparison on {escape(comparison.graph.name)}</h4>"
-            f"{kv_table(info)}<div {SCROLL_X}>{table_html(comparison.table)}</div></div>")
+            f"{kv_table(info)}{table_html(comparison.table)}</div>")

@@ -25,7 +25,14 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from workbench.trace import Trace
-from workbench.viz.style import LAYOUT_DEFAULTS, TIME_AXIS_TITLE, escape, stream_color
+from workbench.viz.style import (
+    LAYOUT_DEFAULTS,
+    TIME_AXIS_TITLE,
+    escape,
+    legend_entries,
+    legend_px,
+    stream_color,
+)
 
 MIB = float(2**20)
 FRAME_COLUMNS = ("time_us", "live_bytes")
@@ -127,7 +134,7 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
     default = ("live activation memory" + (" (solid: in use, dashed: pool reserved)"
                                            if pools else ""))
     fig.update_layout(title=title if title is not None else default, hovermode="closest",
-                      height=420)
+                      height=400 + legend_px(legend_entries(fig)))
     fig.update_xaxes(type="linear", title=TIME_AXIS_TITLE, rangemode="tozero")
     fig.update_yaxes(title="memory (MiB)", rangemode="tozero")
     return fig

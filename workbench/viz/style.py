@@ -33,14 +33,61 @@ TIME_AXIS_TITLE = "time (µs)"
 SYNC_COLOR = "#d62728"
 BARRIER_COLOR = "#555555"
 
+#: The legend of every figure: horizontal, at the bottom of the figure (``yref="container"``),
+#: below the x axis title; plotly grows the bottom margin to fit it, so however many rows it
+#: wraps to, it never covers the title at the top (nor the plot, nor the axis title).
+LEGEND_BELOW: dict[str, Any] = {"orientation": "h", "yref": "container", "y": 0.0,
+                                "yanchor": "bottom", "xanchor": "left", "x": 0.0}
+LEGEND_ROW_PX = 22      # height of one row of the legend
+LEGEND_PER_ROW = 5      # entries per legend row assumed when sizing a figure
+
 #: Layout defaults shared by every plotly figure of the workbench.
 LAYOUT_DEFAULTS: dict[str, Any] = {
     "template": "plotly_white",
     "font": {"family": FONT_FAMILY, "size": 12},
-    "margin": {"l": 70, "r": 20, "t": 100, "b": 50},
+    "margin": {"l": 70, "r": 20, "t": 70, "b": 50},
     "hoverlabel": {"align": "left"},
-    "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "right", "x": 1.0},
+    "legend": LEGEND_BELOW,
 }
+
+
+def legend_px(n_entries: int) -> int:
+    """Pixels to add to a figure's height for a bottom legend of ``n_entries`` (an estimate:
+    :data:`LEGEND_PER_ROW` entries a row), so the plot keeps its height.
+
+    >>> legend_px(0), legend_px(5), legend_px(6)
+    (0, 22, 44)
+    """
+    return LEGEND_ROW_PX * -(-max(0, n_entries) // LEGEND_PER_ROW)
+
+
+def legend_entries(fig: Any) -> int:
+    """How many traces of ``fig`` have a legend entry (``showlegend`` not ``False``; none when
+    the layout hides the legend)."""
+    if fig.layout.showlegend is False:
+        return 0
+    return sum(1 for d in fig.data if getattr(d, "showlegend", None) is not False)
+
+
+def use_notebook_renderer() -> bool:
+    """Make plotly figures render in every notebook front end and in nbconvert HTML.
+
+    Inside a Jupyter kernel plotly's default renderer is ``"plotly_mimetype"``: JupyterLab, Notebook
+    7, Voilà and VS Code draw it, but static exports (nbconvert HTML, nbviewer) drop the figure.
+    When that default is untouched (and ``PLOTLY_RENDERER`` is not set), this switches to
+    ``"plotly_mimetype+notebook"``: the same plotly JSON plus HTML, with plotly.js embedded once
+    per session by plotly (in the output of the first figure shown), so the export works offline.
+    Any other choice (set by the user, or by plotly for Colab, Kaggle, a terminal...) is kept.
+    Called when :mod:`workbench.viz` is imported; returns True when it changed the default.
+    """
+    import os
+
+    import plotly.io as pio
+
+    if os.environ.get("PLOTLY_RENDERER") or pio.renderers.default != "plotly_mimetype":
+        return False
+    pio.renderers.default = "plotly_mimetype+notebook"
+    return True
 
 
 def escape(text: object) -> str:

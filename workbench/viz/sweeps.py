@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from workbench.viz.style import LAYOUT_DEFAULTS, STREAM_PALETTE, escape
+from workbench.viz.style import LAYOUT_DEFAULTS, STREAM_PALETTE, escape, legend_entries, legend_px
 
 MIN_SCHEDULE_MS = 1e-3  # a log axis cannot show 0 ms: faster policies are drawn at 1 µs
 
@@ -91,7 +91,8 @@ def speedup_vs_batch(df: pd.DataFrame, *, title: str | None = None) -> go.Figure
         shown.add(policy)
     fig.update_layout(**LAYOUT_DEFAULTS)
     fig.update_layout(title=title if title is not None else "speedup over serial vs batch size",
-                      height=max(360, 300 * rows), hovermode="closest")
+                      height=max(360, 300 * rows) + legend_px(legend_entries(fig)),
+                      hovermode="closest")
     fig.update_xaxes(title="batch size")
     fig.update_yaxes(title="speedup (×)", col=1)
     return fig
@@ -120,7 +121,7 @@ def quality_vs_search_time(df: pd.DataFrame, *, title: str | None = None) -> go.
     fig.update_layout(**LAYOUT_DEFAULTS)
     fig.update_layout(title=title if title is not None else
                       "schedule quality vs search time (lower is better)",
-                      height=420, hovermode="closest")
+                      height=400 + legend_px(legend_entries(fig)), hovermode="closest")
     fig.update_xaxes(type="log", title="scheduling time (ms, log)")
     fig.update_yaxes(title="makespan / lower bound")
     return fig

@@ -1,8 +1,15 @@
 """Ranking tables: the policy comparison as a formatted pandas Styler (or plain HTML).
 
+The ranking is sorted by makespan (rows without one last), shows the essential columns first
+(:data:`ESSENTIAL_COLUMNS`) with human-readable headers (:data:`COLUMN_LABELS`), and hides the
+others until the reader asks for them: an empty ``<details>`` element just before the table
+("all columns") toggles them through the CSS of :data:`TABLE_CSS`, with no JavaScript, so the same
+HTML works in the report, in the app's HTML widget and in notebook output.
+
 Formats: times in µs with 1 decimal, speedups and MiB with 2, ratios with 3, utilisation as a
 percentage; the row with the smallest makespan is highlighted.  Pandas' Styler needs ``jinja2``;
-without it the functions fall back to ``DataFrame.to_html()`` (which escapes cell text as well).
+without it the functions fall back to ``DataFrame.to_html()`` (which escapes cell text as well,
+and shows every column).
 """
 
 from __future__ import annotations
@@ -28,6 +35,77 @@ FORMATS: dict[str, str] = {
     "arena_ratio": "{:.3f}",
     "pool_reserved_mib": "{:,.2f}",
 }
+
+#: The columns shown first, always; the others (present in the table) follow behind the toggle.
+ESSENTIAL_COLUMNS: tuple[str, ...] = (
+    "policy", "status", "makespan_us", "speedup", "streams", "syncs", "peak_live_mib")
+
+#: Column → header shown to people (columns not listed keep their name, ``_`` as spaces).
+COLUMN_LABELS: dict[str, str] = {
+    "policy": "policy",
+    "status": "status",
+    "makespan_us": "makespan (µs)",
+    "speedup": "speedup vs serial",
+    "streams": "streams",
+    "syncs": "syncs",
+    "peak_live_mib": "peak memory (MiB)",
+    "barriers": "barriers",
+    "avg_concurrency": "avg. concurrency",
+    "utilisation": "utilisation",
+    "critical_path_us": "critical path (µs)",
+    "work_us": "total work (µs)",
+    "lower_bound_us": "lower bound (µs)",
+    "ratio_to_lb": "ratio to lower bound",
+    "optimum_us": "exact optimum (µs)",
+    "ratio_to_optimum": "ratio to optimum",
+    "arena_mib": "planned arena (MiB)",
+    "arena_ratio": "arena / peak",
+    "pool_reserved_mib": "pool reserved (MiB)",
+    "schedule_ms": "scheduling time (ms)",
+}
+
+#: The CSS that hides the extra columns while the ``<details class="wb-cols">`` before the
+#: table is closed (the Styler gives every cell of column ``j`` the class ``col{j}``).
+TABLE_CSS = """
+details.wb-cols { margin: 4px 0; font-size: 0.92em; color: #4e79a7; cursor: pointer; }
+details.wb-cols:not([open]) + .wb-scroll table.wb-table .wb-extra { display: none; }
+.wb-scroll { overflow-x: auto; max-width: 100%; }
+table.wb-table { border-collapse: collapse; }
+table.wb-table th, table.wb-table td { padding: 4px 10px; border-bottom: 1px solid #e4e7eb;
+                                       text-align: right; white-space: nowrap; }
+table.wb-table th { vertical-align: bottom; }
+table.wb-table th:first-child, table.wb-table td:first-child,
+table.wb-table .wb-text { text-align: left; }
+"""
+
+
+def column_label(column: str) -> str:
+    """The header of ``column``: :data:`COLUMN_LABELS`, else the name with spaces.
+
+    >>> column_label("makespan_us"), column_label("my_metric")
+    ('makespan (µs)', 'my metric')
+    """
+    return COLUMN_LABELS.get(column, str(column).replace("_", " "))
+
+
+def ranking(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` sorted by makespan (stable; rows without a makespan last), with the
+    :data:`ESSENTIAL_COLUMNS` first and the other columns in their order.  The index is kept.
+
+    >>> t = pd.DataFrame({"speedup": [1.0, 2.0], "policy": ["serial", "nnc"],
+    ...                   "makespan_us": [4.0, 2.0]})
+    >>> ranking(t)[["policy", "makespan_us"]].values.tolist()
+    [['nnc', 2.0], ['serial', 4.0]]
+    >>> list(ranking(t).columns)
+    ['policy', 'makespan_us', 'speedup']
+    """
+    cols = ([c for c in ESSENTIAL_COLUMNS if c in table.columns]
+            + [c for c in table.columns if c not in ESSENTIAL_COLUMNS])
+    out = table[cols]
+    if "makespan_us" in out.columns:
+        key = pd.to_numeric(out["makespan_us"], errors="coerce")
+        out = out.loc[key.sort_values(kind="stable", na_position="last").index]
+    return out
 
 
 def _formats_for(table: pd.DataFrame) -> dict[str, str]:
@@ -55,25 +133,69 @@ def best_row(table: pd.DataFrame) -> Any:
 
 
 def comparison_styler(table: pd.DataFrame) -> Any:
-    """A ``pandas.io.formats.style.Styler`` of the comparison table (formatted, best row
-    highlighted, index hidden, text cells HTML-escaped).  Returns ``table.to_html()`` (a str) when
-    ``jinja2`` is missing."""
+    """A ``pandas.io.formats.style.Styler`` of the ranking (:func:`ranking`: sorted by makespan,
+    essential columns first), formatted, with readable headers (:func:`column_label`), the best
+    row highlighted, the index hidden and text cells HTML-escaped; the cells of every column
+    after the essential ones have the class ``wb-extra``, those of text columns ``wb-text``
+    (their headers get the same classes in :func:`table_html`).  Returns ``table.to_html()``
+    (a str, every column) when ``jinja2`` is missing."""
+    table = ranking(table)
     if not _has_jinja2():
-        return table.to_html(index=False, escape=True)
+        return table.rename(columns=column_label).to_html(index=False, escape=True)
     best = best_row(table)
 
     def highlight(row: pd.Series) -> list[str]:
         return [BEST_ROW_CSS if row.name == best else ""] * len(row)
 
     styler = table.style.format(_formats_for(table), na_rep="–", escape="html")
-    styler = styler.format_index(escape="html", axis=1)
+    styler = styler.format_index(column_label, axis=1, escape="html")
+    classes = pd.DataFrame("", index=table.index, columns=table.columns)
+    for c in table.columns:
+        classes[c] = " ".join(_column_classes(table, c))
+    styler = styler.set_td_classes(classes)
     return (styler.apply(highlight, axis=1)
             .hide(axis="index")
             .set_table_attributes('class="wb-table"'))
 
 
-def table_html(table: pd.DataFrame) -> str:
-    """The comparison table as an HTML fragment (Styler HTML, or plain ``to_html`` without
-    jinja2)."""
-    styled = comparison_styler(table)
-    return styled if isinstance(styled, str) else styled.to_html()
+def n_extra_columns(table: pd.DataFrame) -> int:
+    """How many columns of ``table`` are not essential (hidden behind the toggle)."""
+    return sum(1 for c in table.columns if c not in ESSENTIAL_COLUMNS)
+
+
+def _column_classes(table: pd.DataFrame, column: str) -> list[str]:
+    """CSS classes of a column's cells: ``wb-extra`` (hidden behind the toggle), ``wb-text``
+    (left-aligned: not a number)."""
+    out = [] if column in ESSENTIAL_COLUMNS else ["wb-extra"]
+    if not pd.api.types.is_numeric_dtype(table[column]):
+        out.append("wb-text")
+    return out
+
+
+def _class_headers(html: str, table: pd.DataFrame) -> str:
+    """Give the header cells of a ranked table's HTML the classes of their column (the Styler
+    cannot class header cells; the header of column ``j`` has ``col_heading level0 colj``)."""
+    ranked = ranking(table)
+    for j, column in enumerate(ranked.columns):
+        extra = " ".join(_column_classes(ranked, column))
+        if extra:
+            html = html.replace(f'class="col_heading level0 col{j}"',
+                                f'class="col_heading level0 col{j} {extra}"')
+    return html
+
+
+def table_html(table: pd.DataFrame, *, styler: Any = None, css: bool = True) -> str:
+    """The ranking table as an HTML fragment: the "all columns" toggle, then the table in a box
+    that scrolls sideways when it is wider than the page.  ``styler`` replaces
+    :func:`comparison_styler` of the same table (e.g. with more highlighting); ``css=True`` adds
+    :data:`TABLE_CSS` in a ``<style>`` element (leave it out when the page already has it)."""
+    styled = comparison_styler(table) if styler is None else styler
+    if isinstance(styled, str):  # no jinja2: every column, no toggle
+        body, toggle = styled, ""
+    else:
+        body = _class_headers(styled.to_html(), table)
+        extra = n_extra_columns(table)
+        toggle = (f'<details class="wb-cols"><summary>all columns ({extra} more)</summary>'
+                  "</details>" if extra else "")
+    style = f"<style>{TABLE_CSS}</style>" if css else ""
+    return f'{style}{toggle}<div class="wb-scroll">{body}</div>'

@@ -32,6 +32,8 @@ from workbench.viz.style import (
     TIME_AXIS_TITLE,
     escape,
     kind_colors,
+    legend_entries,
+    legend_px,
     stream_color,
     stream_label,
 )
@@ -293,7 +295,8 @@ def timeline(trace: Trace, *, title: str | None = None,
     n_rows = _n_rows(trace, max_bars, max_rows)
     fig.update_layout(**LAYOUT_DEFAULTS)
     fig.update_layout(title=title if title is not None else _default_title(trace),
-                      barmode="overlay", height=140 + _PANEL_PX + _ROW_PX * n_rows)
+                      barmode="overlay", height=140 + _PANEL_PX + _ROW_PX * n_rows
+                      + legend_px(legend_entries(fig)))
     fig.update_xaxes(type="linear", title=TIME_AXIS_TITLE, rangemode="tozero")
     if x_range is not None:
         fig.update_xaxes(range=list(x_range))
@@ -332,7 +335,7 @@ def timelines(traces: Sequence[Trace] | Mapping[str, Trace], *, shared_x: bool =
         _add_trace(fig, t, colors=colors, color_by=color_by, show_syncs=show_syncs,
                    legend_seen=seen, row=i, max_bars=max_bars, max_rows=max_rows)
     fig.update_layout(**LAYOUT_DEFAULTS)
-    fig.update_layout(barmode="overlay", height=total + 140,
+    fig.update_layout(barmode="overlay", height=total + 140 + legend_px(legend_entries(fig)),
                       title=title if title is not None else "timelines")
     fig.update_xaxes(type="linear", rangemode="tozero")
     fig.update_xaxes(title=TIME_AXIS_TITLE, row=len(items), col=1)

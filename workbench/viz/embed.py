@@ -1,0 +1,147 @@
+"""Plotly figures in a standalone HTML page, small: plotly.js once, each figure's JSON gzipped.
+
+A page holds any number of figures (:func:`figure_html`: an empty ``div`` and the figure's JSON,
+gzipped and base64-encoded, in a ``<script type="application/x-wb-figure">``), then, once, at
+the end of the page, plotly.js (:func:`plotlyjs_html`) and :data:`FIGURES_JS`, which unpacks every
+figure with the browser's ``DecompressionStream`` and draws it with ``Plotly.newPlot``.
+
+Why gzip: the figures of one comparison repeat themselves (a timeline panel per policy, each op's
+hover text once per policy, plotly's template once per figure); gzip takes a squeezenet
+comparison of 14 policies from 430 kB of figure JSON to about 50 kB.  Why at the end: the
+tables and text of the page show before the 4.8 MB of plotly.js are parsed.
+
+``plotlyjs`` (:data:`PLOTLYJS_MODES`): ``"inline"`` embeds plotly.js (the page works offline on
+its own), ``"directory"`` refers to :data:`PLOTLYJS_FILE` beside the page (written once by
+:func:`write_plotlyjs`, shared by every page of the folder), ``"cdn"`` to plotly's CDN (with the
+bundle's subresource-integrity hash).  When plotly.js or ``DecompressionStream`` is missing, each
+figure's box says so instead of staying blank.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+from workbench.viz.style import escape
+
+#: Where a page's plotly.js comes from (see the module docstring).
+PLOTLYJS_MODES = ("inline", "directory", "cdn")
+#: The file name of the shared plotly.js of ``plotlyjs="directory"`` (beside the page).
+PLOTLYJS_FILE = "plotly.min.js"
+FIGURE_TYPE = "application/x-wb-figure"
+CONFIG: dict[str, Any] = {"displaylogo": False, "responsive": True}
+
+_WHERE = {"inline": "it is embedded in this page",
+          "directory": f"{PLOTLYJS_FILE} is expected beside this file",
+          "cdn": "it comes from cdn.plot.ly: are you offline?"}
+
+FIGURES_JS = """
+(function () {
+  "use strict";
+  var CONFIG = %(config)s, WHERE = %(where)s;
+  function note(div, text) {
+    var p = document.createElement("p"); p.className = "wb-nojs"; p.textContent = text;
+    div.appendChild(p);
+  }
+  function unpack(b64) {
+    var bin = atob(b64.trim()), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).json();
+  }
+  document.querySelectorAll('script[type="%(type)s"]').forEach(function (s) {
+    var div = document.getElementById(s.getAttribute("data-div"));
+    if (!div) return;
+    if (typeof window.Plotly === "undefined") {
+      note(div, "This figure needs plotly.js, which could not be loaded (" + WHERE + ").");
+      return;
+    }
+    if (typeof window.DecompressionStream === "undefined") {
+      note(div, "This browser cannot unpack the figure (it needs DecompressionStream: " +
+                "Chrome 80, Firefox 113, Safari 16.4 or later).");
+      return;
+    }
+    unpack(s.textContent).then(function (fig) {
+      return window.Plotly.newPlot(div, fig.data, fig.layout, CONFIG);
+    }).catch(function (e) { note(div, "This figure could not be drawn: " + e); });
+  });
+})();
+"""
+
+
+def check_plotlyjs(plotlyjs: str) -> str:
+    """``plotlyjs`` if it is one of :data:`PLOTLYJS_MODES`, else a one-line OptionError."""
+    if plotlyjs not in PLOTLYJS_MODES:
+        from workbench.errors import OptionError
+
+        raise OptionError(f"unknown plotlyjs {plotlyjs!r} (known: {', '.join(PLOTLYJS_MODES)})")
+    return plotlyjs
+
+
+def cdn_url() -> str:
+    """plotly's CDN address of the plotly.js version bundled with the installed plotly."""
+    return f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js"
+
+
+def plotlyjs_html(plotlyjs: str = "inline") -> str:
+    """The ``<script>`` elements that bring plotly.js to a page (once per page)."""
+    check_plotlyjs(plotlyjs)
+    head = "<script>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>"
+    if plotlyjs == "inline":
+        return f"{head}\n<script>{get_plotlyjs()}</script>"
+    if plotlyjs == "directory":
+        return f'{head}\n<script charset="utf-8" src="{PLOTLYJS_FILE}"></script>'
+    digest = base64.b64encode(hashlib.sha256(get_plotlyjs().encode("utf-8")).digest()).decode()
+    return (f'{head}\n<script charset="utf-8" src="{cdn_url()}" integrity="sha256-{digest}" '
+            'crossorigin="anonymous"></script>')
+
+
+def pack(fig: go.Figure) -> str:
+    """The figure's JSON, gzipped (reproducibly: no timestamp) and base64-encoded."""
+    text = pio.to_json(fig, validate=False, remove_uids=True)
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
+
+
+def unpack(data: str) -> dict[str, Any]:
+    """The inverse of :func:`pack` (for tests and tools): the figure as a dict.
+
+    >>> unpack(pack(go.Figure(layout={"title": {"text": "t"}})))["layout"]["title"]["text"]
+    't'
+    """
+    return dict(json.loads(gzip.decompress(base64.b64decode(data)).decode("utf-8")))
+
+
+def figure_html(fig: go.Figure, div_id: str) -> str:
+    """A placeholder ``div`` for ``fig`` (its height reserved) and its packed JSON; drawn by
+    :data:`FIGURES_JS` once plotly.js is loaded."""
+    height = fig.layout.height
+    style = f"height:{int(height)}px; width:100%;" if height else "height:450px; width:100%;"
+    div_id = escape(div_id)
+    return (f'<div id="{div_id}" class="plotly-graph-div" style="{style}"></div>\n'
+            f'<script type="{FIGURE_TYPE}" data-div="{div_id}">{pack(fig)}</script>')
+
+
+def figures_script(plotlyjs: str = "inline") -> str:
+    """:data:`FIGURES_JS` for a page whose plotly.js comes from ``plotlyjs``."""
+    return FIGURES_JS % {"config": json.dumps(CONFIG), "where": json.dumps(_WHERE[plotlyjs]),
+                         "type": FIGURE_TYPE}
+
+
+def write_plotlyjs(folder: str | os.PathLike[str]) -> Path:
+    """Write plotly.js to ``folder``/:data:`PLOTLYJS_FILE` unless an identical copy is there
+    already (so a folder of pages shares one copy, rewritten only when plotly changes)."""
+    target = Path(folder) / PLOTLYJS_FILE
+    data = get_plotlyjs().encode("utf-8")
+    if not (target.is_file() and target.stat().st_size == len(data)
+            and target.read_bytes() == data):
+        target.write_bytes(data)
+    return target
