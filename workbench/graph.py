@@ -27,6 +27,10 @@ TensorId = str
 DEFAULT_TENSOR_BYTES = 1 << 20  # from_edges: 1 MiB per output unless sizes= says otherwise
 #: Op kinds that hold sub-graphs (NNC's ``while`` and ``case..of``; see :mod:`workbench.control`).
 CONTROL_KINDS = frozenset({"while", "case_of"})
+#: No-task (ref) op kinds: views of their input that launch no kernel and own no memory (the
+#: no-task pass drops them, the memory planners alias them, the GPU lowering skips them).
+NO_TASK_KINDS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
+                           "flatten_grad", "reformat", "view", "identity", "dropout"})
 
 
 @dataclass(frozen=True, slots=True)

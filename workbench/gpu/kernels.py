@@ -39,8 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import DeviceUnavailable, OptionError
-from workbench.graph import Op, TensorId
-from workbench.memory.lifetimes import NO_TASK_KINDS
+from workbench.graph import NO_TASK_KINDS, Op, TensorId
 
 #: The kernel source files (modules), without the ``.cu`` suffix.
 SOURCE_FILES: tuple[str, ...] = ("elementwise", "conv", "gemm", "pool", "norm", "layout", "spin")

@@ -32,11 +32,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.errors import MemoryPlanError
+from workbench.graph import NO_TASK_KINDS as NO_TASK_KINDS  # re-exported
 from workbench.graph import Graph
 from workbench.memory.plan import UsageRecord
 
-NO_TASK_KINDS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
-                           "flatten_grad", "reformat", "view", "identity", "dropout"})
 LIFELONG_ROLES = frozenset({"input", "parameter"})
 
 
