@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from workbench.control_checks import check_control_op, output_bytes
 from workbench.errors import GraphError
 
 OpId = str
@@ -115,8 +116,6 @@ def _control_output_bytes(op: Op, tensor: TensorId) -> int:
     sub-graph tensor it stands for (0 for other ops, as before)."""
     if op.kind not in CONTROL_KINDS:
         return 0
-    from workbench.control.ops import output_bytes
-
     return output_bytes(op, tensor)
 
 
@@ -214,11 +213,9 @@ class Graph:
         self._topo = self._check_acyclic()
         self._cache["control_flow"] = control
         if control:
-            from workbench.control.ops import check_control_op
-
             for op in self._ops:
                 if op.kind in CONTROL_KINDS:
-                    check_control_op(op, self._tensors)
+                    check_control_op(op, self._tensors, Graph)
 
     # ----------------------------------------------------------------------------- construction
     def _collect_tensors(self, tensors: Iterable[Tensor]) -> dict[TensorId, Tensor]:
