@@ -28,12 +28,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
+from tests._schedules import drop_sync
 from tests.strategies import dags
 from workbench import fidelity, gpu
 from workbench.gpu import calibration as C
 from workbench.gpu import executor as E
 from workbench.gpu import kernels as K
-from workbench.gpu.launch_plan import Ptr, build_launch_plan, drop_sync
+from workbench.gpu.launch_plan import Ptr, build_launch_plan
 from workbench.gpu.reference import TWINS, Memory, run_graph_reference
 from workbench.passes.fusion import fuse_elementwise
 from workbench.schedulers import TEST_OPTIONS

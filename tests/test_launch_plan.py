@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
+from tests._schedules import drop_sync
 from tests.strategies import dags
 from workbench.gpu import kernels as K
 from workbench.gpu.graph_capture import check_capturable
@@ -26,7 +27,6 @@ from workbench.gpu.launch_plan import (
     Record,
     Wait,
     build_launch_plan,
-    drop_sync,
     step_frame,
     validate_plan,
 )
