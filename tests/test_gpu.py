@@ -34,8 +34,9 @@ from workbench import fidelity, gpu
 from workbench.gpu import calibration as C
 from workbench.gpu import executor as E
 from workbench.gpu import kernels as K
+from workbench.gpu.emulator import TWINS, Memory
 from workbench.gpu.launch_plan import Ptr, build_launch_plan
-from workbench.gpu.reference import TWINS, Memory, run_graph_reference
+from workbench.gpu.reference import run_graph_reference
 from workbench.passes.fusion import fuse_elementwise
 from workbench.schedulers import TEST_OPTIONS
 from workbench.trace import TRACE_COLUMNS

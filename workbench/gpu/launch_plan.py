@@ -51,7 +51,7 @@ from typing import Any
 
 from workbench.costs import DeviceSpec, get_device, op_cost
 from workbench.errors import OptionError, ScheduleError
-from workbench.gpu.kernels import (
+from workbench.gpu.calls import (
     Call,
     DeviceLimits,
     In,
@@ -62,10 +62,9 @@ from workbench.gpu.kernels import (
     RowLen,
     RowStride,
     ScratchPtr,
-    lower,
-    lowering_of,
 )
 from workbench.gpu.layout import _alias_roots, _align, _in_place_slices, _Layout, _shapes_known
+from workbench.gpu.lowering import lower, lowering_of
 from workbench.gpu.plan import (
     ALIGNMENT,
     NULL_PTR,
@@ -83,10 +82,10 @@ from workbench.gpu.plan import (
     Wait,
     step_frame,
 )
-from workbench.gpu.reference import shape_or_flat
 from workbench.gpu.validate import check_args, validate_plan
 from workbench.graph import Op, OpId, TensorId
 from workbench.memory.plan import MemoryPlan
+from workbench.reference import shape_or_flat
 from workbench.schedule import Schedule
 
 

@@ -19,12 +19,8 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import MemoryPlanError, OptionError
-from workbench.gpu.kernels import (
-    STATE_KINDS,
-    Call,
-    ScratchPtr,
-    concat_geometry,
-)
+from workbench.gpu.calls import STATE_KINDS, Call, ScratchPtr
+from workbench.gpu.lowering import concat_geometry
 from workbench.gpu.plan import Buffer, Placement
 from workbench.graph import Graph, Op, OpId, TensorId
 from workbench.memory.plan import MemoryPlan, UsageRecord

@@ -13,10 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.gpu.kernels import (
-    Call,
-    DeviceLimits,
-)
+from workbench.gpu.calls import Call, DeviceLimits
 from workbench.graph import OpId, TensorId
 from workbench.memory.plan import MemoryPlan
 from workbench.schedule import Schedule

@@ -14,10 +14,8 @@ import math
 import numpy as np
 
 from workbench.errors import MemoryPlanError, OptionError, ScheduleError
-from workbench.gpu.kernels import (
-    signature,
-)
 from workbench.gpu.plan import ORIGIN, Buffer, Launch, LaunchPlan, OpBegin, OpEnd, Ptr, Record, Wait
+from workbench.gpu.sources import signature
 from workbench.graph import OpId, TensorId
 
 I32_RANGE = (-(2**31), 2**31 - 1)
