@@ -19,13 +19,13 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from workbench.errors import OptionError, ScheduleError
-from workbench.gpu.calls import BINARY_CODES, UNARY_CODES
-from workbench.gpu.plan import Launch, Ptr, Record, Wait
+from workbench.gpu.calls import BINARY_CODES, UNARY_CODES, Call, FusedKernel
+from workbench.gpu.plan import Launch, LaunchPlan, Ptr, Record, Wait
 from workbench.gpu.reference import (
     BINARY,
     F32,
@@ -99,19 +99,19 @@ def _out_name(a: Args) -> str:
     return "Cout" if "Cout" in a else "y"
 
 
-def _twin_unary(mem: Memory, a: Args, call: Any) -> None:
+def _twin_unary(mem: Memory, a: Args, call: Call) -> None:
     code = {v: k for k, v in _codes()[0].items()}[int(a["code"])]
     x = mem.read(a["x"], int(a["n"]))
     _y(mem, a, UNARY[code](x))
 
 
-def _twin_binary(mem: Memory, a: Args, call: Any) -> None:
+def _twin_binary(mem: Memory, a: Args, call: Call) -> None:
     code = {v: k for k, v in _codes()[1].items()}[int(a["code"])]
     n = int(a["n"])
     _y(mem, a, BINARY[code](mem.read(a["a"], n), mem.read(a["b"], n)))
 
 
-def _twin_add_n(mem: Memory, a: Args, call: Any) -> None:
+def _twin_add_n(mem: Memory, a: Args, call: Call) -> None:
     n = int(a["n"])
     ptrs = mem.table(a["ptrs"], int(a["k"]))
     out = mem.read(ptrs[0], n)
@@ -120,7 +120,7 @@ def _twin_add_n(mem: Memory, a: Args, call: Any) -> None:
     _y(mem, a, out)
 
 
-def _twin_batchnorm(mem: Memory, a: Args, call: Any) -> None:
+def _twin_batchnorm(mem: Memory, a: Args, call: Call) -> None:
     n, c, inner = int(a["n"]), int(a["C"]), int(a["inner"])
     x = mem.read(a["x"], n).reshape(-1, c, inner)
     out = batchnorm(x, mem.read(a["params"], 4 * c), eps=float(a["eps"]), axis=1)
@@ -128,7 +128,7 @@ def _twin_batchnorm(mem: Memory, a: Args, call: Any) -> None:
     _y(mem, a, UNARY[code](out))
 
 
-def _twin_copy(mem: Memory, a: Args, call: Any) -> None:
+def _twin_copy(mem: Memory, a: Args, call: Call) -> None:
     _y(mem, a, mem.read(a["x"], int(a["n"])))
 
 
@@ -137,7 +137,7 @@ def _act_name(code: int) -> str | None:
     return None if name == "identity" else name
 
 
-def _twin_conv(mem: Memory, a: Args, call: Any) -> None:
+def _twin_conv(mem: Memory, a: Args, call: Call) -> None:
     n, c, h, w, k = (int(a[s]) for s in ("N", "C", "H", "W", "K"))
     kh, kw = int(a["kh"]), int(a["kw"])
     groups = int(a.get("groups", 1))
@@ -153,7 +153,7 @@ def _twin_conv(mem: Memory, a: Args, call: Any) -> None:
     _y(mem, a, out)
 
 
-def _twin_gemm(mem: Memory, a: Args, call: Any) -> None:
+def _twin_gemm(mem: Memory, a: Args, call: Call) -> None:
     m, n, k = int(a["M"]), int(a["N"]), int(a["K"])
     batch = call.grid[2]
     sa, sb = int(a["stride_a"]), int(a["stride_b"])
@@ -168,7 +168,7 @@ def _shift(ptr: Any, elems: int) -> Any:
     return type(ptr)(ptr.space, ptr.offset + 4 * elems)
 
 
-def _twin_pool(mem: Memory, a: Args, call: Any) -> None:
+def _twin_pool(mem: Memory, a: Args, call: Call) -> None:
     n, c, h, w = (int(a[s]) for s in ("N", "C", "H", "W"))
     x = mem.read(a["x"], n * c * h * w).reshape(n, c, h, w)
     out = pool2d(x, kernel=(int(a["kh"]), int(a["kw"])), stride=(int(a["sh"]), int(a["sw"])),
@@ -176,25 +176,25 @@ def _twin_pool(mem: Memory, a: Args, call: Any) -> None:
     _y(mem, a, out)
 
 
-def _twin_gap(mem: Memory, a: Args, call: Any) -> None:
+def _twin_gap(mem: Memory, a: Args, call: Call) -> None:
     planes, hw = int(a["planes"]), int(a["hw"])
     x = mem.read(a["x"], planes * hw).reshape(planes, hw)
     _y(mem, a, x.astype(np.float64).mean(axis=1).astype(F32))
 
 
-def _twin_softmax(mem: Memory, a: Args, call: Any) -> None:
+def _twin_softmax(mem: Memory, a: Args, call: Call) -> None:
     rows, length, inner = int(a["rows"]), int(a["L"]), int(a["inner"])
     x = mem.read(a["x"], rows * length).reshape(rows // inner, length, inner)
     _y(mem, a, softmax(x, axis=1, scale=float(a["scale"])))
 
 
-def _twin_layernorm(mem: Memory, a: Args, call: Any) -> None:
+def _twin_layernorm(mem: Memory, a: Args, call: Call) -> None:
     rows, d = int(a["rows"]), int(a["D"])
     x = mem.read(a["x"], rows * d).reshape(rows, d)
     _y(mem, a, layernorm(x, mem.read(a["params"], 2 * d), eps=float(a["eps"])))
 
 
-def _twin_transpose(mem: Memory, a: Args, call: Any) -> None:
+def _twin_transpose(mem: Memory, a: Args, call: Call) -> None:
     n = int(a["n"])
     dims = [int(a[f"d{i}"]) for i in range(6)]
     strides = [int(a[f"s{i}"]) for i in range(6)]
@@ -207,7 +207,7 @@ def _twin_transpose(mem: Memory, a: Args, call: Any) -> None:
     _y(mem, a, x[idx.reshape(-1)])
 
 
-def _twin_spin(mem: Memory, a: Args, call: Any) -> None:
+def _twin_spin(mem: Memory, a: Args, call: Call) -> None:
     ptrs = mem.table(a["in_ptrs"], int(a["n_in"])) if int(a["n_in"]) else []
     value = spin_value([mem.read(p, 1) for p in ptrs])
     n = int(a["n"])
@@ -215,12 +215,12 @@ def _twin_spin(mem: Memory, a: Args, call: Any) -> None:
         _y(mem, a, np.full(n, value, dtype=F32))
 
 
-def _twin_stamp(mem: Memory, a: Args, call: Any) -> None:
+def _twin_stamp(mem: Memory, a: Args, call: Call) -> None:
     return None
 
 
-def _twin_fused(mem: Memory, a: Args, call: Any) -> None:
-    fk = call.fused
+def _twin_fused(mem: Memory, a: Args, call: Call) -> None:
+    fk = cast(FusedKernel, call.fused)  # a fused call carries its program
     n = fk.n
     ints = {name: int(a[name]) for name, _ in fk.ints}
     ins = []
@@ -321,7 +321,7 @@ TWINS: dict[str, Twin] = {
 }
 
 
-def run_launch(mem: Memory, launch: Any) -> None:
+def run_launch(mem: Memory, launch: Launch) -> None:
     """Run one kernel launch of a plan on the NumPy device (arguments by parameter name)."""
     params = signature(launch.call.module, launch.call.kernel, launch.call.source)
     if len(params) != len(launch.args):
@@ -332,7 +332,7 @@ def run_launch(mem: Memory, launch: Any) -> None:
     twin(mem, named, launch.call)
 
 
-def emulate(plan: Any, inputs: Mapping[TensorId, Any] | None = None, *, seed: int = 0,
+def emulate(plan: LaunchPlan, inputs: Mapping[TensorId, Any] | None = None, *, seed: int = 0,
             order: str = "issue", interleave_seed: int = 0,
             tensors: Sequence[TensorId] | None = None) -> dict[TensorId, Array]:
     """Run a launch plan on the NumPy device and return the graph outputs (or ``tensors``).

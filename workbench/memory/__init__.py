@@ -16,9 +16,11 @@ from workbench.memory.lifetimes import Lifetimes, lifetimes, pool_events
 from workbench.memory.plan import MemoryPlan, UsageRecord, parse_records
 from workbench.memory.planners import PLANNERS, plan_usage, planners
 from workbench.memory.pool import PoolResult, simulate_pool
+from workbench.schedule import Schedule
+from workbench.trace import Trace
 
 
-def plan_memory(run: Any, planner: str = "somas", **options: Any) -> MemoryPlan:
+def plan_memory(run: Schedule | Trace, planner: str = "somas", **options: Any) -> MemoryPlan:
     """Plan the activation memory of a Schedule or a Trace with the named planner.
 
     A multi-stream Schedule is planned against its happens-before conflict set (SOMAS's ancestor
@@ -42,7 +44,7 @@ def plan_memory(run: Any, planner: str = "somas", **options: Any) -> MemoryPlan:
     return plan
 
 
-def replay_pool(trace: Any, **options: Any) -> PoolResult:
+def replay_pool(trace: Trace, **options: Any) -> PoolResult:
     """Dynamic reference counting of a Trace through MindSpore's BestFit pool."""
     return simulate_pool(pool_events(trace), **options)
 
