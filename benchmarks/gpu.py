@@ -55,6 +55,7 @@ def _csv(text: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import workbench as wb
+    from workbench.fidelity import simulator_error
     from workbench.gpu import calibration, executor
     from workbench.schedulers import TEST_OPTIONS
 
@@ -91,8 +92,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     print(f"{net} b{batch} {mode:5s} {p:14s} "
                           f"{trace.meta['makespan_median_us']:10.1f} us", flush=True)
                 traces[(net, batch, mode)] = measured
-                errors = calibration.simulator_error(measured, table.ops, device=sim_spec,
-                                                     mode=mode)
+                errors = simulator_error(measured, table.ops, device=sim_spec,
+                                         mode=mode)
                 base = measured["serial"].meta["makespan_median_us"]
                 for (p, trace), err in zip(measured.items(), errors.itertuples(), strict=True):
                     m = trace.meta

@@ -28,13 +28,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
+from tests._schedules import drop_sync
 from tests.strategies import dags
-from workbench import gpu
+from workbench import fidelity, gpu
 from workbench.gpu import calibration as C
 from workbench.gpu import executor as E
 from workbench.gpu import kernels as K
-from workbench.gpu.launch_plan import Ptr, build_launch_plan, drop_sync
-from workbench.gpu.reference import TWINS, Memory, run_graph_reference
+from workbench.gpu.emulator import TWINS, Memory
+from workbench.gpu.launch_plan import Ptr, build_launch_plan
+from workbench.gpu.reference import run_graph_reference
 from workbench.passes.fusion import fuse_elementwise
 from workbench.schedulers import TEST_OPTIONS
 from workbench.trace import TRACE_COLUMNS
@@ -394,7 +396,7 @@ def test_calibration_round_trip_on_the_fake_device(fake_gpu: Any, tmp_path: Any)
     ops = calibrate(path)
     assert ops == calibrate(table) == dict(table.ops)
     traces = {p: E.run(wb.schedule(g, p), repeats=2, warmup=1) for p in ("serial", "nnc")}
-    errors = C.simulator_error(traces, ops, device=C.device_spec_for(table))
+    errors = fidelity.simulator_error(traces, ops, device=C.device_spec_for(table))
     assert list(errors["policy"]) == ["serial", "nnc"] and errors["simulated_us"].gt(0).all()
 
 
@@ -406,7 +408,7 @@ def test_calibration_tables_and_simulator_error_on_the_cpu(tmp_path: Any) -> Non
     traces = {p: wb.simulate(wb.schedule(g, p), "h100") for p in ("serial", "nnc")}
     table = C.table_from_trace(traces["serial"])
     assert table.ops == {op: 10.0 for op in g.op_ids}  # duration_us pins the alone time
-    errors = C.simulator_error(traces, table, device="h100")
+    errors = fidelity.simulator_error(traces, table, device="h100")
     assert np.allclose(errors["error_pct"], 0.0)  # the simulator agrees with itself
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "workbench-calibration", "version": 1, "ops": {"a": -1}}')
@@ -513,7 +515,7 @@ def test_calibration_round_trip(tmp_path: Any) -> None:
     assert again == table
     ops = calibrate(again)
     traces = {p: E.run(wb.schedule(g, p), repeats=5) for p in ("serial", "nnc")}
-    errors = C.simulator_error(traces, ops, device=C.device_spec_for(table))
+    errors = fidelity.simulator_error(traces, ops, device=C.device_spec_for(table))
     assert errors["measured_us"].gt(0).all() and errors["simulated_us"].gt(0).all()
 
 

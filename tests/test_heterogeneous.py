@@ -8,14 +8,9 @@ import pytest
 import workbench as wb
 from workbench.costs import get_device, op_cost, pool_of, with_overrides
 from workbench.graph import Graph, Op, Tensor
-from workbench.passes import (
-    insert_copies,
-    merge_schedule,
-    min_subgraphs_lower_bound,
-    partition,
-    split_schedule,
-)
+from workbench.passes import insert_copies, min_subgraphs_lower_bound, partition
 from workbench.passes.partition import memory_space
+from workbench.pipelines import merge_schedule, split_schedule
 from workbench.reference import run_reference
 from workbench.simulate import simulate
 

@@ -14,8 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
+from tests._schedules import drop_sync
 from tests.strategies import dags
 from workbench.gpu import kernels as K
+from workbench.gpu.emulator import emulate
 from workbench.gpu.graph_capture import check_capturable
 from workbench.gpu.launch_plan import (
     ORIGIN,
@@ -26,11 +28,10 @@ from workbench.gpu.launch_plan import (
     Record,
     Wait,
     build_launch_plan,
-    drop_sync,
     step_frame,
     validate_plan,
 )
-from workbench.gpu.reference import emulate, run_graph_reference
+from workbench.gpu.reference import run_graph_reference
 from workbench.memory import plan_memory
 from workbench.passes.fusion import fuse_elementwise
 from workbench.schedulers import TEST_OPTIONS

@@ -6,7 +6,8 @@ import pytest
 
 import workbench as wb
 from workbench.costs import get_device, with_host_stages, with_overrides
-from workbench.passes import LEVELS, apply_level, levels, run_level
+from workbench.passes import LEVELS, apply_level, levels
+from workbench.pipelines import run_level
 from workbench.simulate import simulate
 
 H100 = get_device("h100")

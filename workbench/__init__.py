@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from workbench import memory, models, passes
+from workbench._version import __version__ as __version__
 from workbench.compare import Comparison, compare
 from workbench.costs import DEVICES, DeviceSpec, devices
 from workbench.errors import (
@@ -29,8 +30,6 @@ from workbench.schedulers import policies, schedule
 from workbench.simulate import simulate
 from workbench.sweep import sweep
 from workbench.trace import Trace
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DEVICES", "Comparison", "DeviceSpec", "DeviceUnavailable", "FormatError", "Graph",

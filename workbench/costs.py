@@ -52,6 +52,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from workbench.calibration import calibrate, load_calibration, save_calibration
 from workbench.devices import (
     DEVICES,
     HOST_DEVICES,
@@ -63,7 +64,7 @@ from workbench.devices import (
     with_host_stages,
     with_overrides,
 )
-from workbench.errors import GraphError, OptionError
+from workbench.errors import GraphError
 from workbench.graph import CONTROL_KINDS, Graph, Op
 from workbench.kernel_model import (
     GpuModel,
@@ -371,58 +372,3 @@ def lower_bound_us(graph: Graph, device: str | DeviceSpec,
     cp = critical_path_us(graph, device, calibration, precision=precision)
     work = work_bound_us(graph, device, calibration, precision=precision)
     return {"critical_path_us": cp, "work_us": work, "lower_bound_us": max(cp, work)}
-
-
-def calibrate(trace_or_table: Any) -> dict[str, float]:
-    """Per-op stand-alone times (µs) for ``simulate(..., calibration=...)``.
-
-    Accepts a measured :class:`~workbench.trace.Trace` (its ``alone_us`` where finite, else the
-    op's measured ``duration_us``), a :class:`~workbench.gpu.calibration.CalibrationTable`, a path
-    to one saved as JSON (:func:`save_calibration`), a mapping with an ``"ops"`` entry (the JSON
-    layout) or a plain ``{op_id: µs}`` mapping.  Times must be finite and non-negative.
-
-    This pins the measured ops; to fit the cost model's own parameters to measured runs (so
-    unmeasured graphs are predicted too) use :func:`workbench.fidelity.fit_measured`, which
-    writes a device file in the format of ``workbench/data/devices/``.
-
-    >>> calibrate({"a": 12.5, "b": 3})
-    {'a': 12.5, 'b': 3.0}
-    """
-    import os
-
-    from workbench.gpu.calibration import CalibrationTable, load_calibration, table_from_trace
-
-    source = trace_or_table
-    if isinstance(source, (str, os.PathLike)):
-        source = load_calibration(source)
-    if hasattr(source, "df") and hasattr(source, "graph"):
-        source = table_from_trace(source)
-    if isinstance(source, CalibrationTable):
-        ops: Mapping[str, Any] = source.ops
-    elif isinstance(source, Mapping):
-        ops = source["ops"] if isinstance(source.get("ops"), Mapping) else source
-    else:
-        raise OptionError(f"calibrate() needs a Trace, a calibration table, a path or a mapping, "
-                          f"got {type(trace_or_table).__name__}")
-    out = {}
-    for op, value in ops.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value) or value < 0:
-            raise OptionError(f"calibration of op {op!r} is {value!r}; expected a non-negative "
-                              f"number of microseconds")
-        out[str(op)] = float(value)
-    return out
-
-
-def save_calibration(table: Any, path: Any) -> Any:
-    """Write a calibration table (or ``{op: µs}``) as JSON (:mod:`workbench.gpu.calibration`)."""
-    from workbench.gpu.calibration import save_calibration as _save
-
-    return _save(table, path)
-
-
-def load_calibration(path: Any) -> Any:
-    """Read a calibration table written by :func:`save_calibration`."""
-    from workbench.gpu.calibration import load_calibration as _load
-
-    return _load(path)

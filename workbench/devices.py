@@ -262,11 +262,9 @@ def device_from_dict(raw: dict[str, Any], *, where: str = "device file") -> Devi
 
 
 def _model_overrides(raw: Any, where: str) -> tuple[tuple[str, Any], ...]:
-    from workbench.kernel_model import default_model
-
     if not isinstance(raw, dict):
         raise OptionError(f"{where}: gpu_model must be an object of parameter values")
-    known = set(default_model().__dataclass_fields__)
+    known = set(gpu_model_parameters()["library"])  # the fields of kernel_model.GpuModel
     for key, value in raw.items():
         if key not in known:
             raise OptionError(f"{where}: unknown gpu_model parameter {key!r} "

@@ -23,10 +23,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
+from workbench.calibration import calibrate, measured_makespan_us
 from workbench.devices import DeviceSpec, data_text, get_device, with_overrides
 from workbench.errors import OptionError
 from workbench.graph import Graph
 from workbench.kernel_model import GpuModel, default_model
+from workbench.trace import Trace
 
 #: Parameters :func:`fit` may change: (name, where: "model" or "device", lower, upper).
 FIT_PARAMETERS: tuple[tuple[str, str, float, float], ...] = (
@@ -190,7 +194,6 @@ def fit_measured(traces: Iterable[Any], *, device: str | DeviceSpec = "h100",
 
     Per-op tables (each op's measured time pinned) are :func:`workbench.costs.calibrate`'s job;
     this fits the model itself, so its predictions carry over to graphs never measured."""
-    from workbench.gpu.calibration import measured_makespan_us
     from workbench.simulate import simulate_makespan
 
     runs = []
@@ -218,6 +221,36 @@ def fit_measured(traces: Iterable[Any], *, device: str | DeviceSpec = "h100",
     from dataclasses import replace
 
     return replace(spec, model_overrides=overrides)
+
+
+def simulator_error(traces: Mapping[str, Trace], calibration: Any = None, *,
+                    device: str | DeviceSpec = "h100", mode: str | None = None) -> pd.DataFrame:
+    """Simulated vs measured makespan per policy.
+
+    ``traces`` maps a policy to its measured Trace (with ``trace.schedule``); ``calibration`` is
+    anything :func:`workbench.costs.calibrate` accepts (or None: the roofline); ``mode`` defaults
+    to each trace's mode.  Columns: policy, mode, measured_us, simulated_us, error_us,
+    error_pct (signed, relative to measured), abs_error_pct.
+    """
+    from workbench.simulate import simulate
+
+    table = calibrate(calibration) if calibration is not None else None
+    rows = []
+    for policy, trace in traces.items():
+        schedule = getattr(trace, "schedule", None)
+        if schedule is None:
+            raise OptionError(f"trace of policy {policy!r} has no schedule to simulate")
+        run_mode = mode or trace.mode
+        measured = measured_makespan_us(trace)
+        simulated = simulate(schedule, device, mode=run_mode, calibration=table).makespan
+        error = simulated - measured
+        rows.append({"policy": policy, "mode": run_mode, "measured_us": measured,
+                     "simulated_us": simulated, "error_us": error,
+                     "error_pct": 100.0 * error / measured if measured > 0 else math.nan,
+                     "abs_error_pct": 100.0 * abs(error) / measured if measured > 0
+                     else math.nan})
+    return pd.DataFrame(rows, columns=["policy", "mode", "measured_us", "simulated_us",
+                                       "error_us", "error_pct", "abs_error_pct"])
 
 
 def _minimise(loss: Callable[[GpuModel, DeviceSpec], float],

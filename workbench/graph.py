@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from workbench.control_checks import check_control_op, output_bytes
 from workbench.errors import GraphError
 from workbench.kinds import canonical_kind
 
@@ -28,6 +29,10 @@ TensorId = str
 DEFAULT_TENSOR_BYTES = 1 << 20  # from_edges: 1 MiB per output unless sizes= says otherwise
 #: Op kinds that hold sub-graphs (NNC's ``while`` and ``case..of``; see :mod:`workbench.control`).
 CONTROL_KINDS = frozenset({"while", "case_of"})
+#: No-task (ref) op kinds: views of their input that launch no kernel and own no memory (the
+#: no-task pass drops them, the memory planners alias them, the GPU lowering skips them).
+NO_TASK_KINDS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
+                           "flatten_grad", "reformat", "view", "identity", "dropout"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +126,6 @@ def _control_output_bytes(op: Op, tensor: TensorId) -> int:
     sub-graph tensor it stands for (0 for other ops, as before)."""
     if op.kind not in CONTROL_KINDS:
         return 0
-    from workbench.control.ops import output_bytes
-
     return output_bytes(op, tensor)
 
 
@@ -220,11 +223,9 @@ class Graph:
         self._topo = self._check_acyclic()
         self._cache["control_flow"] = control
         if control:
-            from workbench.control.ops import check_control_op
-
             for op in self._ops:
                 if op.kind in CONTROL_KINDS:
-                    check_control_op(op, self._tensors)
+                    check_control_op(op, self._tensors, Graph)
 
     # ----------------------------------------------------------------------------- construction
     def _collect_tensors(self, tensors: Iterable[Tensor]) -> dict[TensorId, Tensor]:

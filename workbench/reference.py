@@ -15,7 +15,8 @@ Semantics:
 * **State.**  Tensors of role ``parameter`` live in a state dict; every read sees the *current*
   value.  ``assign`` / ``assign_add`` / ``assign_sub`` write ``attrs["writes"]`` (else their first
   input) with their second input and output the new value.
-* Graph inputs not given in ``inputs`` are drawn from ``numpy.random.default_rng(seed)``:
+* Graph inputs not given in ``inputs`` are drawn from ``numpy.random.default_rng(seed)``
+  (:func:`draw_inputs` with ``init="reference"``):
   activations/inputs ~ N(0, 1), parameters ~ U(0.5, 1.5) (positive, so norm variances are valid),
   with the tensor's ``shape`` (else ``size_bytes // 4`` elements), float32.
 * Kernels (:data:`KERNELS`): elementwise (add of k inputs, sub, mul, div, relu, gelu (tanh
@@ -165,25 +166,87 @@ STATE_KINDS = ("assign", "assign_add", "assign_sub")
 
 
 def _initial(graph: Graph, inputs: Mapping[TensorId, Any] | None, seed: int) -> dict[str, Array]:
-    rng = np.random.default_rng(seed)
     given = dict(inputs or {})
-    tensors = graph.tensors
     for k in given:
-        if k not in tensors:
+        if k not in graph.tensors:
             raise OptionError(f"input {k!r} is not a tensor of graph {graph.name!r}")
-    values: dict[str, Array] = {}
-    for t in tensors.values():
+    values = draw_inputs(graph, seed, given, init="reference")
+    for k in values.keys() & given.keys():
+        values[k] = np.asarray(given[k])  # as given (draw_inputs makes it float32)
+    return values
+
+
+def draw_inputs(graph: Graph, seed: int = 0, given: Mapping[TensorId, Any] | None = None, *,
+                init: str = "scaled") -> dict[TensorId, Array]:
+    """Values of the graph inputs and parameters (float32), from ``default_rng(seed)`` in tensor
+    order, as :func:`run_reference` draws them: parameters U(0.5, 1.5), others N(0, 1).  The GPU
+    executor and its references draw with it too, so their results compare directly.
+
+    ``init="scaled"`` (the default here) then maps every *weight* — a parameter read as the
+    kernel of a conv2d/sepconv or the right operand of a matmul — from U(0.5, 1.5) to
+    U(-1, 1) · sqrt(6 / fan_in), variance 2 / fan_in (He initialisation), so that deep networks
+    keep their activations finite; the draws themselves (and every other tensor) are those of
+    ``init="reference"``.
+    """
+    if init not in ("scaled", "reference"):
+        raise OptionError(f"unknown init {init!r} (known: scaled, reference)")
+    rng = np.random.default_rng(seed)
+    given = dict(given or {})
+    out: dict[TensorId, Array] = {}
+    for t in graph.tensors.values():
         if t.producer is not None:
             continue
         if t.id in given:
-            values[t.id] = np.asarray(given[t.id])
+            out[t.id] = np.asarray(given[t.id], dtype=np.float32)
             continue
         shape = t.shape or (max(1, t.size_bytes // 4),)
         if t.role == "parameter":
-            values[t.id] = rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
+            out[t.id] = rng.uniform(0.5, 1.5, size=shape).astype(np.float32)
         else:
-            values[t.id] = rng.standard_normal(size=shape).astype(np.float32)
-    return values
+            out[t.id] = rng.standard_normal(size=shape).astype(np.float32)
+    if init == "scaled":
+        for name, fan_in in _weight_fan_in(graph).items():
+            if name in given or name not in out:
+                continue
+            u = 2.0 * (out[name].astype(np.float64) - 0.5) - 1.0  # U(0.5, 1.5) -> U(-1, 1)
+            out[name] = (u * math.sqrt(6.0 / fan_in)).astype(np.float32)
+    return out
+
+
+def _weight_fan_in(graph: Graph) -> dict[TensorId, int]:
+    """Parameters used as weights → their fan-in (elements summed per output element)."""
+    tensors = graph.tensors
+    out: dict[TensorId, int] = {}
+    for op in graph.ops:
+        positions = {"conv2d": (1,), "sepconv": (1, 2), "matmul": (1,)}.get(op.kind, ())
+        for pos in positions:
+            if pos >= len(op.inputs):
+                continue
+            t = tensors[op.inputs[pos]]
+            if t.role != "parameter" or t.producer is not None:
+                continue
+            size = max(1, t.size_bytes // 4)
+            if op.kind == "matmul":
+                fan = tensors[op.inputs[0]].shape[-1] if tensors[op.inputs[0]].shape else size
+            elif op.kind == "sepconv" and pos == 1:
+                kernel = op.attrs.get("kernel", (3, 3))
+                fan = int(kernel[0]) * int(kernel[1])
+            else:
+                cout = (tensors[op.outputs[0]].shape or (1, 1))[1]
+                fan = max(1, size // max(1, cout))
+            out[t.id] = max(1, int(fan))
+    return out
+
+
+def shape_or_flat(graph: Graph) -> Callable[[TensorId], tuple[int, ...]]:
+    """``shape_of`` for a graph: the tensor's shape, else ``(size_bytes // 4,)``."""
+    tensors = graph.tensors
+
+    def shape_of(t: TensorId) -> tuple[int, ...]:
+        tensor = tensors[t]
+        return tuple(tensor.shape) if tensor.shape else (tensor.size_bytes // 4,)
+
+    return shape_of
 
 
 def _run_op(op: Op, args: list[Array], shape_of: ShapeOf, state: dict[str, Array]) -> list[Array]:
@@ -268,4 +331,4 @@ def outputs_of(graph: Graph, values: Mapping[TensorId, Array]) -> dict[TensorId,
     return {t: values[t] for t in graph.outputs}
 
 
-__all__: Sequence[str] = ["KERNELS", "outputs_of", "run_reference"]
+__all__: Sequence[str] = ["KERNELS", "draw_inputs", "outputs_of", "run_reference", "shape_or_flat"]

@@ -37,6 +37,7 @@ import pandas as pd
 import plotly
 import plotly.graph_objects as go
 
+from workbench._version import __version__
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import kv_table, memory_plan_summary, stream_table
 from workbench.viz.embed import (
@@ -153,10 +154,8 @@ def _memory_section(comparison: Any, best: str | None,
 
 
 def _versions() -> dict[str, str]:
-    import workbench
-
     dot = shutil.which("dot") or shutil.which("graphviz-pure")
-    return {"python": platform.python_version(), "workbench": workbench.__version__,
+    return {"python": platform.python_version(), "workbench": __version__,
             "plotly": plotly.__version__, "pandas": pd.__version__,
             "networkx": networkx.__version__,
             "graphviz dot": dot if dot else "not found (built-in DAG drawing)"}

@@ -411,3 +411,17 @@ def build_schedule(graph: Graph, policy: str, stream_of: Mapping[OpId, StreamId]
         notes["folded_streams"] = {"logical": len(mapping), "physical": len(set(mapping.values()))}
     return Schedule(graph, policy, {s: tuple(v) for s, v in streams.items()}, tuple(sync_list),
                     tuple(order), barriers, dict(options or {}), notes, barrier_kind)
+
+
+def schedule_serial(graph: Graph, *, max_streams: int | None = None) -> Schedule:
+    """One stream, ops in program order (the topological order closest to it when program order is
+    not topological).  The baseline every comparison reports speedups against (policy
+    ``"serial"``) and the schedule of a control-flow op's sub-graph that has none.  O(V + E).
+
+    >>> schedule_serial(Graph.from_edges([("a", "b"), ("a", "c")])).streams
+    {0: ('a', 'b', 'c')}
+    """
+    check_max_streams(max_streams)
+    order = list(graph.topo_order())
+    return build_schedule(graph, "serial", {op: 0 for op in order}, order, syncs=(),
+                          options={"max_streams": max_streams})

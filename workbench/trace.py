@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.graph import Graph
+from workbench.schedule import Schedule
 
 TRACE_COLUMNS = ("op", "kind", "stream", "device", "start_us", "end_us", "duration_us", "issue_us",
                  "alone_us", "compute_us", "memory_us", "flops", "bytes", "phase")
@@ -24,7 +25,7 @@ class Trace:
     """Per-op start/end/stream of one run, plus who produced it and how."""
 
     def __init__(self, df: pd.DataFrame, *, graph: Graph, policy: str, device: str,
-                 executor: str = "simulator", mode: str = "eager", schedule: Any = None,
+                 executor: str = "simulator", mode: str = "eager", schedule: Schedule | None = None,
                  meta: Mapping[str, Any] | None = None) -> None:
         missing = [c for c in ("op", "stream", "start_us", "end_us") if c not in df.columns]
         if missing:

@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 from workbench.control.ops import bindings, branch_index, result_names, subgraphs
 from workbench.errors import OptionError
 from workbench.graph import CONTROL_KINDS, Graph, Op, OpId, Tensor, TensorId
-from workbench.schedule import Schedule, insert_syncs
+from workbench.schedule import Schedule, insert_syncs, schedule_serial
 
 __all__ = ["MAX_ITERATIONS", "Decision", "Expansion", "expand"]
 
@@ -436,8 +436,6 @@ class _Expander:
 
 def _subschedules(sched: Schedule, op: Op) -> dict[str, Schedule]:
     """The schedules of ``op``'s sub-graphs: the policy's, else serial."""
-    from workbench.schedulers.serial import schedule_serial
-
     have = sched.subschedules.get(op.id, {})
     out = {}
     for name, g in subgraphs(op):

@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.trace import Trace
+
 __all__ = ["control_columns", "decisions_frame", "iteration_summary"]
 
 
@@ -30,7 +32,7 @@ def control_columns(df: pd.DataFrame, run: Any, control: str) -> dict[str, Any]:
             "decisions": rows, "instances": len(df)}
 
 
-def decisions_frame(trace: Any) -> pd.DataFrame:
+def decisions_frame(trace: Trace) -> pd.DataFrame:
     """The host's decisions of a run with control flow: one row per decision with ``op`` (the
     control-flow op instance), ``index``, ``kind`` (``continue``, ``exit``, ``select``,
     ``done``), ``iteration``, ``flag`` (the op instance whose value the host read), ``sync``
@@ -41,7 +43,7 @@ def decisions_frame(trace: Any) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def iteration_summary(trace: Any) -> pd.DataFrame:
+def iteration_summary(trace: Trace) -> pd.DataFrame:
     """Per loop instance and iteration: ops run, first start, last end and span (µs).  Shows
     what each iteration costs, host round trip included (the gap between iterations)."""
     df = trace.df

@@ -1,124 +1,27 @@
-"""Calibration: per-op stand-alone times measured on a GPU, stored as JSON, fed to the simulator.
+"""Calibration on a GPU: time every op of a schedule alone (:func:`calibrate_gpu`).
 
-A :class:`CalibrationTable` holds each op's time alone (µs), the device name, library versions,
-the spin kernel's fixed overhead and the host time per eager launch.  It comes from
-:func:`calibrate_gpu` (times every op alone on the GPU) or :func:`table_from_trace` (a measured
-Trace's ``alone_us`` column), is written and read with :func:`save_calibration` /
-:func:`load_calibration`, and :func:`workbench.costs.calibrate` turns it (or a Trace, a mapping or
-a path) into the ``{op_id: µs}`` mapping that ``simulate(..., calibration=...)`` accepts.
-:func:`simulator_error` then compares the calibrated simulator with measured makespans, one row
-per policy.  Everything here is pure Python except :func:`calibrate_gpu`.
-
-JSON layout (``format`` ``"workbench-calibration"``, ``version`` 1)::
-
-    {"format": "workbench-calibration", "version": 1, "device": "NVIDIA H100 80GB HBM3",
-     "graph": "inception_v3_b1", "versions": {"cupy": "14.2.0", ...},
-     "spin_overhead_us": 2.9, "host_launch_us": 4.1, "ops": {"Conv2d_1a_3x3/conv": 11.3, ...},
-     "meta": {...}}
+The tables themselves (:class:`~workbench.calibration.CalibrationTable`, the JSON format, the
+conversion to ``simulate(..., calibration=...)``) are the cost model's, in
+:mod:`workbench.calibration`; they are re-exported here.  The comparison of the calibrated
+simulator with measured makespans is :func:`workbench.fidelity.simulator_error`.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
-import pandas as pd
-
-from workbench.errors import FormatError, OptionError
-
-FORMAT = "workbench-calibration"
-VERSION = 1
+from workbench.calibration import (
+    FORMAT,
+    VERSION,
+    CalibrationTable,
+    device_spec_for,
+    load_calibration,
+    measured_makespan_us,
+    save_calibration,
+    table_from_trace,
+)
+from workbench.schedule import Schedule
 
 
-@dataclass(frozen=True)
-class CalibrationTable:
-    """Measured stand-alone op times (µs) and where they were measured."""
-
-    ops: Mapping[str, float]
-    device: str = ""
-    graph: str = ""
-    versions: Mapping[str, str] = field(default_factory=dict)
-    spin_overhead_us: float | None = None
-    host_launch_us: float | None = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "version": VERSION, "device": self.device, "graph": self.graph,
-                "versions": dict(self.versions), "spin_overhead_us": self.spin_overhead_us,
-                "host_launch_us": self.host_launch_us,
-                "ops": {k: float(v) for k, v in self.ops.items()}, "meta": dict(self.meta)}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, where: str = "calibration") -> CalibrationTable:
-        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-            raise FormatError(f"{where}: not a workbench calibration table (missing "
-                              f"\"format\": \"{FORMAT}\")")
-        if data.get("version") != VERSION:
-            raise FormatError(f"{where}: calibration version {data.get('version')!r} is not "
-                              f"supported (expected {VERSION})")
-        ops = data.get("ops")
-        if not isinstance(ops, Mapping):
-            raise FormatError(f"{where}: \"ops\" must be an object of op id -> microseconds")
-        clean = {}
-        for k, v in ops.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-                    or v < 0:
-                raise FormatError(f"{where}: op {k!r} has time {v!r}; expected a non-negative "
-                                  f"number of microseconds")
-            clean[str(k)] = float(v)
-        return cls(ops=clean, device=str(data.get("device", "")), graph=str(data.get("graph", "")),
-                   versions=dict(data.get("versions") or {}),
-                   spin_overhead_us=data.get("spin_overhead_us"),
-                   host_launch_us=data.get("host_launch_us"), meta=dict(data.get("meta") or {}))
-
-
-def save_calibration(table: CalibrationTable | Mapping[str, float],
-                     path: str | os.PathLike[str]) -> Path:
-    """Write a calibration table (or a plain ``{op: µs}`` mapping) as JSON; returns the path."""
-    if not isinstance(table, CalibrationTable):
-        table = CalibrationTable(ops=dict(table))
-    out = Path(path)
-    out.write_text(json.dumps(table.to_dict(), indent=1, sort_keys=True), encoding="utf-8")
-    return out
-
-
-def load_calibration(path: str | os.PathLike[str]) -> CalibrationTable:
-    """Read a table written by :func:`save_calibration` (one-line FormatError otherwise)."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FormatError(f"{p}: no such calibration file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise FormatError(f"{p}: not JSON ({exc})") from None
-    return CalibrationTable.from_dict(data, where=str(p))
-
-
-def table_from_trace(trace: Any) -> CalibrationTable:
-    """Calibration from a measured Trace: ``alone_us`` where finite (ops timed alone), else the
-    op's measured duration in the run (which includes interference from concurrent ops)."""
-    df = trace.df
-    ops = {}
-    for op, alone, dur in zip(df["op"], df["alone_us"], df["duration_us"], strict=True):
-        value = alone if alone == alone and alone is not None else dur  # NaN check
-        ops[str(op)] = float(max(0.0, value))
-    meta = dict(getattr(trace, "meta", {}) or {})
-    info = meta.get("device_info", {}) or {}
-    return CalibrationTable(ops=ops, device=str(trace.device), graph=trace.graph.name,
-                            versions=dict(info.get("versions", {})),
-                            spin_overhead_us=meta.get("spin_overhead_us"),
-                            host_launch_us=meta.get("host_us_per_launch"),
-                            meta={"policy": trace.policy, "mode": trace.mode,
-                                  "source": "trace alone_us" if df["alone_us"].notna().any()
-                                  else "trace duration_us"})
-
-
-def calibrate_gpu(schedule: Any, *, repeats: int = 10, memory: str = "somas", seed: int = 0,
+def calibrate_gpu(schedule: Schedule, *, repeats: int = 10, memory: str = "somas", seed: int = 0,
                   device: str = "h100") -> CalibrationTable:
     """Time every op of ``schedule`` alone on the GPU (GPU only; see
     :func:`workbench.gpu.executor.measure_alone_us`)."""
@@ -133,58 +36,7 @@ def calibrate_gpu(schedule: Any, *, repeats: int = 10, memory: str = "somas", se
                             meta={**table.meta, "repeats": repeats, "source": "alone on GPU"})
 
 
-def device_spec_for(table: CalibrationTable | None, base: str = "h100", **changes: Any) -> Any:
-    """The cost-model device to simulate a calibrated run on: ``base`` with the measured host
-    time per launch (``launch_overhead_us``) when the table has one."""
-    from workbench.costs import with_overrides
-
-    updates: dict[str, Any] = {}
-    if table is not None and table.host_launch_us:
-        updates["launch_overhead_us"] = float(table.host_launch_us)
-    updates.update(changes)
-    return with_overrides(base, **updates) if updates else with_overrides(base)
-
-
-def measured_makespan_us(trace: Any) -> float:
-    """A measured trace's whole-graph median makespan (else its timeline's makespan)."""
-    meta = getattr(trace, "meta", {}) or {}
-    value = meta.get("makespan_median_us")
-    return float(value) if value is not None else float(trace.makespan)
-
-
-def simulator_error(traces: Mapping[str, Any], calibration: Any = None, *,
-                    device: Any = "h100", mode: str | None = None) -> pd.DataFrame:
-    """Simulated vs measured makespan per policy.
-
-    ``traces`` maps a policy to its measured Trace (with ``trace.schedule``); ``calibration`` is
-    anything :func:`workbench.costs.calibrate` accepts (or None: the roofline); ``mode`` defaults
-    to each trace's mode.  Columns: policy, mode, measured_us, simulated_us, error_us,
-    error_pct (signed, relative to measured), abs_error_pct.
-    """
-    from workbench.costs import calibrate
-    from workbench.simulate import simulate
-
-    table = calibrate(calibration) if calibration is not None else None
-    rows = []
-    for policy, trace in traces.items():
-        schedule = getattr(trace, "schedule", None)
-        if schedule is None:
-            raise OptionError(f"trace of policy {policy!r} has no schedule to simulate")
-        run_mode = mode or trace.mode
-        measured = measured_makespan_us(trace)
-        simulated = simulate(schedule, device, mode=run_mode, calibration=table).makespan
-        error = simulated - measured
-        rows.append({"policy": policy, "mode": run_mode, "measured_us": measured,
-                     "simulated_us": simulated, "error_us": error,
-                     "error_pct": 100.0 * error / measured if measured > 0 else math.nan,
-                     "abs_error_pct": 100.0 * abs(error) / measured if measured > 0
-                     else math.nan})
-    return pd.DataFrame(rows, columns=["policy", "mode", "measured_us", "simulated_us",
-                                       "error_us", "error_pct", "abs_error_pct"])
-
-
 __all__ = [
     "FORMAT", "VERSION", "CalibrationTable", "calibrate_gpu", "device_spec_for",
-    "load_calibration", "measured_makespan_us", "save_calibration", "simulator_error",
-    "table_from_trace",
+    "load_calibration", "measured_makespan_us", "save_calibration", "table_from_trace",
 ]

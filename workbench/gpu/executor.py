@@ -48,7 +48,7 @@ import pandas as pd
 from workbench.costs import DeviceSpec, get_device, op_cost
 from workbench.errors import DeviceUnavailable, OptionError, ScheduleError
 from workbench.gpu import is_available, unavailable_reason
-from workbench.gpu.kernels import DeviceLimits, get_function, signature
+from workbench.gpu.calls import DeviceLimits
 from workbench.gpu.launch_plan import (
     ORIGIN,
     Launch,
@@ -60,8 +60,9 @@ from workbench.gpu.launch_plan import (
     Wait,
     build_launch_plan,
 )
-from workbench.gpu.reference import draw_inputs, shape_or_flat
+from workbench.gpu.sources import get_function, signature
 from workbench.memory.plan import MemoryPlan
+from workbench.reference import draw_inputs, shape_or_flat
 from workbench.schedule import Schedule
 from workbench.trace import Trace
 

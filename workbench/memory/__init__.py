@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from workbench.graph import Graph
 from workbench.memory.bounds import conflict_clique_bound, live_bytes_curve, peak_live_bytes
 from workbench.memory.check import check_no_overlap
 from workbench.memory.lifetimes import Lifetimes, lifetimes, pool_events
@@ -17,14 +18,16 @@ from workbench.memory.plan import MemoryPlan, UsageRecord, parse_records
 from workbench.memory.planners import PLANNERS, plan_usage, planners
 from workbench.memory.pool import PoolResult, simulate_pool
 from workbench.memory.somas_classes import communication_lists
+from workbench.schedule import Schedule
+from workbench.trace import Trace
 
 
-def _graph_of(run: Any) -> Any:
-    """The graph of a Schedule or of a Trace's schedule."""
-    return run.graph if hasattr(run, "graph") else run.schedule.graph
+def _graph_of(run: Schedule | Trace) -> Graph:
+    """The graph of a Schedule or of a Trace."""
+    return run.graph
 
 
-def plan_memory(run: Any, planner: str = "somas", **options: Any) -> MemoryPlan:
+def plan_memory(run: Schedule | Trace, planner: str = "somas", **options: Any) -> MemoryPlan:
     """Plan the activation memory of a Schedule or a Trace with the named planner.
 
     A multi-stream Schedule is planned against its happens-before conflict set (SOMAS's ancestor
@@ -54,7 +57,7 @@ def plan_memory(run: Any, planner: str = "somas", **options: Any) -> MemoryPlan:
     return plan
 
 
-def replay_pool(trace: Any, **options: Any) -> PoolResult:
+def replay_pool(trace: Trace, **options: Any) -> PoolResult:
     """Dynamic reference counting of a Trace through MindSpore's BestFit pool."""
     return simulate_pool(pool_events(trace), **options)
 

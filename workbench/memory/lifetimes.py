@@ -29,14 +29,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from workbench.errors import MemoryPlanError
-from workbench.graph import Graph
+from workbench.graph import NO_TASK_KINDS as NO_TASK_KINDS  # re-exported
+from workbench.graph import Graph, OpId
 from workbench.memory.plan import UsageRecord
+from workbench.schedule import Schedule
+from workbench.trace import Trace
 
-NO_TASK_KINDS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
-                           "flatten_grad", "reformat", "view", "identity", "dropout"})
 LIFELONG_ROLES = frozenset({"input", "parameter"})
 
 
@@ -103,7 +104,7 @@ def _usage(graph: Graph) -> Usage:
     return planned, consumers, roots, persistent
 
 
-def from_schedule(schedule: Any, *, usage: Usage | None = None) -> Lifetimes:
+def from_schedule(schedule: Schedule, *, usage: Usage | None = None) -> Lifetimes:
     """Lifetimes over the issue order, with SOMAS-style conflicts when there are several streams.
 
     ``usage``: :func:`graph_usage` of the schedule's graph, when it is already at hand."""
@@ -119,27 +120,28 @@ def from_schedule(schedule: Any, *, usage: Usage | None = None) -> Lifetimes:
     records, producers = [], []
     for tid in planned:
         t = graph.tensor(tid)
-        first = step[t.producer]
+        producer = cast(OpId, t.producer)  # planned tensors are produced by an op
+        first = step[producer]
         cons = consumers[tid]
         last = max((step[c] for c in cons), default=first)
         if tid in outputs:
             last = last_step
         records.append(UsageRecord(t.size_bytes, first, last, tid))
-        producers.append(t.producer)
+        producers.append(producer)
     conflicts = None
     if schedule.n_streams > 1:
         from workbench.memory.conflicts import ConflictSet
         from workbench.memory.streams import happens_before_relation
 
-        graph, skeleton = happens_before_relation(schedule, planned, consumers, producers, outputs,
-                                                  [r.first for r in records])
-        conflicts = ConflictSet(graph, source="happens-before")
+        relation, skeleton = happens_before_relation(schedule, planned, consumers, producers,
+                                                     outputs, [r.first for r in records])
+        conflicts = ConflictSet(relation, source="happens-before")
         conflicts.skeleton = skeleton
     return Lifetimes(tuple(records), tuple(producers), conflicts, persistent_bytes=persistent,
                      aliases=roots, source="schedule")
 
 
-def from_trace(trace: Any) -> Lifetimes:
+def from_trace(trace: Trace) -> Lifetimes:
     """Lifetimes of one concrete execution: producer start to last consumer end."""
     graph = trace.graph
     planned, consumers, roots, persistent = _usage(graph)
@@ -162,16 +164,13 @@ def from_trace(trace: Any) -> Lifetimes:
     records = tuple(UsageRecord(graph.tensor(tid).size_bytes, index[(b, 1)], index[(d, 0)], tid)
                     for tid, (b, d) in zip(planned, spans))
     fixed = tuple(UsageRecord(r.size, r.first, max(r.first, r.last), r.name) for r in records)
-    return Lifetimes(fixed, tuple(graph.tensor(t).producer for t in planned), None,
+    return Lifetimes(fixed, tuple(cast(OpId, graph.tensor(t).producer) for t in planned), None,
                      step_times=tuple(t for t, _ in events), persistent_bytes=persistent,
                      aliases=roots, source="trace")
 
 
-def lifetimes(run: Any) -> Lifetimes:
+def lifetimes(run: Schedule | Trace) -> Lifetimes:
     """Lifetimes of a Schedule or a Trace (see the module docstring)."""
-    from workbench.schedule import Schedule
-    from workbench.trace import Trace
-
     if isinstance(run, Trace):
         return from_trace(run)
     if isinstance(run, Schedule):
@@ -179,7 +178,7 @@ def lifetimes(run: Any) -> Lifetimes:
     raise MemoryPlanError(f"lifetimes need a Schedule or a Trace, got {type(run).__name__}")
 
 
-def pool_events(trace: Any) -> list[tuple[float, str, str, int]]:
+def pool_events(trace: Trace) -> list[tuple[float, str, str, int]]:
     """Dynamic reference counting over a Trace: allocate an output when its producer starts, free
     it when its last consumer ends (graph outputs are never freed); frees first at equal times."""
     graph = trace.graph

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from workbench.memory.conflicts import ConflictGraph, _csr, expand_ranges
+from workbench.schedule import Schedule
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,7 +51,7 @@ class Skeleton:
     born: np.ndarray  # (k, 2) op node -> tensor
 
 
-def _dead_frontier(schedule: Any, users: Sequence[Sequence[str]], alive: np.ndarray
+def _dead_frontier(schedule: Schedule, users: Sequence[Sequence[str]], alive: np.ndarray
                    ) -> tuple[list[np.ndarray], list[int], list[np.ndarray]]:
     """Per stream: ``end[t]`` for the tensors ``alive`` (first position of the stream after all
     users of ``t``), the stream's length and its ops' issue indices."""
@@ -86,7 +87,7 @@ def _dead_frontier(schedule: Any, users: Sequence[Sequence[str]], alive: np.ndar
     return ends, lengths, issues
 
 
-def happens_before_relation(schedule: Any, planned: Sequence[str],
+def happens_before_relation(schedule: Schedule, planned: Sequence[str],
                             consumers: Mapping[str, Sequence[str]], producers: Sequence[str],
                             outputs: set[str], firsts: Sequence[int]
                             ) -> tuple[ConflictGraph, Skeleton]:
@@ -158,7 +159,8 @@ def happens_before_relation(schedule: Any, planned: Sequence[str],
     return graph, _skeleton(schedule, n, by_op, op_node, frontier_rows, frontier_cols)
 
 
-def _skeleton(schedule: Any, n: int, by_op: Mapping[str, list[int]], op_node: Mapping[str, int],
+def _skeleton(schedule: Schedule, n: int, by_op: Mapping[str, list[int]],
+              op_node: Mapping[str, int],
               frontier_rows: list[np.ndarray], frontier_cols: list[np.ndarray]) -> Skeleton:
     order = schedule.issue_order
     n_ops = len(order)

@@ -3,8 +3,10 @@
 Every pass is a pure function ``fn(graph) -> Graph`` that returns a new graph and never changes its
 input (STYLE.md R1).  ``run_passes(graph, names)`` applies registered passes in order; an unknown
 name raises a one-line :class:`~workbench.errors.OptionError` listing the known ones.  The
-heterogeneous helpers that do not return a graph (:func:`partition`, :func:`split_schedule`,
-:func:`merge_schedule`) are re-exported here but are not passes.
+heterogeneous helper :func:`partition` is re-exported here but is not a pass.  Passes call no
+scheduler and no simulator: what runs them together (:func:`~workbench.pipelines.run_level`,
+:func:`~workbench.pipelines.split_schedule`, :func:`~workbench.pipelines.merge_schedule`) is in
+:mod:`workbench.pipelines`.
 
 >>> import workbench as wb
 >>> from workbench.passes import run_passes
@@ -20,14 +22,13 @@ from dataclasses import dataclass
 from workbench.errors import OptionError
 from workbench.graph import Graph
 from workbench.passes.fusion import fuse_elementwise, fusion_groups, pattern_of
+from workbench.passes.levels import LEVELS, Level, levels
 from workbench.passes.no_task import drop_no_task_ops
 from workbench.passes.partition import (
     Subgraph,
     insert_copies,
-    merge_schedule,
     min_subgraphs_lower_bound,
     partition,
-    split_schedule,
 )
 from workbench.passes.side_effects import add_side_effect_edges, state_effects
 from workbench.registry import Registry
@@ -70,11 +71,15 @@ def run_passes(graph: Graph, names: Iterable[str]) -> Graph:
     return graph
 
 
-from workbench.passes.levels import LEVELS, Level, apply_level, levels, run_level  # noqa: E402
+def apply_level(graph: Graph, level: str) -> tuple[Graph, str]:
+    """The graph after the level's passes, and the simulator mode it runs in."""
+    info = LEVELS.get(level)
+    return run_passes(graph, info.passes), info.mode
+
 
 __all__ = [
     "LEVELS", "PASSES", "Level", "PassInfo", "Subgraph", "add_side_effect_edges", "apply_level",
     "drop_no_task_ops", "fuse_elementwise", "fusion_groups", "insert_copies", "levels",
-    "merge_schedule", "min_subgraphs_lower_bound", "partition", "passes", "pattern_of",
-    "run_level", "run_passes", "split_schedule", "state_effects",
+    "min_subgraphs_lower_bound", "partition", "passes", "pattern_of", "run_passes",
+    "state_effects",
 ]

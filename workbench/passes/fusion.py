@@ -46,8 +46,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workbench.graph import Graph, Op, OpId, Tensor, TensorId, priority_topological_order
-from workbench.memory.lifetimes import NO_TASK_KINDS
+from workbench.graph import (
+    NO_TASK_KINDS,
+    Graph,
+    Op,
+    OpId,
+    Tensor,
+    TensorId,
+    priority_topological_order,
+)
 from workbench.passes.side_effects import IO_KINDS, WRITE_KINDS
 
 ELEMWISE_KINDS = frozenset({

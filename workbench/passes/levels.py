@@ -17,7 +17,11 @@ through runtime multistage pipeline", so their ``host_pipeline`` is ``"pipelined
 Simplified: O2's extra whole-graph optimisations (UB fusion, communication fusion, its own memory
 reuse) are not modelled; LazyInline and the compilation cache do not apply here.
 
+:func:`workbench.passes.apply_level` runs a level's passes; :func:`workbench.pipelines.run_level`
+also schedules and simulates the result.
+
 >>> import workbench as wb
+>>> from workbench.passes import apply_level
 >>> g, mode = apply_level(wb.models.transformer_block(), "O2")
 >>> mode, sum(op.kind == "fused" for op in g.ops)
 ('graph', 1)
@@ -26,13 +30,9 @@ reuse) are not modelled; LazyInline and the compilation cache do not apply here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from workbench.costs import DeviceSpec
 from workbench.errors import OptionError
-from workbench.graph import Graph
 from workbench.registry import Registry
-from workbench.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -60,37 +60,4 @@ def levels() -> list[str]:
     return LEVELS.names()
 
 
-def apply_level(graph: Graph, level: str) -> tuple[Graph, str]:
-    """The graph after the level's passes, and the simulator mode it runs in."""
-    from workbench.passes import run_passes
-
-    info = LEVELS.get(level)
-    return run_passes(graph, info.passes), info.mode
-
-
-def run_level(graph: Graph, level: str, policy: str = "serial",
-              device: str | DeviceSpec = "h100", **options: Any) -> Trace:
-    """Apply ``level``, schedule with ``policy`` and simulate on ``device``.
-
-    ``options`` go to the simulator (``calibration=``, or ``host_pipeline=`` to override the
-    level's).  The trace's ``meta["level"]`` names the level.
-
-    >>> import workbench as wb
-    >>> t0 = run_level(wb.models.transformer_block(), "O0")
-    >>> t2 = run_level(wb.models.transformer_block(), "O2")
-    >>> t0.meta["host_end_us"], t2.meta["host_end_us"]  # 18 launches, pipelined; one graph launch
-    (38.0, 8.0)
-    """
-    from workbench.schedulers import schedule
-    from workbench.simulate import simulate
-
-    info = LEVELS.get(level)
-    for key in options:
-        if key not in ("calibration", "host_pipeline"):
-            raise OptionError(f"run_level has no option {key!r} "
-                              f"(options: calibration, host_pipeline)")
-    g, mode = apply_level(graph, level)
-    options.setdefault("host_pipeline", info.host_pipeline)
-    trace = simulate(schedule(g, policy), device, mode=mode, **options)
-    trace.meta["level"] = level
-    return trace
+__all__ = ["LEVELS", "Level", "levels"]

@@ -4,7 +4,7 @@ Reshape, ExpandDims, Squeeze, Flatten, FlattenGrad, Reformat (and views) compute
 the memory layout: MindSpore turns them into *ref nodes* whose output has the input's address, and
 skips their launch.  Here the op is removed from the graph and its consumers read its input tensor
 directly, so there is no launch and no memory for it.  The kinds are
-:data:`workbench.memory.lifetimes.NO_TASK_KINDS` (the memory planners alias the same ops).
+:data:`workbench.graph.NO_TASK_KINDS` (the memory planners alias the same ops).
 
 What is recorded, so an executor can still give each consumer the shape it expects:
 
@@ -31,8 +31,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workbench.graph import Graph, OpId, TensorId
-from workbench.memory.lifetimes import NO_TASK_KINDS
+from workbench.graph import NO_TASK_KINDS, Graph, OpId, TensorId
 
 
 def no_task_ops(graph: Graph) -> list[OpId]:

@@ -32,6 +32,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from workbench.graph import Graph
+from workbench.memory.plan import MemoryPlan
 from workbench.schedule import Schedule
 from workbench.trace import Trace
 from workbench.viz.dag import dag_svg
@@ -183,7 +184,7 @@ def _mib(n: float) -> str:
     return f"{n / 2**20:,.2f} MiB ({int(n):,} B)"
 
 
-def memory_plan_summary(plan: Any) -> dict[str, Any]:
+def memory_plan_summary(plan: MemoryPlan) -> dict[str, Any]:
     """The headline numbers of a MemoryPlan, as a label → value mapping (for :func:`kv_table`)."""
     notes = plan.notes or {}
     info: dict[str, Any] = {
@@ -202,12 +203,12 @@ def memory_plan_summary(plan: Any) -> dict[str, Any]:
     return info
 
 
-def _memory_plan_header(plan: Any, body: str = "") -> str:
+def _memory_plan_header(plan: MemoryPlan, body: str = "") -> str:
     return (f"<div {_BOX}><h4>Memory plan {escape(plan.planner)}</h4>"
             f"{kv_table(memory_plan_summary(plan))}{body}</div>")
 
 
-def memory_plan_html(plan: Any, *, include_plotlyjs: bool | None = True) -> str:
+def memory_plan_html(plan: MemoryPlan, *, include_plotlyjs: bool | None = True) -> str:
     """HTML for a MemoryPlan: its headline numbers and the SOMAS lifetime chart.
     ``include_plotlyjs`` as in :func:`trace_html`."""
     plot = figure_div(lifetime_chart(plan), prefix="wb-lifetimes",
@@ -215,7 +216,7 @@ def memory_plan_html(plan: Any, *, include_plotlyjs: bool | None = True) -> str:
     return _memory_plan_header(plan, plot)
 
 
-def display_memory_plan(plan: Any) -> None:
+def display_memory_plan(plan: MemoryPlan) -> None:
     """``MemoryPlan._ipython_display_``: the headline numbers, then the lifetime chart."""
     display_with_figure(_memory_plan_header(plan), repr(plan), lifetime_chart(plan),
                         prefix="wb-lifetimes")

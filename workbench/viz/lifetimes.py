@@ -16,11 +16,10 @@ keeps one hover label per tensor.  Tensor and producer names are HTML-escaped in
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import plotly.graph_objects as go
 
+from workbench.memory.plan import MemoryPlan
 from workbench.viz.style import LAYOUT_DEFAULTS, STREAM_PALETTE, TIME_AXIS_TITLE, escape
 
 MIB = float(2**20)
@@ -30,7 +29,7 @@ ARENA_COLOR = "#1f2933"
 BOUND_COLOR = "#e15759"
 
 
-def _x_unit(plan: Any) -> str:
+def _x_unit(plan: MemoryPlan) -> str:
     return "us" if tuple(plan.notes.get("step_times") or ()) else "step"
 
 
@@ -39,7 +38,7 @@ def _fmt_bytes(n: int) -> str:
 
 
 # ---------------------------------------------------------------------------------- data layer
-def lifetime_frame(plan: Any) -> pd.DataFrame:
+def lifetime_frame(plan: MemoryPlan) -> pd.DataFrame:
     """One row per tensor of ``plan`` (in record order).
 
     Columns: ``name``, ``producer`` (raw, for analysis; ``""`` when the plan does not know it),
@@ -80,7 +79,7 @@ def lifetime_frame(plan: Any) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------- drawing
-def lifetime_chart(plan: Any, *, title: str | None = None) -> go.Figure:
+def lifetime_chart(plan: MemoryPlan, *, title: str | None = None) -> go.Figure:
     """The SOMAS lifetime chart of ``plan``: one filled rectangle per tensor (x = lifetime,
     y = ``[offset, offset + size)`` in MiB), the arena size as a solid line and the lower bound as
     a dashed line, both labelled.  Hover names the tensor, its producer, size, offsets and live
