@@ -17,6 +17,7 @@ from workbench.errors import (
     GraphError,
     MemoryPlanError,
     OptionError,
+    OutputError,
     ScheduleError,
     WorkbenchError,
 )
@@ -34,8 +35,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEVICES", "Comparison", "DeviceSpec", "DeviceUnavailable", "FormatError", "Graph",
-    "GraphError", "MemoryPlanError", "Op", "OptionError", "Schedule", "ScheduleError", "Tensor",
-    "Trace", "WorkbenchError", "compare", "devices", "execute", "load", "memory", "models",
-    "passes", "plan_memory", "policies",
-    "save", "schedule", "simulate", "sweep",
+    "GraphError", "MemoryPlanError", "Op", "OptionError", "OutputError", "Schedule",
+    "ScheduleError", "Tensor", "Trace", "WorkbenchError", "compare", "devices", "execute", "load",
+    "memory", "models", "passes", "plan_memory", "policies", "save", "schedule", "simulate",
+    "sweep",
 ]

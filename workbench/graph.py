@@ -27,6 +27,9 @@ TensorId = str
 DEFAULT_TENSOR_BYTES = 1 << 20  # from_edges: 1 MiB per output unless sizes= says otherwise
 #: Op kinds that hold sub-graphs (NNC's ``while`` and ``case..of``; see :mod:`workbench.control`).
 CONTROL_KINDS = frozenset({"while", "case_of"})
+#: The devices an op may run on (each has a cost model in :data:`workbench.costs.COST_MODELS`);
+#: matched case-insensitively (``"GPU"`` is ``"gpu"``), anything else is a GraphError.
+OP_DEVICES = ("gpu", "cpu", "python", "npu", "copy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,19 @@ def _same_control(a: Op, b: Op) -> bool:
     return dict(a.attrs) == dict(b.attrs)
 
 
+def _known_device(op: Op) -> Op:
+    """``op`` with its device spelt as in :data:`OP_DEVICES` (a one-line error if unknown)."""
+    if not isinstance(op, Op) or op.device in OP_DEVICES:
+        return op
+    from workbench._checks import check_choice
+
+    try:
+        device = check_choice(op.device, OP_DEVICES, "device", error=GraphError)
+    except GraphError as exc:
+        raise GraphError(f"op {_short(op.id)}: {exc}") from None
+    return replace(op, device=device)
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -172,7 +188,7 @@ class Graph:
         name: str = "graph",
     ) -> None:
         self.name = str(name)
-        self._ops: tuple[Op, ...] = tuple(ops)
+        self._ops: tuple[Op, ...] = tuple(_known_device(op) for op in ops)
         self._cache: dict[str, Any] = {}
         self._index: dict[OpId, int] = {}
         control = False

@@ -28,6 +28,7 @@ import pandas as pd
 import plotly
 import plotly.graph_objects as go
 
+from workbench._atomic import check_output, write_text
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import kv_table, memory_plan_summary, stream_table
 from workbench.viz.lifetimes import lifetime_chart
@@ -253,8 +254,8 @@ def render(comparison: Any) -> str:
 
 
 def write(comparison: Any, path: str | os.PathLike[str]) -> Path:
-    """Write :func:`render` to ``path`` (UTF-8; parent folders created) and return the path."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(comparison), encoding="utf-8")
-    return out
+    """Write :func:`render` to ``path`` (UTF-8) and return the path.  The path is checked before
+    the page is rendered (its folder must exist: it is not created silently), and the file is
+    replaced atomically: a failure leaves the old report as it was (:mod:`workbench._atomic`)."""
+    out = check_output(path, what="report")
+    return write_text(out, render(comparison))
