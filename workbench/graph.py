@@ -24,6 +24,8 @@ from workbench.errors import GraphError
 OpId = str
 TensorId = str
 
+#: The largest figure (flops, bytes, µs) an op or tensor may have: 2**62, as the DOT reader.
+MAX_FIGURE = float(2**62)
 DEFAULT_TENSOR_BYTES = 1 << 20  # from_edges: 1 MiB per output unless sizes= says otherwise
 #: Op kinds that hold sub-graphs (NNC's ``while`` and ``case..of``; see :mod:`workbench.control`).
 CONTROL_KINDS = frozenset({"while", "case_of"})
@@ -107,6 +109,8 @@ def _check_number(value: Any, what: str, *, allow_none: bool = False) -> None:
         raise GraphError(f"{what} must be a non-negative number, got {_short(value)}")
     if isinstance(value, int) and value >= 1 << 63:
         raise GraphError(f"{what} is too large ({len(str(value))} digits)")
+    if value > MAX_FIGURE:  # sums of such figures would overflow to inf and stall the simulator
+        raise GraphError(f"{what} is too large ({value:g}; at most {MAX_FIGURE:g})")
 
 
 def _control_output_bytes(op: Op, tensor: TensorId) -> int:
@@ -399,6 +403,10 @@ class Graph:
             for k in table:
                 if k not in order:
                     raise GraphError(f"{what} names {k!r}, which is not an op of the edges")
+        for k, v in sizes.items():
+            _check_number(v, f"op {k!r}: size")
+        for k, v in durations.items():
+            _check_number(v, f"op {k!r}: duration_us")
         tensors = []
         op_list = []
         for op_id, kind in order.items():
