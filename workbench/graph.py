@@ -403,10 +403,10 @@ class Graph:
             for k in table:
                 if k not in order:
                     raise GraphError(f"{what} names {k!r}, which is not an op of the edges")
-        for k, v in sizes.items():
-            _check_number(v, f"op {k!r}: size")
-        for k, v in durations.items():
-            _check_number(v, f"op {k!r}: duration_us")
+        for k, size in sizes.items():
+            _check_number(size, f"op {k!r}: size")
+        for k, micros in durations.items():
+            _check_number(micros, f"op {k!r}: duration_us")
         tensors = []
         op_list = []
         for op_id, kind in order.items():
