@@ -93,7 +93,8 @@ def _small_graph() -> wb.Graph:
 
 JSON_SEEDS = [
     json.dumps(graph_to_dict(_small_graph()), indent=1).encode(),
-    json.dumps({"edges": [["a", "b"], ["b", "c"]], "ops": {"a": "conv2d"}, "sizes": {"a": 10},
+    json.dumps({"edges": [["a", "b"], ["b", "c"]], "ops": {"a": "conv2d", "b": "op", "c": "op"},
+                "sizes": {"a": 10},
                 "durations": {"b": 3}}).encode(),
 ]
 

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 
 import workbench as wb
 from tests.strategies import dags
+from workbench.errors import OptionError
 from workbench.memory import plan_memory
 from workbench.schedulers.gpto import PRIORITIES, schedule_gpto
 from workbench.simulate import simulate
@@ -97,11 +98,25 @@ def test_memory_limit_picks_a_slower_priority_that_fits() -> None:
     assert not [r for r in limited.notes["portfolio"] if r["priority"] == "bottom_level"][0]["fits"]
 
 
-def test_memory_limit_nothing_fits_keeps_the_smallest() -> None:
-    s = schedule_gpto(_memory_example(), compute_streams=2, memory_limit_bytes=5 * MIB)
-    assert not s.notes["memory_limit_met"]
-    assert s.notes["arena_bytes"] == min(r["arena_bytes"] for r in s.notes["portfolio"])
-    assert "no priority fits" in s.notes["memory_limit_message"]
+def test_memory_limit_nothing_fits_raises_like_every_policy() -> None:
+    # issue 14: gpto used to return an over-limit schedule with only a note saying so
+    with pytest.raises(OptionError, match=r"policy 'gpto' cannot fit .* in 5242880 bytes: the "
+                                          r"smallest arena found is \d+ bytes"):
+        schedule_gpto(_memory_example(), compute_streams=2, memory_limit_bytes=5 * MIB)
+    with pytest.raises(OptionError, match="cannot fit"):
+        wb.schedule(_memory_example(), "gpto", memory_limit_bytes=5 * MIB)
+
+
+def test_memory_limit_tries_fewer_streams_before_giving_up() -> None:
+    # two 4 MiB branches: on two streams both outputs are live at once, on one stream only one
+    g = wb.Graph.from_edges([("a", "x1"), ("x1", "y1"), ("y1", "z"), ("a", "x2"), ("x2", "y2"),
+                             ("y2", "z")], sizes={"a": 1024, "x1": 4 * MIB, "x2": 4 * MIB,
+                                                  "y1": 1024, "y2": 1024, "z": 1024})
+    two = schedule_gpto(g, compute_streams=2)
+    assert min(r["arena_bytes"] for r in two.notes["portfolio"]) > 8 * MIB
+    s = schedule_gpto(g, compute_streams=2, memory_limit_bytes=5 * MIB)
+    assert s.options["compute_streams"] == 1 and s.notes["memory_limit_met"]
+    assert plan_memory(s, "greedy_by_size").arena_bytes <= 5 * MIB
 
 
 def test_single_priority_and_determinism() -> None:

@@ -22,7 +22,8 @@ def test_json_round_trip(tmp_path: Path) -> None:
 
 def test_edge_list_form(tmp_path: Path) -> None:
     path = tmp_path / "e.json"
-    path.write_text(json.dumps({"edges": [["a", "b"], ["a", "c"]], "ops": {"a": "conv2d"},
+    path.write_text(json.dumps({"edges": [["a", "b"], ["a", "c"]],
+                                "ops": {"a": "conv2d", "b": "op", "c": "op"},
                                 "durations": {"a": 5}}))
     g = wb.load(path)
     assert g.op("a").kind == "conv2d" and g.op("a").duration_us == 5

@@ -32,7 +32,8 @@ PACKAGE = ROOT / "workbench"
 # name or a package (``"workbench.gpu"`` covers ``workbench.gpu`` and everything under it); the
 # longest matching entry wins.  Names that do not exist yet (``workbench.ops``) are allowed.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("workbench.errors", "workbench.registry", "workbench._version", "workbench.kinds",
+    ("base", ("workbench.errors", "workbench._checks", "workbench._atomic", "workbench._terminal",
+              "workbench.registry", "workbench._version", "workbench.kinds",
               "workbench._progress", "workbench._engines", "workbench._bounded")),
     ("values", ("workbench.control_checks", "workbench.graph", "workbench.ops",
                 "workbench.control", "workbench.schedule", "workbench.clocks", "workbench.trace",

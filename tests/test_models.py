@@ -1,7 +1,7 @@
 """Tests for the built-in graph builders: workbench/models/{_layers,cnn,transformer,random_dags}.py.
 
 The CNN builders are checked against the IOS structural facts in
-``shared/data/benchmark_networks.json`` (those tests skip when the file is absent); the layer costs
+``tests/data/benchmark_networks.json`` (its ``_about`` says where they come from); the layer costs
 against hand-computed numbers; the random families for determinism and their stated structure.
 """
 
@@ -11,7 +11,6 @@ import json
 import math
 import random
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,13 +32,11 @@ from workbench.models.cnn import (
 from workbench.models.random_dags import gnp_dag, layered_dag, random_dag, series_parallel_dag
 from workbench.models.transformer import transformer_block
 
-JSON_PATH = Path(__file__).resolve().parents[2] / "shared/data/benchmark_networks.json"
+JSON_PATH = Path(__file__).resolve().parent / "data" / "benchmark_networks.json"
 
 
 @pytest.fixture(scope="module")
 def spec() -> dict[str, Any]:
-    if not JSON_PATH.exists():
-        pytest.skip(f"{JSON_PATH} is absent")
     return json.loads(JSON_PATH.read_text())
 
 
@@ -666,10 +663,8 @@ def test_bad_options_raise_one_line_errors(call: Callable[[], object]) -> None:
 
 
 @pytest.mark.slow
-def test_random_dag_100k_builds_fast() -> None:
-    start = time.perf_counter()
+def test_random_dag_100k_builds() -> None:
+    # its build time is benchmarks/scale.py's "build" stage (no wall-clock assert here)
     g = random_dag(100_000, seed=0)
-    elapsed = time.perf_counter() - start
     assert len(g) == 100_000
     assert len(g.edges) == 3 * 100_000 - 6
-    assert elapsed < 10, f"random_dag(100_000) took {elapsed:.1f} s"

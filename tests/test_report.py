@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import re
 import shutil
-import types
 import warnings
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import workbench as wb
 from workbench import report
 from workbench.graph import Graph
 from workbench.models import inception_v3, nnc_diamond
-from workbench.simulate import simulate
 from workbench.viz.embed import unpack
 
 PLOTLY_JS_MARKER = "* plotly.js v"  # the licence header line of the bundled plotly.min.js
@@ -23,25 +20,13 @@ HOSTILE = '<script>alert("x")&</script>'
 POLICIES = ("serial", "bfs", "nnc", "wavefront", "asap")
 
 
-def make_comparison(graph: Graph, policies: tuple[str, ...] = POLICIES) -> types.SimpleNamespace:
-    """A stand-in for ``workbench.compare.Comparison`` built from real schedules and traces."""
-    schedules = {p: wb.schedule(graph, p) for p in policies}
-    traces = {p: simulate(s, "h100") for p, s in schedules.items()}
-    base = traces[policies[0]].makespan
-    lb = min(t.makespan for t in traces.values()) * 0.9
-    rows = []
-    for p, t in traces.items():
-        m, s = t.metrics(), schedules[p]
-        rows.append({"policy": p, "makespan_us": t.makespan, "speedup": base / t.makespan,
-                     "streams": s.n_streams, "syncs": s.n_syncs, "barriers": s.n_barriers,
-                     "avg_concurrency": m["avg_concurrency"], "utilisation": m["utilisation"],
-                     "lower_bound_us": lb, "ratio_to_lb": t.makespan / lb, "schedule_ms": 0.1})
-    table = pd.DataFrame(rows)
-    best = str(table.loc[table["makespan_us"].idxmin(), "policy"])
-    return types.SimpleNamespace(graph=graph, device="h100", mode="eager", schedules=schedules,
-                                 traces=traces, table=table, best=best,
-                                 settings={"device": "h100", "policies": list(policies),
-                                           "note": "<i>user & co</i>"})
+def make_comparison(graph: Graph, policies: tuple[str, ...] = POLICIES) -> wb.Comparison:
+    """A real :class:`workbench.compare.Comparison` (in-process, no memory planning: the report's
+    memory section is not under test here), with a hostile setting to check escaping."""
+    comparison = wb.compare(graph, list(policies), show_progress=False, budget_s=None,
+                            planner=None)
+    comparison.settings["note"] = "<i>user & co</i>"
+    return comparison
 
 
 def hostile_graph() -> Graph:
@@ -107,10 +92,30 @@ def test_write_inception_report(tmp_path: Path) -> None:
     comparison = make_comparison(inception_v3(batch=1), POLICIES + ("dfs",))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        path = report.write(comparison, tmp_path / "out" / "report.html")
-    assert path == tmp_path / "out" / "report.html" and path.exists()
+        path = report.write(comparison, tmp_path / "report.html")
+    assert path == tmp_path / "report.html" and path.exists()
     html = path.read_text(encoding="utf-8")
     assert html.count(PLOTLY_JS_MARKER) == 1
     assert html.count('class="plotly-graph-div"') == 2
     assert "Conv2d_1a_3x3/conv" in html
     assert 3e6 < path.stat().st_size < 20e6
+
+
+def test_write_checks_the_folder_first_and_replaces_atomically(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    comparison = make_comparison(nnc_diamond(), ("serial", "nnc"))
+    with pytest.raises(wb.OutputError, match="does not exist"):  # not created silently
+        report.write(comparison, tmp_path / "missing" / "r.html")
+    assert not (tmp_path / "missing").exists()
+    with pytest.raises(wb.OutputError, match="is a directory"):
+        report.write(comparison, tmp_path)
+    path = tmp_path / "r.html"
+    path.write_text("old report")
+
+    def broken_render(_: object, **__: object) -> str:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report, "render", broken_render)
+    with pytest.raises(OSError):
+        report.write(comparison, path)
+    assert path.read_text() == "old report" and sorted(tmp_path.iterdir()) == [path]

@@ -102,15 +102,15 @@ def test_lower_bounds_hold_for_every_policy() -> None:
         assert t.respects()
 
 
-def test_simulating_inception_is_fast_and_deterministic() -> None:
-    import time
-
+def test_simulating_inception_is_linear_work_and_deterministic() -> None:
+    # Work counted, not timed (a loaded machine makes wall-clock asserts flaky; the time is in
+    # benchmarks/scale.py): heap events and kernels visited by the sharing passes stay a small
+    # multiple of the op count.
     g = wb.models.inception_v3(batch=1)
     s = wb.schedule(g, "nnc")
-    t0 = time.perf_counter()
     a = simulate(s, "h100")
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 0.5  # the benchmark target is 50 ms on this machine; leave CI headroom
+    assert a.meta["events"] <= 3 * len(g)
+    assert a.meta["sharing_work"] <= 4 * len(g)
     assert a.df.equals(simulate(s, "h100").df)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 
 import pandas as pd
 import pytest
@@ -63,12 +62,9 @@ def test_local_sweep_is_a_tidy_table(local_table: pd.DataFrame) -> None:
 
 def test_dask_sweep_gives_the_same_table(local_table: pd.DataFrame) -> None:
     pytest.importorskip("dask.distributed")
-    t0 = time.perf_counter()
     remote = sweep(_graphs(), _policies(), DEVICES, (1, 2), engine="dask", show_progress=False)
-    elapsed = time.perf_counter() - t0
     drop = list(TIMING_COLUMNS)
     pd.testing.assert_frame_equal(local_table.drop(columns=drop), remote.drop(columns=drop))
-    assert elapsed < 120
 
 
 def test_dask_sweep_uses_a_given_client() -> None:

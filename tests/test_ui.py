@@ -319,7 +319,7 @@ def test_no_memory_planner(app: Workbench) -> None:
 def test_export_report(ran: Workbench, tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the app keeps warnings out of the notebook
-        path = ran.export(tmp_path / "out" / "r.html")
+        path = ran.export(tmp_path / "r.html")
     assert path is not None and path.exists() and path.stat().st_size > 100_000
     link = ran.report_link.value
     assert str(path.resolve()) in link and 'download="r.html"' in link
@@ -335,6 +335,8 @@ def test_export_before_run_and_bad_path(app: Workbench, tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     assert app.export(tmp_path / "file" / "r.html") is None  # a file is in the way
     assert "could not write the report" in app.error.value
+    assert app.export(tmp_path / "missing" / "r.html") is None  # folders are not made silently
+    assert "does not exist" in app.error.value and not (tmp_path / "missing").exists()
 
 
 # ------------------------------------------------------------------------------ rich display

@@ -18,6 +18,7 @@ from workbench.errors import (
     GraphError,
     MemoryPlanError,
     OptionError,
+    OutputError,
     ScheduleError,
     WorkbenchError,
 )
@@ -33,8 +34,8 @@ from workbench.trace import Trace
 
 __all__ = [
     "DEVICES", "Comparison", "DeviceSpec", "DeviceUnavailable", "FormatError", "Graph",
-    "GraphError", "MemoryPlanError", "Op", "OptionError", "Schedule", "ScheduleError", "Tensor",
-    "Trace", "WorkbenchError", "compare", "devices", "execute", "load", "memory", "models",
-    "passes", "plan_memory", "policies",
-    "save", "schedule", "simulate", "sweep",
+    "GraphError", "MemoryPlanError", "Op", "OptionError", "OutputError", "Schedule",
+    "ScheduleError", "Tensor", "Trace", "WorkbenchError", "compare", "devices", "execute", "load",
+    "memory", "models", "passes", "plan_memory", "policies", "save", "schedule", "simulate",
+    "sweep",
 ]

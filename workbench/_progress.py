@@ -56,9 +56,13 @@ class Progress:
             self._bar = tqdm(total=total, desc=desc, leave=False, unit=unit)
 
     def line(self, text: str) -> None:
-        """Print ``workbench: <text>`` on the current ``sys.stderr`` (above the bar if any)."""
+        """Print ``workbench: <text>`` on the current ``sys.stderr`` (above the bar if any);
+        terminal escapes and control characters in ``text`` (a graph's name) are neutralised."""
         if not self.enabled:
             return
+        from workbench._terminal import clean
+
+        text = clean(text)
         if self._bar is not None:
             self._bar.write(PREFIX + text, file=sys.stderr)
         else:

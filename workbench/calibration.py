@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench._atomic import write_text
+from workbench._checks import check_keys
 from workbench.devices import DeviceSpec, with_overrides
 from workbench.errors import FormatError, OptionError
 from workbench.trace import Trace
@@ -62,6 +64,16 @@ class CalibrationTable:
         if data.get("version") != VERSION:
             raise FormatError(f"{where}: calibration version {data.get('version')!r} is not "
                               f"supported (expected {VERSION})")
+        check_keys(data, _KEYS, where, error=FormatError)
+        for key in ("versions", "meta"):
+            if not isinstance(data.get(key) or {}, Mapping):
+                raise FormatError(f"{where}: {key!r} must be an object")
+        for key in ("spin_overhead_us", "host_launch_us"):
+            value = data.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(
+                    value, (int, float)) or not math.isfinite(value) or value < 0):
+                raise FormatError(f"{where}: {key!r} must be a non-negative number or null, "
+                                  f"got {value!r}")
         ops = data.get("ops")
         if not isinstance(ops, Mapping):
             raise FormatError(f"{where}: \"ops\" must be an object of op id -> microseconds")
@@ -78,14 +90,17 @@ class CalibrationTable:
                    host_launch_us=data.get("host_launch_us"), meta=dict(data.get("meta") or {}))
 
 
+_KEYS = ("format", "version", "device", "graph", "versions", "spin_overhead_us",
+         "host_launch_us", "ops", "meta")
+
+
 def save_calibration(table: CalibrationTable | Mapping[str, float],
                      path: str | os.PathLike[str]) -> Path:
     """Write a calibration table (or a plain ``{op: µs}`` mapping) as JSON; returns the path."""
     if not isinstance(table, CalibrationTable):
         table = CalibrationTable(ops=dict(table))
     out = Path(path)
-    out.write_text(json.dumps(table.to_dict(), indent=1, sort_keys=True), encoding="utf-8")
-    return out
+    return write_text(out, json.dumps(table.to_dict(), indent=1, sort_keys=True))
 
 
 def load_calibration(path: str | os.PathLike[str]) -> CalibrationTable:
@@ -95,8 +110,10 @@ def load_calibration(path: str | os.PathLike[str]) -> CalibrationTable:
         data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise FormatError(f"{p}: no such calibration file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
         raise FormatError(f"{p}: not JSON ({exc})") from None
+    except OSError as exc:
+        raise FormatError(f"{p}: cannot read ({exc.strerror or exc})") from None
     return CalibrationTable.from_dict(data, where=str(p))
 
 

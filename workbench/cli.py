@@ -3,22 +3,55 @@
     workbench compare --model inception_v3 --device h100 -o report.html
     workbench compare GRAPH.json --policies serial,nnc,asap --budget 30 -o report.html
     workbench policies | models | devices
+    workbench --version
 
 ``compare`` always finishes: every stage of every policy (schedule, execute, plan memory) gets
 ``--budget`` seconds (default 60), after which its worker is stopped and the policy's row says
-``budget hit (60 s): ...``.  One line per policy goes to stderr as it starts and ends.
-Every user error is one line on stderr (``workbench: error: ...``) and exit code 2.
+``budget hit (60 s): ...``.  One line per policy goes to stderr as it starts and ends.  The ranking
+printed on stdout is sorted by makespan with the essential columns (``--columns`` picks others,
+``--columns all`` shows every one).
+
+Every user error is one line on stderr (``workbench: error: ...``) and exit code 2, and the
+arguments and the output path (``-o``: not a directory, its folder must exist, writable) are
+checked before any work starts.  The report is written atomically (a failure leaves the old one).
+Output piped into a command that stops reading (``| head``) ends quietly (exit 141); SIGTERM and
+Ctrl-C stop the run, its worker processes and any Graphviz child (exit 143 / 130).  Names from
+graph files are printed with control characters and terminal escapes neutralised.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn
 
-from workbench.compare import DEFAULT_BUDGET_S
-from workbench.errors import WorkbenchError
+from workbench._terminal import ESSENTIAL_COLUMNS, clean, ranking_text
+from workbench.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
+from workbench.errors import OptionError, WorkbenchError
+
+EXIT_USAGE = 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+class _Terminated(BaseException):
+    """Raised by the SIGTERM handler, so that ``finally`` blocks run: worker processes and the
+    Graphviz child are killed, temporary files removed."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``workbench: error: ...``, exit 2), like every other
+    user error of the command."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"workbench: error: {clean(message)} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
 
 
 def _parse_value(text: str) -> Any:
@@ -37,8 +70,8 @@ def _params(pairs: Sequence[str], option: str = "--param") -> dict[str, Any]:
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise WorkbenchError(f"{option} expects KEY=VALUE, got {pair!r}")
+        if not sep or not key.strip():
+            raise OptionError(f"{option} expects KEY=VALUE, got {pair!r}")
         out[key.strip()] = _parse_value(value.strip())
     return out
 
@@ -48,18 +81,57 @@ def _budget(text: str) -> float | None:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if value < 0 or value != value:
+    if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
     return value or None
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _columns(text: str) -> tuple[str, ...]:
+    """``--columns``: ``all`` or a comma-separated list of table columns (checked here, before
+    any work)."""
+    from workbench._checks import did_you_mean
+
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    if names == ["all"]:
+        return TABLE_COLUMNS
+    for name in names:
+        if name not in TABLE_COLUMNS:
+            raise argparse.ArgumentTypeError(
+                f"unknown column {name!r}{did_you_mean(name, TABLE_COLUMNS)} "
+                f"(known: all, {', '.join(TABLE_COLUMNS)})")
+    if not names:
+        raise argparse.ArgumentTypeError("expected column names or 'all'")
+    return tuple(dict.fromkeys(names))
+
+
+def _formats() -> str:
+    from workbench.io import LOADERS
+
+    return ", ".join(sorted(LOADERS))
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="workbench", description=__doc__.splitlines()[0])
+    from workbench import __version__
+
+    parser = _Parser(prog="workbench", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"workbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     cmp = sub.add_parser("compare", help="compare scheduling policies on a graph, write a report")
-    cmp.add_argument("graph", nargs="?", help="a graph file (.json); or use --model")
+    cmp.add_argument("graph", nargs="?",
+                     help=f"a graph file ({_formats()}; the suffix picks the reader); "
+                          f"or use --model")
     cmp.add_argument("--model", help="a built-in graph (see `workbench models`)")
-    cmp.add_argument("--batch", type=int, help="batch size for built-in networks")
+    cmp.add_argument("--batch", type=_positive_int, help="batch size for built-in networks")
     cmp.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                      help="a builder parameter of the built-in model (repeatable)")
     cmp.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
@@ -68,16 +140,20 @@ def _build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--device", default="h100", help="device model (see `workbench devices`)")
     cmp.add_argument("--mode", default="eager", choices=("eager", "graph"),
                      help="eager: per-op host launches; graph: whole-graph sink (CUDA graph)")
-    cmp.add_argument("--max-streams", type=int, help="cap on streams for every policy")
+    cmp.add_argument("--max-streams", type=_positive_int, help="cap on streams for every policy")
     cmp.add_argument("--precision", default="auto",
                      choices=("auto", "fp32", "tf32", "fp16", "bf16"),
                      help="simulated precision (auto: FP32 tensors, TF32 convolutions where the "
                           "device has tensor cores, as cuDNN 8 does by default)")
-    cmp.add_argument("-o", "--output", default="report.html", help="HTML report path")
+    cmp.add_argument("-o", "--output", default="report.html",
+                     help="HTML report path; its folder must exist (default: %(default)s)")
     cmp.add_argument("--plotlyjs", default="inline", choices=("inline", "directory", "cdn"),
                      help="where the report gets plotly.js: inline (one offline file, ~5 MB), "
                           "directory (a shared plotly.min.js beside it) or cdn (cdn.plot.ly, "
                           "needs the network to view; ~100 kB files) (default: %(default)s)")
+    cmp.add_argument("--columns", type=_columns, default=ESSENTIAL_COLUMNS, metavar="COLS",
+                     help=f"columns of the printed ranking, comma-separated, or 'all' (default: "
+                          f"{','.join(ESSENTIAL_COLUMNS)}; known: {', '.join(TABLE_COLUMNS)})")
     cmp.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET_S, metavar="SECONDS",
                      help="wall-clock seconds each stage of each policy may take (schedule, "
                           "execute, plan memory); a stage that overruns is stopped and its row "
@@ -95,27 +171,58 @@ def _load_graph(args: argparse.Namespace) -> Any:
     from workbench.io import load
 
     if bool(args.graph) == bool(args.model):
-        raise WorkbenchError("give either a graph file or --model NAME (not both, not neither)")
+        raise OptionError("give either a graph file or --model NAME (not both, not neither)")
     if args.graph:
         if args.param or args.batch is not None:
-            raise WorkbenchError("--batch/--param apply to --model only")
+            raise OptionError("--batch/--param apply to --model only")
         return load(args.graph, dims=_params(args.dim, "--dim") or None)
     if args.dim:
-        raise WorkbenchError("--dim applies to graph files only")
+        raise OptionError("--dim applies to graph files only")
     params = _params(args.param)
     if args.batch is not None:
         params["batch"] = args.batch
     return models.build(args.model, **params)
 
 
+def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
+    """Everything that can be checked before any work: the output path, the policies, the
+    device, the model's name and parameters' syntax, the graph file's existence and type."""
+    from workbench._atomic import check_output
+    from workbench.costs import get_device
+    from workbench.io import LOADERS
+    from workbench.models import MODELS
+    from workbench.schedulers import POLICIES
+
+    output = check_output(args.output, what="-o")
+    names = None
+    if args.policies is not None:
+        names = [p.strip() for p in args.policies.split(",") if p.strip()]
+        if not names:
+            raise OptionError("--policies expects comma-separated policy names")
+        for name in names:
+            POLICIES.get(name)
+    get_device(args.device)
+    if bool(args.graph) == bool(args.model):
+        raise OptionError("give either a graph file or --model NAME (not both, not neither)")
+    if args.model:
+        MODELS.get(args.model)
+        _params(args.param)
+    else:
+        path = Path(args.graph)
+        if path.suffix.lower() in LOADERS and not path.is_file():
+            what = "is a directory" if path.is_dir() else "does not exist"
+            raise OptionError(f"graph file {str(path)!r} {what}")
+        if path.resolve() == output.resolve():
+            raise OptionError("-o names the graph file itself; pick another report path")
+    return output, names
+
+
 def _compare(args: argparse.Namespace) -> int:
     from workbench.compare import compare
     from workbench.schedulers import POLICIES
 
+    output, names = _check_arguments(args)
     graph = _load_graph(args)
-    names = None
-    if args.policies:
-        names = [p.strip() for p in args.policies.split(",") if p.strip()]
     options = None
     if args.max_streams is not None:
         options = {p: {"max_streams": args.max_streams} for p in (names or POLICIES.names())}
@@ -123,50 +230,89 @@ def _compare(args: argparse.Namespace) -> int:
     result = compare(graph, names, device=args.device, mode=args.mode, options=options,
                      precision=args.precision,
                      show_progress=not args.no_progress, budget_s=args.budget)
-    path = result.to_html(args.output, plotlyjs=args.plotlyjs)
-    table = result.table.copy()
-    print(f"{graph.name}: {len(graph)} ops on {result.device} ({result.mode})")
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"best: {result.best} ({result.table['speedup'].max():.2f}x over serial); "
-          f"report: {path}")
+    path = result.to_html(output, plotlyjs=args.plotlyjs)
+    table = result.table
+    print(clean(f"{graph.name}: {len(graph)} ops on {result.device} ({result.mode})"))
+    print(ranking_text(table, args.columns))
+    print(clean(f"best: {result.best} ({table['speedup'].max():.2f}x over serial); "
+                f"report: {path}"))
     unfinished = table.loc[table["status"] != "ok", ["policy", "status"]]
     for row in unfinished.itertuples(index=False):
-        print(f"note: {row.policy}: {row.status}")
+        print(clean(f"note: {row.policy}: {row.status}"))
     return 0
+
+
+def _listing(command: str) -> int:
+    if command == "policies":
+        from workbench.schedulers import POLICIES
+
+        for name, info in POLICIES.items():
+            print(clean(f"{name:12s} {info.seed:16s} {info.summary}"))
+    elif command == "models":
+        from workbench.models import MODELS
+
+        for name, model in MODELS.items():
+            print(clean(f"{name:24s} {model.family:8s} {model.source}"))
+    else:
+        from workbench.costs import DEVICES
+
+        for name, spec in DEVICES.items():
+            print(clean(f"{name:16s} {spec.sm_count:4d} SMs {spec.peak_tflops:6.1f} TFLOP/s "
+                        f"{spec.bandwidth_gbps:6.0f} GB/s  {spec.description}"))
+    return 0
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """While the command runs, SIGTERM raises :class:`_Terminated` (in the main thread only;
+    the previous handler is restored afterwards, for callers that run :func:`main` in-process)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush does not
+    print another traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a real file (captured in-process): nothing to silence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
-    args = parser.parse_args(argv)
     try:
-        if args.command == "compare":
-            return _compare(args)
-        if args.command == "policies":
-            from workbench.schedulers import POLICIES
-
-            for name, info in POLICIES.items():
-                print(f"{name:12s} {info.seed:16s} {info.summary}")
-            return 0
-        if args.command == "models":
-            from workbench.models import MODELS
-
-            for name, model in MODELS.items():
-                print(f"{name:24s} {model.family:8s} {model.source}")
-            return 0
-        if args.command == "devices":
-            from workbench.costs import DEVICES
-
-            for name, spec in DEVICES.items():
-                print(f"{name:16s} {spec.sm_count:4d} SMs {spec.peak_tflops:6.1f} TFLOP/s "
-                      f"{spec.bandwidth_gbps:6.0f} GB/s  {spec.description}")
-            return 0
+        with _sigterm_raises():
+            args = parser.parse_args(argv)
+            code = _compare(args) if args.command == "compare" else _listing(args.command)
+            sys.stdout.flush()
+            return code
     except WorkbenchError as exc:
-        print(f"workbench: error: {exc}", file=sys.stderr)
-        return 2
+        print(f"workbench: error: {clean(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         print("workbench: interrupted", file=sys.stderr)
-        return 130
-    return 1
+        return EXIT_INTERRUPTED
+    except _Terminated:
+        print("workbench: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
 
 
 if __name__ == "__main__":

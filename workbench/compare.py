@@ -131,6 +131,11 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     """
     if not isinstance(graph, Graph):
         raise OptionError(f"compare() needs a Graph, got {type(graph).__name__}")
+    if len(graph) == 0:
+        raise OptionError(f"graph {graph.name!r} has no ops: nothing to compare")
+    if isinstance(policies, str):
+        raise OptionError(f"policies must be a list of names, got the string {policies!r} "
+                          f"(use [{policies!r}])")
     budget = _check_budget(budget_s)
     names = list(policies) if policies is not None else POLICIES.names()
     for name in names:

@@ -36,7 +36,7 @@ def result_names(op: Op) -> tuple[str, ...]:
     """Per output of a ``while`` op: the loop state or body tensor it stands for."""
     results = op.attrs.get("results")
     if results is None:
-        return tuple(state for state, _, _ in op.attrs["carried"])
+        return tuple(state for state, _, _ in op.attrs.get("carried", ()))
     return tuple(results)
 
 
@@ -154,6 +154,10 @@ def _check_while(op: Op, tensors: Mapping[TensorId, Tensor], graph_type: type[Gr
     if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
         raise GraphError(f"{where}: iterations must be a non-negative integer, got "
                          f"{iterations!r}")
+    given = op.attrs.get("results")
+    if given is not None and not (isinstance(given, (list, tuple))
+                                  and all(isinstance(r, str) for r in given)):
+        raise GraphError(f"{where}: results must be a list of tensor ids, got {given!r}"[:300])
     results = result_names(op)
     if len(results) != len(op.outputs):
         raise GraphError(f"{where} has {len(op.outputs)} outputs but {len(results)} results "

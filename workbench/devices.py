@@ -21,6 +21,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from workbench._atomic import write_text
+from workbench._checks import check_keys
 from workbench.errors import OptionError
 from workbench.registry import Registry
 
@@ -197,6 +199,10 @@ _FILE_KEYS = {"name", "description", "architecture", "compute_capability", "sm_c
               "sources", "launch_overhead_us", "kernel_latency_us", "event_overhead_us",
               "device_sync_us", "graph_launch_us", "memory_latency_ns", "interference",
               "gpu_model", "fitted_on"}
+_TEXT_KEYS = {"name", "description", "architecture", "compute_capability", "memory_type",
+              "sources", "fitted_on"}
+_POSITIVE_KEYS = {"sm_count", "boost_clock_mhz", "fp32_lanes_per_sm", "memory_bandwidth_gbps",
+                  "max_threads_per_sm", "max_blocks_per_sm", "pcie_gbps"}
 
 
 def data_text(*parts: str) -> str:
@@ -214,18 +220,35 @@ def gpu_model_parameters() -> dict[str, Any]:
 def device_from_dict(raw: dict[str, Any], *, where: str = "device file") -> DeviceSpec:
     """Build a :class:`DeviceSpec` from the JSON layout of ``workbench/data/devices/*.json``;
     unknown keys and missing figures are one-line errors naming ``where``."""
-    unknown = sorted(set(raw) - _FILE_KEYS)
-    if unknown:
-        known = ", ".join(sorted(_FILE_KEYS))
-        raise OptionError(f"{where}: unknown key {unknown[0]!r} (known: {known})")
+    check_keys(raw, _FILE_KEYS, where)
     for key in ("name", "sm_count", "peak_tflops", "memory_bandwidth_gbps"):
         if key not in raw:
             raise OptionError(f"{where}: missing {key!r}")
+    for key, value in raw.items():
+        if key == "sources" and not (isinstance(value, list)
+                                     and all(isinstance(v, str) for v in value)):
+            raise OptionError(f"{where}: sources must be a list of strings")
+        if key in _TEXT_KEYS - {"sources"} and not isinstance(value, str):
+            raise OptionError(f"{where}: {key} must be a string, got {value!r}")
+        if key in _TEXT_KEYS or key in ("peak_tflops", "gpu_model"):
+            continue
+        positive = key in _POSITIVE_KEYS
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not math.isfinite(value) or value < 0 or positive and value == 0):
+            need = "a positive" if positive else "a non-negative"
+            raise OptionError(f"{where}: {key} must be {need} finite number, got {value!r}")
+    return _spec_from_dict(raw, where)
+
+
+def _spec_from_dict(raw: dict[str, Any], where: str) -> DeviceSpec:
+    if not isinstance(raw["peak_tflops"], dict):
+        raise OptionError(f"{where}: peak_tflops must be an object of precision -> TFLOP/s")
     peaks = dict(raw["peak_tflops"])
     if "fp32" not in peaks:
         raise OptionError(f"{where}: peak_tflops needs an 'fp32' entry")
     for key, value in peaks.items():
-        if key not in PRECISIONS or not isinstance(value, (int, float)) or value <= 0:
+        if (key not in PRECISIONS or isinstance(value, bool) or not isinstance(value, (int, float))
+                or not 0 < value < math.inf):
             raise OptionError(f"{where}: peak_tflops[{key!r}] = {value!r} is not a positive number "
                               f"of a known precision ({', '.join(PRECISIONS)})")
     defaults = gpu_model_parameters()["runtime"]
@@ -264,11 +287,12 @@ def device_from_dict(raw: dict[str, Any], *, where: str = "device file") -> Devi
 def _model_overrides(raw: Any, where: str) -> tuple[tuple[str, Any], ...]:
     if not isinstance(raw, dict):
         raise OptionError(f"{where}: gpu_model must be an object of parameter values")
-    known = set(gpu_model_parameters()["library"])  # the fields of kernel_model.GpuModel
+    check_keys(raw, set(gpu_model_parameters()["library"]), f"{where}: gpu_model",
+               what="parameter")  # the fields of kernel_model.GpuModel
     for key, value in raw.items():
-        if key not in known:
-            raise OptionError(f"{where}: unknown gpu_model parameter {key!r} "
-                              f"(known: {', '.join(sorted(known))})")
+        if not isinstance(value, (int, float, list)) or isinstance(value, bool):
+            raise OptionError(f"{where}: gpu_model parameter {key!r} must be a number or a list, "
+                              f"got {value!r}")
         if isinstance(value, list):
             raw[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
     return tuple(sorted(raw.items()))
@@ -305,9 +329,8 @@ def save_device(spec: DeviceSpec, path: str | Any, *, fitted_on: str = "") -> An
     from pathlib import Path
 
     target = Path(path)
-    target.write_text(json.dumps(device_to_dict(spec, fitted_on=fitted_on), indent=1) + "\n",
-                      encoding="utf-8")
-    return target
+    return write_text(target, json.dumps(device_to_dict(spec, fitted_on=fitted_on), indent=1)
+                      + "\n")
 
 
 def load_device(path: str | Any, *, register: bool = False) -> DeviceSpec:
@@ -317,7 +340,7 @@ def load_device(path: str | Any, *, register: bool = False) -> DeviceSpec:
     target = Path(path)
     try:
         raw = json.loads(target.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise OptionError(f"{target}: cannot read a device file ({exc})") from None
     if not isinstance(raw, dict):
         raise OptionError(f"{target}: a device file is a JSON object")

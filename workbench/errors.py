@@ -28,6 +28,10 @@ class FormatError(WorkbenchError):
     """A file could not be read: wrong type, truncated, or not in the documented schema."""
 
 
+class OutputError(WorkbenchError):
+    """A file could not be written: a directory, a missing folder, no permission, disk full."""
+
+
 class DeviceUnavailable(WorkbenchError):
     """The requested executor or device is not present on this machine."""
 

@@ -26,6 +26,8 @@ from workbench.kinds import canonical_kind
 OpId = str
 TensorId = str
 
+#: The largest figure (flops, bytes, µs) an op or tensor may have: 2**62, as the DOT reader.
+MAX_FIGURE = float(2**62)
 DEFAULT_TENSOR_BYTES = 1 << 20  # from_edges: 1 MiB per output unless sizes= says otherwise
 #: Op kinds that hold sub-graphs (NNC's ``while`` and ``case..of``; see :mod:`workbench.control`).
 CONTROL_KINDS = frozenset({"while", "case_of"})
@@ -33,6 +35,9 @@ CONTROL_KINDS = frozenset({"while", "case_of"})
 #: no-task pass drops them, the memory planners alias them, the GPU lowering skips them).
 NO_TASK_KINDS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
                            "flatten_grad", "reformat", "view", "identity", "dropout"})
+#: The devices an op may run on (each has a cost model in :data:`workbench.costs.COST_MODELS`);
+#: matched case-insensitively (``"GPU"`` is ``"gpu"``), anything else is a GraphError.
+OP_DEVICES = ("gpu", "cpu", "python", "npu", "copy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,8 @@ def _check_number(value: Any, what: str, *, allow_none: bool = False) -> None:
         raise GraphError(f"{what} must be a non-negative number, got {_short(value)}")
     if isinstance(value, int) and value >= 1 << 63:
         raise GraphError(f"{what} is too large ({len(str(value))} digits)")
+    if value > MAX_FIGURE:  # sums of such figures would overflow to inf and stall the simulator
+        raise GraphError(f"{what} is too large ({value:g}; at most {MAX_FIGURE:g})")
 
 
 def _control_output_bytes(op: Op, tensor: TensorId) -> int:
@@ -133,6 +140,19 @@ def _same_control(a: Op, b: Op) -> bool:
     """Control-flow ops compare their sub-graphs and mappings too (``attrs`` is not compared for
     other ops)."""
     return dict(a.attrs) == dict(b.attrs)
+
+
+def _known_device(op: Op) -> Op:
+    """``op`` with its device spelt as in :data:`OP_DEVICES` (a one-line error if unknown)."""
+    if not isinstance(op, Op) or op.device in OP_DEVICES:
+        return op
+    from workbench._checks import check_choice
+
+    try:
+        device = check_choice(op.device, OP_DEVICES, "device", error=GraphError)
+    except GraphError as exc:
+        raise GraphError(f"op {_short(op.id)}: {exc}") from None
+    return replace(op, device=device)
 
 
 def _short(value: Any) -> str:
@@ -185,7 +205,7 @@ class Graph:
         name: str = "graph",
     ) -> None:
         self.name = str(name)
-        self._ops: tuple[Op, ...] = tuple(ops)
+        self._ops: tuple[Op, ...] = tuple(_known_device(op) for op in ops)
         self._cache: dict[str, Any] = {}
         self._index: dict[OpId, int] = {}
         control = False
@@ -394,6 +414,10 @@ class Graph:
             for k in table:
                 if k not in order:
                     raise GraphError(f"{what} names {k!r}, which is not an op of the edges")
+        for k, size in sizes.items():
+            _check_number(size, f"op {k!r}: size")
+        for k, micros in durations.items():
+            _check_number(micros, f"op {k!r}: duration_us")
         tensors = []
         op_list = []
         for op_id, kind in order.items():

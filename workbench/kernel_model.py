@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from typing import Any, NamedTuple
 
+from workbench._checks import did_you_mean
 from workbench.devices import RUN_PRECISIONS, DeviceSpec, gpu_model_parameters
 from workbench.errors import OptionError
 
@@ -299,7 +300,9 @@ def _pinned(launch: Launch, spec: DeviceSpec, r: int, waves: int, tail: int, lat
 # ------------------------------------------------------------------------------ library choice
 def check_precision(precision: str) -> str:
     if precision not in RUN_PRECISIONS:
-        raise OptionError(f"unknown precision {precision!r} (known: {', '.join(RUN_PRECISIONS)})")
+        hint = did_you_mean(precision, RUN_PRECISIONS) if isinstance(precision, str) else ""
+        raise OptionError(f"unknown precision {precision!r}{hint} "
+                          f"(known: {', '.join(RUN_PRECISIONS)})")
     return precision
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
+from workbench._checks import did_you_mean, show
 from workbench.errors import WorkbenchError
 
 T = TypeVar("T")
@@ -36,7 +37,8 @@ class Registry(Generic[T]):
             return self._entries[name]
         except (KeyError, TypeError):
             known = ", ".join(sorted(self._entries))
-            raise self._error(f"unknown {self.what} {name!r} (known: {known})") from None
+            hint = did_you_mean(name, self._entries) if isinstance(name, str) else ""
+            raise self._error(f"unknown {self.what} {show(name)}{hint} (known: {known})") from None
 
     def names(self) -> list[str]:
         return list(self._entries)

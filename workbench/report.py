@@ -37,6 +37,7 @@ import pandas as pd
 import plotly
 import plotly.graph_objects as go
 
+from workbench._atomic import check_output, write_text
 from workbench._version import __version__
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import kv_table, memory_plan_summary, stream_table
@@ -266,13 +267,13 @@ def render(comparison: Any, *, plotlyjs: str = "inline") -> str:
 
 
 def write(comparison: Any, path: str | os.PathLike[str], *, plotlyjs: str = "inline") -> Path:
-    """Write :func:`render` to ``path`` (UTF-8; parent folders created) and return the path;
+    """Write :func:`render` to ``path`` (UTF-8) and return the path.  The path is checked before
+    the page is rendered (its folder must exist: it is not created silently), and the file is
+    replaced atomically: a failure leaves the old report as it was (:mod:`workbench._atomic`).
     ``plotlyjs="directory"`` also writes :data:`~workbench.viz.embed.PLOTLYJS_FILE` beside it
     (:func:`write_plotlyjs`)."""
+    out = check_output(path, what="report")
     html = render(comparison, plotlyjs=plotlyjs)
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
     if plotlyjs == "directory":
         write_plotlyjs(out.parent)
-    out.write_text(html, encoding="utf-8")
-    return out
+    return write_text(out, html)

@@ -64,6 +64,8 @@ class Schedule:
     subschedules: Mapping[OpId, Mapping[str, Schedule]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.graph, Graph):
+            raise ScheduleError(f"a Schedule needs a Graph, got {type(self.graph).__name__}")
         if self.barrier_kind not in BARRIER_KINDS:
             raise OptionError(f"unknown barrier kind {self.barrier_kind!r} "
                               f"(known: {', '.join(BARRIER_KINDS)})")

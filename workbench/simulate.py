@@ -68,6 +68,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench._checks import did_you_mean
 from workbench.costs import (
     DeviceSpec,
     OpCost,
@@ -76,7 +77,7 @@ from workbench.costs import (
     is_exclusive_pool,
     pool_of,
 )
-from workbench.errors import OptionError
+from workbench.errors import OptionError, ScheduleError
 from workbench.graph import Graph, Op
 from workbench.kernel_model import GpuModel, check_precision, model_for
 from workbench.schedule import Schedule
@@ -188,8 +189,13 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
               calibration: Mapping[str, float] | None, host_pipeline: str, precision: str,
               model: GpuModel | None, control: tuple[str, Any, Any] = ("coroutine", None, None)
               ) -> _Run:
+    if not isinstance(schedule, Schedule):
+        hint = (" (schedule it first: wb.simulate(wb.schedule(graph, 'serial')))"
+                if isinstance(schedule, Graph) else "")
+        raise ScheduleError(f"simulate() needs a Schedule, got {type(schedule).__name__}{hint}")
     if mode not in MODES:
-        raise OptionError(f"unknown simulation mode {mode!r} (known: {', '.join(MODES)})")
+        raise OptionError(f"unknown simulation mode {mode!r}{did_you_mean(mode, MODES)} "
+                          f"(known: {', '.join(MODES)})")
     if host_pipeline not in HOST_PIPELINES:
         raise OptionError(f"unknown host pipeline {host_pipeline!r} "
                           f"(known: {', '.join(HOST_PIPELINES)})")

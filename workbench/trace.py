@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.errors import OptionError
 from workbench.graph import Graph
 from workbench.schedule import Schedule
 
@@ -27,9 +28,13 @@ class Trace:
     def __init__(self, df: pd.DataFrame, *, graph: Graph, policy: str, device: str,
                  executor: str = "simulator", mode: str = "eager", schedule: Schedule | None = None,
                  meta: Mapping[str, Any] | None = None) -> None:
+        if not isinstance(df, pd.DataFrame):
+            raise OptionError(f"a Trace needs a pandas DataFrame, got {type(df).__name__}")
+        if not isinstance(graph, Graph):
+            raise OptionError(f"a Trace needs a Graph, got {type(graph).__name__}")
         missing = [c for c in ("op", "stream", "start_us", "end_us") if c not in df.columns]
         if missing:
-            raise ValueError(f"trace frame lacks columns {missing}")
+            raise OptionError(f"trace frame lacks columns {missing}")
         self.df = df.reset_index(drop=True)
         self.graph = graph
         self.policy = policy

@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from workbench._atomic import write_bytes, write_text
 from workbench.errors import GraphError
 from workbench.io.pytorch_profile import kernel_kind, load_pytorch_trace
 from workbench.trace import TRACE_COLUMNS, Trace
@@ -248,10 +249,8 @@ def save_chrome_trace(trace: Trace, path: str | Path, *, memory: bool = True) ->
     text = json.dumps(to_chrome_trace(trace, memory=memory), allow_nan=False,
                       separators=(",", ":"))
     if path.suffix.lower() == ".gz":
-        path.write_bytes(gzip.compress(text.encode("utf-8")))
-    else:
-        path.write_text(text, encoding="utf-8")
-    return path
+        return write_bytes(path, gzip.compress(text.encode("utf-8")))
+    return write_text(path, text)
 
 
 __all__ = ["MIN_DUR_US", "kernel_kind", "load_pytorch_trace", "ns", "save_chrome_trace",

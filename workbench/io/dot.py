@@ -8,11 +8,13 @@ by hand, with a small tokenizer (no pydot):
 
 * ``digraph NAME { ... }`` (``strict`` allowed; an undirected ``graph`` is an error);
 * node statements ``a [kind=conv2d, flops=1e9, duration_us=12, thread_blocks=80, size=4096,
-  device=gpu]`` (unknown attributes such as ``label`` or ``shape`` are ignored);
+  device=gpu]``; Graphviz's own attributes (``label``, ``shape``, ...) are ignored, any other
+  name is an error naming the nearest workbench attribute (:mod:`workbench.io.dot_attrs`);
 * edge chains ``a -> b -> c [style=dashed]``; ``style=dashed`` or ``kind="control"`` makes control
   edges, anything else data edges; ``{a b} -> c`` and ``subgraph x { ... }`` are flattened;
-* ``node [...]`` / ``edge [...]`` defaults, ``key=value`` graph attributes (ignored), quoted and
-  unquoted ids, ports (``a:p``, ignored), comments (``//``, ``/* */``, ``#``), optional ``;``.
+* ``node [...]`` / ``edge [...]`` defaults, ``key=value`` graph attributes (Graphviz's, ignored),
+  quoted and unquoted ids, ports (``a:p``, ignored), comments (``//``, ``/* */``, ``#``),
+  optional ``;``.
 
 Each op produces one tensor ``"<id>:out"`` of ``size`` bytes (default 1 MiB, as
 :meth:`Graph.from_edges`) and reads its data predecessors' tensors.  An op with ``duration_us``
@@ -28,8 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench._atomic import write_text
 from workbench.errors import FormatError, GraphError
 from workbench.graph import DEFAULT_TENSOR_BYTES, Graph, Op, Tensor
+from workbench.io.dot_attrs import NUMBER_ATTRS, check_attr
 
 
 def _q(text: str) -> str:
@@ -53,8 +57,7 @@ def save_dot(graph: Graph, path: str | Path) -> Path:
     if graph.has_control_flow:
         raise FormatError(f"{path}: DOT cannot hold the sub-graphs of while/case_of ops; save "
                           f"graphs with control flow as .json")
-    path.write_text(to_dot(graph), encoding="utf-8")
-    return path
+    return write_text(path, to_dot(graph))
 
 
 # ==================================================================================== tokenizer
@@ -230,15 +233,18 @@ class _Parser:
         tok = self.peek()
         if tok.kind == "id" and not tok.quoted and tok.text.lower() in ("node", "edge", "graph"):
             self.take()
-            attrs = self.attr_lists() if self.is_punct("[") else {}
-            if tok.text.lower() != "graph":
-                defaults[tok.text.lower()] = {**defaults[tok.text.lower()], **attrs}
+            context = tok.text.lower()
+            attrs = self.checked(context, self.attr_lists() if self.is_punct("[") else {})
+            if context != "graph":
+                defaults[context] = {**defaults[context], **attrs}
             return []
         if tok.kind == "id" and self.is_punct("=", 1):
             self.take()
             self.take()
-            if self.take().kind != "id":
+            value = self.take()
+            if value.kind != "id":
                 raise self.fail(f"expected a value after '{tok.text} ='", tok)
+            self.checked("graph", {tok.text: (value.text, value.line)})
             return []
         if tok.kind == "arrow" or (tok.kind == "punct" and tok.text != "{"):
             raise self.fail(f"expected a node id or a statement, got {_show(tok)}")
@@ -289,7 +295,8 @@ class _Parser:
             ends, _ = self.endpoint(defaults, depth)
             chain.append(ends)
             seen.extend(ends)
-        attrs = self.attr_lists() if self.is_punct("[") else {}
+        attrs = self.checked("node" if len(chain) == 1 else "edge",
+                             self.attr_lists() if self.is_punct("[") else {})
         nxt = self.peek()
         if nxt.kind == "punct" and nxt.text not in (";", "}", "{") or nxt.kind == "arrow":
             what = f"node id {first.text!r}" if first is not None else "subgraph"
@@ -306,6 +313,13 @@ class _Parser:
                 for b in right:
                     self.edges.append((a, b, control, line))
         return seen
+
+    def checked(self, context: str, attrs: dict[str, tuple[str, int]]
+                ) -> dict[str, tuple[str, int]]:
+        """``attrs`` after :func:`~workbench.io.dot_attrs.check_attr` accepted every key."""
+        for key, (value, line) in attrs.items():
+            check_attr(context, key, value, f"{self.where}: line {line}")
+        return attrs
 
     def attr_lists(self) -> dict[str, tuple[str, int]]:
         attrs: dict[str, tuple[str, int]] = {}
@@ -334,12 +348,6 @@ def _show(tok: _Tok) -> str:
 
 
 # ==================================================================================== to a Graph
-_NUMBER_ATTRS = {"flops": "flops", "duration_us": "duration_us", "thread_blocks": "thread_blocks",
-                 "size": "size", "bytes": "size", "size_bytes": "size",
-                 "bytes_read": "bytes_read", "bytes_written": "bytes_written",
-                 "workspace_bytes": "workspace_bytes"}
-
-
 def _number(where: str, node_id: str, key: str, value: tuple[str, int], *,
             integer: bool = False) -> float:
     text, line = value
@@ -369,7 +377,7 @@ def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tupl
     for node_id, node in parser.nodes.items():
         v: dict[str, Any] = {}
         for key, raw in node.attrs.items():
-            name = _NUMBER_ATTRS.get(key)
+            name = NUMBER_ATTRS.get(key)
             if name is not None:
                 v[name] = _number(where, node_id, key, raw, integer=name == "thread_blocks")
         values[node_id] = v

@@ -40,6 +40,7 @@ from workbench.io.onnx_rules import TensorInfo, default_cost
 from workbench.io.pytorch_profile import (
     GPU_CATEGORIES,
     args_of,
+    duration,
     number,
     read_trace_json,
     trace_events,
@@ -146,11 +147,11 @@ def _attach_kineto(calls: list[_Call], kineto: Path) -> bool:
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
         cat, args = str(ev.get("cat", "")).lower(), args_of(ev)
-        ts, dur = number(ev, "ts", k, kineto), number(ev, "dur", k, kineto)
+        ts, dur = number(ev, "ts", k, kineto), duration(ev, k, kineto)
         if cat in GPU_CATEGORIES:
-            kernels.append((ts, k, {**ev, "ts": ts, "dur": max(0.0, dur)}))
+            kernels.append((ts, k, {**ev, "ts": ts, "dur": dur}))
             continue
-        item: dict[str, Any] = {"ts": ts, "end": ts + max(0.0, dur),
+        item: dict[str, Any] = {"ts": ts, "end": ts + dur,
                                 "thread": (ev.get("pid"), ev.get("tid")), "ev": ev}
         if cat == "cpu_op":
             call = by_rf.get(_key(args.get("Record function id")))
@@ -278,7 +279,7 @@ def _grid(ev: Mapping[str, Any]) -> int | None:
 
 def _measured(call: _Call, gpu_run: bool) -> float | None:
     if gpu_run:
-        return sum(max(0.0, float(ev.get("dur", 0.0))) for ev in call.kernels)
+        return sum(float(ev.get("dur", 0.0)) for ev in call.kernels)
     return None if call.host is None else call.host["end"] - call.host["ts"]
 
 

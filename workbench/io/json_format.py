@@ -23,6 +23,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from workbench._atomic import write_text
+from workbench._checks import check_keys, did_you_mean, show
 from workbench.errors import FormatError, GraphError
 from workbench.graph import CONTROL_KINDS, Graph, Op, Tensor
 
@@ -31,6 +33,9 @@ FORMAT_VERSION = 1
 _OP_FIELDS = {"id", "kind", "device", "flops", "bytes_read", "bytes_written", "inputs", "outputs",
               "thread_blocks", "duration_us", "workspace_bytes", "attrs"}
 _TENSOR_FIELDS = {"id", "size_bytes", "producer", "role", "shape", "dtype"}
+_FULL_KEYS = {"format", "version", "name", "tensors", "ops", "control_edges", "outputs"}
+_EDGE_LIST_KEYS = {"format", "version", "name", "edges", "ops", "sizes", "durations",
+                   "thread_blocks", "devices"}
 
 
 def graph_to_dict(graph: Graph) -> dict[str, Any]:
@@ -115,8 +120,7 @@ def _jsonable(value: Any) -> Any:
 
 def save_json(graph: Graph, path: str | Path) -> Path:
     path = Path(path)
-    path.write_text(json.dumps(graph_to_dict(graph), indent=1) + "\n", encoding="utf-8")
-    return path
+    return write_text(path, json.dumps(graph_to_dict(graph), indent=1) + "\n")
 
 
 def load_json(path: str | Path) -> Graph:
@@ -146,7 +150,9 @@ def graph_from_dict(data: Any, *, text: str = "") -> Graph:
     if not isinstance(data, dict):
         raise FormatError(f"the top level must be an object, got {type(data).__name__}")
     if "edges" in data:
+        check_keys(data, _EDGE_LIST_KEYS, "edge-list graph", error=FormatError)
         return _from_edge_list(data)
+    check_keys(data, _FULL_KEYS, "graph", error=FormatError)
     if data.get("format") not in (None, FORMAT_NAME):
         raise FormatError(f"unknown format {data.get('format')!r} (expected {FORMAT_NAME!r})")
     if data.get("version", FORMAT_VERSION) != FORMAT_VERSION:
@@ -184,6 +190,17 @@ def _from_edge_list(data: dict[str, Any]) -> Graph:
     if ops is not None and not isinstance(ops, (dict, list)):
         raise FormatError(f"'ops' must be an object (id -> kind) or a list of ids, got "
                           f"{type(ops).__name__}")
+    if ops is not None:
+        if isinstance(ops, list) and not all(isinstance(k, str) for k in ops):
+            raise FormatError("'ops' must list op ids (strings)")
+        if isinstance(ops, dict) and not all(isinstance(v, str) for v in ops.values()):
+            raise FormatError("'ops' must map op ids to op types (strings)")
+        declared = set(ops)
+        for i, (a, b) in enumerate(edges):
+            for end in (a, b):
+                if end not in declared:
+                    raise FormatError(f"edges[{i}] names op {show(end)}, which 'ops' does not "
+                                      f"declare{did_you_mean(end, declared)}")
     tables = {}
     for key in ("sizes", "durations", "thread_blocks", "devices"):
         table = data.get(key, {})
@@ -204,10 +221,8 @@ def _check_fields(raw: Any, allowed: set[str], where: str) -> dict[str, Any]:
         raise FormatError(f"{where} must be an object, got {type(raw).__name__}")
     if "id" not in raw:
         raise FormatError(f"{where}: missing 'id'")
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        raise FormatError(f"{where} ({raw.get('id')!r}): unknown field {unknown[0]!r} "
-                          f"(fields: {', '.join(sorted(allowed))})")
+    check_keys(raw, allowed, f"{where} ({show(raw.get('id'))})", error=FormatError,
+               what="field")
     return raw
 
 

@@ -114,6 +114,17 @@ def number(event: dict[str, Any], key: str, k: int, path: Path) -> float:
     return float(value)
 
 
+def duration(event: dict[str, Any], k: int, path: Path) -> float:
+    """``event["dur"]`` as a finite non-negative float; a negative one (a corrupt or mis-merged
+    trace) is a one-line error naming the event, never silently clamped to 0."""
+    dur = number(event, "dur", k, path)
+    if dur < 0:
+        name = str(event.get("name", "?"))[:60]
+        raise FormatError(f"{path}: traceEvents[{k}] ({name!r}): negative duration {dur!r} µs "
+                          f"(a corrupt trace?)".replace("\n", "\\n"))
+    return dur
+
+
 def args_of(event: Mapping[str, Any]) -> dict[str, Any]:
     args = event.get("args")
     return args if isinstance(args, dict) else {}
@@ -197,9 +208,9 @@ def _select(raw: list[Any], path: Path) -> tuple[list[dict[str, Any]], bool]:
         cat = str(ev.get("cat", "")).lower()
         if cat not in GPU_CATEGORIES and cat not in HOST_CATEGORIES:
             continue
-        ts, dur = number(ev, "ts", k, path), number(ev, "dur", k, path)
+        ts, dur = number(ev, "ts", k, path), duration(ev, k, path)
         workbench = workbench or isinstance(args_of(ev).get("op"), str)
-        item = {"ts": ts, "dur": max(0.0, dur), "k": k, "ev": ev, "cat": cat,
+        item = {"ts": ts, "dur": dur, "k": k, "ev": ev, "cat": cat,
                 "name": str(ev.get("name", "op"))}
         (gpu if cat in GPU_CATEGORIES else host).append(item)
     top = outermost((h["ts"], h["dur"], (h["ev"].get("pid"), h["ev"].get("tid")), i)

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.errors import GraphError
+from workbench._checks import did_you_mean, show
+from workbench.errors import GraphError, WorkbenchError
 from workbench.graph import Graph
 from workbench.models.cnn import inception_v3, nasnet_a_large, randwire, squeezenet
 from workbench.models.control_flow import nnc_case_of, nnc_while_loop, rnn_loop
@@ -80,9 +81,19 @@ def build(name: str, **params: Any) -> Graph:
     known = inspect.signature(info.fn).parameters
     for key in params:
         if key not in known:
-            raise GraphError(f"model {name!r} has no parameter {key!r} "
+            raise GraphError(f"model {name!r} has no parameter {key!r}{did_you_mean(key, known)} "
                              f"(parameters: {', '.join(known) or 'none'})")
-    return info.fn(**params)
+    missing = [k for k, p in known.items() if p.default is p.empty and k not in params]
+    if missing:
+        raise GraphError(f"model {name!r} needs parameter {missing[0]!r} (--param "
+                         f"{missing[0]}=VALUE on the command line)")
+    try:
+        return info.fn(**params)
+    except (TypeError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
+        if isinstance(exc, WorkbenchError):
+            raise
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise GraphError(f"model {name!r}: bad parameters {show(params, 120)} ({text})") from None
 
 
 __all__ = [

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from workbench._checks import check_limit, did_you_mean
 from workbench.errors import ScheduleError
 from workbench.graph import Graph
 from workbench.registry import Registry
@@ -106,13 +107,16 @@ def schedule(graph: Graph, policy: str, **options: Any) -> Schedule:
     info = POLICIES.get(policy)
     if not isinstance(graph, Graph):
         raise ScheduleError(f"policy {policy!r} needs a Graph, got {type(graph).__name__}")
+    if "memory_limit_bytes" in options:
+        check_limit(options["memory_limit_bytes"], "memory_limit_bytes")
     known = info.options()
     given = dict(options)
     limit = None if "memory_limit_bytes" in known else options.pop("memory_limit_bytes", None)
     for key in options:
         if key not in known:
-            raise ScheduleError(f"policy {policy!r} has no option {key!r} "
-                                f"(options: {', '.join([*known, 'memory_limit_bytes'])})")
+            names = [*known, "memory_limit_bytes"]
+            raise ScheduleError(f"policy {policy!r} has no option {key!r}"
+                                f"{did_you_mean(key, names)} (options: {', '.join(names)})")
     if limit is None:
         sched = info.fn(graph, **options)
     else:
@@ -148,8 +152,7 @@ def _within_memory_limit(graph: Graph, policy: str, info: PolicyInfo, limit: Any
     from workbench.errors import OptionError
     from workbench.memory import plan_memory
 
-    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0:
-        raise OptionError(f"memory_limit_bytes must be a positive number, got {limit!r}")
+    check_limit(limit, "memory_limit_bytes", allow_none=False)
     sched = info.fn(graph, **options)
     tried = []
     while True:

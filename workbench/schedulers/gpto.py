@@ -17,8 +17,10 @@ Objective: the smallest makespan whose memory fits a limit.  For each priority o
    checked per candidate schedule, never per insertion.
 
 The winner is the candidate with the smallest list-schedule makespan among those whose arena fits
-``memory_limit_bytes`` (ties: smaller arena, then portfolio order).  If none fits, the candidate
-with the smallest arena is kept and ``notes["memory_limit_met"]`` is False.  ``notes["portfolio"]``
+``memory_limit_bytes`` (ties: smaller arena, then portfolio order).  If none fits, the portfolio
+runs again on one compute stream fewer, down to one; if even that does not fit, a one-line
+OptionError says so and names the smallest arena found (as every other policy does under
+``memory_limit_bytes``: an over-limit schedule is never returned).  ``notes["portfolio"]``
 lists every priority's estimated makespan and arena (on graphs above :data:`ARENA_ALL_MAX_OPS`
 ops only the arenas the choice needed are planned, in makespan order; the others are None).
 
@@ -50,6 +52,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from workbench._checks import check_limit
 from workbench.costs import DeviceSpec, critical_path_us, get_device, op_cost
 from workbench.errors import OptionError
 from workbench.graph import Graph
@@ -144,9 +147,15 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
         "priorities_tried": len(candidates),
     }
     if not fitting:
-        notes["memory_limit_message"] = (
-            f"no priority fits {int(limit or 0)} bytes; kept the smallest arena "
-            f"({best['arena_bytes']} bytes, priority {best['priority']!r})")
+        left = None if deadline is None else deadline - time.perf_counter()
+        if n_compute > 1 and (left is None or left > 0):
+            return schedule_gpto(graph, device=spec, max_streams=max_streams,
+                                 compute_streams=n_compute - 1, copy_streams=copy_streams,
+                                 memory_limit_bytes=limit, priorities=names, time_budget_s=left)
+        raise OptionError(f"policy 'gpto' cannot fit {graph.name!r} in {int(limit or 0)} bytes: "
+                          f"the smallest arena found is {best['arena_bytes']} bytes (priority "
+                          f"{best['priority']!r}, {n_compute} compute stream"
+                          f"{'s' if n_compute > 1 else ''})")
     options = {"device": spec.name, "max_streams": max_streams, "compute_streams": compute_streams,
                "copy_streams": copy_streams, "memory_limit_bytes": memory_limit_bytes,
                "priorities": list(names), "time_budget_s": time_budget_s}
@@ -220,9 +229,7 @@ def _check_priorities(priorities: Sequence[str] | None) -> tuple[str, ...]:
 def _check_limit(limit: Any) -> float | None:
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
-        raise OptionError(f"memory_limit_bytes must be a positive number or None, got {limit!r}")
-    return limit
+    return check_limit(limit, "memory_limit_bytes")
 
 
 def _deadline(budget: Any) -> float | None:

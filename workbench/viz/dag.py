@@ -43,8 +43,13 @@ _MAX_BEND = 1.2  # horizontal offset (in node spacings) of an edge that skips 4+
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _dot_text(text: object) -> str:
-    """Escape a name for a DOT label: HTML entities (kept by Graphviz), literal backslashes."""
+def _dot_text(text: object, limit: int = 80) -> str:
+    """Escape a name for a DOT label: HTML entities (kept by Graphviz), literal backslashes.
+    Names longer than ``limit`` characters are cut with an ellipsis: a 1 MB op name would make
+    ``dot`` fail (and no one reads a label that long)."""
+    text = str(text)
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
     return escape(text).replace("\\", "\\\\").replace("\r", "").replace("\n", "\\n")
 
 
@@ -76,7 +81,7 @@ def _fill(schedule: Schedule | None, op: OpId) -> tuple[str, str]:
 
 def _title(graph: Graph, schedule: Schedule | None, max_nodes: int) -> str:
     """The drawing's caption (escaped): graph name, size, colouring, and a large-graph notice."""
-    text = f"{escape(graph.name)}: {len(graph)} ops, {len(graph.edges)} edges"
+    text = f"{_dot_text(graph.name)}: {len(graph)} ops, {len(graph.edges)} edges"
     if schedule is not None:
         text += f"; colour = stream of {escape(schedule.policy)}, red = sync"
     if len(graph) > max_nodes:
@@ -107,7 +112,7 @@ def dag(graph: Graph, schedule: Schedule | None = None, *, rankdir: str = "TB",
     for op in graph.ops:
         fill, border = _fill(schedule, op.id)
         g.node(name[op.id], label=graphviz.nohtml(f"{_dot_text(op.id)}\\n{_dot_text(op.kind)}"),
-               tooltip=graphviz.nohtml(f"{_dot_text(op.id)} ({_dot_text(op.kind)})"),
+               tooltip=graphviz.nohtml(f"{_dot_text(op.id, 400)} ({_dot_text(op.kind)})"),
                fillcolor=fill, color=border)
     syncs = set(schedule.syncs) if schedule is not None else set()
     for a, b in graph.edges:
@@ -172,6 +177,8 @@ def _run_dot(source: str, timeout_s: float | None) -> str:
                              timeout=timeout_s)
     except FileNotFoundError:
         raise graphviz.ExecutableNotFound(cmd) from None
+    except OSError as exc:  # e.g. BrokenPipeError: dot gave up before reading all its input
+        raise graphviz.CalledProcessError(1, cmd, stderr=str(exc).encode()) from None
     if run.returncode != 0:
         raise graphviz.CalledProcessError(run.returncode, cmd, output=run.stdout,
                                           stderr=run.stderr)

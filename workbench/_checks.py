@@ -1,0 +1,80 @@
+"""Argument and key checks shared by the loaders and the public entry points.
+
+Every check raises a one-line :class:`~workbench.errors.WorkbenchError` (the caller picks the
+subclass) that names the offending key or value, where it was found, and, for a near miss, the
+closest known name (``did you mean 'durations'?``, from :func:`difflib.get_close_matches`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from workbench.errors import OptionError, WorkbenchError
+
+
+def did_you_mean(name: object, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the known name nearest ``name`` (case-insensitive), or ``""``.
+
+    >>> did_you_mean("sizez", ["sizes", "edges"])
+    "; did you mean 'sizes'?"
+    """
+    text = str(name)
+    by_fold = {k.casefold(): k for k in known}
+    if text.casefold() in by_fold:
+        return f"; did you mean {by_fold[text.casefold()]!r}?"
+    close = difflib.get_close_matches(text.casefold()[:200], list(by_fold), n=1, cutoff=0.6)
+    return f"; did you mean {by_fold[close[0]]!r}?" if close else ""
+
+
+def show(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters: safe to put in a one-line message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def check_keys(raw: Mapping[str, Any], known: Iterable[str], where: str, *,
+               error: type[WorkbenchError] = OptionError, what: str = "key") -> None:
+    """An error naming the first key of ``raw`` not in ``known`` (and the nearest known one)."""
+    allowed = set(known)
+    for key in raw:
+        if key not in allowed:
+            raise error(f"{where}: unknown {what} {show(key)}{did_you_mean(key, allowed)} "
+                        f"(known: {', '.join(sorted(allowed))})")
+
+
+def check_choice(value: Any, known: Iterable[str], what: str, *,
+                 error: type[WorkbenchError] = OptionError) -> str:
+    """``value`` as its known spelling, matched case-insensitively (``"GPU"`` is ``"gpu"``);
+    anything else is an error listing the known values.
+
+    >>> check_choice("Eager", ("eager", "graph"), "mode")
+    'eager'
+    """
+    names = tuple(known)
+    if isinstance(value, str):
+        for name in names:
+            if value.casefold() == name.casefold():
+                return name
+    hint = did_you_mean(value, names) if isinstance(value, str) else ""
+    raise error(f"unknown {what} {show(value)}{hint} (known: {', '.join(names)})")
+
+
+def check_limit(value: Any, name: str, *, allow_none: bool = True, allow_zero: bool = False,
+                error: type[WorkbenchError] = OptionError) -> float | None:
+    """A finite positive number (``allow_zero``: non-negative), or None where allowed; NaN,
+    infinities, booleans and strings are one-line errors naming the option."""
+    if value is None and allow_none:
+        return None
+    ok = (not isinstance(value, bool) and isinstance(value, (int, float))
+          and math.isfinite(value) and (value >= 0 if allow_zero else value > 0))
+    if not ok:
+        need = "a non-negative" if allow_zero else "a positive"
+        none = " or None" if allow_none else ""
+        raise error(f"{name} must be {need} finite number{none}, got {show(value)}")
+    return float(value)
+
+
+__all__ = ["check_choice", "check_keys", "check_limit", "did_you_mean", "show"]

@@ -1,0 +1,75 @@
+"""Text for a terminal: names made harmless, and the CLI's compact ranking table.
+
+:func:`clean` strips ANSI escape sequences and shows other control characters as escapes, so a
+graph or op name cannot move the cursor, recolour or retitle the user's terminal.
+:func:`ranking_text` prints a comparison table sorted by makespan with the essential columns only
+(about 90 characters wide); any other columns of :data:`workbench.compare.TABLE_COLUMNS` on
+request.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+#: The columns the CLI prints unless ``--columns`` says otherwise.
+ESSENTIAL_COLUMNS = ("policy", "status", "makespan_us", "speedup", "streams", "syncs",
+                     "peak_live_mib")
+MAX_CELL = 30  # characters; longer cells (a status with an error message) are cut with "…"
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_FORMATS = {"makespan_us": "{:,.1f}", "speedup": "{:.2f}x", "critical_path_us": "{:,.1f}",
+            "work_us": "{:,.1f}", "lower_bound_us": "{:,.1f}", "optimum_us": "{:,.1f}",
+            "schedule_ms": "{:,.1f}", "peak_live_mib": "{:,.1f}", "arena_mib": "{:,.1f}",
+            "pool_reserved_mib": "{:,.1f}"}
+
+
+def clean(text: object) -> str:
+    """``text`` safe to print on one terminal line: ANSI escape sequences removed, other
+    non-printable characters (newlines, ``\\r``, bidi overrides) shown as ``\\x..``/``\\u....``.
+
+    >>> clean("a\\x1b[31mred\\x1b[0m\\nb")
+    'ared\\\\nb'
+    """
+    out = []
+    for ch in _ANSI.sub("", str(text)):
+        if ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
+def _cell(value: Any, column: str) -> str:
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return "-"
+    if isinstance(value, float):
+        if value.is_integer() and column in ("streams", "syncs", "barriers"):
+            return str(int(value))
+        return _FORMATS.get(column, "{:.3f}").format(value)
+    text = clean(value)
+    return text if len(text) <= MAX_CELL else text[:MAX_CELL - 1] + "…"
+
+
+def ranking_text(table: pd.DataFrame, columns: Sequence[str] = ESSENTIAL_COLUMNS) -> str:
+    """``table`` as aligned text: rows by makespan (rows without one last, ties in table
+    order), ``columns`` in the given order (a column the table lacks shows ``-``).  O(rows x
+    columns)."""
+    ranked = table.sort_values("makespan_us", kind="stable", na_position="last")
+    cells = [[_cell(row.get(c), c) for c in columns] for _, row in ranked.iterrows()]
+    widths = [max([len(c), *(len(r[k]) for r in cells)]) for k, c in enumerate(columns)]
+    numeric = [c in table.columns and pd.api.types.is_numeric_dtype(table[c]) for c in columns]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w)
+                 for v, w, num in zip(values, widths, numeric, strict=True)]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(list(columns)), *(line(r) for r in cells)])
+
+
+__all__ = ["ESSENTIAL_COLUMNS", "clean", "ranking_text"]
