@@ -483,7 +483,7 @@ def test_cli_in_process(cli_files: dict[str, str], workdir: Path, data: st.DataO
     # (test_optimum.py) are stand-ins here, to keep each run cheap; everything else (checks,
     # loading, scheduling, simulating, planning, the atomic write, the table) is real.
     report = importlib.import_module("workbench.report")
-    monkeypatch.setattr(report, "render", lambda c: "<html></html>")
+    monkeypatch.setattr(report, "render", lambda c, **_: "<html></html>")
     monkeypatch.setattr(sys.modules["workbench.compare"], "_optimum", lambda *a, **k: math.nan)
     argv = data.draw(command_lines(cli_files, str(workdir)))
     check_cli(argv, *run_main(argv))
