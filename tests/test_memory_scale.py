@@ -283,6 +283,19 @@ def test_multi_stream_planning_lists_no_output_pairs() -> None:
     assert len(conflicts) > len(graph.idx) // 2  # the tail rule covers the rest
 
 
+def test_tensors_read_by_a_sink_are_tails_and_the_listed_pairs_stay_near_linear() -> None:
+    """A tensor that a sink op reads is never dead on any stream, so it conflicts with every later
+    tensor: a tail.  Listing those pairs made a 40k-op nnc schedule's relation 164M pairs."""
+    s = wb.schedule(wb.models.random_dag(4000, seed=1), "nnc")
+    lt = lifetimes(s)
+    graph = lt.conflicts.graph
+    sinks = {op.id for op in s.graph.ops if not s.graph.successors(op.id)}
+    read_by_sink = [k for k, r in enumerate(lt.records)
+                    if any(c in sinks for c in s.graph.consumers(r.name))]
+    assert read_by_sink and graph.tails[read_by_sink].all()
+    assert len(graph.idx) // 2 < 150 * len(lt.records)  # ~500 per tensor before
+
+
 def test_somas_on_a_random_dag_is_deterministic_and_valid() -> None:
     rng = random.Random(0)
     g = wb.models.random_dag(800, seed=rng.randrange(1000))

@@ -10,8 +10,9 @@ position ``end[A, s]``: the first op of ``s`` whose clock has seen every user of
 along a stream only grow, so each ``end[A, s]`` is a binary search in the clock column of the
 user's stream, and ``A`` conflicts exactly with the tensors produced on ``s`` after ``A``'s
 producer and before ``end[A, s]`` ("lifetimes as [first, last] per stream").  Graph outputs never
-die: they are the tails of the :class:`~workbench.memory.conflicts.ConflictGraph` (they conflict
-with every later tensor) and are not listed.
+die, nor does a tensor read by a sink op (its dead region is empty on every stream): they are the
+tails of the :class:`~workbench.memory.conflicts.ConflictGraph` (they conflict with every later
+tensor) and are not listed; on a random DAG that keeps the listed pairs near-linear.
 
 The same frontier gives the order of the clique bound (:class:`Skeleton`): ``A`` comes before
 ``B`` iff ``B``'s producer is reachable from the first dead op of ``A`` on some stream.
@@ -100,6 +101,11 @@ def happens_before_relation(schedule: Schedule, planned: Sequence[str],
     tails = np.array([t in outputs for t in planned], dtype=bool)
     users = [list(dict.fromkeys(consumers[t])) or [producers[i]] for i, t in enumerate(planned)]
     ends, lengths, issues = _dead_frontier(schedule, users, ~tails)
+    all_ends = np.stack(ends) if ends else np.zeros((0, n), dtype=np.int32)
+    # a tensor whose dead region is empty on every stream (one of its users has no descendant:
+    # a sink reads it) conflicts with every later tensor too: a tail, not a listed row
+    never_dead = (all_ends >= np.asarray(lengths, dtype=np.int64)[:, None]).all(axis=0)
+    tails |= never_dead & (len(lengths) > 0)
     heads = np.flatnonzero(~tails)
     rows_out, cols_out = [], []
     # tensors produced on each stream, in stream order: produced[s][ptr[pos]:ptr[pos + 1]]
@@ -115,7 +121,6 @@ def happens_before_relation(schedule: Schedule, planned: Sequence[str],
     stream_ids = [s for s, ops in schedule.streams.items() if ops]
     stream_index = {s: k for k, s in enumerate(stream_ids)}
     stream_of = schedule._stream_of
-    all_ends = np.stack(ends) if ends else np.zeros((0, n), dtype=np.int32)
     for k, s in enumerate(stream_ids):
         ops = schedule.streams[s]
         counts = [len(by_op.get(op, ())) for op in ops]
