@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from workbench._checks import check_limit, did_you_mean
+from workbench._checks import check_limit
 from workbench.errors import ScheduleError
 from workbench.graph import Graph
 from workbench.registry import Registry
@@ -112,11 +112,7 @@ def schedule(graph: Graph, policy: str, **options: Any) -> Schedule:
     known = info.options()
     given = dict(options)
     limit = None if "memory_limit_bytes" in known else options.pop("memory_limit_bytes", None)
-    for key in options:
-        if key not in known:
-            names = [*known, "memory_limit_bytes"]
-            raise ScheduleError(f"policy {policy!r} has no option {key!r}"
-                                f"{did_you_mean(key, names)} (options: {', '.join(names)})")
+    POLICIES.check_options(policy, options, extra=["memory_limit_bytes"], label="policy")
     if limit is None:
         sched = info.fn(graph, **options)
     else:
