@@ -28,3 +28,11 @@ def test_every_device_simulates(device: str) -> None:
     trace = wb.simulate(sched, device)
     assert trace.violations() == [] and trace.makespan > 0
     assert wb.simulate(sched, device).makespan == trace.makespan   # deterministic
+
+
+def test_every_device_file_is_registered() -> None:
+    from importlib import resources
+
+    files = {p.name[:-5] for p in (resources.files("workbench") / "data" / "devices").iterdir()
+             if p.name.endswith(".json")}
+    assert files == set(DEVICES.names()), "list new device files in devices._DEVICE_FILES"
