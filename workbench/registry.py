@@ -118,14 +118,7 @@ class Registry(Generic[T]):
     def options(self, name: str) -> dict[str, Any] | None:
         """The entry's keyword options and their defaults (``inspect.Parameter.empty`` for a
         required one), or None when its function takes ``**options`` (anything goes)."""
-        params = list(inspect.signature(self.function(name)).parameters.values())
-        if any(p.kind is p.VAR_KEYWORD for p in params):
-            return None
-        if self._params == "keyword_only":
-            return {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY}
-        if self._params == "after_first":
-            params = params[1:]
-        return {p.name: p.default for p in params if p.kind is not p.POSITIONAL_ONLY}
+        return signature_options(self.function(name), self._params)
 
     def check_options(self, name: str, options: Mapping[str, Any], *,
                       extra: Iterable[str] = (), label: str | None = None,
@@ -152,6 +145,25 @@ class Registry(Generic[T]):
         return len(self._entries)
 
 
+def signature_options(fn: Callable[..., Any], params: str = "keyword_only"
+                      ) -> dict[str, Any] | None:
+    """The options of ``fn`` and their defaults (``inspect.Parameter.empty`` when required), or
+    None when it takes ``**options``; ``params`` as in :class:`Registry`.
+
+    >>> def plan(records, *, alignment=1): ...
+    >>> signature_options(plan)
+    {'alignment': 1}
+    """
+    found = list(inspect.signature(fn).parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in found):
+        return None
+    if params == "keyword_only":
+        return {p.name: p.default for p in found if p.kind is p.KEYWORD_ONLY}
+    if params == "after_first":
+        found = found[1:]
+    return {p.name: p.default for p in found if p.kind is not p.POSITIONAL_ONLY}
+
+
 def needs_module(module: str, extra: str) -> Probe:
     """A probe for an entry that needs an optional library: it looks the module up (without
     importing it) once, and otherwise says what to install.
@@ -174,4 +186,4 @@ def needs_module(module: str, extra: str) -> Probe:
     return probe
 
 
-__all__ = ["Probe", "Registry", "needs_module"]
+__all__ = ["Probe", "Registry", "needs_module", "signature_options"]

@@ -27,7 +27,7 @@ from workbench.models.seeds import (
     textbook_side_effects,
 )
 from workbench.models.transformer import transformer_block
-from workbench.registry import Registry
+from workbench.registry import Registry, signature_options
 
 
 @dataclass(frozen=True)
@@ -39,9 +39,8 @@ class ModelInfo:
     family: str  # "seed", "network", "random", "control"
 
     def params(self) -> dict[str, Any]:
-        sig = inspect.signature(self.fn)
-        return {k: p.default for k, p in sig.parameters.items()
-                if p.default is not inspect.Parameter.empty}
+        options = signature_options(self.fn, "all") or {}
+        return {k: v for k, v in options.items() if v is not inspect.Parameter.empty}
 
 
 MODELS = Registry[ModelInfo]("model", error=GraphError, params="all")

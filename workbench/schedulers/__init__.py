@@ -7,7 +7,6 @@ runs every entry through the shared invariants.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from workbench._checks import check_limit
 from workbench.errors import ScheduleError
 from workbench.graph import Graph
-from workbench.registry import Registry
+from workbench.registry import Registry, signature_options
 from workbench.schedule import Schedule
 from workbench.schedulers import (
     asap,
@@ -49,8 +48,7 @@ class PolicyInfo:
 
     def options(self) -> dict[str, Any]:
         """Keyword options and their defaults."""
-        params = inspect.signature(self.fn).parameters
-        return {k: p.default for k, p in params.items() if p.kind is p.KEYWORD_ONLY}
+        return signature_options(self.fn) or {}
 
 
 POLICIES = Registry[PolicyInfo]("scheduling policy", error=ScheduleError)
