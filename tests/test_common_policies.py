@@ -79,6 +79,19 @@ def test_policy_rejects_bad_options(policy: str) -> None:
         wb.schedule(g, policy, max_streams=0)
 
 
+@pytest.mark.parametrize("policy", POLICY_NAMES)
+def test_policy_is_registered_with_a_seed_and_validates(policy: str) -> None:
+    info = POLICIES.get(policy)
+    assert info.seed and info.summary
+    assert POLICIES.available(policy)
+    assert "max_streams" in (POLICIES.options(policy) or {})    # the device's stream cap
+    assert POLICIES.options(policy) == info.options()
+    g = wb.models.raf_three_branches()
+    s = wb.schedule(g, policy, **TEST_OPTIONS.get(policy, {}))
+    s.validate()
+    assert s.policy == policy and sorted(s.issue_order) == sorted(g.op_ids)
+
+
 def test_every_schedule_function_is_registered() -> None:
     import importlib
     import pkgutil

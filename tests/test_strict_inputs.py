@@ -269,7 +269,7 @@ def test_simulate_and_execute_need_a_schedule(diamond: wb.Graph) -> None:
         wb.simulate(trace)  # type: ignore[arg-type]
     with pytest.raises(wb.ScheduleError, match="execute\\(\\) needs a Schedule, got Graph"):
         wb.execute(diamond)  # type: ignore[arg-type]
-    with pytest.raises(wb.OptionError, match="unknown option 'devcie'; did you mean 'device'"):
+    with pytest.raises(wb.OptionError, match="no option 'devcie'; did you mean 'device'"):
         wb.execute(wb.schedule(diamond, "serial"), devcie="h100")
 
 

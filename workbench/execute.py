@@ -1,36 +1,72 @@
-"""execute(): run a Schedule on a named executor (STYLE.md R11: a table of names to import
-paths)."""
+"""execute(): run a Schedule on a named executor (STYLE.md R11: a table of names to import paths).
+
+``EXECUTORS`` maps a name to the ``"module:function"`` that runs a schedule and returns a
+:class:`~workbench.trace.Trace`; ``OUTPUT_RUNNERS`` maps a name to the function that computes the
+graph's output *values* for a schedule (the NumPy reference, the CPU emulator of launch plans,
+CuPy), which the common executor test compares.  Both are :class:`~workbench.registry.Registry`
+tables: one options check against the function's signature, and each entry's availability
+(``EXECUTORS.available("cupy")``) for the app and the tests.  Functions are imported on first use,
+so naming a GPU executor imports nothing.
+"""
 
 from __future__ import annotations
 
 import importlib
-import inspect
+from collections.abc import Mapping
 from typing import Any
 
-from workbench._checks import check_choice, check_keys
-from workbench.errors import ScheduleError
+import numpy as np
+
+from workbench._checks import check_choice
+from workbench.errors import OptionError, ScheduleError
+from workbench.registry import Probe, Registry
 from workbench.schedule import Schedule
 from workbench.trace import Trace
 
-EXECUTORS = {
-    "simulator": "workbench.simulate:simulate",
-    "cupy": "workbench.gpu.executor:run",
-}
+
+def _gpu_probe() -> str:
+    """Why CuPy cannot run here ("" when it can); ``workbench.gpu`` is imported by name here so
+    that the engine layer holds no import of the backends layer (it probes CuPy once, cached)."""
+    gpu = importlib.import_module("workbench.gpu")
+    return "" if gpu.is_available() else str(gpu.unavailable_reason())
+
+
+_GPU: Probe = _gpu_probe
+
+EXECUTORS = Registry[str]("executor", error=OptionError, params="after_first")
+EXECUTORS.register("simulator", "workbench.simulate:simulate")
+EXECUTORS.register("cupy", "workbench.gpu.executor:run", probe=_GPU)
+
+OUTPUT_RUNNERS = Registry[str]("output runner", error=OptionError, params="after_first")
+OUTPUT_RUNNERS.register("reference", "workbench.execute:reference_outputs")
+OUTPUT_RUNNERS.register("emulator", "workbench.gpu.emulator:emulate_schedule")
+OUTPUT_RUNNERS.register("cupy", "workbench.gpu.executor:run_outputs", probe=_GPU)
 
 
 def executors() -> list[str]:
-    return list(EXECUTORS)
+    return EXECUTORS.names()
 
 
 def execute(schedule: Schedule, *, executor: str = "simulator", **options: Any) -> Trace:
     """Run ``schedule`` on ``executor`` (``"simulator"`` anywhere, ``"cupy"`` on a CUDA GPU)."""
-    target = EXECUTORS[check_choice(executor, EXECUTORS, "executor")]
+    name = check_choice(executor, EXECUTORS, "executor")
     if not isinstance(schedule, Schedule):
         raise ScheduleError(f"execute() needs a Schedule, got {type(schedule).__name__}")
-    module, _, name = target.partition(":")
-    fn = getattr(importlib.import_module(module), name)
-    params = inspect.signature(fn).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        known = [k for k, p in params.items() if p.kind is not p.POSITIONAL_ONLY][1:]
-        check_keys(options, known, f"executor {executor!r}", what="option")
-    return fn(schedule, **options)
+    EXECUTORS.check_options(name, options)
+    return EXECUTORS.function(name)(schedule, **options)  # type: ignore[no-any-return]
+
+
+def reference_outputs(schedule: Schedule, *, seed: int = 0,
+                      inputs: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
+    """The graph outputs of ``schedule`` computed by the NumPy reference, in its issue order."""
+    from workbench.reference import outputs_of, run_reference
+
+    return outputs_of(schedule.graph, run_reference(schedule, inputs, seed=seed))
+
+
+def run_outputs(schedule: Schedule, *, runner: str = "reference",
+                **options: Any) -> dict[str, np.ndarray]:
+    """The graph outputs of ``schedule`` computed by the named output runner."""
+    name = check_choice(runner, OUTPUT_RUNNERS, "output runner")
+    OUTPUT_RUNNERS.check_options(name, options)
+    return OUTPUT_RUNNERS.function(name)(schedule, **options)  # type: ignore[no-any-return]

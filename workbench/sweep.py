@@ -22,7 +22,6 @@ policy) in the order given, so every engine returns the same table apart from th
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -183,7 +182,7 @@ def _depends_on_batch(src: Any) -> bool:
     if isinstance(src, str):
         from workbench.models import MODELS
 
-        return "batch" in inspect.signature(MODELS.get(src).fn).parameters
+        return "batch" in (MODELS.options(src) or {})
     return True
 
 

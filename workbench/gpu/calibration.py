@@ -24,7 +24,7 @@ from workbench.schedule import Schedule
 def calibrate_gpu(schedule: Schedule, *, repeats: int = 10, memory: str = "somas", seed: int = 0,
                   device: str = "h100") -> CalibrationTable:
     """Time every op of ``schedule`` alone on the GPU (GPU only; see
-    :func:`workbench.gpu.executor.measure_alone_us`)."""
+    :func:`workbench.gpu.runtime.measure_alone_us`)."""
     from workbench.gpu import executor
 
     trace = executor.run(schedule, mode="eager", memory=memory, repeats=3, warmup=2, seed=seed,

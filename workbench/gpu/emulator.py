@@ -42,6 +42,7 @@ from workbench.gpu.reference import (
 from workbench.gpu.sources import signature
 from workbench.graph import TensorId
 from workbench.reference import draw_inputs, shape_or_flat
+from workbench.schedule import Schedule
 
 
 class Memory:
@@ -397,10 +398,20 @@ def emulate(plan: LaunchPlan, inputs: Mapping[TensorId, Any] | None = None, *, s
     return out
 
 
+def emulate_schedule(schedule: Schedule, *, seed: int = 0,
+                     inputs: Mapping[TensorId, Any] | None = None, memory: str = "somas",
+                     device: str = "h100") -> dict[TensorId, Array]:
+    """The graph outputs of ``schedule``: its launch plan (:func:`build_launch_plan`) run on the
+    NumPy device in issue order (the ``"emulator"`` output runner of ``workbench.execute``)."""
+    from workbench.gpu.launch_plan import build_launch_plan
+
+    return emulate(build_launch_plan(schedule, memory=memory, device=device), inputs, seed=seed)
+
+
 def _ptr_of(place: Any) -> Any:
     return Ptr(place.space, place.offset)
 
 
 __all__ = [
-    "TWINS", "Args", "Memory", "Twin", "emulate", "eval_stmts", "run_launch",
+    "TWINS", "Args", "Memory", "Twin", "emulate", "emulate_schedule", "eval_stmts", "run_launch",
 ]

@@ -54,7 +54,7 @@ def check_capturable(plan: LaunchPlan) -> LaunchPlan:
 
 
 def capture(runtime: Any, *, marks: str | None = None) -> Any:
-    """Capture one issue of ``runtime``'s plan (see :class:`workbench.gpu.executor.Runtime`)
+    """Capture one issue of ``runtime``'s plan (see :class:`workbench.gpu.runtime.Runtime`)
     into a CUDA graph, upload it and return it (a ``cupy.cuda.graph.Graph``).  ``marks``:
     ``None`` or ``"stamps"`` (per-op timestamp kernels; timing events cannot be read inside a
     graph)."""

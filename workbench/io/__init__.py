@@ -20,11 +20,20 @@ from workbench.io.execution_trace import execution_graph, load_execution_trace
 from workbench.io.fx import from_torch
 from workbench.io.json_format import graph_from_dict, graph_to_dict, load_json, save_json
 from workbench.io.onnx import load_onnx
+from workbench.registry import Registry, needs_module
 
-LOADERS: dict[str, Callable[[Path], Graph]] = {".json": load_json, ".onnx": load_onnx,
-                                               ".dot": load_dot, ".gv": load_dot}
-SAVERS: dict[str, Callable[[Graph, Path], Path]] = {".json": save_json, ".dot": save_dot,
-                                                    ".gv": save_dot}
+#: File suffix → loader.  An optional format's loader is registered with a probe that says whether
+#: its library is installed (``LOADERS.available(".onnx")``); the app's upload box reads this table.
+LOADERS = Registry[Callable[[Path], Graph]]("graph file type", error=FormatError)
+LOADERS.register(".json", load_json)
+LOADERS.register(".onnx", load_onnx, probe=needs_module("onnx", "onnx"))
+LOADERS.register(".dot", load_dot)
+LOADERS.register(".gv", load_dot)
+#: File suffix → saver (every saver's suffix has a loader: the common test round-trips them).
+SAVERS = Registry[Callable[[Graph, Path], Path]]("graph save type", error=FormatError)
+SAVERS.register(".json", save_json)
+SAVERS.register(".dot", save_dot)
+SAVERS.register(".gv", save_dot)
 
 
 def load(path: str | Path, *, dims: Mapping[str, int] | None = None) -> Graph:
@@ -34,10 +43,11 @@ def load(path: str | Path, *, dims: Mapping[str, int] | None = None) -> Graph:
     have none, so ``dims`` with them is an error.
     """
     path = Path(path)
-    loader = LOADERS.get(path.suffix.lower())
-    if loader is None:
+    suffix = path.suffix.lower()
+    if suffix not in LOADERS:
         raise FormatError(f"{path}: unknown graph file type {path.suffix!r} "
                           f"(known: {', '.join(sorted(LOADERS))})")
+    loader = LOADERS.get(suffix)
     if dims and loader is not load_onnx:
         raise OptionError(f"{path}: dims apply to .onnx models only ({path.suffix} files have no "
                           f"symbolic dimensions)")
@@ -49,13 +59,13 @@ def load(path: str | Path, *, dims: Mapping[str, int] | None = None) -> Graph:
 def save(graph: Graph, path: str | Path) -> Path:
     """Save a graph; the format comes from the suffix (``.json``, ``.dot``)."""
     path = Path(path)
-    saver = SAVERS.get(path.suffix.lower())
-    if saver is None:
+    suffix = path.suffix.lower()
+    if suffix not in SAVERS:
         raise FormatError(f"{path}: cannot save as {path.suffix!r} (known: "
                           f"{', '.join(sorted(SAVERS))})")
-    return saver(graph, path)
+    return SAVERS.get(suffix)(graph, path)
 
 
-__all__ = ["execution_graph", "from_torch", "graph_from_dict", "graph_to_dict", "load",
-           "load_dot", "load_execution_trace", "load_onnx", "load_pytorch_trace", "save",
-           "save_chrome_trace", "to_chrome_trace", "to_dot"]
+__all__ = ["LOADERS", "SAVERS", "execution_graph", "from_torch", "graph_from_dict",
+           "graph_to_dict", "load", "load_dot", "load_execution_trace", "load_onnx",
+           "load_pytorch_trace", "save", "save_chrome_trace", "to_chrome_trace", "to_dot"]

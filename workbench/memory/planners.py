@@ -13,7 +13,6 @@ greedy_by_size, naive, somas)
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -72,11 +71,5 @@ def plan_usage(items: Iterable[RecordLike], planner: str = "somas", **options: A
     """
     info = PLANNERS.get(planner)
     records = parse_records(items)
-    params = inspect.signature(info.fn).parameters
-    valid = [name for name, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
-    for key in options:
-        if key not in valid:
-            raise OptionError(
-                f"memory planner {planner!r} has no option {key!r} (options: {', '.join(valid)})"
-            )
+    PLANNERS.check_options(planner, options, error=OptionError)
     return info.fn(records, **options)

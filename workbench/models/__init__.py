@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from workbench._checks import did_you_mean, show
+from workbench._checks import show
 from workbench.errors import GraphError, WorkbenchError
 from workbench.graph import Graph
 from workbench.models.cnn import inception_v3, nasnet_a_large, randwire, squeezenet
@@ -27,7 +27,7 @@ from workbench.models.seeds import (
     textbook_side_effects,
 )
 from workbench.models.transformer import transformer_block
-from workbench.registry import Registry
+from workbench.registry import Registry, signature_options
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,11 @@ class ModelInfo:
     family: str  # "seed", "network", "random", "control"
 
     def params(self) -> dict[str, Any]:
-        sig = inspect.signature(self.fn)
-        return {k: p.default for k, p in sig.parameters.items()
-                if p.default is not inspect.Parameter.empty}
+        options = signature_options(self.fn, "all") or {}
+        return {k: v for k, v in options.items() if v is not inspect.Parameter.empty}
 
 
-MODELS = Registry[ModelInfo]("model", error=GraphError)
+MODELS = Registry[ModelInfo]("model", error=GraphError, params="all")
 for _name, _fn, _source in (
     ("nnc_diamond", nnc_diamond, "seed 000 NNC"),
     ("textbook_mul_sub_add", textbook_mul_sub_add, "seed 003 textbook"),
@@ -78,12 +77,10 @@ def models() -> list[str]:
 def build(name: str, **params: Any) -> Graph:
     """Build a built-in graph by name; parameters are the builder's keywords."""
     info = MODELS.get(name)
-    known = inspect.signature(info.fn).parameters
-    for key in params:
-        if key not in known:
-            raise GraphError(f"model {name!r} has no parameter {key!r}{did_you_mean(key, known)} "
-                             f"(parameters: {', '.join(known) or 'none'})")
-    missing = [k for k, p in known.items() if p.default is p.empty and k not in params]
+    MODELS.check_options(name, params, noun="parameter")
+    known = MODELS.options(name) or {}
+    missing = [k for k, default in known.items()
+               if default is inspect.Parameter.empty and k not in params]
     if missing:
         raise GraphError(f"model {name!r} needs parameter {missing[0]!r} (--param "
                          f"{missing[0]}=VALUE on the command line)")

@@ -7,15 +7,14 @@ runs every entry through the shared invariants.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from workbench._checks import check_limit, did_you_mean
+from workbench._checks import check_limit
 from workbench.errors import ScheduleError
 from workbench.graph import Graph
-from workbench.registry import Registry
+from workbench.registry import Registry, signature_options
 from workbench.schedule import Schedule
 from workbench.schedulers import (
     asap,
@@ -49,8 +48,7 @@ class PolicyInfo:
 
     def options(self) -> dict[str, Any]:
         """Keyword options and their defaults."""
-        params = inspect.signature(self.fn).parameters
-        return {k: p.default for k, p in params.items() if p.kind is p.KEYWORD_ONLY}
+        return signature_options(self.fn) or {}
 
 
 POLICIES = Registry[PolicyInfo]("scheduling policy", error=ScheduleError)
@@ -112,11 +110,7 @@ def schedule(graph: Graph, policy: str, **options: Any) -> Schedule:
     known = info.options()
     given = dict(options)
     limit = None if "memory_limit_bytes" in known else options.pop("memory_limit_bytes", None)
-    for key in options:
-        if key not in known:
-            names = [*known, "memory_limit_bytes"]
-            raise ScheduleError(f"policy {policy!r} has no option {key!r}"
-                                f"{did_you_mean(key, names)} (options: {', '.join(names)})")
+    POLICIES.check_options(policy, options, extra=["memory_limit_bytes"], label="policy")
     if limit is None:
         sched = info.fn(graph, **options)
     else:

@@ -19,11 +19,13 @@ import ipywidgets as widgets
 
 import workbench as wb
 from workbench.errors import OptionError, WorkbenchError
+from workbench.io import LOADERS
 from workbench.models import MODELS
 from workbench.ui.forms import ParamForm
 
 SOURCES = (("built-in model", "model"), ("random DAG", "random"), ("upload", "upload"))
-UPLOAD_SUFFIXES = (".json", ".onnx", ".dot")
+#: what the upload box accepts: every suffix the loader table knows (one list, no drift)
+UPLOAD_SUFFIXES = tuple(LOADERS.names())
 DEFAULT_MODEL = "inception_v3"
 #: size parameter of each random family, and defaults of its other required parameters
 RANDOM_FAMILIES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -82,7 +84,7 @@ class GraphSource:
         self.random_form = ParamForm({})
         self.upload = widgets.FileUpload(accept=",".join(UPLOAD_SUFFIXES), multiple=False,
                                          description="graph file")
-        self.upload_info = widgets.HTML("<i>.json, .onnx or .dot</i>")
+        self.upload_info = widgets.HTML(f"<i>{_or(UPLOAD_SUFFIXES)}</i>")
         self.uploaded_graph: wb.Graph | None = None
         self.stack = widgets.Stack([
             widgets.VBox([self.model, self.model_params]),
@@ -143,8 +145,13 @@ class GraphSource:
             return partial(wb.models.build, family, **params)
         uploaded = self.uploaded_graph
         if uploaded is None:
-            raise OptionError("no graph uploaded yet: upload a .json, .onnx or .dot file")
+            raise OptionError(f"no graph uploaded yet: upload a {_or(UPLOAD_SUFFIXES)} file")
         return partial(_same, uploaded)
+
+
+def _or(names: tuple[str, ...]) -> str:
+    """``".json, .onnx or .dot"``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def _same(graph: wb.Graph) -> wb.Graph:

@@ -35,9 +35,8 @@ from typing import Any
 import ipywidgets as widgets
 
 import workbench as wb
-from workbench import gpu
 from workbench.errors import OptionError, WorkbenchError
-from workbench.execute import executors
+from workbench.execute import EXECUTORS
 from workbench.schedulers import POLICIES
 from workbench.ui import results
 from workbench.ui.forms import ParamForm
@@ -116,16 +115,19 @@ class Workbench:
         self.options_for.observe(lambda _: self._show_options(), names="value")
         self._refresh_options()
         self.device = widgets.Dropdown(options=wb.devices(), value="h100", description="device")
-        self.executor = widgets.Dropdown(options=executors(), value="simulator",
+        self.executor = widgets.Dropdown(options=EXECUTORS.names(), value="simulator",
                                          description="executor")
         self.executor_note = widgets.HTML()
-        if not gpu.is_available():
-            reason = gpu.unavailable_reason()
-            self.executor.disabled = True
-            self.executor.tooltip = f"cupy unavailable: {reason}"
+        missing = {name: EXECUTORS.unavailable_reason(name) for name in EXECUTORS.names()
+                   if not EXECUTORS.available(name)}
+        if missing:
+            # a Dropdown cannot grey out one option: with only the simulator usable, lock it
+            self.executor.disabled = len(EXECUTORS.available_names()) <= 1
+            notes = [f"{name} unavailable: {reason}" for name, reason in missing.items()]
+            self.executor.tooltip = "; ".join(notes)
             self.executor_note.value = (
                 f'<div style="color:#777; font-size:11px; line-height:1.3; margin-left:90px">'
-                f"cupy unavailable: {html.escape(reason)}</div>")
+                f"{html.escape('; '.join(notes))}</div>")
         self.mode = widgets.ToggleButtons(options=["eager", "graph"], value="eager",
                                           description="mode", style={"button_width": "70px"})
         planners = wb.memory.planners()

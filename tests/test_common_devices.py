@@ -1,0 +1,38 @@
+"""Every registered device (STYLE.md R4): it is a valid spec, round-trips through its file
+format (:func:`save_device` / :func:`load_device`), and the simulator runs a schedule on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import workbench as wb
+from workbench.devices import DEVICES, get_device, load_device, save_device
+
+
+@pytest.mark.parametrize("device", DEVICES.names())
+def test_every_device_round_trips_through_its_file(device: str, tmp_path: Path) -> None:
+    spec = DEVICES.get(device)
+    assert spec.name == device and get_device(device.upper()) is spec
+    assert DEVICES.available(device)
+    path = save_device(spec, tmp_path / f"{device}.json")
+    back = load_device(path)
+    assert back == spec
+    assert save_device(back, tmp_path / "again.json").read_bytes() == Path(path).read_bytes()
+
+
+@pytest.mark.parametrize("device", DEVICES.names())
+def test_every_device_simulates(device: str) -> None:
+    sched = wb.schedule(wb.models.raf_three_branches(), "nnc")
+    trace = wb.simulate(sched, device)
+    assert trace.violations() == [] and trace.makespan > 0
+    assert wb.simulate(sched, device).makespan == trace.makespan   # deterministic
+
+
+def test_every_device_file_is_registered() -> None:
+    from importlib import resources
+
+    files = {p.name[:-5] for p in (resources.files("workbench") / "data" / "devices").iterdir()
+             if p.name.endswith(".json")}
+    assert files == set(DEVICES.names()), "list new device files in devices._DEVICE_FILES"
