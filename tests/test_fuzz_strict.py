@@ -485,15 +485,18 @@ def test_cli_in_process(cli_files: dict[str, str], workdir: Path, data: st.DataO
     report = importlib.import_module("workbench.report")
     monkeypatch.setattr(report, "render", lambda c, **_: "<html></html>")
     monkeypatch.setattr(sys.modules["workbench.compare"], "_optimum", lambda *a, **k: math.nan)
+    monkeypatch.chdir(workdir)  # a relative output name lands in the scratch folder
     argv = data.draw(command_lines(cli_files, str(workdir)))
     check_cli(argv, *run_main(argv))
 
 
 @settings(FUZZ, max_examples=5)
 @given(data=st.data())
-def test_cli_subprocess(cli_files: dict[str, str], workdir: Path, data: st.DataObject) -> None:
+def test_cli_subprocess(cli_files: dict[str, str], workdir: Path, data: st.DataObject,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(workdir)  # a relative output name lands in the scratch folder
     argv = data.draw(command_lines(cli_files, str(workdir)))
     run = subprocess.run([sys.executable, "-m", "workbench.cli", *argv], capture_output=True,
-                         text=True, timeout=120, cwd=ROOT,
+                         text=True, timeout=120, cwd=workdir,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     check_cli(argv, run.returncode, run.stdout, run.stderr)

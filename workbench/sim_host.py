@@ -15,7 +15,53 @@ from workbench.graph import Op
 from workbench.schedule import Schedule
 
 
-class Host:
+class LaunchCosts:
+    """The host-side cost of issuing one op, shared by :class:`Host` and the control-flow host
+    (:class:`workbench.control.host.ControlHost`): per-kernel launches (serial host) or
+    MindSpore's InferShape / Resize / Launch pipeline, event records and waits, and a barrier's
+    record-and-wait on every stream when barriers are event joins."""
+
+    spec: DeviceSpec
+    devices: list[str]
+    n_kernels: list[int]
+    n_waits: list[int]
+    pipelined: bool
+    stage_free: list[float]
+    barrier_at: set[int]
+    device_sync: bool
+    n_streams: int
+    issue: list[float]
+    kernel_gap: list[float]
+
+    def launch(self, i: int, host: float, records_event: bool) -> float:
+        """Issue op ``i`` when the host is free at ``host``: sets ``issue[i]`` (the first
+        kernel's launch) and ``kernel_gap[i]``; returns when the host is free again."""
+        spec = self.spec
+        device = self.devices[i]
+        launches = self.n_kernels[i]
+        if self.pipelined:
+            infer, resize, launch = (s * max(1, launches) for s in spec.host_stages_us(device))
+            t1 = self.stage_free[0] + infer
+            t2 = max(self.stage_free[1], t1) + resize
+            self.stage_free = [t1, t2]
+            host = max(host, t2)
+            first, gap = launch, 0.0
+        else:
+            first = gap = spec.host_op_us(device)
+            if launches == 0:
+                first = 0.0
+        if i in self.barrier_at and not self.device_sync:
+            host += spec.event_overhead_us * 2 * self.n_streams  # record + wait every stream
+        host += spec.event_overhead_us * self.n_waits[i] + first
+        self.issue[i] = host
+        self.kernel_gap[i] = gap
+        host += gap * max(0, launches - 1)
+        if records_event:
+            host += spec.event_overhead_us
+        return host
+
+
+class Host(LaunchCosts):
     """The host thread(s): issue times in issue order, computed as far as possible; stops at a
     ``python`` op (until it ends) and at a device-sync barrier (until the device is idle)."""
 
@@ -50,7 +96,6 @@ class Host:
         """Issue ops until blocked; ``n_ended`` ops have ended so far."""
         if self.next >= self.n or self.blocked_on is not None:
             return
-        spec = self.spec
         while self.next < self.n and self.blocked_on is None:
             i = self.next
             if i in self.barrier_at and self.device_sync and i not in self.synced:
@@ -59,30 +104,7 @@ class Host:
                     return
                 self.synced.add(i)
             device = self.devices[i]
-            per_kernel = spec.host_op_us(device)
-            launches = self.n_kernels[i]
-            host = self.host
-            if self.pipelined:
-                infer, resize, launch = (s * max(1, launches) for s in spec.host_stages_us(device))
-                t1 = self.stage_free[0] + infer
-                t2 = max(self.stage_free[1], t1) + resize
-                self.stage_free = [t1, t2]
-                host = max(host, t2)
-                first, gap = launch, 0.0
-            else:
-                first, gap = per_kernel, per_kernel
-                if launches == 0:
-                    first = 0.0
-            if i in self.barrier_at and not self.device_sync:
-                host += spec.event_overhead_us * 2 * self.n_streams  # record + wait every stream
-            host += spec.event_overhead_us * self.n_waits[i]
-            host += first
-            self.issue[i] = host
-            self.kernel_gap[i] = gap
-            host += gap * max(0, launches - 1)
-            if self.ids[i] in self.records:
-                host += spec.event_overhead_us
-            self.host = host
+            self.host = self.launch(i, self.host, self.ids[i] in self.records)
             self.next += 1
             if device == "python":
                 self.blocked_on = i

@@ -35,6 +35,7 @@ from workbench.costs import DeviceSpec, OpCost, op_cost
 from workbench.errors import OptionError
 from workbench.graph import Op
 from workbench.schedule import Schedule
+from workbench.sim_host import LaunchCosts
 
 CONTROL_MODES = ("coroutine", "blocking")
 
@@ -53,7 +54,7 @@ def decision_latency_us(spec: DeviceSpec, flag_bytes: int) -> float:
     return op_cost(copy, spec).alone_us + spec.device_sync_us
 
 
-class ControlHost:
+class ControlHost(LaunchCosts):
     """The host of a run with control flow (module docstring)."""
 
     lazy = True
@@ -203,28 +204,8 @@ class ControlHost:
         return self.next_in_order if self.next_in_order < self.n else None
 
     def _issue(self, i: int, host: float) -> None:
-        spec = self.spec
         device = self.devices[i]
-        launches = self.n_kernels[i]
-        if self.pipelined:
-            infer, resize, launch = (s * max(1, launches) for s in spec.host_stages_us(device))
-            t1 = self.stage_free[0] + infer
-            t2 = max(self.stage_free[1], t1) + resize
-            self.stage_free = [t1, t2]
-            host = max(host, t2)
-            first, gap = launch, 0.0
-        else:
-            first = gap = spec.host_op_us(device)
-            if launches == 0:
-                first = 0.0
-        if i in self.barrier_at and not self.device_sync:
-            host += spec.event_overhead_us * 2 * self.n_streams
-        host += spec.event_overhead_us * self.n_waits[i] + first
-        self.issue[i] = host
-        self.kernel_gap[i] = gap
-        host += gap * max(0, launches - 1)
-        if i in self.records:
-            host += spec.event_overhead_us
+        host = self.launch(i, host, i in self.records)
         self.host = host
         self.sequence.append(i)
         for j in self.after_issue[i]:
