@@ -47,11 +47,12 @@ from workbench.kernel_model import (
     gemm_candidates,
     kernel_precision,
 )
+from workbench.ops import SHAPE_ONLY_KINDS
 
 _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float64": 8,
                 "double": 8, "int8": 1, "uint8": 1, "int32": 4, "int64": 8, "bool": 1}
-VIEW_KINDS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims", "view",
-                        "identity_view"})
+#: Kinds that launch nothing when they move no bytes (``shape_only`` in :data:`workbench.ops.OPS`).
+VIEW_KINDS = SHAPE_ONLY_KINDS
 
 
 def op_launches(op: Op, graph: Graph | None, spec: DeviceSpec, model: GpuModel, *,

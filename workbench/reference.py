@@ -54,6 +54,7 @@ import numpy as np
 
 from workbench.errors import OptionError, ScheduleError
 from workbench.graph import Graph, Op, TensorId
+from workbench.ops import ASSIGN_KINDS
 
 Array = np.ndarray
 ShapeOf = Callable[[TensorId], tuple[int, ...] | None]
@@ -162,7 +163,7 @@ KERNELS: dict[str, Kernel] = {
     **{k: _view for k in ("reshape", "view", "flatten", "squeeze", "unsqueeze", "expand_dims",
                           "flatten_grad", "reformat")},
 }
-STATE_KINDS = ("assign", "assign_add", "assign_sub")
+STATE_KINDS = ASSIGN_KINDS
 
 
 def _initial(graph: Graph, inputs: Mapping[TensorId, Any] | None, seed: int) -> dict[str, Array]:

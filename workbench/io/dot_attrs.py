@@ -19,7 +19,7 @@ NUMBER_ATTRS = {"flops": "flops", "duration_us": "duration_us", "thread_blocks":
                 "workspace_bytes": "workspace_bytes"}
 NODE_ATTRS = frozenset({"kind", "device", *NUMBER_ATTRS})
 EDGE_ATTRS = frozenset({"kind", "style"})
-EDGE_KINDS = ("data", "control")
+EDGE_TYPES = ("data", "control")
 
 GRAPHVIZ_ATTRS = frozenset("""
 _background area arrowhead arrowsize arrowtail bb beautify bgcolor center charset class cluster
@@ -48,9 +48,9 @@ def check_attr(context: str, key: str, value: str, where: str) -> None:
     (``"node"``, ``"edge"``, ``"graph"``) statement or a Graphviz attribute; an edge's ``kind``
     must be ``data`` or ``control``.  ``where`` is ``"<file>: line <n>"``."""
     own = _OWN[context]
-    if key == "kind" and context == "edge" and value.casefold() not in EDGE_KINDS:
+    if key == "kind" and context == "edge" and value.casefold() not in EDGE_TYPES:
         raise FormatError(f"{where}: edge kind {show(value)} is not one of "
-                          f"{', '.join(EDGE_KINDS)}")
+                          f"{', '.join(EDGE_TYPES)}")
     if key in own or key in GRAPHVIZ_ATTRS:
         return
     hint = did_you_mean(key, own) or did_you_mean(key, GRAPHVIZ_ATTRS)

@@ -33,6 +33,7 @@ from typing import Any
 
 from workbench.errors import GraphError
 from workbench.graph import Graph, Op, Tensor
+from workbench.ops import ACTIVATION_FLOPS as _ACTIVATION_FLOPS
 
 ELEMENT_BYTES = 4  # float32
 GEMM_TILE = 64  # implicit-GEMM output tile edge (thread_blocks heuristic)
@@ -46,7 +47,7 @@ OP_KINDS: tuple[str, ...] = (
 )
 
 #: FLOPs per output element of the elementwise activations (``gelu``: tanh approximation).
-ACTIVATION_FLOPS: dict[str, int] = {"relu": 1, "sigmoid": 4, "tanh": 5, "gelu": 8}
+ACTIVATION_FLOPS: dict[str, int] = dict(_ACTIVATION_FLOPS)  # from workbench.ops.OPS
 
 Shape = tuple[int, ...]
 Pair = tuple[int, int]
