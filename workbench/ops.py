@@ -33,7 +33,13 @@ table does not know are kept exactly as given.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from workbench import op_reference as ref
 
 CATEGORIES = ("compute", "elementwise", "reduction", "view", "copy", "state", "io", "control")
 
@@ -54,6 +60,11 @@ class OpKind:
     ``assign`` family the references and the GPU lowering compute).  ``passthrough``: its output
     is its input (``print``: the GPU lowers it as a copy).  ``subgraphs``: holds sub-graphs.
     ``activation_flops``: FLOPs per element as a builder activation (fused into conv too).
+
+    ``reference``: the NumPy reference ``(op, inputs, shape_of) -> outputs``
+    (:mod:`workbench.op_reference`; ``None``: no reference, e.g. ``fused``, which the executors
+    evaluate member by member).  ``unary`` / ``binary``: the elementwise map of an elementwise
+    kind (``unary`` doubles as a conv activation and an emulator code's meaning).
     """
 
     name: str
@@ -69,6 +80,9 @@ class OpKind:
     passthrough: bool = False
     subgraphs: bool = False
     activation_flops: int | None = None
+    reference: ref.Reference | None = None
+    unary: ref.UnaryFn | None = None
+    binary: Callable[[Any, Any], Any] | None = None
 
     def __post_init__(self) -> None:
         assert self.category in CATEGORIES, self
@@ -120,7 +134,41 @@ def _entries() -> dict[str, OpKind]:
     # compute (``op``: the generic kind of Graph.from_edges; ``fused``: an O1 fusion group)
     add("compute", "conv2d sepconv conv_transpose matmul maxpool avgpool lrn concat transpose "
         "gather slice constant shape size fused op")
+    _bind_references(out)
     return out
+
+
+def _bind_references(out: dict[str, OpKind]) -> None:
+    """Attach the NumPy references (:mod:`workbench.op_reference`) to the entries."""
+    unary: dict[str, ref.UnaryFn] = {
+        "identity": ref.identity, "relu": ref.relu, "gelu": ref.gelu, "sigmoid": ref.sigmoid,
+        "tanh": np.tanh, "exp": np.exp, "log": np.log, "neg": np.negative, "abs": np.abs,
+        "sqrt": np.sqrt, "atan": np.arctan}
+    binary = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+
+    def activation(name: str | None) -> ref.UnaryFn:
+        """A conv's ``act`` / ``pre_act`` by name (``None``: identity); KeyError if unknown."""
+        return ref.identity if name is None else unary[name]
+
+    references: dict[str, ref.Reference] = {
+        "conv2d": partial(ref.conv, unary=activation),
+        "sepconv": partial(ref.sepconv, unary=activation),
+        "maxpool": ref.pool, "avgpool": ref.pool, "global_avgpool": ref.global_avgpool,
+        "batchnorm": ref.batchnorm_reference, "concat": ref.concat,
+        "matmul": ref.matmul_reference, "softmax": ref.softmax_reference,
+        "layernorm": ref.layernorm_reference, "transpose": ref.transpose, "op": ref.generic,
+        "add": ref.add, **{k: ref.binary_reference(fn) for k, fn in binary.items() if k != "add"},
+        **{k: ref.unary_reference(fn) for k, fn in unary.items() if k != "identity"},
+    }
+    for name, info in out.items():
+        fn = references.get(name)
+        if info.category == "view":
+            fn = ref.view
+        elif info.engine_copy or info.passthrough:
+            fn = ref.copy
+        elif info.assigns:
+            fn = ref.assign
+        out[name] = replace(info, reference=fn, unary=unary.get(name), binary=binary.get(name))
 
 
 #: Every known op kind, by canonical name.
@@ -161,6 +209,8 @@ OFF_DEVICE_TRANSFER_KINDS = kinds_where(lambda k: k.category == "copy" and not k
 COMMUNICATION_KINDS = kinds_where(lambda k: k.communication)
 #: Kinds the GPU lowers as a plain copy of their input: engine copies and pass-through I/O.
 GPU_COPY_KINDS = kinds_where(lambda k: k.engine_copy or k.passthrough)
+#: Kinds with a NumPy reference, and the elementwise maps of the unary and binary kinds.
+REFERENCE_KINDS = kinds_where(lambda k: k.reference is not None)
 #: FLOPs per element of the builder's activations, in the builder's order.
 ACTIVATION_FLOPS: Mapping[str, int] = {n: k.activation_flops for n, k in OPS.items()
                                        if k.activation_flops is not None}
@@ -186,6 +236,6 @@ __all__ = [
     "ACTIVATION_FLOPS", "ASSIGN_KINDS", "BARRIER_KINDS", "BROADCAST_KINDS", "CATEGORIES",
     "COMMUNICATION_KINDS", "CONTROL_KINDS", "ELEMWISE_KINDS", "ENGINE_COPY_KINDS",
     "GPU_COPY_KINDS", "IO_KINDS", "KNOWN_KINDS", "NO_TASK_KINDS", "OFF_DEVICE_TRANSFER_KINDS",
-    "OPS", "REDUCE_KINDS", "SHAPE_ONLY_KINDS", "TRANSFER_KINDS", "WRITE_KINDS", "OpKind",
-    "canonical_kind", "kind_key", "kinds_where",
+    "OPS", "REDUCE_KINDS", "REFERENCE_KINDS", "SHAPE_ONLY_KINDS", "TRANSFER_KINDS",
+    "WRITE_KINDS", "OpKind", "canonical_kind", "kind_key", "kinds_where",
 ]
