@@ -45,21 +45,23 @@ from workbench.io.onnx_rules import (
     CONSTANT_OP_TYPES,
     MAX_ELEMENTS,
     RULES,
-    VIEW_COST,
     VIEW_OP_TYPES,
+    _camel_to_snake,
+)
+from workbench.shape_costs import (
+    VIEW_COST,
     Info,
     ShapeCost,
     TensorInfo,
-    _camel_to_snake,
     conv_cost,
     copy_cost,
     default_cost,
     elementwise_cost,
     global_pool_cost,
     matmul_cost,
+    numel,
     window_cost,
 )
-from workbench.models._layers import numel
 
 ONNX_MISSING = "reading .onnx needs the onnx package: pip install 'schedule-workbench[onnx]'"
 #: Graph names exporters write by default; the file name is used instead.
