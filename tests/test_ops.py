@@ -189,9 +189,6 @@ ALLOWED_KIND_TABLES: dict[tuple[str, str], str] = {
     ("workbench.io.fx", "FUNCTIONS"):
         "keyed by torch function name (torch aliases and their cost rules; some torch names "
         "equal kind names); folding the aliases into the table is left for later",
-    ("workbench.schedulers.ios", "UNIT_HEADS"):
-        "IOS's merge patterns (seed 001): which kinds head a unit is the policy's rule",
-    ("workbench.schedulers.ios", "AFFINE_TAILS"): "as UNIT_HEADS (kinds folded into a unit)",
     ("workbench.models._layers", "OP_KINDS"):
         "what the model builder emits (a fact about the builder, checked by test_models)",
 }

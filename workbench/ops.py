@@ -60,6 +60,8 @@ class OpKind:
     ``assign`` family the references and the GPU lowering compute).  ``passthrough``: its output
     is its input (``print``: the GPU lowers it as a copy).  ``subgraphs``: holds sub-graphs.
     ``activation_flops``: FLOPs per element as a builder activation (fused into conv too).
+    ``gemm``: a GEMM-like kernel (conv2d, sepconv, matmul) that heads an IOS unit; ``epilogue``:
+    a per-channel affine step a unit goes on after (batchnorm, bias, mul, add).
 
     ``reference``: the NumPy reference ``(op, inputs, shape_of) -> outputs``
     (:mod:`workbench.op_reference`; ``None``: no reference, e.g. ``fused``, which the executors
@@ -80,6 +82,8 @@ class OpKind:
     passthrough: bool = False
     subgraphs: bool = False
     activation_flops: int | None = None
+    gemm: bool = False
+    epilogue: bool = False
     reference: ref.Reference | None = None
     unary: ref.UnaryFn | None = None
     binary: Callable[[Any, Any], Any] | None = None
@@ -101,11 +105,13 @@ def _entries() -> dict[str, OpKind]:
     # elementwise (fused by O1 as ELEMWISE); the builder's activations first, in their order
     for name, flops in (("relu", 1), ("sigmoid", 4), ("tanh", 5), ("gelu", 8)):
         add("elementwise", name, fuse="elemwise", activation_flops=flops)
-    add("elementwise", "relu6 leaky_relu silu swish atan elu add sub mul div neg abs exp log "
+    add("elementwise", "add mul", fuse="elemwise", epilogue=True)
+    add("elementwise", "relu6 leaky_relu silu swish atan elu sub div neg abs exp log "
         "sqrt rsqrt square pow maximum minimum clip cast erf reciprocal sin cos",
         fuse="elemwise")
     # broadcast a per-channel operand (fused by O1 as BROADCAST)
-    add("elementwise", "batchnorm bias bias_add scale broadcast_to", fuse="broadcast")
+    add("elementwise", "batchnorm bias", fuse="broadcast", epilogue=True)
+    add("elementwise", "bias_add scale broadcast_to", fuse="broadcast")
     # reductions
     add("reduction", "softmax log_softmax layernorm global_avgpool reduce_sum reduce_mean "
         "reduce_max reduce_min", fuse="reduce")
@@ -132,8 +138,9 @@ def _entries() -> dict[str, OpKind]:
     add("control", "while case_of", subgraphs=True)
     add("control", "join device_sync")
     # compute (``op``: the generic kind of Graph.from_edges; ``fused``: an O1 fusion group)
-    add("compute", "conv2d sepconv conv_transpose matmul maxpool avgpool lrn concat transpose "
-        "gather slice constant shape size fused op")
+    add("compute", "conv2d sepconv matmul", gemm=True)
+    add("compute", "conv_transpose maxpool avgpool lrn concat transpose gather slice constant "
+        "shape size fused op")
     _bind_references(out)
     return out
 
@@ -211,6 +218,11 @@ COMMUNICATION_KINDS = kinds_where(lambda k: k.communication)
 GPU_COPY_KINDS = kinds_where(lambda k: k.engine_copy or k.passthrough)
 #: Kinds with a NumPy reference, and the elementwise maps of the unary and binary kinds.
 REFERENCE_KINDS = kinds_where(lambda k: k.reference is not None)
+#: IOS units: GEMM-like heads, the affine epilogues a unit goes on after, and every tail (the
+#: epilogues and the builder's activations).
+GEMM_KINDS = kinds_where(lambda k: k.gemm)
+EPILOGUE_KINDS = kinds_where(lambda k: k.epilogue)
+UNIT_TAIL_KINDS = kinds_where(lambda k: k.epilogue or k.activation_flops is not None)
 #: FLOPs per element of the builder's activations, in the builder's order.
 ACTIVATION_FLOPS: Mapping[str, int] = {n: k.activation_flops for n, k in OPS.items()
                                        if k.activation_flops is not None}
@@ -235,6 +247,7 @@ def canonical_kind(kind: str) -> str:
 __all__ = [
     "ACTIVATION_FLOPS", "ASSIGN_KINDS", "BARRIER_KINDS", "BROADCAST_KINDS", "CATEGORIES",
     "COMMUNICATION_KINDS", "CONTROL_KINDS", "ELEMWISE_KINDS", "ENGINE_COPY_KINDS",
+    "EPILOGUE_KINDS", "GEMM_KINDS", "UNIT_TAIL_KINDS",
     "GPU_COPY_KINDS", "IO_KINDS", "KNOWN_KINDS", "NO_TASK_KINDS", "OFF_DEVICE_TRANSFER_KINDS",
     "OPS", "REDUCE_KINDS", "REFERENCE_KINDS", "SHAPE_ONLY_KINDS", "TRANSFER_KINDS",
     "WRITE_KINDS", "OpKind", "canonical_kind", "kind_key", "kinds_where",
