@@ -167,10 +167,6 @@ def test_gpu_kernels_agree_with_the_reference(kind: str) -> None:
 # ----------------------------------------------------------------------------- stray kind tables
 #: Module-level tables of op-kind names that may stay outside ``ops.py``: (module, name) -> why.
 ALLOWED_KIND_TABLES: dict[tuple[str, str], str] = {
-    ("workbench.launches", "_RULES"):
-        "the GPU model's kernel rules (per-platform override of the generic cost, as JAX's "
-        "per-platform lowerings); they need the device and kernel models, which import the "
-        "graph, which imports the table",
     ("workbench.gpu.lowering", "LOWERINGS"):
         "the CUDA lowering per kind (a platform rule beside its kernels; the table cannot "
         "import the GPU package)",

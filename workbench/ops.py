@@ -62,6 +62,8 @@ class OpKind:
     ``activation_flops``: FLOPs per element as a builder activation (fused into conv too).
     ``gemm``: a GEMM-like kernel (conv2d, sepconv, matmul) that heads an IOS unit; ``epilogue``:
     a per-channel affine step a unit goes on after (batchnorm, bias, mul, add).
+    ``launch_rule``: the GPU model's kernel rule for this kind (a name in
+    :data:`workbench.launches.LAUNCH_RULES`; ``None``: one generic kernel from its figures).
 
     ``reference``: the NumPy reference ``(op, inputs, shape_of) -> outputs``
     (:mod:`workbench.op_reference`; ``None``: no reference, e.g. ``fused``, which the executors
@@ -84,6 +86,7 @@ class OpKind:
     activation_flops: int | None = None
     gemm: bool = False
     epilogue: bool = False
+    launch_rule: str | None = None
     reference: ref.Reference | None = None
     unary: ref.UnaryFn | None = None
     binary: Callable[[Any, Any], Any] | None = None
@@ -138,9 +141,12 @@ def _entries() -> dict[str, OpKind]:
     add("control", "while case_of", subgraphs=True)
     add("control", "join device_sync")
     # compute (``op``: the generic kind of Graph.from_edges; ``fused``: an O1 fusion group)
-    add("compute", "conv2d sepconv matmul", gemm=True)
-    add("compute", "conv_transpose maxpool avgpool lrn concat transpose gather slice constant "
-        "shape size fused op")
+    add("compute", "conv2d", gemm=True, launch_rule="convolution")
+    add("compute", "sepconv", gemm=True, launch_rule="separable_convolution")
+    add("compute", "matmul", gemm=True, launch_rule="gemm")
+    add("compute", "concat", launch_rule="copy_each_input")
+    add("compute", "conv_transpose maxpool avgpool lrn transpose gather slice constant shape "
+        "size fused op")
     _bind_references(out)
     return out
 
