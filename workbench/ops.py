@@ -64,6 +64,8 @@ class OpKind:
     a per-channel affine step a unit goes on after (batchnorm, bias, mul, add).
     ``launch_rule``: the GPU model's kernel rule for this kind (a name in
     :data:`workbench.launches.LAUNCH_RULES`; ``None``: one generic kernel from its figures).
+    ``onnx``: the ONNX op types that import as this kind when their snake_case spelling is not
+    the kind's (``Conv`` -> ``conv2d``; ``LeakyRelu`` is ``leaky_relu`` by spelling alone).
 
     ``reference``: the NumPy reference ``(op, inputs, shape_of) -> outputs``
     (:mod:`workbench.op_reference`; ``None``: no reference, e.g. ``fused``, which the executors
@@ -87,6 +89,7 @@ class OpKind:
     gemm: bool = False
     epilogue: bool = False
     launch_rule: str | None = None
+    onnx: tuple[str, ...] = ()
     reference: ref.Reference | None = None
     unary: ref.UnaryFn | None = None
     binary: Callable[[Any, Any], Any] | None = None
@@ -148,6 +151,14 @@ def _entries() -> dict[str, OpKind]:
     add("compute", "conv_transpose maxpool avgpool lrn transpose gather slice constant shape "
         "size fused op")
     _bind_references(out)
+    onnx = {"conv2d": ("Conv",), "matmul": ("Gemm", "MatMul"), "add": ("Sum",),
+            "maxpool": ("MaxPool",), "avgpool": ("AveragePool",),
+            "global_avgpool": ("GlobalAveragePool",), "global_maxpool": ("GlobalMaxPool",),
+            "batchnorm": ("BatchNormalization",), "layernorm": ("LayerNormalization",),
+            "instancenorm": ("InstanceNormalization",), "groupnorm": ("GroupNormalization",),
+            "constant": ("ConstantOfShape",)}
+    for name, types in onnx.items():
+        out[name] = replace(out[name], onnx=types)
     return out
 
 
@@ -229,6 +240,8 @@ REFERENCE_KINDS = kinds_where(lambda k: k.reference is not None)
 GEMM_KINDS = kinds_where(lambda k: k.gemm)
 EPILOGUE_KINDS = kinds_where(lambda k: k.epilogue)
 UNIT_TAIL_KINDS = kinds_where(lambda k: k.epilogue or k.activation_flops is not None)
+#: ONNX op type -> kind, where the kind is not the type's snake_case spelling.
+ONNX_ALIASES: Mapping[str, str] = {t: n for n, k in OPS.items() for t in k.onnx}
 #: FLOPs per element of the builder's activations, in the builder's order.
 ACTIVATION_FLOPS: Mapping[str, int] = {n: k.activation_flops for n, k in OPS.items()
                                        if k.activation_flops is not None}
@@ -255,6 +268,7 @@ __all__ = [
     "COMMUNICATION_KINDS", "CONTROL_KINDS", "ELEMWISE_KINDS", "ENGINE_COPY_KINDS",
     "EPILOGUE_KINDS", "GEMM_KINDS", "UNIT_TAIL_KINDS",
     "GPU_COPY_KINDS", "IO_KINDS", "KNOWN_KINDS", "NO_TASK_KINDS", "OFF_DEVICE_TRANSFER_KINDS",
+    "ONNX_ALIASES",
     "OPS", "REDUCE_KINDS", "REFERENCE_KINDS", "SHAPE_ONLY_KINDS", "TRANSFER_KINDS",
     "WRITE_KINDS", "OpKind", "canonical_kind", "kind_key", "kinds_where",
 ]

@@ -46,7 +46,7 @@ from workbench.io.onnx_rules import (
     MAX_ELEMENTS,
     RULES,
     VIEW_OP_TYPES,
-    _camel_to_snake,
+    kind_of,
 )
 from workbench.shape_costs import (
     VIEW_COST,
@@ -357,7 +357,7 @@ def _node_op(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope) -> O
     inputs = [t for t in node.inputs if t]
     outputs = [t for t in node.outputs if t]
     attrs = dict(node.attrs)
-    kind, rule = RULES.get(node.op_type, (_camel_to_snake(node.op_type), None))
+    kind, rule = RULES.get(node.op_type, (kind_of(node.op_type), None))
     ins, outs = [scope.info(t) for t in inputs], [scope.info(t) for t in outputs]
     if node.op_type in CONTROL_FLOW and node.domain in ("", "ai.onnx"):
         op = _control_node(onnx, proto, node, op_id, scope, attrs)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.ops import ACTIVATION_FLOPS
+from workbench.ops import ACTIVATION_FLOPS, ONNX_ALIASES
 from workbench.shape_costs import VIEW_COST as VIEW_COST  # re-exported
 from workbench.shape_costs import Info as Info  # re-exported
 from workbench.shape_costs import Rule as Rule  # re-exported
@@ -114,44 +114,57 @@ def _camel_to_snake(name: str) -> str:
     return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower() or "op"
 
 
-#: ONNX op type -> (op kind, cost rule).  Elementwise FLOPs per element: 1 for arithmetic and
-#: simple maps, :data:`~workbench.models._layers.ACTIVATION_FLOPS` for sigmoid (4), tanh (5) and
-#: gelu (8), 2 for two-step maps (clip, leaky relu), 3 for exp-based ones (elu, softplus).
-#: Normalisations: batch norm 2 FLOPs per element (folded ``x*a + b``), layer/instance/group norm 8,
-#: softmax 5, log-softmax 6 (as the builders count them).
-RULES: dict[str, tuple[str, Rule]] = {
-    "Conv": ("conv2d", _conv),
-    "ConvTranspose": ("conv_transpose", _conv_t),
-    "Gemm": ("matmul", _gemm),
-    "MatMul": ("matmul", _matmul),
-    "Sum": ("add", _variadic),
-    "Max": ("max", _variadic),
-    "Min": ("min", _variadic),
-    "Mean": ("mean", _variadic),
-    "MaxPool": ("maxpool", _pool),
-    "AveragePool": ("avgpool", _pool),
-    "GlobalAveragePool": ("global_avgpool", _global),
-    "GlobalMaxPool": ("global_maxpool", _global),
-    "LRN": ("lrn", _lrn),
-    "BatchNormalization": ("batchnorm", _unary(2)),
-    "LayerNormalization": ("layernorm", _unary(8)),
-    "InstanceNormalization": ("instancenorm", _unary(8)),
-    "GroupNormalization": ("groupnorm", _unary(8)),
-    "Softmax": ("softmax", _unary(5)),
-    "LogSoftmax": ("log_softmax", _unary(6)),
-    "Gather": ("gather", _gather),
-    "Slice": ("slice", _gather),
-    "Reshape": ("reshape", _view),
-    "Flatten": ("flatten", _view),
-    "Squeeze": ("squeeze", _view),
-    "Unsqueeze": ("unsqueeze", _view),
-    "Identity": ("identity", _view),
-    "Dropout": ("dropout", _view),  # identity at inference
-    "Constant": ("constant", _view),
-    "ConstantOfShape": ("constant", _view),
-    "Shape": ("shape", _view),
-    "Size": ("size", _view),
+def kind_of(op_type: str) -> str:
+    """The op kind an ONNX op type imports as: the table's alias, else its snake_case spelling.
+
+    >>> kind_of("Conv"), kind_of("LeakyRelu")
+    ('conv2d', 'leaky_relu')
+    """
+    return ONNX_ALIASES.get(op_type) or _camel_to_snake(op_type)
+
+
+#: The cost rule of each ONNX op type named here (:data:`RULES` adds the kind: the alias in
+#: :data:`workbench.ops.ONNX_ALIASES`, else the type's snake_case spelling; :func:`kind_of`).
+#: Elementwise FLOPs per element: 1 for arithmetic and simple maps,
+#: :data:`workbench.ops.ACTIVATION_FLOPS` for sigmoid (4), tanh (5) and gelu (8), 2 for two-step
+#: maps (clip, leaky relu), 3 for exp-based ones (elu, softplus).  Normalisations: batch norm 2
+#: FLOPs per element (folded ``x*a + b``), layer/instance/group norm 8, softmax 5, log-softmax 6
+#: (as the builders count them).
+_COSTS: dict[str, Rule] = {
+    "Conv": _conv,
+    "ConvTranspose": _conv_t,
+    "Gemm": _gemm,
+    "MatMul": _matmul,
+    "Sum": _variadic,
+    "Max": _variadic,
+    "Min": _variadic,
+    "Mean": _variadic,
+    "MaxPool": _pool,
+    "AveragePool": _pool,
+    "GlobalAveragePool": _global,
+    "GlobalMaxPool": _global,
+    "LRN": _lrn,
+    "BatchNormalization": _unary(2),
+    "LayerNormalization": _unary(8),
+    "InstanceNormalization": _unary(8),
+    "GroupNormalization": _unary(8),
+    "Softmax": _unary(5),
+    "LogSoftmax": _unary(6),
+    "Gather": _gather,
+    "Slice": _gather,
+    "Reshape": _view,
+    "Flatten": _view,
+    "Squeeze": _view,
+    "Unsqueeze": _view,
+    "Identity": _view,
+    "Dropout": _view,  # identity at inference
+    "Constant": _view,
+    "ConstantOfShape": _view,
+    "Shape": _view,
+    "Size": _view,
 }
+#: ONNX op type -> (op kind, cost rule).
+RULES: dict[str, tuple[str, Rule]] = {t: (kind_of(t), rule) for t, rule in _COSTS.items()}
 for _op_type, _flops in {
     "Add": 1, "Sub": 1, "Mul": 1, "Div": 1, "Pow": 1, "Mod": 1, "Where": 1, "Relu": 1,
     "Exp": 1, "Log": 1, "Sqrt": 1, "Erf": 1, "Reciprocal": 1, "Neg": 1, "Abs": 1, "Floor": 1,
@@ -162,13 +175,13 @@ for _op_type, _flops in {
     "Sigmoid": ACTIVATION_FLOPS["sigmoid"], "Tanh": ACTIVATION_FLOPS["tanh"],
     "Gelu": ACTIVATION_FLOPS["gelu"],
 }.items():
-    RULES[_op_type] = (_camel_to_snake(_op_type), _unary(_flops))
+    RULES[_op_type] = (kind_of(_op_type), _unary(_flops))
 for _op_type in ("Concat", "Split", "Transpose", "Pad", "Tile", "Expand", "Cast",
                  "DepthToSpace", "SpaceToDepth"):
-    RULES[_op_type] = (_camel_to_snake(_op_type), _copy)
+    RULES[_op_type] = (kind_of(_op_type), _copy)
 for _op_type in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2",
                  "ReduceSumSquare", "ArgMax", "ArgMin"):
-    RULES[_op_type] = (_camel_to_snake(_op_type), _global)
+    RULES[_op_type] = (kind_of(_op_type), _global)
 
 VIEW_OP_TYPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
 CONSTANT_OP_TYPES = frozenset({"Constant", "ConstantOfShape"})
