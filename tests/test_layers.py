@@ -33,9 +33,10 @@ PACKAGE = ROOT / "workbench"
 # longest matching entry wins.  Names that do not exist yet (``workbench.ops``) are allowed.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("workbench.errors", "workbench._checks", "workbench._atomic", "workbench._terminal",
-              "workbench.registry", "workbench._version", "workbench.kinds",
+              "workbench.registry", "workbench._version",
               "workbench._progress", "workbench._engines", "workbench._bounded")),
-    ("values", ("workbench.control_checks", "workbench.graph", "workbench.ops",
+    ("values", ("workbench.control_checks", "workbench.graph", "workbench.ops", "workbench.kinds",
+                "workbench.op_reference", "workbench.shape_costs",
                 "workbench.control", "workbench.schedule", "workbench.clocks", "workbench.trace",
                 "workbench.devices", "workbench.kernel_model", "workbench.launches",
                 "workbench.costs", "workbench.calibration", "workbench.reference")),

@@ -77,6 +77,7 @@ from workbench.kernel_model import (
     time_launch,
 )
 from workbench.launches import op_launches
+from workbench.ops import ENGINE_COPY_KINDS, OPS
 
 __all__ = [
     "COPY_KINDS", "COST_MODELS", "DEVICES", "GPU_DEVICES", "HOST_DEVICES", "KNOWN_DEVICES",
@@ -246,7 +247,8 @@ COST_MODELS: dict[str, CostModel] = {
 }
 GPU_DEVICES = frozenset({"gpu"})
 KNOWN_DEVICES = tuple(COST_MODELS)
-COPY_KINDS = ("h2d", "d2h", "d2d")
+#: Host/device copies, one copy engine per direction (``engine_copy`` in workbench.ops.OPS).
+COPY_KINDS = tuple(k for k in OPS if k in ENGINE_COPY_KINDS)
 
 
 def check_op_device(device: str, *, where: str = "op") -> str:

@@ -21,7 +21,9 @@ from typing import Any
 
 from workbench.control_checks import check_control_op, output_bytes
 from workbench.errors import GraphError
-from workbench.kinds import canonical_kind
+from workbench.ops import CONTROL_KINDS as CONTROL_KINDS  # re-exported
+from workbench.ops import NO_TASK_KINDS as NO_TASK_KINDS  # re-exported
+from workbench.ops import canonical_kind
 
 OpId = str
 TensorId = str
@@ -29,12 +31,6 @@ TensorId = str
 #: The largest figure (flops, bytes, µs) an op or tensor may have: 2**62, as the DOT reader.
 MAX_FIGURE = float(2**62)
 DEFAULT_TENSOR_BYTES = 1 << 20  # from_edges: 1 MiB per output unless sizes= says otherwise
-#: Op kinds that hold sub-graphs (NNC's ``while`` and ``case..of``; see :mod:`workbench.control`).
-CONTROL_KINDS = frozenset({"while", "case_of"})
-#: No-task (ref) op kinds: views of their input that launch no kernel and own no memory (the
-#: no-task pass drops them, the memory planners alias them, the GPU lowering skips them).
-NO_TASK_KINDS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
-                           "flatten_grad", "reformat", "view", "identity", "dropout"})
 #: The devices an op may run on (each has a cost model in :data:`workbench.costs.COST_MODELS`);
 #: matched case-insensitively (``"GPU"`` is ``"gpu"``), anything else is a GraphError.
 OP_DEVICES = ("gpu", "cpu", "python", "npu", "copy")

@@ -47,11 +47,12 @@ from workbench.kernel_model import (
     gemm_candidates,
     kernel_precision,
 )
+from workbench.ops import OPS, SHAPE_ONLY_KINDS
 
 _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float64": 8,
                 "double": 8, "int8": 1, "uint8": 1, "int32": 4, "int64": 8, "bool": 1}
-VIEW_KINDS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims", "view",
-                        "identity_view"})
+#: Kinds that launch nothing when they move no bytes (``shape_only`` in :data:`workbench.ops.OPS`).
+VIEW_KINDS = SHAPE_ONLY_KINDS
 
 
 def op_launches(op: Op, graph: Graph | None, spec: DeviceSpec, model: GpuModel, *,
@@ -308,9 +309,13 @@ def _concat(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisio
 
 
 _Rule = Any
-_RULES: Mapping[str, _Rule] = {
-    "conv2d": _conv,
-    "sepconv": _sepconv,
-    "matmul": _matmul,
-    "concat": _concat,
+#: The GPU model's kernel rules by name; an op kind picks one with ``launch_rule`` in
+#: :data:`workbench.ops.OPS`.
+LAUNCH_RULES: Mapping[str, _Rule] = {
+    "convolution": _conv,
+    "separable_convolution": _sepconv,
+    "gemm": _matmul,
+    "copy_each_input": _concat,
 }
+_RULES: Mapping[str, _Rule] = {name: LAUNCH_RULES[info.launch_rule] for name, info in OPS.items()
+                               if info.launch_rule is not None}

@@ -19,16 +19,13 @@ Semantics:
   (:func:`draw_inputs` with ``init="reference"``):
   activations/inputs ~ N(0, 1), parameters ~ U(0.5, 1.5) (positive, so norm variances are valid),
   with the tensor's ``shape`` (else ``size_bytes // 4`` elements), float32.
-* Kernels (:data:`KERNELS`): elementwise (add of k inputs, sub, mul, div, relu, gelu (tanh
-  approximation), sigmoid, tanh, exp, log, neg, abs, sqrt, atan), matmul (``x @ W`` plus the bias
-  when a third input is given), concat, softmax (``attrs["scale"]``, ``attrs["axis"]``), layernorm
-  (params ``(2, D)``: gamma, beta), batchnorm (params ``(4, C)``: gamma, beta, mean, var),
-  transpose, global_avgpool, views (reshape, flatten, ... to the output tensor's shape), copies
-  (h2d, d2h, d2d: identity), print (identity), ``fused`` (evaluates ``attrs["expr"]`` member by
-  member) and the generic kind ``"op"`` of :meth:`Graph.from_edges` graphs (``1 + sum of the
-  inputs' means``, broadcast to the output size: enough to follow data flow).  No-task aliases
-  (``attrs["view_shapes"]``) are applied as reshapes.  Any other kind raises
-  :class:`~workbench.errors.OptionError`.
+* Kernels (:data:`KERNELS`): the NumPy reference of each op kind in :data:`workbench.ops.OPS`
+  (:mod:`workbench.op_reference`: elementwise maps, conv2d, sepconv, pools, matmul, concat,
+  softmax, layernorm, batchnorm, transpose, views to the output tensor's shape, copies and
+  print as identity, the generic kind ``"op"`` of :meth:`Graph.from_edges` graphs), computed in
+  float64 and returned in the inputs' floating type; ``fused`` evaluates ``attrs["expr"]``
+  member by member.  No-task aliases (``attrs["view_shapes"]``) are applied as reshapes.  Any
+  other kind raises :class:`~workbench.errors.OptionError`.
 
 Returns every tensor's value by id (parameters: their value at the end of the run).
 
@@ -54,115 +51,17 @@ import numpy as np
 
 from workbench.errors import OptionError, ScheduleError
 from workbench.graph import Graph, Op, TensorId
+from workbench.ops import ASSIGN_KINDS, OPS
 
 Array = np.ndarray
 ShapeOf = Callable[[TensorId], tuple[int, ...] | None]
 Kernel = Callable[[Op, list[Array], ShapeOf], list[Array]]
 
-
-def _unary(fn: Callable[[Array], Array]) -> Kernel:
-    return lambda op, a, shape_of: [fn(a[0])]
-
-
-def _gelu(x: Array) -> Array:
-    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
-
-
-def _add(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    out = a[0]
-    for x in a[1:]:
-        out = out + x
-    return [out]
-
-
-def _matmul(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    out = a[0] @ a[1]
-    if len(a) > 2:
-        out = out + a[2]
-    return [out]
-
-
-def _concat(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    axis = op.attrs.get("axis", 1) if a[0].ndim > 1 else 0
-    return [np.concatenate(a, axis=axis)]
-
-
-def _softmax(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    axis = op.attrs.get("axis", -1)
-    x = a[0] * op.attrs.get("scale", 1.0)
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return [e / e.sum(axis=axis, keepdims=True)]
-
-
-def _layernorm(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    x, params = a[0], a[1]
-    mean = x.mean(axis=-1, keepdims=True)
-    var = x.var(axis=-1, keepdims=True)
-    return [(x - mean) / np.sqrt(var + op.attrs.get("eps", 1e-5)) * params[0] + params[1]]
-
-
-def _batchnorm(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    x, (gamma, beta, mean, var) = a[0], a[1]
-    shape = [1] * x.ndim
-    shape[op.attrs.get("axis", 1)] = -1
-    scale = gamma / np.sqrt(var + op.attrs.get("eps", 1e-3))
-    return [x * scale.reshape(shape) + (beta - mean * scale).reshape(shape)]
-
-
-def _transpose(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    return [np.ascontiguousarray(np.transpose(a[0], op.attrs["perm"]))]
-
-
-def _view(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    shape = shape_of(op.outputs[0]) if op.outputs else None
-    return [a[0].reshape(shape) if shape else a[0]]
-
-
-def _global_avgpool(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    return [a[0].mean(axis=(2, 3), keepdims=True)]
-
-
-def _identity(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    return [a[0].copy() for _ in op.outputs]
-
-
-def _generic(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    value = 1.0 + sum(float(np.mean(x)) for x in a)
-    return [np.full(shape_of(t) or (1,), value, dtype=np.float32) for t in op.outputs]
-
-
-#: Kernel per op kind (``fused`` and the ``assign`` family are handled by the executor itself).
-KERNELS: dict[str, Kernel] = {
-    "add": _add,
-    "sub": lambda op, a, s: [a[0] - a[1]],
-    "mul": lambda op, a, s: [a[0] * a[1]],
-    "div": lambda op, a, s: [a[0] / a[1]],
-    "relu": _unary(lambda x: np.maximum(x, 0)),
-    "gelu": _unary(_gelu),
-    "sigmoid": _unary(lambda x: 1.0 / (1.0 + np.exp(-x))),
-    "tanh": _unary(np.tanh),
-    "exp": _unary(np.exp),
-    "log": _unary(np.log),
-    "neg": _unary(np.negative),
-    "abs": _unary(np.abs),
-    "sqrt": _unary(np.sqrt),
-    "atan": _unary(np.arctan),
-    "matmul": _matmul,
-    "concat": _concat,
-    "softmax": _softmax,
-    "layernorm": _layernorm,
-    "batchnorm": _batchnorm,
-    "transpose": _transpose,
-    "global_avgpool": _global_avgpool,
-    "h2d": _identity,
-    "d2h": _identity,
-    "d2d": _identity,
-    "print": _identity,
-    "op": _generic,
-    **{k: _view for k in ("reshape", "view", "flatten", "squeeze", "unsqueeze", "expand_dims",
-                          "flatten_grad", "reformat")},
-}
-STATE_KINDS = ("assign", "assign_add", "assign_sub")
+#: Kernel per op kind: the NumPy reference of every entry of :data:`workbench.ops.OPS` that has
+#: one (``fused`` and the ``assign`` family's state are handled by the executor itself).
+KERNELS: dict[str, Kernel] = {name: info.reference for name, info in OPS.items()
+                              if info.reference is not None}
+STATE_KINDS = ASSIGN_KINDS
 
 
 def _initial(graph: Graph, inputs: Mapping[TensorId, Any] | None, seed: int) -> dict[str, Array]:

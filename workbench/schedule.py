@@ -28,10 +28,11 @@ from workbench.clocks import clock_matrix as clock_matrix  # re-exported
 from workbench.clocks import clocks_before as clocks_before  # re-exported
 from workbench.errors import OptionError, ScheduleError
 from workbench.graph import Graph, OpId, priority_topological_order
+from workbench.ops import BARRIER_KINDS as _BARRIER_KINDS
 
 StreamId = int
 Sync = tuple[OpId, OpId]  # event recorded after [0], waited before [1]
-BARRIER_KINDS = ("join", "device_sync")
+BARRIER_KINDS = _BARRIER_KINDS  # the control kinds without sub-graphs, in table order
 
 
 @dataclass(frozen=True, eq=False)

@@ -18,6 +18,7 @@ from typing import Any
 from workbench.errors import OptionError
 from workbench.gpu.sources import inline_includes, module_source, signature
 from workbench.graph import Op, TensorId
+from workbench.ops import ASSIGN_KINDS, GPU_COPY_KINDS
 
 UNARY_CODES: dict[str, int] = {"identity": 0, "relu": 1, "gelu": 2, "sigmoid": 3, "tanh": 4,
                                "exp": 5, "log": 6, "neg": 7, "abs": 8, "sqrt": 9, "atan": 10}
@@ -29,10 +30,12 @@ BINARY_CODES: dict[str, int] = {"add": 0, "sub": 1, "mul": 2, "div": 3}
 ACT_CODES: dict[str | None, int] = {None: 0, "relu": 1, "gelu": 2, "sigmoid": 3, "tanh": 4}
 
 
-COPY_KINDS = frozenset({"h2d", "d2h", "d2d", "print"})
+#: Kinds lowered as a plain copy of their input (engine copies and pass-through I/O).
+COPY_KINDS = GPU_COPY_KINDS
 
 
-STATE_KINDS = frozenset({"assign", "assign_add", "assign_sub"})
+#: The ``assign`` family (lowered as a copy into the written parameter).
+STATE_KINDS = ASSIGN_KINDS
 
 
 ELEM_THREADS = 256      # threads per block of the grid-stride kernels

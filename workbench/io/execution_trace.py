@@ -36,7 +36,6 @@ import pandas as pd
 
 from workbench.errors import FormatError
 from workbench.graph import Graph, Op, Tensor
-from workbench.io.onnx_rules import TensorInfo, default_cost
 from workbench.io.pytorch_profile import (
     GPU_CATEGORIES,
     args_of,
@@ -45,6 +44,7 @@ from workbench.io.pytorch_profile import (
     read_trace_json,
     trace_events,
 )
+from workbench.shape_costs import TensorInfo, default_cost
 from workbench.trace import Trace
 
 TensorKey = tuple[int, int]  # (tensor id, storage id)

@@ -22,7 +22,8 @@ from typing import Any
 
 from workbench.errors import FormatError, GraphError, OptionError
 from workbench.graph import Graph, Op, Tensor
-from workbench.io.onnx import (
+from workbench.ops import ACTIVATION_FLOPS
+from workbench.shape_costs import (
     VIEW_COST,
     Info,
     ShapeCost,
@@ -33,9 +34,9 @@ from workbench.io.onnx import (
     elementwise_cost,
     global_pool_cost,
     matmul_cost,
+    numel,
     window_cost,
 )
-from workbench.models._layers import ACTIVATION_FLOPS, numel
 
 TORCH_MISSING = "importing a torch module needs torch: pip install 'schedule-workbench[torch]'"
 

@@ -45,21 +45,23 @@ from workbench.io.onnx_rules import (
     CONSTANT_OP_TYPES,
     MAX_ELEMENTS,
     RULES,
-    VIEW_COST,
     VIEW_OP_TYPES,
+    kind_of,
+)
+from workbench.shape_costs import (
+    VIEW_COST,
     Info,
     ShapeCost,
     TensorInfo,
-    _camel_to_snake,
     conv_cost,
     copy_cost,
     default_cost,
     elementwise_cost,
     global_pool_cost,
     matmul_cost,
+    numel,
     window_cost,
 )
-from workbench.models._layers import numel
 
 ONNX_MISSING = "reading .onnx needs the onnx package: pip install 'schedule-workbench[onnx]'"
 #: Graph names exporters write by default; the file name is used instead.
@@ -355,7 +357,7 @@ def _node_op(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope) -> O
     inputs = [t for t in node.inputs if t]
     outputs = [t for t in node.outputs if t]
     attrs = dict(node.attrs)
-    kind, rule = RULES.get(node.op_type, (_camel_to_snake(node.op_type), None))
+    kind, rule = RULES.get(node.op_type, (kind_of(node.op_type), None))
     ins, outs = [scope.info(t) for t in inputs], [scope.info(t) for t in outputs]
     if node.op_type in CONTROL_FLOW and node.domain in ("", "ai.onnx"):
         op = _control_node(onnx, proto, node, op_id, scope, attrs)

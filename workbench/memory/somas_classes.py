@@ -27,9 +27,10 @@ from typing import Any
 from workbench.errors import OptionError
 from workbench.memory.bounds import peak_live_bytes
 from workbench.memory.plan import MemoryPlan, Problem, UsageRecord
+from workbench.ops import COMMUNICATION_KINDS as _COMMUNICATION_KINDS
 
 #: Op kinds whose inputs (and, separately, outputs) SOMAS lays out as contiguous lists.
-COMMUNICATION_KINDS = frozenset({"allreduce", "send", "recv"})
+COMMUNICATION_KINDS = _COMMUNICATION_KINDS
 
 TensorRef = int | str
 Solve = Callable[[list[UsageRecord], frozenset[tuple[int, int]]], MemoryPlan]

@@ -27,16 +27,19 @@ Op ids are the ``name`` given to each call and must be unique; the op's output t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from workbench.errors import GraphError
 from workbench.graph import Graph, Op, Tensor
+from workbench.ops import ACTIVATION_FLOPS as _ACTIVATION_FLOPS
+from workbench.shape_costs import ELEMENTS_PER_BLOCK as ELEMENTS_PER_BLOCK  # re-exported
+from workbench.shape_costs import GEMM_TILE as GEMM_TILE  # re-exported
+from workbench.shape_costs import blocks as _blocks
+from workbench.shape_costs import gemm_blocks as _gemm_blocks
+from workbench.shape_costs import numel as numel  # re-exported
 
 ELEMENT_BYTES = 4  # float32
-GEMM_TILE = 64  # implicit-GEMM output tile edge (thread_blocks heuristic)
-ELEMENTS_PER_BLOCK = 1024  # 256 threads x 4 elements (thread_blocks heuristic)
 
 #: Every op kind the builder emits.
 OP_KINDS: tuple[str, ...] = (
@@ -46,7 +49,7 @@ OP_KINDS: tuple[str, ...] = (
 )
 
 #: FLOPs per output element of the elementwise activations (``gelu``: tanh approximation).
-ACTIVATION_FLOPS: dict[str, int] = {"relu": 1, "sigmoid": 4, "tanh": 5, "gelu": 8}
+ACTIVATION_FLOPS: dict[str, int] = dict(_ACTIVATION_FLOPS)  # from workbench.ops.OPS
 
 Shape = tuple[int, ...]
 Pair = tuple[int, int]
@@ -67,19 +70,6 @@ def conv_output_size(size: int, kernel: int, stride: int, padding: int) -> int:
     """Output length of a convolution or pool along one axis: ``floor((size + 2p - k) / s) + 1``
     (no dilation, no ceil mode); may be <= 0 when the input is too small."""
     return (size + 2 * padding - kernel) // stride + 1
-
-
-def numel(shape: Sequence[int]) -> int:
-    """Number of elements of a tensor of this shape."""
-    return math.prod(shape)
-
-
-def _blocks(elements: int) -> int:
-    return max(1, math.ceil(elements / ELEMENTS_PER_BLOCK))
-
-
-def _gemm_blocks(m: int, n: int, batch: int = 1) -> int:
-    return max(1, batch * math.ceil(m / GEMM_TILE) * math.ceil(n / GEMM_TILE))
 
 
 class GraphBuilder:

@@ -55,16 +55,11 @@ from workbench.graph import (
     TensorId,
     priority_topological_order,
 )
-from workbench.passes.side_effects import IO_KINDS, WRITE_KINDS
+from workbench.ops import BROADCAST_KINDS as BROADCAST_KINDS  # re-exported
+from workbench.ops import ELEMWISE_KINDS as ELEMWISE_KINDS  # re-exported
+from workbench.ops import IO_KINDS, WRITE_KINDS
+from workbench.ops import REDUCE_KINDS as REDUCE_KINDS  # re-exported
 
-ELEMWISE_KINDS = frozenset({
-    "relu", "relu6", "leaky_relu", "gelu", "silu", "swish", "sigmoid", "tanh", "atan", "elu",
-    "add", "sub", "mul", "div", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "square", "pow",
-    "maximum", "minimum", "clip", "cast", "erf", "reciprocal", "sin", "cos",
-})
-BROADCAST_KINDS = frozenset({"batchnorm", "bias", "bias_add", "scale", "broadcast_to"})
-REDUCE_KINDS = frozenset({"softmax", "log_softmax", "layernorm", "global_avgpool", "reduce_sum",
-                          "reduce_mean", "reduce_max", "reduce_min"})
 FUSABLE_DEVICES = frozenset({"gpu", "npu"})
 
 

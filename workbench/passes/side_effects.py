@@ -40,14 +40,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from workbench.graph import Graph, Op, OpId
+from workbench.ops import IO_KINDS as IO_KINDS  # re-exported
+from workbench.ops import WRITE_KINDS as WRITE_KINDS  # re-exported
 
-#: Kinds that write their first input (a ref/parameter) in place.
-WRITE_KINDS = frozenset({
-    "assign", "assign_add", "assign_sub", "scatter_update", "scatter_add", "scatter_sub",
-    "scatter_nd_update", "apply_momentum", "apply_adam", "sgd_update", "update_state",
-})
-#: Kinds with an I/O side effect: ordered among themselves through the virtual state ``"io"``.
-IO_KINDS = frozenset({"print", "summary", "image_summary", "scalar_summary", "save", "send"})
+#: The virtual state that orders the I/O kinds among themselves.  ``WRITE_KINDS`` (write their
+#: first input in place) and ``IO_KINDS`` are ``side_effect="write"`` / ``"io"`` in
+#: :data:`workbench.ops.OPS`.
 IO_STATE = "io"
 
 

@@ -56,6 +56,7 @@ from workbench._checks import check_limit
 from workbench.costs import DeviceSpec, critical_path_us, get_device, op_cost
 from workbench.errors import OptionError
 from workbench.graph import Graph
+from workbench.ops import OFF_DEVICE_TRANSFER_KINDS
 from workbench.schedule import Schedule, check_max_streams
 from workbench.schedulers.critical_path import (
     _list_schedule,
@@ -64,7 +65,8 @@ from workbench.schedulers.critical_path import (
     topo_positions,
 )
 
-COPY_KINDS = frozenset({"copy", "memcpy", "h2d", "d2h", "send", "recv", "allreduce"})
+#: The kinds GPTO sends to the communication PE: every transfer that leaves a device.
+COPY_KINDS = OFF_DEVICE_TRANSFER_KINDS
 PRIORITIES = ("bottom_level", "top_level", "top_plus_bottom", "bottom_minus_top", "depth_max",
               "depth_min", "weighted_length", "cost_max", "cost_min", "memory_greedy")
 MEMORY_PLANNER = "greedy_by_size"

@@ -62,13 +62,16 @@ from typing import Any
 
 from workbench.errors import OptionError
 from workbench.graph import Graph, OpId
+from workbench.ops import EPILOGUE_KINDS, GEMM_KINDS, UNIT_TAIL_KINDS
 from workbench.schedule import Schedule, build_schedule, check_max_streams
 from workbench.schedulers.ios_oracle import StageOracle
 from workbench.schedulers.ios_parts import SearchContext, describe_hit, search_parts
 
-UNIT_HEADS = frozenset({"conv2d", "matmul", "sepconv"})
-AFFINE_TAILS = frozenset({"batchnorm", "bias", "mul", "add"})   # the unit goes on after these
-UNIT_TAILS = AFFINE_TAILS | {"relu", "gelu", "sigmoid", "tanh"}
+#: Unit heads, the tails a unit goes on after, and every tail (``gemm`` / ``epilogue`` /
+#: activations in :data:`workbench.ops.OPS`).
+UNIT_HEADS = GEMM_KINDS
+AFFINE_TAILS = EPILOGUE_KINDS
+UNIT_TAILS = UNIT_TAIL_KINDS
 Oracle = Callable[[list[list[OpId]]], float]
 
 DEFAULT_TIME_BUDGET_S = 60.0

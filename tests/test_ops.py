@@ -1,0 +1,245 @@
+"""The op-kind table (:mod:`workbench.ops`): every entry checked in one common test.
+
+* every entry is well formed and every derived kind set comes from it;
+* every entry's NumPy reference runs on small shapes (right output shape, finite, float32);
+* where the GPU lowering exists, the CPU emulator of the launch plan (the kernel twins) agrees with
+  the reference; on a GPU (``@pytest.mark.gpu``) the CuPy executor does too;
+* no module of ``workbench/`` but ``ops.py`` keeps its own table of op-kind names (an ``ast``
+  pass), apart from the exceptions listed with their reasons.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import workbench as wb
+from workbench.gpu.emulator import emulate
+from workbench.gpu.launch_plan import build_launch_plan
+from workbench.gpu.lowering import LOWERINGS
+from workbench.gpu.reference import REFERENCES, run_graph_reference
+from workbench.graph import Graph, Op, Tensor
+from workbench.ops import (
+    CATEGORIES,
+    KNOWN_KINDS,
+    NO_TASK_KINDS,
+    OPS,
+    REFERENCE_KINDS,
+    canonical_kind,
+)
+
+F32 = np.float32
+PACKAGE = Path(__file__).resolve().parents[1] / "workbench"
+
+
+@dataclass
+class Case:
+    """One op of a kind on small shapes: inputs ``(shape, role)``, output shape, attrs."""
+
+    inputs: list[tuple[tuple[int, ...], str]]
+    output: tuple[int, ...]
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+X = (2, 3, 4, 5)
+
+
+def case(kind: str) -> Case:
+    info = OPS[kind]
+    special = {
+        "conv2d": Case([((1, 2, 5, 5), "input"), ((3, 2, 3, 3), "parameter"),
+                        ((3,), "parameter")], (1, 3, 5, 5),
+                       {"kernel": (3, 3), "stride": (1, 1), "padding": (1, 1), "act": "relu"}),
+        "sepconv": Case([((1, 2, 5, 5), "input"), ((2, 1, 3, 3), "parameter"),
+                         ((3, 2, 1, 1), "parameter")], (1, 3, 5, 5), {"kernel": (3, 3)}),
+        "maxpool": Case([((1, 2, 4, 4), "input")], (1, 2, 2, 2), {"kernel": (2, 2),
+                                                                   "stride": (2, 2)}),
+        "avgpool": Case([((1, 2, 4, 4), "input")], (1, 2, 2, 2), {"kernel": (2, 2),
+                                                                   "stride": (2, 2)}),
+        "global_avgpool": Case([((1, 2, 4, 4), "input")], (1, 2, 1, 1)),
+        "batchnorm": Case([(X, "input"), ((4, 3), "parameter")], X, {"eps": 1e-3}),
+        "layernorm": Case([((2, 3, 5), "input"), ((2, 5), "parameter")], (2, 3, 5)),
+        "softmax": Case([((2, 5), "input")], (2, 5), {"axis": -1, "scale": 0.5}),
+        "concat": Case([((1, 2, 3, 3), "input"), ((1, 3, 3, 3), "input")], (1, 5, 3, 3),
+                       {"axis": 1}),
+        "matmul": Case([((2, 4), "input"), ((4, 3), "parameter")], (2, 3)),
+        "transpose": Case([((2, 3, 4), "input")], (2, 4, 3), {"perm": (0, 2, 1)}),
+        "add": Case([(X, "input")] * 3, X),
+        "op": Case([((2, 3), "input")], (2, 3)),
+    }
+    if kind in special:
+        return special[kind]
+    if info.category == "view":
+        return Case([((2, 3, 4), "input")], (6, 4))
+    if info.binary is not None or info.assigns:
+        return Case([(X, "parameter" if info.assigns else "input"), (X, "input")], X)
+    return Case([(X, "input")], X)
+
+
+def _arrays(c: Case, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(0.5, 2.0, size=shape).astype(F32) for shape, _ in c.inputs]
+
+
+def _one_op_graph(kind: str, c: Case) -> Graph:
+    names = [f"in{i}" for i in range(len(c.inputs))]
+    tensors = [Tensor(n, 4 * int(np.prod(shape)), None, role, shape)
+               for n, (shape, role) in zip(names, c.inputs, strict=True)]
+    tensors.append(Tensor("y", 4 * int(np.prod(c.output)), "x", "output", c.output))
+    return Graph([Op("x", kind=kind, inputs=tuple(names), outputs=("y",), attrs=c.attrs)],
+                 tensors, outputs=["y"])
+
+
+# ----------------------------------------------------------------------------- the table itself
+def test_every_entry_is_well_formed() -> None:
+    assert len(OPS) == len(KNOWN_KINDS) > 90
+    for name, info in OPS.items():
+        assert info.name == name and info.category in CATEGORIES
+        assert canonical_kind(name) == name
+        assert not info.no_task or info.category == "view", name
+        assert not info.side_effect == "write" or info.category == "state", name
+    assert canonical_kind("ExpandDims") == "expand_dims"
+    assert canonical_kind("MyCustomOp") == "MyCustomOp"
+
+
+def test_every_category_has_kinds() -> None:
+    assert {info.category for info in OPS.values()} == set(CATEGORIES)
+
+
+# ----------------------------------------------------------------------------- references
+@pytest.mark.parametrize("kind", sorted(REFERENCE_KINDS))
+def test_reference_runs_on_small_shapes(kind: str) -> None:
+    c = case(kind)
+    op = _one_op_graph(kind, c).op("x")
+    reference = OPS[kind].reference
+    assert reference is not None
+    out = reference(op, _arrays(c), lambda t: c.output)
+    assert len(out) == 1
+    assert out[0].shape == c.output, (kind, out[0].shape)
+    assert out[0].dtype == F32, kind
+    assert np.isfinite(out[0]).all(), kind
+
+
+def test_the_generic_kind_has_a_reference_and_fused_is_left_to_the_executors() -> None:
+    assert "op" in REFERENCE_KINDS and "fused" not in REFERENCE_KINDS
+
+
+# ----------------------------------------------------------------------------- twins and GPU
+GPU_KINDS = sorted(k for k in REFERENCE_KINDS & set(LOWERINGS) if k not in NO_TASK_KINDS)
+
+
+def test_gpu_references_are_the_tables_but_for_the_spin_op() -> None:
+    """The GPU keeps one meaning of its own: the generic kind runs the spin kernel."""
+    differ = sorted(k for k in REFERENCE_KINDS if REFERENCES[k] is not OPS[k].reference)
+    assert differ == ["op"]
+
+
+@pytest.mark.parametrize("kind", GPU_KINDS)
+def test_emulated_kernels_agree_with_the_reference(kind: str) -> None:
+    """The launch plan of a one-op graph, run by the CPU emulator (the kernel twins), computes
+    what the (GPU's) reference computes."""
+    c = case(kind)
+    g = _one_op_graph(kind, c)
+    arrays = _arrays(c)
+    inputs = dict(zip([f"in{i}" for i in range(len(arrays))], arrays, strict=True))
+    want = REFERENCES[kind](g.op("x"), arrays, lambda t: c.output)
+    got = emulate(build_launch_plan(wb.schedule(g, "serial")), inputs)
+    np.testing.assert_allclose(got["y"], want[0], rtol=1e-4, atol=1e-5, err_msg=kind)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", GPU_KINDS)
+def test_gpu_kernels_agree_with_the_reference(kind: str) -> None:
+    from workbench.gpu import executor as E
+
+    g = _one_op_graph(kind, case(kind))
+    got = E.run_outputs(wb.schedule(g, "serial"))
+    want = run_graph_reference(g)
+    np.testing.assert_allclose(np.asarray(got["y"]), want["y"], rtol=1e-3, atol=1e-4,
+                               err_msg=kind)
+
+
+# ----------------------------------------------------------------------------- stray kind tables
+#: Module-level tables of op-kind names that may stay outside ``ops.py``: (module, name) -> why.
+ALLOWED_KIND_TABLES: dict[tuple[str, str], str] = {
+    ("workbench.gpu.lowering", "LOWERINGS"):
+        "the CUDA lowering per kind (a platform rule beside its kernels; the table cannot "
+        "import the GPU package)",
+    ("workbench.gpu.calls", "UNARY_CODES"):
+        "the integer codes of kernels/common.cuh (an ABI with the .cu sources, checked by "
+        "test_codes_match_the_cuda_tables)",
+    ("workbench.gpu.calls", "BINARY_CODES"): "as UNARY_CODES",
+    ("workbench.gpu.calls", "ACT_CODES"): "as UNARY_CODES (conv activations)",
+    ("workbench.gpu.emulator", "TWINS"):
+        "NumPy twins keyed by CUDA kernel name (a kernel's name can match a kind's)",
+    ("workbench.gpu.reference", "REFERENCES"):
+        "the table's references plus the GPU's own meaning of 'op' (spin kernel) and 'fused'",
+    ("workbench.gpu.fused", "FUSED_REDUCE"):
+        "the reduce kinds the fused-kernel generator can emit (a GPU fact; a subset of "
+        "ops.REDUCE_KINDS, the others stay opaque kernels)",
+    ("workbench.io.fx", "FUNCTIONS"):
+        "keyed by torch function name (torch aliases and their cost rules; some torch names "
+        "equal kind names); folding the aliases into the table is left for later",
+    ("workbench.models._layers", "OP_KINDS"):
+        "what the model builder emits (a fact about the builder, checked by test_models)",
+}
+
+
+def _string_elements(node: ast.expr) -> list[str]:
+    """The string constants a table display lists (set/tuple/list elements, dict keys, the
+    argument of ``frozenset(...)`` / ``set(...)`` / ``tuple(...)``)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.args and \
+            node.func.id in ("frozenset", "set", "tuple", "dict"):
+        return _string_elements(node.args[0])
+    if isinstance(node, (ast.Set, ast.Tuple, ast.List)):
+        items = list(node.elts)
+    elif isinstance(node, ast.Dict):
+        items = [k for k in node.keys if k is not None]
+    else:
+        return []
+    return [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+
+
+def stray_kind_tables() -> dict[tuple[str, str], list[str]]:
+    """Module-level assignments outside ``ops.py`` whose value lists two or more op-kind names."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        if module == "workbench.ops":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and not any(
+                    isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            else:
+                continue
+            kinds = [s for s in _string_elements(value) if s in KNOWN_KINDS]
+            if len(kinds) >= 2:
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        found[(module, t.id)] = kinds
+    return found
+
+
+def test_no_stray_kind_tables() -> None:
+    found = stray_kind_tables()
+    stray = {k: v for k, v in found.items() if k not in ALLOWED_KIND_TABLES}
+    assert not stray, ("op-kind facts belong in workbench/ops.py (or list the table in "
+                       f"ALLOWED_KIND_TABLES with the reason): {stray}")
+    stale = [k for k in ALLOWED_KIND_TABLES if k not in found]
+    assert not stale, f"ALLOWED_KIND_TABLES lists tables that are gone: {stale}"
+
+
+def test_the_stray_table_check_finds_a_table() -> None:
+    code = 'MY_KINDS = frozenset({"relu", "gelu"})\nOTHER = ("data", "control")\n'
+    tree = ast.parse(code)
+    values = [_string_elements(n.value) for n in tree.body if isinstance(n, ast.Assign)]
+    assert [[s for s in v if s in KNOWN_KINDS] for v in values] == [["relu", "gelu"], []]

@@ -1,0 +1,274 @@
+"""One entry per op kind: every fact the workbench keeps about a kind, in one table.
+
+In the style of JAX's per-primitive rules, each known kind has a small frozen :class:`OpKind`
+registered in :data:`OPS`, keyed by its canonical spelling.  The sets the rest of the package
+tests ``op.kind in ...`` against (:data:`NO_TASK_KINDS`, the fusion patterns, the side-effect
+kinds, the copy kinds of each use) are *derived* from the table by named predicates, so a new
+kind is one entry here (plus its GPU lowering and kernel, if it runs on the GPU).
+
+Categories (:data:`CATEGORIES`), one per kind:
+
+* ``compute``: launches its own kernel(s) and is none of the below (conv2d, matmul, pools, ...);
+* ``elementwise``: one output element from the same element of each input (broadcast included);
+* ``reduction``: reduces along an axis (softmax, norms, global pools, ``reduce_*``);
+* ``view``: shape metadata over its input (reshape, flatten, ...);
+* ``copy``: moves bytes between devices or ranks (h2d, d2h, d2d, send, recv, allreduce, ...);
+* ``state``: writes a parameter in place (assign, scatter, optimizer updates);
+* ``io``: an I/O side effect (print, summaries, save);
+* ``control``: control flow and barriers (while, case_of, join, device_sync).
+
+Kind names are matched case- and separator-insensitively: :func:`canonical_kind` maps
+``ExpandDims``, ``FLATTEN_GRAD`` or ``MaxPool`` to the table's spelling, and
+:class:`workbench.graph.Op` stores that spelling, so table lookups need no normalising.  Kinds the
+table does not know are kept exactly as given.
+
+>>> canonical_kind("ExpandDims"), canonical_kind("FLATTEN_GRAD"), canonical_kind("MaxPool")
+('expand_dims', 'flatten_grad', 'maxpool')
+>>> canonical_kind("MyCustomOp")
+'MyCustomOp'
+>>> OPS["relu"].category, OPS["relu"].fuse, "reshape" in NO_TASK_KINDS
+('elementwise', 'elemwise', True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from workbench import op_reference as ref
+
+CATEGORIES = ("compute", "elementwise", "reduction", "view", "copy", "state", "io", "control")
+
+
+@dataclass(frozen=True, slots=True)
+class OpKind:
+    """What the workbench knows of one op kind.
+
+    ``fuse``: the O1 fusion pattern (``"elemwise"``, ``"broadcast"`` or ``"reduce"``; ``None``:
+    opaque).  ``no_task``: a view that launches no kernel and owns no memory (the no-task pass
+    drops it, the memory planners alias it, the GPU lowering skips it).  ``shape_only``: costs
+    no kernel on the GPU model when it moves no bytes.  ``engine_copy``: a host/device copy that
+    runs on the copy engine of its direction (the kind is the direction); ``within_device``: a
+    copy that stays in one device's memory (``d2d``).  ``communication``:
+    a collective or point-to-point transfer (SOMAS lays its inputs and outputs out contiguously).
+    ``side_effect``: ``"write"`` (writes its first input in place) or ``"io"`` (ordered through
+    the virtual ``"io"`` state).  ``assigns``: writes its target wholesale from one value (the
+    ``assign`` family the references and the GPU lowering compute).  ``passthrough``: its output
+    is its input (``print``: the GPU lowers it as a copy).  ``subgraphs``: holds sub-graphs.
+    ``activation_flops``: FLOPs per element as a builder activation (fused into conv too).
+    ``gemm``: a GEMM-like kernel (conv2d, sepconv, matmul) that heads an IOS unit; ``epilogue``:
+    a per-channel affine step a unit goes on after (batchnorm, bias, mul, add).
+    ``launch_rule``: the GPU model's kernel rule for this kind (a name in
+    :data:`workbench.launches.LAUNCH_RULES`; ``None``: one generic kernel from its figures).
+    ``onnx``: the ONNX op types that import as this kind when their snake_case spelling is not
+    the kind's (``Conv`` -> ``conv2d``; ``LeakyRelu`` is ``leaky_relu`` by spelling alone).
+
+    ``reference``: the NumPy reference ``(op, inputs, shape_of) -> outputs``
+    (:mod:`workbench.op_reference`; ``None``: no reference, e.g. ``fused``, which the executors
+    evaluate member by member).  ``unary`` / ``binary``: the elementwise map of an elementwise
+    kind (``unary`` doubles as a conv activation and an emulator code's meaning).
+    """
+
+    name: str
+    category: str
+    fuse: str | None = None
+    no_task: bool = False
+    shape_only: bool = False
+    engine_copy: bool = False
+    within_device: bool = False
+    communication: bool = False
+    side_effect: str | None = None
+    assigns: bool = False
+    passthrough: bool = False
+    subgraphs: bool = False
+    activation_flops: int | None = None
+    gemm: bool = False
+    epilogue: bool = False
+    launch_rule: str | None = None
+    onnx: tuple[str, ...] = ()
+    reference: ref.Reference | None = None
+    unary: ref.UnaryFn | None = None
+    binary: Callable[[Any, Any], Any] | None = None
+
+    def __post_init__(self) -> None:
+        assert self.category in CATEGORIES, self
+        assert self.fuse in (None, "elemwise", "broadcast", "reduce"), self
+        assert self.side_effect in (None, "write", "io"), self
+
+
+def _entries() -> dict[str, OpKind]:
+    out: dict[str, OpKind] = {}
+
+    def add(category: str, names: str, **facts: object) -> None:
+        for name in names.split():
+            assert name not in out, f"op kind {name!r} registered twice"
+            out[name] = OpKind(name, category, **facts)  # type: ignore[arg-type]
+
+    # elementwise (fused by O1 as ELEMWISE); the builder's activations first, in their order
+    for name, flops in (("relu", 1), ("sigmoid", 4), ("tanh", 5), ("gelu", 8)):
+        add("elementwise", name, fuse="elemwise", activation_flops=flops)
+    add("elementwise", "add mul", fuse="elemwise", epilogue=True)
+    add("elementwise", "relu6 leaky_relu silu swish atan elu sub div neg abs exp log "
+        "sqrt rsqrt square pow maximum minimum clip cast erf reciprocal sin cos",
+        fuse="elemwise")
+    # broadcast a per-channel operand (fused by O1 as BROADCAST)
+    add("elementwise", "batchnorm bias", fuse="broadcast", epilogue=True)
+    add("elementwise", "bias_add scale broadcast_to", fuse="broadcast")
+    # reductions
+    add("reduction", "softmax log_softmax layernorm global_avgpool reduce_sum reduce_mean "
+        "reduce_max reduce_min", fuse="reduce")
+    add("reduction", "argmax max min mean global_maxpool groupnorm instancenorm")
+    # views
+    add("view", "reshape flatten squeeze unsqueeze expand_dims view", no_task=True,
+        shape_only=True)
+    add("view", "flatten_grad reformat identity dropout", no_task=True)
+    add("view", "identity_view", shape_only=True)
+    # copies and communication
+    add("copy", "h2d d2h", engine_copy=True)
+    add("copy", "d2d", engine_copy=True, within_device=True)
+    add("copy", "copy memcpy")
+    add("copy", "allreduce recv", communication=True)
+    add("copy", "send", communication=True, side_effect="io")
+    # state
+    add("state", "assign assign_add assign_sub", side_effect="write", assigns=True)
+    add("state", "scatter_update scatter_add scatter_sub scatter_nd_update apply_momentum "
+        "apply_adam sgd_update update_state", side_effect="write")
+    # I/O
+    add("io", "print", side_effect="io", passthrough=True)
+    add("io", "summary image_summary scalar_summary save", side_effect="io")
+    # control flow and barriers
+    add("control", "while case_of", subgraphs=True)
+    add("control", "join device_sync")
+    # compute (``op``: the generic kind of Graph.from_edges; ``fused``: an O1 fusion group)
+    add("compute", "conv2d", gemm=True, launch_rule="convolution")
+    add("compute", "sepconv", gemm=True, launch_rule="separable_convolution")
+    add("compute", "matmul", gemm=True, launch_rule="gemm")
+    add("compute", "concat", launch_rule="copy_each_input")
+    add("compute", "conv_transpose maxpool avgpool lrn transpose gather slice constant shape "
+        "size fused op")
+    _bind_references(out)
+    onnx = {"conv2d": ("Conv",), "matmul": ("Gemm", "MatMul"), "add": ("Sum",),
+            "maxpool": ("MaxPool",), "avgpool": ("AveragePool",),
+            "global_avgpool": ("GlobalAveragePool",), "global_maxpool": ("GlobalMaxPool",),
+            "batchnorm": ("BatchNormalization",), "layernorm": ("LayerNormalization",),
+            "instancenorm": ("InstanceNormalization",), "groupnorm": ("GroupNormalization",),
+            "constant": ("ConstantOfShape",)}
+    for name, types in onnx.items():
+        out[name] = replace(out[name], onnx=types)
+    return out
+
+
+def _bind_references(out: dict[str, OpKind]) -> None:
+    """Attach the NumPy references (:mod:`workbench.op_reference`) to the entries."""
+    unary: dict[str, ref.UnaryFn] = {
+        "identity": ref.identity, "relu": ref.relu, "gelu": ref.gelu, "sigmoid": ref.sigmoid,
+        "tanh": np.tanh, "exp": np.exp, "log": np.log, "neg": np.negative, "abs": np.abs,
+        "sqrt": np.sqrt, "atan": np.arctan}
+    binary = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+
+    def activation(name: str | None) -> ref.UnaryFn:
+        """A conv's ``act`` / ``pre_act`` by name (``None``: identity); KeyError if unknown."""
+        return ref.identity if name is None else unary[name]
+
+    references: dict[str, ref.Reference] = {
+        "conv2d": partial(ref.conv, unary=activation),
+        "sepconv": partial(ref.sepconv, unary=activation),
+        "maxpool": ref.pool, "avgpool": ref.pool, "global_avgpool": ref.global_avgpool,
+        "batchnorm": ref.batchnorm_reference, "concat": ref.concat,
+        "matmul": ref.matmul_reference, "softmax": ref.softmax_reference,
+        "layernorm": ref.layernorm_reference, "transpose": ref.transpose, "op": ref.generic,
+        "add": ref.add, **{k: ref.binary_reference(fn) for k, fn in binary.items() if k != "add"},
+        **{k: ref.unary_reference(fn) for k, fn in unary.items() if k != "identity"},
+    }
+    for name, info in out.items():
+        fn = references.get(name)
+        if info.category == "view":
+            fn = ref.view
+        elif info.engine_copy or info.passthrough:
+            fn = ref.copy
+        elif info.assigns:
+            fn = ref.assign
+        out[name] = replace(info, reference=fn, unary=unary.get(name), binary=binary.get(name))
+
+
+#: Every known op kind, by canonical name.
+OPS: Mapping[str, OpKind] = _entries()
+
+
+def kinds_where(predicate: Callable[[OpKind], bool]) -> frozenset[str]:
+    """The names of the kinds whose entry satisfies ``predicate``."""
+    return frozenset(name for name, info in OPS.items() if predicate(info))
+
+
+#: Every op kind the workbench knows, in its canonical spelling.
+KNOWN_KINDS = frozenset(OPS)
+#: Op kinds that hold sub-graphs (NNC's ``while`` and ``case..of``; see workbench.control).
+CONTROL_KINDS = kinds_where(lambda k: k.subgraphs)
+#: Barrier kinds a Schedule may realise its barriers with.
+BARRIER_KINDS = tuple(n for n, k in OPS.items() if k.category == "control" and not k.subgraphs)
+#: No-task (ref) op kinds: views of their input that launch no kernel and own no memory.
+NO_TASK_KINDS = kinds_where(lambda k: k.no_task)
+#: Kinds the GPU model costs as metadata only when they move no bytes.
+SHAPE_ONLY_KINDS = kinds_where(lambda k: k.shape_only)
+#: O1 fusion patterns.
+ELEMWISE_KINDS = kinds_where(lambda k: k.fuse == "elemwise")
+BROADCAST_KINDS = kinds_where(lambda k: k.fuse == "broadcast")
+REDUCE_KINDS = kinds_where(lambda k: k.fuse == "reduce")
+#: Side effects: kinds that write their first input in place, and I/O kinds.
+WRITE_KINDS = kinds_where(lambda k: k.side_effect == "write")
+IO_KINDS = kinds_where(lambda k: k.side_effect == "io")
+#: The ``assign`` family: writes its target from one value.
+ASSIGN_KINDS = kinds_where(lambda k: k.assigns)
+#: Host/device copies, one copy engine per direction.
+ENGINE_COPY_KINDS = kinds_where(lambda k: k.engine_copy)
+#: Every kind that moves bytes rather than computing (copies and communication).
+TRANSFER_KINDS = kinds_where(lambda k: k.category == "copy")
+#: Transfers that leave a device (GPTO's communication PE): every transfer but ``d2d``.
+OFF_DEVICE_TRANSFER_KINDS = kinds_where(lambda k: k.category == "copy" and not k.within_device)
+#: Collectives and point-to-point transfers.
+COMMUNICATION_KINDS = kinds_where(lambda k: k.communication)
+#: Kinds the GPU lowers as a plain copy of their input: engine copies and pass-through I/O.
+GPU_COPY_KINDS = kinds_where(lambda k: k.engine_copy or k.passthrough)
+#: Kinds with a NumPy reference, and the elementwise maps of the unary and binary kinds.
+REFERENCE_KINDS = kinds_where(lambda k: k.reference is not None)
+#: IOS units: GEMM-like heads, the affine epilogues a unit goes on after, and every tail (the
+#: epilogues and the builder's activations).
+GEMM_KINDS = kinds_where(lambda k: k.gemm)
+EPILOGUE_KINDS = kinds_where(lambda k: k.epilogue)
+UNIT_TAIL_KINDS = kinds_where(lambda k: k.epilogue or k.activation_flops is not None)
+#: ONNX op type -> kind, where the kind is not the type's snake_case spelling.
+ONNX_ALIASES: Mapping[str, str] = {t: n for n, k in OPS.items() for t in k.onnx}
+#: FLOPs per element of the builder's activations, in the builder's order.
+ACTIVATION_FLOPS: Mapping[str, int] = {n: k.activation_flops for n, k in OPS.items()
+                                       if k.activation_flops is not None}
+
+
+def kind_key(kind: str) -> str:
+    """The matching key of a kind: lower case, without ``_``, ``-`` or spaces.  O(len(kind))."""
+    return kind.lower().replace("_", "").replace("-", "").replace(" ", "")
+
+
+_CANONICAL = {kind_key(k): k for k in KNOWN_KINDS}
+assert len(_CANONICAL) == len(KNOWN_KINDS), "two known kinds share a matching key"
+
+
+def canonical_kind(kind: str) -> str:
+    """The canonical spelling of ``kind`` when it names a known kind, else ``kind`` unchanged."""
+    if kind in KNOWN_KINDS:
+        return kind
+    return _CANONICAL.get(kind_key(kind), kind)
+
+
+__all__ = [
+    "ACTIVATION_FLOPS", "ASSIGN_KINDS", "BARRIER_KINDS", "BROADCAST_KINDS", "CATEGORIES",
+    "COMMUNICATION_KINDS", "CONTROL_KINDS", "ELEMWISE_KINDS", "ENGINE_COPY_KINDS",
+    "EPILOGUE_KINDS", "GEMM_KINDS", "UNIT_TAIL_KINDS",
+    "GPU_COPY_KINDS", "IO_KINDS", "KNOWN_KINDS", "NO_TASK_KINDS", "OFF_DEVICE_TRANSFER_KINDS",
+    "ONNX_ALIASES",
+    "OPS", "REDUCE_KINDS", "REFERENCE_KINDS", "SHAPE_ONLY_KINDS", "TRANSFER_KINDS",
+    "WRITE_KINDS", "OpKind", "canonical_kind", "kind_key", "kinds_where",
+]

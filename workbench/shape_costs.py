@@ -1,0 +1,149 @@
+"""Shape-cost rules: what an op costs from its tensor shapes (FLOPs, bytes, thread blocks).
+
+The conventions of the model builders (:mod:`workbench.models._layers`) and of the importers
+(:mod:`workbench.io.onnx_rules`, :mod:`workbench.io.fx`, :mod:`workbench.io.execution_trace`),
+kept in one place: a multiply-add is two FLOPs, ``bytes_read`` is every input tensor the op reads
+(weights included), ``bytes_written`` its outputs, ``thread_blocks`` is the implicit-GEMM tile
+count (:data:`GEMM_TILE` square tiles) for convolutions and matmuls and
+``ceil(output elements / ELEMENTS_PER_BLOCK)`` for everything else.  Every rule is O(rank of its
+tensors).
+
+>>> conv_cost(TensorInfo((1, 3, 8, 8)), TensorInfo((4, 3, 3, 3)), TensorInfo((1, 4, 8, 8)),
+...           [TensorInfo((1, 3, 8, 8))], [TensorInfo((1, 4, 8, 8))]).flops
+13824
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+GEMM_TILE = 64  # implicit-GEMM output tile edge (thread_blocks heuristic)
+ELEMENTS_PER_BLOCK = 1024  # 256 threads x 4 elements (thread_blocks heuristic)
+
+
+def numel(shape: Sequence[int]) -> int:
+    """Number of elements of a tensor of this shape."""
+    return math.prod(shape)
+
+
+def blocks(elements: int) -> int:
+    """Thread blocks of an elementwise-style grid over ``elements``."""
+    return max(1, math.ceil(elements / ELEMENTS_PER_BLOCK))
+
+
+def gemm_blocks(m: int, n: int, batch: int = 1) -> int:
+    """Implicit-GEMM thread blocks of an ``m x n`` output, ``batch`` times."""
+    return max(1, batch * math.ceil(m / GEMM_TILE) * math.ceil(n / GEMM_TILE))
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What a cost rule knows of one tensor: its shape and bytes per element."""
+
+    shape: tuple[int, ...]
+    itemsize: int = 4
+
+    @property
+    def elements(self) -> int:
+        return numel(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.elements * self.itemsize
+
+
+Info = TensorInfo | None  # None: the shape is unknown
+
+
+@dataclass(frozen=True)
+class ShapeCost:
+    flops: float
+    bytes_read: int
+    bytes_written: int
+    thread_blocks: int
+
+
+Rule = Callable[[Sequence[Info], Sequence[Info], Mapping[str, Any]], ShapeCost | None]
+
+
+def total_bytes(infos: Sequence[Info]) -> int:
+    """Bytes of the tensors whose shapes are known."""
+    return sum(t.nbytes for t in infos if t is not None)
+
+
+def conv_cost(x: Info, w: Info, y: Info, ins: Sequence[Info], outs: Sequence[Info], *,
+              transpose: bool = False) -> ShapeCost | None:
+    """Convolution ``x (N, C, *S) * w -> y (N, M, *S')``: FLOPs = ``2 * y elements * w[1:]
+    elements`` (``w`` is ``(M, C/groups, *k)``, so this is ``2*N*M*prod(S')*(C/groups)*prod(k)``;
+    strides, pads, dilations and groups act through the shapes).  Transposed: ``w`` is
+    ``(C, M/groups, *k)`` and every *input* element does ``w[1:]`` multiply-adds.  Thread blocks:
+    implicit GEMM over ``(N*prod(S')) x M``."""
+    if x is None or w is None or y is None or len(y.shape) < 2 or len(w.shape) < 2:
+        return None
+    macs = (x.elements if transpose else y.elements) * numel(w.shape[1:])
+    cout = y.shape[1]
+    rows = y.elements // cout if cout else 0
+    return ShapeCost(2 * macs, total_bytes(ins), total_bytes(outs), gemm_blocks(rows, cout))
+
+
+def matmul_cost(k: int, y: Info, ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost | None:
+    """Matrix product with inner size ``k`` and output ``(..., M, N)``: FLOPs = ``2 * y elements
+    * k``; thread blocks ``batch * ceil(M/64) * ceil(N/64)`` (a 1-D output is ``1 x N``)."""
+    if y is None:
+        return None
+    shape = y.shape
+    m = shape[-2] if len(shape) >= 2 else 1
+    n = shape[-1] if shape else 1
+    return ShapeCost(2 * y.elements * k, total_bytes(ins), total_bytes(outs),
+                     gemm_blocks(m, n, numel(shape[:-2])))
+
+
+def elementwise_cost(y: Info, ins: Sequence[Info], outs: Sequence[Info], *,
+                     per_element: float = 1.0, count: int = 1) -> ShapeCost | None:
+    """``per_element * count`` FLOPs per output element (``count`` = ``k - 1`` for a sum of ``k``
+    tensors); reads every input (broadcast inputs read their own size), writes the outputs."""
+    if y is None:
+        return None
+    return ShapeCost(per_element * count * y.elements, total_bytes(ins), total_bytes(outs),
+                     blocks(y.elements))
+
+
+def window_cost(y: Info, window: int, ins: Sequence[Info],
+                outs: Sequence[Info]) -> ShapeCost | None:
+    """Pooling: one compare/add per window element per output element."""
+    if y is None:
+        return None
+    return ShapeCost(y.elements * window, total_bytes(ins), total_bytes(outs), blocks(y.elements))
+
+
+def global_pool_cost(x: Info, ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost | None:
+    """Global pooling / full reductions: one FLOP per input element, a grid over the input."""
+    if x is None:
+        return None
+    return ShapeCost(x.elements, total_bytes(ins), total_bytes(outs), blocks(x.elements))
+
+
+def copy_cost(y: Info, ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost | None:
+    """Data movement only (concat, transpose, split, pad, ...): no FLOPs."""
+    if y is None:
+        return None
+    return ShapeCost(0, total_bytes(ins), total_bytes(outs), blocks(y.elements))
+
+
+VIEW_COST = ShapeCost(0, 0, 0, 1)  # reshape-likes and constants: nothing moves
+
+
+def default_cost(ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost:
+    """Unknown op or shapes: bytes from the known shapes, FLOPs = output elements."""
+    elements = sum(t.elements for t in outs if t is not None)
+    return ShapeCost(elements, total_bytes(ins), total_bytes(outs), blocks(elements))
+
+
+__all__ = [
+    "ELEMENTS_PER_BLOCK", "GEMM_TILE", "VIEW_COST", "Info", "Rule", "ShapeCost", "TensorInfo",
+    "blocks", "conv_cost", "copy_cost", "default_cost", "elementwise_cost", "gemm_blocks",
+    "global_pool_cost", "matmul_cost", "numel", "total_bytes", "window_cost",
+]
