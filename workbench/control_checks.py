@@ -14,11 +14,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from workbench.errors import GraphError, OptionError
+from workbench.ops import CONTROL_KINDS
 
 if TYPE_CHECKING:
     from workbench.graph import Graph, Op, Tensor, TensorId
 
-__all__ = ["bindings", "branch_index", "check_control_op", "output_bytes", "result_names",
+__all__ = ["bindings", "branch_index", "check_control_op", "control_output_bytes", "output_bytes",
+           "result_names", "same_control",
            "subgraphs"]
 
 
@@ -206,3 +208,17 @@ def _check_bindings(op: Op, subs: Sequence[tuple[str, Graph]], where: str) -> No
             if outer not in op.inputs:
                 raise GraphError(f"{where}: {name} input {inner!r} is bound to no outer tensor "
                                  f"(list {outer!r} in the op's inputs or bind it)")
+
+
+def control_output_bytes(op: Op, tensor: TensorId) -> int:
+    """Size of a control-flow op's output that the tensor table does not list: the size of the
+    sub-graph tensor it stands for (0 for other ops)."""
+    if op.kind not in CONTROL_KINDS:
+        return 0
+    return output_bytes(op, tensor)
+
+
+def same_control(a: Op, b: Op) -> bool:
+    """Control-flow ops compare their sub-graphs and mappings too (``attrs`` is not compared for
+    other ops)."""
+    return dict(a.attrs) == dict(b.attrs)

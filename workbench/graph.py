@@ -13,152 +13,29 @@ indices, so the schedulers run in O(V + E) on graphs with 100k ops.
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from workbench.control_checks import check_control_op, output_bytes
+from workbench.control_checks import check_control_op, control_output_bytes, same_control
 from workbench.errors import GraphError
+from workbench.graph_items import (
+    _NUMERIC_OP_FIELDS,
+    _check_number,
+    _known_device,
+    _show,
+)
+from workbench.graph_items import DEFAULT_TENSOR_BYTES as DEFAULT_TENSOR_BYTES
+from workbench.graph_items import MAX_FIGURE as MAX_FIGURE
+from workbench.graph_items import OP_DEVICES as OP_DEVICES
+from workbench.graph_items import Op as Op
+from workbench.graph_items import OpId as OpId
+from workbench.graph_items import Tensor as Tensor
+from workbench.graph_items import TensorId as TensorId
+from workbench.graph_items import priority_topological_order as priority_topological_order
 from workbench.ops import CONTROL_KINDS as CONTROL_KINDS  # re-exported
 from workbench.ops import NO_TASK_KINDS as NO_TASK_KINDS  # re-exported
-from workbench.ops import canonical_kind
-
-OpId = str
-TensorId = str
-
-#: The largest figure (flops, bytes, µs) an op or tensor may have: 2**62, as the DOT reader.
-MAX_FIGURE = float(2**62)
-DEFAULT_TENSOR_BYTES = 1 << 20  # from_edges: 1 MiB per output unless sizes= says otherwise
-#: The devices an op may run on (each has a cost model in :data:`workbench.costs.COST_MODELS`);
-#: matched case-insensitively (``"GPU"`` is ``"gpu"``), anything else is a GraphError.
-OP_DEVICES = ("gpu", "cpu", "python", "npu", "copy")
-
-
-@dataclass(frozen=True, slots=True)
-class Tensor:
-    """A tensor: its size in bytes, the op that produces it (``None`` for a graph input or a
-    parameter) and its role: ``activation`` (default), ``input``, ``parameter`` or ``output``."""
-
-    id: TensorId
-    size_bytes: int
-    producer: OpId | None = None
-    role: str = "activation"
-    shape: tuple[int, ...] = ()
-    dtype: str = "float32"
-
-
-@dataclass(frozen=True, slots=True)
-class Op:
-    """One operator (a kernel launch when it runs on a GPU).
-
-    ``flops``, ``bytes_read`` and ``bytes_written`` feed the roofline cost model; ``thread_blocks``
-    is the launch shape where known (it decides how much of the device one launch can fill);
-    ``duration_us`` pins the op's stand-alone device time and overrides the roofline (toy graphs,
-    calibrated tables).  ``attrs`` holds op parameters (kernel size, stride, ...) for executors.
-    A kind that names a known kind in another spelling (``"ExpandDims"``, ``"Reshape"``) is
-    stored canonically (``"expand_dims"``; see :mod:`workbench.kinds`).
-    """
-
-    id: OpId
-    kind: str = "op"
-    device: str = "gpu"
-    flops: float = 0.0
-    bytes_read: int = 0
-    bytes_written: int = 0
-    inputs: tuple[TensorId, ...] = ()
-    outputs: tuple[TensorId, ...] = ()
-    thread_blocks: int | None = None
-    duration_us: float | None = None
-    workspace_bytes: int = 0
-    attrs: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
-
-    def __post_init__(self) -> None:
-        # Kinds are case-insensitive: a known kind is stored in its canonical spelling.
-        if isinstance(self.kind, str):
-            kind = canonical_kind(self.kind)
-            if kind is not self.kind:
-                object.__setattr__(self, "kind", kind)
-
-
-_NUMERIC_OP_FIELDS = ("flops", "bytes_read", "bytes_written", "workspace_bytes")
-
-
-def priority_topological_order(preds: Mapping[Any, Iterable[Any]],
-                                priority: Mapping[Any, Any]) -> list[Any]:
-    """Kahn's algorithm over ``preds`` (node -> its predecessors), always taking the ready node
-    with the smallest ``priority``.  Nodes on a cycle are left out, so a result shorter than
-    ``preds`` means a cycle.  O((V + E) log V).
-    """
-    succs: dict[Any, list[Any]] = {n: [] for n in preds}
-    indeg = {}
-    for n, ps in preds.items():
-        ps = set(ps)
-        indeg[n] = len(ps)
-        for p in ps:
-            succs[p].append(n)
-    heap = [(priority[n], n) for n, d in indeg.items() if d == 0]
-    heapq.heapify(heap)
-    order = []
-    while heap:
-        _, n = heapq.heappop(heap)
-        order.append(n)
-        for s in succs[n]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                heapq.heappush(heap, (priority[s], s))
-    return order
-
-
-def _check_number(value: Any, what: str, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise GraphError(f"{what} must be a non-negative number, got {_short(value)}")
-    if isinstance(value, float) and not math.isfinite(value) or value < 0:
-        raise GraphError(f"{what} must be a non-negative number, got {_short(value)}")
-    if isinstance(value, int) and value >= 1 << 63:
-        raise GraphError(f"{what} is too large ({len(str(value))} digits)")
-    if value > MAX_FIGURE:  # sums of such figures would overflow to inf and stall the simulator
-        raise GraphError(f"{what} is too large ({value:g}; at most {MAX_FIGURE:g})")
-
-
-def _control_output_bytes(op: Op, tensor: TensorId) -> int:
-    """Size of a control-flow op's output that the tensor table does not list: the size of the
-    sub-graph tensor it stands for (0 for other ops, as before)."""
-    if op.kind not in CONTROL_KINDS:
-        return 0
-    return output_bytes(op, tensor)
-
-
-def _same_control(a: Op, b: Op) -> bool:
-    """Control-flow ops compare their sub-graphs and mappings too (``attrs`` is not compared for
-    other ops)."""
-    return dict(a.attrs) == dict(b.attrs)
-
-
-def _known_device(op: Op) -> Op:
-    """``op`` with its device spelt as in :data:`OP_DEVICES` (a one-line error if unknown)."""
-    if not isinstance(op, Op) or op.device in OP_DEVICES:
-        return op
-    from workbench._checks import check_choice
-
-    try:
-        device = check_choice(op.device, OP_DEVICES, "device", error=GraphError)
-    except GraphError as exc:
-        raise GraphError(f"op {_short(op.id)}: {exc}") from None
-    return replace(op, device=device)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _show(name: str) -> str:
-    """An op id for a one-line message: as is when printable, else its repr."""
-    return name if name.isprintable() else repr(name)
 
 
 class Graph:
@@ -265,7 +142,7 @@ class Graph:
                 produced_by[out] = op.id
                 known = table.get(out)
                 if known is None:
-                    table[out] = Tensor(out, _control_output_bytes(op, out), producer=op.id)
+                    table[out] = Tensor(out, control_output_bytes(op, out), producer=op.id)
                 elif known.producer is None:
                     if known.role in ("input", "parameter"):
                         raise GraphError(f"tensor {out!r} is a graph {known.role} but op "
@@ -595,7 +472,7 @@ class Graph:
             return NotImplemented
         return (self._ops == other._ops and self._tensors == other._tensors
                 and self._control == other._control and self._outputs == other._outputs
-                and all(_same_control(a, b) for a, b in zip(self._ops, other._ops)
+                and all(same_control(a, b) for a, b in zip(self._ops, other._ops)
                         if a.kind in CONTROL_KINDS))
 
     __hash__ = None  # type: ignore[assignment]
@@ -604,56 +481,15 @@ class Graph:
     def to_networkx(self) -> Any:
         """A ``networkx.DiGraph``: node attributes are the op fields, edges carry ``kind``
         (``data``/``control``) and, for data edges, the tensors and their bytes."""
-        import networkx as nx
+        from workbench.graph_nx import to_networkx
 
-        g = nx.DiGraph(name=self.name)
-        for op in self._ops:
-            g.add_node(op.id, kind=op.kind, device=op.device, flops=op.flops,
-                       bytes_read=op.bytes_read, bytes_written=op.bytes_written,
-                       thread_blocks=op.thread_blocks, duration_us=op.duration_us,
-                       outputs={t: self._tensors[t].size_bytes for t in op.outputs})
-        for op in self._ops:
-            for t in op.inputs:
-                p = self._tensors[t].producer
-                if p is None:
-                    continue
-                if g.has_edge(p, op.id):
-                    g.edges[p, op.id]["tensors"].append(t)
-                    g.edges[p, op.id]["bytes"] += self._tensors[t].size_bytes
-                else:
-                    g.add_edge(p, op.id, kind="data", tensors=[t],
-                               bytes=self._tensors[t].size_bytes)
-        for a, b in self._control:
-            if not g.has_edge(a, b):
-                g.add_edge(a, b, kind="control")
-        return g
+        return to_networkx(self.name, self._ops, self._tensors, self._control)
 
     @classmethod
     def from_networkx(cls, nxg: Any, *, name: str | None = None) -> Graph:
         """Build a graph from a ``networkx.DiGraph``; node attributes as in :meth:`to_networkx`
         (missing ones take defaults).  Edges with ``kind="control"`` become control edges."""
-        import networkx as nx
+        from workbench.graph_nx import from_networkx
 
-        if not isinstance(nxg, nx.DiGraph):
-            raise GraphError(f"expected a networkx.DiGraph, got {type(nxg).__name__}")
-        ops, tensors, control = [], [], []
-        for node, attrs in nxg.nodes(data=True):
-            nid = str(node)
-            outs = attrs.get("outputs") or {f"{nid}:out": DEFAULT_TENSOR_BYTES}
-            for tid, size in outs.items():
-                tensors.append(Tensor(str(tid), size, producer=nid))
-            ins: list[str] = []
-            for p in nxg.predecessors(node):
-                e = nxg.edges[p, node]
-                if e.get("kind") == "control":
-                    control.append((str(p), nid))
-                    continue
-                p_outs = nxg.nodes[p].get("outputs") or {f"{p}:out": 0}
-                ins.extend(e.get("tensors") or list(p_outs))
-            ops.append(Op(nid, kind=attrs.get("kind", "op"), device=attrs.get("device", "gpu"),
-                          flops=attrs.get("flops", 0.0), bytes_read=attrs.get("bytes_read", 0),
-                          bytes_written=attrs.get("bytes_written", 0), inputs=tuple(ins),
-                          outputs=tuple(str(t) for t in outs),
-                          thread_blocks=attrs.get("thread_blocks"),
-                          duration_us=attrs.get("duration_us", None)))
-        return cls(ops, tensors, control, name=name or nxg.graph.get("name", "graph"))
+        ops, tensors, control, graph_name = from_networkx(nxg, name=name)
+        return cls(ops, tensors, control, name=graph_name)
