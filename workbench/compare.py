@@ -6,9 +6,11 @@ report can show them side by side.  Plotting is imported only when a figure or r
 Every comparison finishes: each policy's stages (schedule; validate and execute; plan memory) run
 in a worker process (:mod:`workbench._bounded`) and each stage gets ``budget_s`` seconds of wall
 time, after which the worker is killed and the row's ``status`` says which stage overran and the
-budget.  Policies registered with ``budgeted=True`` also get ``time_budget_s=budget_s`` and stop
-cooperatively with their best schedule so far (their hard limit is then a little longer:
-:func:`hard_limit_s`).  The exact optimum of tiny graphs is bounded the same way.
+budget.  Policies registered with ``budgeted=True`` also get ``time_budget_s``
+(:data:`COOPERATIVE_SHARE` of ``budget_s``, leaving the rest for wrapping up: IOS schedules the
+parts it did not search greedily) and stop cooperatively with their best schedule so far (their
+hard limit is then a little longer: :func:`hard_limit_s`).  The exact optimum of tiny graphs is
+bounded the same way.
 """
 
 from __future__ import annotations
@@ -212,6 +214,11 @@ def _comparison(graph: Graph, spec: DeviceSpec, mode: str, results: dict[str, li
                       {k: v[0] for k, v in memory.items()}, {k: v[1] for k, v in memory.items()})
 
 
+#: The share of a stage's budget a budgeted policy is told it may search; the rest is for turning
+#: its best partial result into a schedule, so the stage as a whole keeps to the budget.
+COOPERATIVE_SHARE = 0.9
+
+
 def hard_limit_s(budget_s: float, *, cooperative: bool) -> float:
     """When compare() kills a stage: at ``budget_s`` for a stage that cannot stop by itself; a
     quarter later plus one second for one that was told its budget (time to wrap up its best
@@ -278,7 +285,7 @@ def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSp
     info: PolicyInfo = POLICIES.get(name)
     cooperative = info.budgeted and budget is not None
     if cooperative:
-        opts.setdefault("time_budget_s", budget)
+        opts.setdefault("time_budget_s", budget * COOPERATIVE_SHARE)
     stages: list[Any] = [partial(_stage_schedule, graph, name, opts),
                          partial(_stage_execute, executor, spec, mode, precision)]
     budgets: list[float | None] = [
