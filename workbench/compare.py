@@ -284,7 +284,7 @@ def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSp
     """The policy's stages under their budgets (see the module docstring)."""
     info: PolicyInfo = POLICIES.get(name)
     cooperative = info.budgeted and budget is not None
-    if cooperative:
+    if budget is not None and cooperative:
         opts.setdefault("time_budget_s", budget * COOPERATIVE_SHARE)
     stages: list[Any] = [partial(_stage_schedule, graph, name, opts),
                          partial(_stage_execute, executor, spec, mode, precision)]

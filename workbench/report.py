@@ -30,7 +30,6 @@ import os
 import platform
 import shutil
 from pathlib import Path
-from typing import Any
 
 import networkx
 import pandas as pd
@@ -39,6 +38,7 @@ import plotly.graph_objects as go
 
 from workbench._atomic import check_output, write_text
 from workbench._version import __version__
+from workbench.compare import Comparison
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import kv_table, memory_plan_summary, stream_table
 from workbench.viz.embed import (
@@ -129,7 +129,7 @@ MEMORY_HOW_TO_READ = (
 )
 
 
-def _memory_section(comparison: Any, best: str | None,
+def _memory_section(comparison: Comparison, best: str | None,
                     name: str) -> tuple[str, list[tuple[str, go.Figure]]] | None:
     """The Memory section's note and figures, or ``None`` when there are no memory plans."""
     plans = dict(getattr(comparison, "memory_plans", None) or {})
@@ -162,7 +162,7 @@ def _versions() -> dict[str, str]:
             "graphviz dot": dot if dot else "not found (built-in DAG drawing)"}
 
 
-def unfinished_note(comparison: Any) -> str:
+def unfinished_note(comparison: Comparison) -> str:
     """A note listing the policies whose row is not ``ok`` (budget hit, worker died) and the
     comparison's own notes (e.g. an exact optimum cut short); empty when all finished."""
     table = comparison.table
@@ -179,7 +179,7 @@ def unfinished_note(comparison: Any) -> str:
     return (f'<p class="note">{head} (empty cells): ' + "; ".join(items) + ".</p>")
 
 
-def barrier_note(comparison: Any) -> str:
+def barrier_note(comparison: Comparison) -> str:
     """A note on what barriers cost: per policy with barriers, how many, of which kind, and how
     long the device sat idle at them (``Trace.barrier_idle_us``); empty when none has any."""
     items = []
@@ -202,7 +202,7 @@ def _section(anchor: str, title: str, body: str) -> str:
     return f'<section id="{anchor}"><h2>{escape(title)}</h2>\n{body}\n</section>'
 
 
-def render(comparison: Any, *, plotlyjs: str = "inline") -> str:
+def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
     """The report as one HTML string (see the module docstring for what it holds and for
     ``plotlyjs``; with ``"directory"``, :func:`write` also writes
     :data:`~workbench.viz.embed.PLOTLYJS_FILE`)."""
@@ -266,7 +266,8 @@ def render(comparison: Any, *, plotlyjs: str = "inline") -> str:
     ])
 
 
-def write(comparison: Any, path: str | os.PathLike[str], *, plotlyjs: str = "inline") -> Path:
+def write(comparison: Comparison, path: str | os.PathLike[str], *,
+          plotlyjs: str = "inline") -> Path:
     """Write :func:`render` to ``path`` (UTF-8) and return the path.  The path is checked before
     the page is rendered (its folder must exist: it is not created silently), and the file is
     replaced atomically: a failure leaves the old report as it was (:mod:`workbench._atomic`).
