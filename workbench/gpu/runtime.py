@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -181,7 +181,10 @@ class Runtime:
             float(rel[2 * k + 1]) for k in range(len(self.ops))]
 
 
-def time_eager(rt: Runtime, repeats: int) -> tuple[list[float], list[float]]:
+def _time_launches(rt: Runtime, launch: Callable[[], Any], repeats: int
+                   ) -> tuple[list[float], list[float]]:
+    """``repeats`` runs of ``launch()`` between two events on the origin stream: device spans
+    (µs, CUDA events) and host issue times (µs, wall clock)."""
     cp = rt.cp
     origin = rt.streams[ORIGIN]
     spans, host = [], []
@@ -189,28 +192,22 @@ def time_eager(rt: Runtime, repeats: int) -> tuple[list[float], list[float]]:
         start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record(origin)
         t0 = time.perf_counter()
-        rt.issue()
+        launch()
         host.append((time.perf_counter() - t0) * 1e6)
         end.record(origin)
         end.synchronize()
         spans.append(cp.cuda.get_elapsed_time(start, end) * 1000.0)
     return spans, host
+
+
+def time_eager(rt: Runtime, repeats: int) -> tuple[list[float], list[float]]:
+    """Eager mode: the host issues every launch of the schedule each run."""
+    return _time_launches(rt, rt.issue, repeats)
 
 
 def time_graph(rt: Runtime, graph: Any, repeats: int) -> tuple[list[float], list[float]]:
-    cp = rt.cp
-    origin = rt.streams[ORIGIN]
-    spans, host = [], []
-    for _ in range(repeats):
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record(origin)
-        t0 = time.perf_counter()
-        graph.launch(origin)
-        host.append((time.perf_counter() - t0) * 1e6)
-        end.record(origin)
-        end.synchronize()
-        spans.append(cp.cuda.get_elapsed_time(start, end) * 1000.0)
-    return spans, host
+    """Graph mode: one launch of the captured CUDA graph each run."""
+    return _time_launches(rt, lambda: graph.launch(rt.streams[ORIGIN]), repeats)
 
 
 def spread(values: Sequence[float]) -> float:
