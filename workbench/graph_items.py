@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from workbench._checks import show
 from workbench.errors import GraphError
 from workbench.ops import canonical_kind
 
@@ -104,9 +105,9 @@ def _check_number(value: Any, what: str, *, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise GraphError(f"{what} must be a non-negative number, got {_short(value)}")
+        raise GraphError(f"{what} must be a non-negative number, got {show(value)}")
     if isinstance(value, float) and not math.isfinite(value) or value < 0:
-        raise GraphError(f"{what} must be a non-negative number, got {_short(value)}")
+        raise GraphError(f"{what} must be a non-negative number, got {show(value)}")
     if isinstance(value, int) and value >= 1 << 63:
         raise GraphError(f"{what} is too large ({len(str(value))} digits)")
     if value > MAX_FIGURE:  # sums of such figures would overflow to inf and stall the simulator
@@ -122,13 +123,8 @@ def _known_device(op: Op) -> Op:
     try:
         device = check_choice(op.device, OP_DEVICES, "device", error=GraphError)
     except GraphError as exc:
-        raise GraphError(f"op {_short(op.id)}: {exc}") from None
+        raise GraphError(f"op {show(op.id)}: {exc}") from None
     return replace(op, device=device)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _show(name: str) -> str:

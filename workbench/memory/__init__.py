@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from workbench.graph import Graph
 from workbench.memory.bounds import conflict_clique_bound, live_bytes_curve, peak_live_bytes
 from workbench.memory.check import check_no_overlap
 from workbench.memory.lifetimes import Lifetimes, lifetimes, pool_events
@@ -20,11 +19,6 @@ from workbench.memory.pool import PoolResult, simulate_pool
 from workbench.memory.somas_classes import communication_lists
 from workbench.schedule import Schedule
 from workbench.trace import Trace
-
-
-def _graph_of(run: Schedule | Trace) -> Graph:
-    """The graph of a Schedule or of a Trace."""
-    return run.graph
 
 
 def plan_memory(run: Schedule | Trace, planner: str = "somas", **options: Any) -> MemoryPlan:
@@ -43,7 +37,7 @@ def plan_memory(run: Schedule | Trace, planner: str = "somas", **options: Any) -
     if lt.conflicts is not None:
         options.setdefault("conflicts", lt.conflicts)
     if planner == "somas" and "contiguous" not in options:
-        lists = communication_lists(_graph_of(run).ops, {r.name for r in lt.records}, lt.aliases)
+        lists = communication_lists(run.graph.ops, {r.name for r in lt.records}, lt.aliases)
         if lists:
             options["contiguous"] = lists
     plan = plan_usage(lt.records, planner, **options)

@@ -20,17 +20,14 @@ Complexity: O(n + P) on top of the solve, for P conflicting pairs (listed once t
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from workbench._checks import did_you_mean, show
 from workbench.errors import OptionError
 from workbench.memory.bounds import peak_live_bytes
 from workbench.memory.plan import MemoryPlan, Problem, UsageRecord
-from workbench.ops import COMMUNICATION_KINDS as _COMMUNICATION_KINDS
-
-#: Op kinds whose inputs (and, separately, outputs) SOMAS lays out as contiguous lists.
-COMMUNICATION_KINDS = _COMMUNICATION_KINDS
+from workbench.ops import COMMUNICATION_KINDS  # their inputs / outputs: contiguous lists
 
 TensorRef = int | str
 Solve = Callable[[list[UsageRecord], frozenset[tuple[int, int]]], MemoryPlan]
@@ -53,9 +50,8 @@ def _resolver(records: Sequence[UsageRecord]) -> Callable[[TensorRef, str], int]
         if isinstance(ref, str):
             if ref in by_name:
                 return by_name[ref]
-            near = difflib.get_close_matches(ref, list(by_name), n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise OptionError(f"somas {what}: no planned tensor named {ref!r}{hint}")
+            raise OptionError(f"somas {what}: no planned tensor named {show(ref)}"
+                              f"{did_you_mean(ref, by_name)}")
         raise OptionError(f"somas {what}: {ref!r} is not a tensor index or name")
 
     return resolve
