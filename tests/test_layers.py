@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
               "workbench.registry", "workbench._version",
               "workbench._progress", "workbench._engines", "workbench._bounded")),
     ("values", ("workbench.control_checks", "workbench.graph", "workbench.graph_items",
-                "workbench.graph_nx", "workbench.ops", "workbench.kinds",
+                "workbench.graph_nx", "workbench.ops",
                 "workbench.op_reference", "workbench.shape_costs",
                 "workbench.control", "workbench.schedule", "workbench.clocks", "workbench.trace",
                 "workbench.devices", "workbench.kernel_model", "workbench.launches",

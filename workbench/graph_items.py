@@ -48,7 +48,7 @@ class Op:
     ``duration_us`` pins the op's stand-alone device time and overrides the roofline (toy graphs,
     calibrated tables).  ``attrs`` holds op parameters (kernel size, stride, ...) for executors.
     A kind that names a known kind in another spelling (``"ExpandDims"``, ``"Reshape"``) is
-    stored canonically (``"expand_dims"``; see :mod:`workbench.kinds`).
+    stored canonically (``"expand_dims"``; see :mod:`workbench.ops`).
     """
 
     id: OpId
