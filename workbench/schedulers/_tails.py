@@ -1,5 +1,5 @@
 """Stream tails: "has stream ``s`` deterministically finished before node ``v``?" for streams whose
-ops are totally ordered by ancestry (NNC and RAF ASAP both build such streams), at any scale.
+ops are totally ordered by ancestry (NNC builds such streams), at any scale.
 
 Per visited node a vector clock holds the highest stream position among its ancestors on each
 stream (-1: none); stream ``s``'s last op (its *tail*) is an ancestor of ``v`` iff
@@ -18,8 +18,8 @@ which at a million ops (tens of thousands of streams) is tens of GB.  So clocks 
   earliest visit among its ancestors); when a closed stream is reopened, live clocks of a later
   lineage get an explicit -1 in the new column, every other clock reads the column's default;
 * a closed stream whose base reaches its tail is finished for every node of an earlier lineage:
-  it waits in lazy heaps (by creation order for NNC, per label, and by the order its chain ended
-  for ASAP); a query from a later lineage scans the heap instead of reading its top.
+  it waits in lazy heaps (by creation order, and per label); a query from a later lineage scans
+  the heap instead of reading its top.
 
 Queries then cost O(active columns) plus heap work.  Complexity: O((V + E) · A) with A the
 active columns (a few times the graph's width, not the stream count), memory O(live · A).
@@ -37,8 +37,8 @@ class StreamTails:
     """Streams as chains, their tails and the ancestor clocks (module docstring).
 
     ``stream_of``, ``position`` (a node's index on its stream), ``tail_node``, ``n_streams`` are
-    read by the schedulers; :meth:`pick_first` (NNC) and :meth:`pick_latest_ended` (ASAP) answer
-    "which finished stream to recycle" for the node of the last :meth:`clock_of`;
+    read by NNC; :meth:`pick_first` answers "which finished stream to recycle" for the node of
+    the last :meth:`clock_of`;
     :meth:`finished_streams` lists them all (small graphs, tests).
     """
 
@@ -67,10 +67,8 @@ class StreamTails:
         self.stream_of: dict[int, int] = {}
         self.position: dict[int, int] = {}
         self._tails: set[int] = set()
-        self.ended_rank: list[int] = []      # ASAP: order in which the stream's chain ended
         self._first_heap: list[int] = []     # closed finished streams, by id
         self._first_by_label: dict[str, list[int]] = {}  # the same, per label
-        self._ended_heap: list[tuple[int, int]] = []     # the same, by -ended_rank
 
     # ------------------------------------------------------------------ streams
     @property
@@ -81,7 +79,7 @@ class StreamTails:
         s = len(self.length)
         for column in (self.length, self.unvisited):
             column.append(0)
-        for column in (self.tail_node, self.tail_pos, self.base, self.col_of, self.ended_rank):
+        for column in (self.tail_node, self.tail_pos, self.base, self.col_of):
             column.append(-1)
         self.closed_at.append(0)
         return s
@@ -105,15 +103,6 @@ class StreamTails:
             self.col_tail[col] = self.tail_pos[stream]
         if self.keep_tail_clocks and old >= 0 and old != node and self.pending[old] <= 0:
             self._drop(old)
-
-    def mark_ended(self, stream: int, rank: int) -> None:
-        """ASAP: the stream's chain ended (``rank``: how many chains ended before it)."""
-        self.ended_rank[stream] = rank
-        if self._closed_finished(stream):
-            heapq.heappush(self._ended_heap, (-rank, stream))
-
-    def unmark_ended(self, stream: int) -> None:
-        self.ended_rank[stream] = -1
 
     # ------------------------------------------------------------------ clocks
     def clock_of(self, node: int, extra: Iterable[int] = ()) -> np.ndarray:
@@ -187,18 +176,6 @@ class StreamTails:
         options = [s for s in (active[0] if active else None, closed) if s is not None]
         return min(options) if options else None
 
-    def pick_latest_ended(self, clock: np.ndarray) -> int | None:
-        """ASAP's recycling choice: among finished streams whose chain has ended, the one whose
-        chain ended last."""
-        best, best_rank = None, -1
-        for s in self._active_finished(clock):
-            if self.ended_rank[s] > best_rank:
-                best, best_rank = s, self.ended_rank[s]
-        top = self._latest_closed()
-        if top is not None and self.ended_rank[top] > best_rank:
-            best = top
-        return best
-
     # ------------------------------------------------------------------ internals
     def _active_finished(self, clock: np.ndarray) -> list[int]:
         n = len(self.cols)
@@ -226,21 +203,6 @@ class StreamTails:
             return heap[0] if heap else None
         return min((s for s in heap if self._closed_finished(s) and self._reads_base(s)),
                    default=None)
-
-    def _latest_closed(self) -> int | None:
-        """The closed finished stream whose chain ended last, for the queried node; entries of
-        streams reopened, reused or ended again since are dropped."""
-        heap = self._ended_heap
-
-        def valid(rank: int, s: int) -> bool:
-            return self._closed_finished(s) and self.ended_rank[s] == rank
-
-        while heap and not valid(-heap[0][0], heap[0][1]):
-            heapq.heappop(heap)
-        if not heap or self._reads_base(heap[0][1]):
-            return heap[0][1] if heap else None
-        return min(((r, s) for r, s in heap if valid(-r, s) and self._reads_base(s)),
-                   default=(0, None))[1]
 
     def _open(self, stream: int) -> None:
         if self.col_of[stream] >= 0:
@@ -280,8 +242,6 @@ class StreamTails:
                 heapq.heappush(self._first_heap, s)
                 for label in self.labels(s) if self.labels is not None else ():
                     heapq.heappush(self._first_by_label.setdefault(label, []), s)
-                if self.ended_rank[s] >= 0:
-                    heapq.heappush(self._ended_heap, (-self.ended_rank[s], s))
         kept = np.nonzero(keep)[0]
         self.cols = [self.cols[j] for j in kept.tolist()]
         for j, s in enumerate(self.cols):
