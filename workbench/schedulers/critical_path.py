@@ -160,6 +160,8 @@ def _list_schedule(graph: Graph, dur: Sequence[float], types: Sequence[int],
             s = line.earliest(est, dur[i])
             if best_s is None or s < best_s - _EPS:
                 best_s, best_line = s, li
+                if s <= est:  # no later stream can start it sooner
+                    break
         if best_s is None or (streams_per_type[t] is None and best_s > est + _EPS):
             lines[t].append(_Timeline())
             best_s, best_line = est, len(lines[t]) - 1
