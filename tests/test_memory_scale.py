@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +26,7 @@ from workbench.memory.placement import FIT_NAMES, place
 from workbench.memory.plan import MemoryPlan, interval_pairs, parse_records, prepare
 from workbench.memory.planners import PLANNERS, planners
 from workbench.memory.static import breadth_order
+from workbench.memory.streams import buffer_conflicts
 from workbench.schedule import Schedule, build_schedule, clocks_before
 
 FAST = [p for p in planners() if not PLANNERS.get(p).slow]
@@ -161,6 +163,41 @@ def test_ancestor_relation_equals_the_pairwise_one(schedule: Schedule) -> None:
 def test_ancestor_relation_on_a_policy_schedule(policy: str) -> None:
     s = wb.schedule(wb.models.random_dag(300, seed=3), policy)
     assert set(lifetimes(s).conflicts or ()) == old_ancestor_conflicts(s)
+
+
+@settings(max_examples=120, deadline=None)
+@given(schedule=multi_stream_schedules(), data=st.data())
+def test_buffer_conflicts_with_several_writers_match_the_pairwise_rule(schedule: Schedule,
+                                                                      data: st.DataObject) -> None:
+    """Buffers written by several ops (in-place concat slices, :mod:`workbench.gpu.layout`): the
+    sweeps against the pairwise rule the launch-plan layout used to apply."""
+    ops = list(schedule.issue_order)
+    n = data.draw(st.integers(1, 12))
+    writers = [data.draw(st.lists(st.sampled_from(ops), min_size=1, max_size=3, unique=True))
+               for _ in range(n)]
+    readers = [data.draw(st.lists(st.sampled_from(ops), max_size=3, unique=True))
+               for _ in range(n)]
+    users = [sorted({*w, *r}, key=ops.index) for w, r in zip(writers, readers, strict=True)]
+    outputs = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    before, column, position = clocks_before(schedule)
+
+    def happens_before(x: str, y: str) -> bool:
+        if x == y:
+            return False
+        if column[x] == column[y]:
+            return position[x] < position[y]
+        return bool(before[y][column[x]] >= position[x])
+
+    def dead_before(i: int, j: int) -> bool:
+        return not outputs[i] and all(happens_before(u, w) for u in users[i] for w in writers[j])
+
+    expected = {(i, j) for i in range(n) for j in range(i + 1, n)
+                if not (dead_before(i, j) or dead_before(j, i))}
+    relation = buffer_conflicts(schedule, users, writers, outputs)
+    got = ConflictSet(relation)
+    assert set(got) == expected and len(got) == len(expected)
+    assert all(relation.conflict(i, j) == ((min(i, j), max(i, j)) in expected)
+               for i in range(n) for j in range(n) if i != j)
 
 
 @settings(max_examples=150, deadline=None)

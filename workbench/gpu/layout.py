@@ -5,9 +5,9 @@ planner), the graph inputs and parameters after them; ``memory="pool"`` gives ev
 own allocation.  No-task ops alias their input (:func:`_alias_roots`); a concat input whose
 producer can write straight into its slice of the output shares the concat's buffer
 (:func:`_in_place_slices`); per-stream ``scratch`` regions hold temporaries.  With in-place slices
-a buffer has several writers, so the buffer-level lifetimes and SOMAS conflicts are computed here
-(:meth:`_Layout._buffer_records`) on the schedule's vector clocks
-(:func:`workbench.schedule.clocks_before`).
+a buffer has several writers, so the buffer-level lifetimes are computed here
+(:meth:`_Layout._buffer_records`) and the SOMAS conflicts by the core's ancestor rule for
+multi-writer buffers (:func:`workbench.memory.streams.buffer_conflicts`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from workbench.gpu.calls import STATE_KINDS, Call, ScratchPtr
 from workbench.gpu.lowering import concat_geometry
 from workbench.gpu.plan import Buffer, Placement
 from workbench.graph import Graph, Op, OpId, TensorId
+from workbench.memory.conflicts import ConflictSet
 from workbench.memory.plan import MemoryPlan, UsageRecord
-from workbench.schedule import Schedule, clocks_before
+from workbench.memory.streams import buffer_conflicts
+from workbench.schedule import Schedule
 
 
 def _shapes_known(graph: Graph) -> Any:
@@ -178,10 +180,11 @@ class _Layout:
                            "lifetimes_from": "launch plan buffers (in-place concat)"})
         return plan
 
-    def _buffer_records(self) -> tuple[list[UsageRecord], list[tuple[int, int]] | None]:
+    def _buffer_records(self) -> tuple[list[UsageRecord], ConflictSet | None]:
         """Usage records of the activation buffers over issue steps, and (several streams) the
-        SOMAS ancestor-rule conflicts at buffer level: A and B may share bytes only if every op
-        touching A happens before every op writing B (or the reverse)."""
+        SOMAS ancestor-rule conflicts at buffer level (:func:`workbench.memory.streams.
+        buffer_conflicts`: A and B may share bytes only if every op touching A happens before
+        every op writing B, or the reverse)."""
         graph, schedule = self.graph, self.schedule
         step = {op: i for i, op in enumerate(schedule.issue_order)}
         last_step = len(schedule.issue_order) - 1
@@ -214,27 +217,10 @@ class _Layout:
             records.append(UsageRecord(graph.tensor(t).size_bytes, first, last, t))
         if schedule.n_streams <= 1:
             return records, None
-        before, column, position = clocks_before(schedule)
-        width = max(1, len(schedule.streams))
-        n = len(self.activations)
-        last_pos = np.full((n, width), -1, dtype=np.int64)
-        min_w = np.full((n, width), np.iinfo(np.int64).max, dtype=np.int64)
-        for k in range(n):
-            for o in users[k]:
-                c = column[o]
-                last_pos[k, c] = max(last_pos[k, c], position[o])
-            for o in writers[k]:
-                np.minimum(min_w[k], before[o], out=min_w[k])
-        dead = np.array([t not in outputs for t in self.activations])
-        pairs: list[tuple[int, int]] = []
-        for i in range(n):
-            # dead_before[j]: every user of i happens before every writer of j
-            dead_before = (min_w >= last_pos[i]).all(axis=1) & dead[i]
-            dead_after = (min_w[i] >= last_pos).all(axis=1) & dead
-            clash = ~(dead_before | dead_after)
-            clash[: i + 1] = False
-            pairs.extend((i, int(j)) for j in np.nonzero(clash)[0])
-        return records, pairs
+        dead = np.array([t in outputs for t in self.activations], dtype=bool)
+        relation = buffer_conflicts(schedule, [sorted(u, key=step.__getitem__) for u in users],
+                                    [sorted(w, key=step.__getitem__) for w in writers], dead)
+        return records, ConflictSet(relation, source="happens-before (buffers)")
 
     def place_scratch(self, calls: Mapping[OpId, list[Call]]) -> None:
         need: dict[int, int] = {}

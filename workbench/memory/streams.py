@@ -14,6 +14,9 @@ die, nor does a tensor read by a sink op (its dead region is empty on every stre
 tails of the :class:`~workbench.memory.conflicts.ConflictGraph` (they conflict with every later
 tensor) and are not listed; on a random DAG that keeps the listed pairs near-linear.
 
+Buffers that several ops write (a launch plan's in-place concat) use the same sweeps with every
+writer listed on its stream (:func:`buffer_conflicts`).
+
 The same frontier gives the order of the clique bound (:class:`Skeleton`): ``A`` comes before
 ``B`` iff ``B``'s producer is reachable from the first dead op of ``A`` on some stream.
 
@@ -96,10 +99,38 @@ def happens_before_relation(schedule: Schedule, planned: Sequence[str],
 
     ``firsts`` are the producers' issue indices (the births).  See the module docstring.
     """
-    n = len(planned)
-    births = np.asarray(firsts, dtype=np.int64)
-    tails = np.array([t in outputs for t in planned], dtype=bool)
     users = [list(dict.fromkeys(consumers[t])) or [producers[i]] for i, t in enumerate(planned)]
+    outputs_mask = np.array([t in outputs for t in planned], dtype=bool)
+    graph, by_op, op_node, frontier = _ancestor_rule(
+        schedule, users, [[p] for p in producers], np.asarray(firsts, dtype=np.int64),
+        outputs_mask, skeleton=True)
+    return graph, _skeleton(schedule, len(planned), by_op, op_node, *frontier)
+
+
+def buffer_conflicts(schedule: Schedule, users: Sequence[Sequence[str]],
+                     writers: Sequence[Sequence[str]], outputs: np.ndarray) -> ConflictGraph:
+    """The ancestor rule for buffers that several ops may write (a concat's inputs written in
+    place into its output): buffers ``A`` and ``B`` may share bytes only if every op using ``A``
+    (its readers and writers) happens before every writer of ``B``, or the reverse.  A buffer is
+    born at its first writer; ``outputs`` flags the buffers that never die.  The same sweeps as
+    for tensors (module docstring): ``B`` conflicts with an earlier-born ``A`` iff one of ``B``'s
+    writers lies before ``A``'s dead region on its stream.  O(V · S + P log P)."""
+    issue = {op: i for i, op in enumerate(schedule.issue_order)}
+    births = np.array([min(issue[op] for op in w) for w in writers], dtype=np.int64)
+    graph, *_ = _ancestor_rule(schedule, users, writers, births, np.asarray(outputs, dtype=bool),
+                               skeleton=False)
+    return graph
+
+
+def _ancestor_rule(schedule: Schedule, users: Sequence[Sequence[str]],
+                   writers: Sequence[Sequence[str]], births: np.ndarray, outputs: np.ndarray,
+                   *, skeleton: bool) -> tuple[ConflictGraph, dict[str, list[int]],
+                                               dict[str, int], tuple[list[np.ndarray],
+                                                                     list[np.ndarray]]]:
+    """The conflict graph (and, with ``skeleton``, the skeleton's frontier edges) of tensors
+    with the given users and writers; see the module docstring and :func:`buffer_conflicts`."""
+    n = len(users)
+    tails = outputs.copy()
     ends, lengths, issues = _dead_frontier(schedule, users, ~tails)
     all_ends = np.stack(ends) if ends else np.zeros((0, n), dtype=np.int32)
     # a tensor whose dead region is empty on every stream (one of its users has no descendant:
@@ -108,12 +139,14 @@ def happens_before_relation(schedule: Schedule, planned: Sequence[str],
     tails |= never_dead & (len(lengths) > 0)
     heads = np.flatnonzero(~tails)
     rows_out, cols_out = [], []
-    # tensors produced on each stream, in stream order: produced[s][ptr[pos]:ptr[pos + 1]]
+    # tensors written on each stream, in stream order: produced[s][ptr[pos]:ptr[pos + 1]]
     by_op: dict[str, list[int]] = {}
-    for i, p in enumerate(producers):
-        by_op.setdefault(p, []).append(i)
+    for i, ops_writing in enumerate(writers):
+        for op in ops_writing:
+            by_op.setdefault(op, []).append(i)
     op_node = {op: k for k, op in enumerate(schedule.issue_order)}
-    frontier_rows, frontier_cols = [], []
+    frontier_rows: list[np.ndarray] = []
+    frontier_cols: list[np.ndarray] = []
     waits: dict[str, list[str]] = {}
     for a, b in schedule.syncs:
         waits.setdefault(b, []).append(a)
@@ -134,7 +167,7 @@ def happens_before_relation(schedule: Schedule, planned: Sequence[str],
         cols_out.append(produced[at].astype(np.int32))
         # frontier edges of the order skeleton: dead-region starts not reached through a sync
         live = np.flatnonzero(end < lengths[k])
-        if not len(live):
+        if not skeleton or not len(live):
             continue
         first_dead = end[live]
         sources = [[(stream_index[stream_of[a]], position[a]) for a in waits.get(op, ())]
@@ -159,9 +192,18 @@ def happens_before_relation(schedule: Schedule, planned: Sequence[str],
     rows = np.concatenate(rows_out + [np.array(same_rows, dtype=np.int32)])
     cols = np.concatenate(cols_out + [np.array(same_cols, dtype=np.int32)])
     del rows_out, cols_out
+    if any(len(w) > 1 for w in writers):
+        # several writers: a pair may be listed from both sides, by a shared writer, or while a
+        # tail already implies it; a row may list its own buffer.  Keep each other pair once.
+        first, second = rows.astype(np.int64), cols.astype(np.int64)
+        implied = ((tails[first] & (births[second] >= births[first]))
+                   | (tails[second] & (births[first] >= births[second])))
+        keep = (first != second) & ~implied
+        key = np.unique(np.minimum(first, second)[keep] * n + np.maximum(first, second)[keep])
+        rows, cols = (key // n).astype(np.int32), (key % n).astype(np.int32)
     ptr, idx = _csr(n, rows, cols)
     graph = ConflictGraph(births, tails, ptr, idx, births)
-    return graph, _skeleton(schedule, n, by_op, op_node, frontier_rows, frontier_cols)
+    return graph, by_op, op_node, (frontier_rows, frontier_cols)
 
 
 def _skeleton(schedule: Schedule, n: int, by_op: Mapping[str, list[int]],
