@@ -182,9 +182,6 @@ ALLOWED_KIND_TABLES: dict[tuple[str, str], str] = {
     ("workbench.gpu.fused", "FUSED_REDUCE"):
         "the reduce kinds the fused-kernel generator can emit (a GPU fact; a subset of "
         "ops.REDUCE_KINDS, the others stay opaque kernels)",
-    ("workbench.io.fx", "FUNCTIONS"):
-        "keyed by torch function name (torch aliases and their cost rules; some torch names "
-        "equal kind names); folding the aliases into the table is left for later",
     ("workbench.models._layers", "OP_KINDS"):
         "what the model builder emits (a fact about the builder, checked by test_models)",
 }
