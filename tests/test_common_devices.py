@@ -35,4 +35,10 @@ def test_every_device_file_is_registered() -> None:
 
     files = {p.name[:-5] for p in (resources.files("workbench") / "data" / "devices").iterdir()
              if p.name.endswith(".json")}
-    assert files == set(DEVICES.names()), "list new device files in devices._DEVICE_FILES"
+    assert files == set(DEVICES.names()), "every device file is discovered and registered"
+
+
+def test_builtin_devices_keep_their_order() -> None:
+    """``wb.devices()`` lists the built-in files by their ``order`` key (the app's menu order)."""
+    assert wb.devices()[:8] == ["v100", "a100", "h100", "h200", "l4", "t4", "rtx3070_laptop",
+                                "rtx4090"]

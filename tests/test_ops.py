@@ -26,10 +26,14 @@ from workbench.gpu.reference import REFERENCES, run_graph_reference
 from workbench.graph import Graph, Op, Tensor
 from workbench.ops import (
     CATEGORIES,
+    FLOPS_PER_ELEMENT,
+    IMPORT_ONLY,
+    KERNEL_KINDS,
     KNOWN_KINDS,
     NO_TASK_KINDS,
     OPS,
     REFERENCE_KINDS,
+    TORCH_ALIASES,
     canonical_kind,
 )
 
@@ -182,9 +186,6 @@ ALLOWED_KIND_TABLES: dict[tuple[str, str], str] = {
     ("workbench.gpu.fused", "FUSED_REDUCE"):
         "the reduce kinds the fused-kernel generator can emit (a GPU fact; a subset of "
         "ops.REDUCE_KINDS, the others stay opaque kernels)",
-    ("workbench.io.fx", "FUNCTIONS"):
-        "keyed by torch function name (torch aliases and their cost rules; some torch names "
-        "equal kind names); folding the aliases into the table is left for later",
     ("workbench.models._layers", "OP_KINDS"):
         "what the model builder emits (a fact about the builder, checked by test_models)",
 }
@@ -243,3 +244,141 @@ def test_the_stray_table_check_finds_a_table() -> None:
     tree = ast.parse(code)
     values = [_string_elements(n.value) for n in tree.body if isinstance(n, ast.Assign)]
     assert [[s for s in v if s in KNOWN_KINDS] for v in values] == [["relu", "gelu"], []]
+
+
+# ----------------------------------------------------------------------------- importer aliases
+#: The importers whose kind facts (torch names, ONNX FLOPs, kernel-name fragments) live in the
+#: table; they keep only their cost formulas.
+IMPORTERS = ("io/fx.py", "io/onnx_rules.py", "io/pytorch_profile.py")
+#: Displays in the importers that spell kind names without being kind facts: (file, statement).
+ALLOWED_IMPORTER_DISPLAYS: dict[tuple[str, str], str] = {
+    ("io/pytorch_profile.py", "GPU_CATEGORIES"):
+        "Kineto event categories (``memcpy``, ``memset``), not op kinds",
+    ("io/fx.py", "_CALL_PARAMS"):
+        "positional parameters of torch functionals by function name (an argument convention; "
+        "torch's conv1d/conv2d/conv3d are spelled as their kinds)",
+}
+ALL_KINDS = frozenset(OPS) | frozenset(IMPORT_ONLY)
+
+
+def _statement_name(node: ast.stmt) -> str:
+    if isinstance(node, ast.Assign):
+        return " ".join(t.id for t in node.targets if isinstance(t, ast.Name)) or "?"
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name
+    return f"line {node.lineno}"
+
+
+def _number(node: ast.AST | None) -> bool:
+    return (isinstance(node, ast.Constant) and isinstance(node.value, (int, float))
+            and not isinstance(node.value, bool))
+
+
+def kind_facts_in(source: str) -> dict[str, list[str]]:
+    """What in ``source`` looks like an op-kind table, by top-level statement: a dict / tuple /
+    list / set display (nested ones included) whose strings, keys or values, hold two or more kind
+    names (of :data:`OPS` or :data:`IMPORT_ONLY`); a dict display with two or more numbers as
+    values (per-element FLOPs by name); a literal number given as ``per_element=`` or to
+    ``_unary(...)``."""
+    found: dict[str, list[str]] = {}
+    for statement in ast.parse(source).body:
+        for node in ast.walk(statement):
+            what = None
+            if isinstance(node, (ast.Dict, ast.Tuple, ast.List, ast.Set)):
+                strings = {n.value for n in ast.walk(node)
+                           if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+                kinds = sorted(strings & ALL_KINDS)
+                if len(kinds) >= 2:
+                    what = f"line {node.lineno}: kinds {kinds[:6]}"
+                elif isinstance(node, ast.Dict) and sum(map(_number, node.values)) >= 2:
+                    what = f"line {node.lineno}: numbers by name"
+            elif isinstance(node, ast.Call) and (
+                    any(k.arg == "per_element" and _number(k.value) for k in node.keywords)
+                    or isinstance(node.func, ast.Name) and node.func.id == "_unary"
+                    and any(map(_number, node.args))):
+                what = f"line {node.lineno}: a literal per-element FLOP count"
+            if what:
+                found.setdefault(_statement_name(statement), []).append(what)
+    return found
+
+
+def test_importers_keep_no_kind_tables() -> None:
+    stray, used = {}, set()
+    for name in IMPORTERS:
+        for statement, what in kind_facts_in((PACKAGE / name).read_text("utf-8")).items():
+            if (name, statement) in ALLOWED_IMPORTER_DISPLAYS:
+                used.add((name, statement))
+            else:
+                stray[f"{name}: {statement}"] = what
+    assert not stray, f"kind facts belong in workbench/ops.py (OpKind fields): {stray}"
+    assert used == set(ALLOWED_IMPORTER_DISPLAYS), "stale ALLOWED_IMPORTER_DISPLAYS entries"
+
+
+def test_the_importer_check_finds_the_old_tables() -> None:
+    """The shapes the tables had before they moved into ops.py are all caught."""
+    old = '''
+MODULES = {"Conv2d": ("conv2d", "conv", 0), "ReLU": ("relu", "elementwise", 1)}
+for _name, _kind in {"add": "add", "iadd": "add", "sub": "sub"}.items():
+    FUNCTIONS[_name] = (_kind, "elementwise", 1)
+KERNEL_KINDS = (("memcpy", "memcpy"), ("conv", "conv2d"))
+_COSTS = {"Conv": _conv, "BatchNormalization": _unary(2)}
+for _op_type, _flops in {"Add": 1, "Clip": 2}.items():
+    RULES[_op_type] = (kind_of(_op_type), _unary(_flops))
+def f(y, ins, outs):
+    return elementwise_cost(y, ins, outs, per_element=5)
+'''
+    assert set(kind_facts_in(old)) == {"MODULES", "line 3", "KERNEL_KINDS", "_COSTS", "line 7",
+                                       "f"}
+
+
+def _rule_facts(rule: Any) -> tuple[str, float]:
+    """(rule name, FLOPs per element of a ``unary`` rule else 0) of an ONNX cost rule."""
+    from workbench.shape_costs import TensorInfo
+
+    name = rule.__qualname__.split(".")[0].lstrip("_")
+    if name != "unary":
+        return name, 0
+    x = TensorInfo((10,), 4)
+    return name, rule([x], [x], {}).flops / 10
+
+
+def test_importer_tables_round_trip_the_old_ones() -> None:
+    """The derived views hold exactly the importers' old tables (tests/_op_aliases_spec.py)."""
+    from tests._op_aliases_spec import (
+        OLD_FUNCTIONS,
+        OLD_KERNEL_KINDS,
+        OLD_MODULES,
+        OLD_ONNX_RULES,
+    )
+    from workbench.io import fx, onnx_rules, pytorch_profile
+
+    assert fx.MODULES == OLD_MODULES and fx.FUNCTIONS == OLD_FUNCTIONS
+    assert dict(TORCH_ALIASES) == {n: e[0] for n, e in {**OLD_MODULES, **OLD_FUNCTIONS}.items()}
+    assert KERNEL_KINDS == OLD_KERNEL_KINDS and pytorch_profile.KERNEL_KINDS == OLD_KERNEL_KINDS
+    rules = {t: (kind, *_rule_facts(rule)) for t, (kind, rule) in onnx_rules.RULES.items()}
+    assert rules == OLD_ONNX_RULES
+    # one FLOP count per kind: fx's elementwise entries and ONNX's unary rules read the table
+    for name, (kind, formula, flops) in {**fx.MODULES, **fx.FUNCTIONS}.items():
+        assert formula != "elementwise" or flops == FLOPS_PER_ELEMENT[kind], name
+    for op_type, (kind, rule, flops) in rules.items():
+        assert rule != "unary" or flops == FLOPS_PER_ELEMENT[kind], op_type
+
+
+def test_kernel_names_match_in_the_explicit_order() -> None:
+    from workbench.io.pytorch_profile import kernel_kind
+
+    # the table's own order would try relu (its first entry) before conv2d
+    assert kernel_kind("cudnn::conv_relu_fwd") == "conv2d"
+    assert kernel_kind("Memcpy DtoD conv_weights") == "memcpy"
+    assert kernel_kind("vectorized_elementwise_kernel<gelu>") == "gelu"
+    assert kernel_kind("ampere_sgemm_128x64") == "matmul" and kernel_kind("xyz") == "kernel"
+
+
+def test_import_only_kinds_stay_unknown() -> None:
+    """Kinds only the importers name are not known kinds: canonical_kind keeps them as given."""
+    assert not set(IMPORT_ONLY) & KNOWN_KINDS
+    assert canonical_kind("HardSwish") == "HardSwish" and canonical_kind("Conv3d") == "Conv3d"
+    assert {k.name for k in IMPORT_ONLY.values() if k.torch or k.flops_per_element
+            or k.kernel_names} == set(IMPORT_ONLY), "an import-only entry without facts"

@@ -2,7 +2,9 @@
 
 Each file holds the public spec-sheet figures of one GPU (SMs, clock, FP32 lanes per SM, peak
 FLOP/s per precision, memory bandwidth, per-SM limits on threads, blocks, registers and shared
-memory, L2 size, host link) and ``sources`` naming the documents they came from.  Host-side costs
+memory, L2 size, host link) and ``sources`` naming the documents they came from; a built-in file's
+``order`` places it in :func:`devices` (every file in that folder is registered, under its file
+name).  Host-side costs
 (kernel launch, event, device synchronisation) and the kernel-library efficiencies live in
 ``workbench/data/gpu_model.json`` (fitted on published measurements, see
 ``benchmarks/fidelity.py``); a device file may override any of them.
@@ -191,14 +193,13 @@ class DeviceSpec:
 
 
 _FIELD_NAMES = {f.name for f in fields(DeviceSpec)}
-_DEVICE_FILES = ("v100", "a100", "h100", "h200", "l4", "t4", "rtx3070_laptop", "rtx4090")
 _FILE_KEYS = {"name", "description", "architecture", "compute_capability", "sm_count",
               "boost_clock_mhz", "fp32_lanes_per_sm", "peak_tflops", "memory_bandwidth_gbps",
               "memory_gib", "l2_cache_mib", "memory_type", "max_threads_per_sm",
               "max_blocks_per_sm", "registers_per_sm", "shared_memory_per_sm_kib", "pcie_gbps",
               "sources", "launch_overhead_us", "kernel_latency_us", "event_overhead_us",
               "device_sync_us", "graph_launch_us", "memory_latency_ns", "interference",
-              "gpu_model", "fitted_on"}
+              "gpu_model", "fitted_on", "order"}
 _TEXT_KEYS = {"name", "description", "architecture", "compute_capability", "memory_type",
               "sources", "fitted_on"}
 _POSITIVE_KEYS = {"sm_count", "boost_clock_mhz", "fp32_lanes_per_sm", "memory_bandwidth_gbps",
@@ -351,10 +352,19 @@ def load_device(path: str | Any, *, register: bool = False) -> DeviceSpec:
 
 
 def _load_builtin() -> Registry[DeviceSpec]:
+    """Every ``workbench/data/devices/*.json``, registered under its file name in the order of the
+    files' ``order`` key (the order of :func:`devices`; files without one come last, by name)."""
+    found: list[tuple[float, str, DeviceSpec]] = []
+    for entry in resources.files("workbench").joinpath("data", "devices").iterdir():
+        if not entry.name.endswith(".json"):
+            continue
+        name = entry.name.removesuffix(".json")
+        raw = json.loads(data_text("devices", entry.name))
+        spec = device_from_dict(raw, where=f"devices/{entry.name}")
+        found.append((float(raw.get("order", math.inf)), name, spec))
     registry = Registry[DeviceSpec]("device", error=OptionError)
-    for name in _DEVICE_FILES:
-        raw = json.loads(data_text("devices", f"{name}.json"))
-        registry.register(name, device_from_dict(raw, where=f"devices/{name}.json"))
+    for _, name, spec in sorted(found, key=lambda item: item[:2]):
+        registry.register(name, spec)
     return registry
 
 
@@ -362,6 +372,8 @@ DEVICES = _load_builtin()
 
 
 def devices() -> list[str]:
+    """The registered device names: the built-in ones in their files' ``order``, then any
+    registered at run time."""
     return DEVICES.names()
 
 

@@ -59,13 +59,22 @@ class OpKind:
     the virtual ``"io"`` state).  ``assigns``: writes its target wholesale from one value (the
     ``assign`` family the references and the GPU lowering compute).  ``passthrough``: its output
     is its input (``print``: the GPU lowers it as a copy).  ``subgraphs``: holds sub-graphs.
-    ``activation_flops``: FLOPs per element as a builder activation (fused into conv too).
+    ``activation``: a builder activation (fused into conv too; :data:`ACTIVATION_FLOPS`).
+    ``flops_per_element``: FLOPs per output element of an elementwise or normalisation kind, as
+    every importer and the builders count it (``None``: not counted per element; the importers'
+    cost rules read it through :data:`FLOPS_PER_ELEMENT`).
     ``gemm``: a GEMM-like kernel (conv2d, sepconv, matmul) that heads an IOS unit; ``epilogue``:
     a per-channel affine step a unit goes on after (batchnorm, bias, mul, add).
     ``launch_rule``: the GPU model's kernel rule for this kind (a name in
     :data:`workbench.launches.LAUNCH_RULES`; ``None``: one generic kernel from its figures).
     ``onnx``: the ONNX op types that import as this kind when their snake_case spelling is not
     the kind's (``Conv`` -> ``conv2d``; ``LeakyRelu`` is ``leaky_relu`` by spelling alone).
+    ``torch``: every torch ``nn.Module`` type name (``Conv2d``, capitalised) and function / method
+    / aten op name (``conv2d``, ``add_``, ``view``; lower case) the torch.fx import maps to this
+    kind (:data:`TORCH_ALIASES`), the kind's own spelling included when torch uses it; the cost
+    formula of each name stays with the importer (:mod:`workbench.io.fx`).
+    ``kernel_names``: fragments of CUDA kernel names (cuDNN/cuBLAS/ATen) that mark a profiled
+    kernel as this kind (:data:`KERNEL_KINDS`, tried in :data:`KERNEL_MATCH_ORDER`).
 
     ``reference``: the NumPy reference ``(op, inputs, shape_of) -> outputs``
     (:mod:`workbench.op_reference`; ``None``: no reference, e.g. ``fused``, which the executors
@@ -85,11 +94,14 @@ class OpKind:
     assigns: bool = False
     passthrough: bool = False
     subgraphs: bool = False
-    activation_flops: int | None = None
+    activation: bool = False
+    flops_per_element: int | None = None
     gemm: bool = False
     epilogue: bool = False
     launch_rule: str | None = None
     onnx: tuple[str, ...] = ()
+    torch: tuple[str, ...] = ()
+    kernel_names: tuple[str, ...] = ()
     reference: ref.Reference | None = None
     unary: ref.UnaryFn | None = None
     binary: Callable[[Any, Any], Any] | None = None
@@ -109,8 +121,7 @@ def _entries() -> dict[str, OpKind]:
             out[name] = OpKind(name, category, **facts)  # type: ignore[arg-type]
 
     # elementwise (fused by O1 as ELEMWISE); the builder's activations first, in their order
-    for name, flops in (("relu", 1), ("sigmoid", 4), ("tanh", 5), ("gelu", 8)):
-        add("elementwise", name, fuse="elemwise", activation_flops=flops)
+    add("elementwise", "relu sigmoid tanh gelu", fuse="elemwise", activation=True)
     add("elementwise", "add mul", fuse="elemwise", epilogue=True)
     add("elementwise", "relu6 leaky_relu silu swish atan elu sub div neg abs exp log "
         "sqrt rsqrt square pow maximum minimum clip cast erf reciprocal sin cos",
@@ -162,6 +173,76 @@ def _entries() -> dict[str, OpKind]:
     return out
 
 
+def _import_only() -> dict[str, OpKind]:
+    """Kinds the importers emit that the rest of the workbench does not know: not in :data:`OPS`
+    (so not in :data:`KNOWN_KINDS`; :func:`canonical_kind` keeps them as given and no derived
+    kind set holds them), registered only for the importer facts (``torch``,
+    ``flops_per_element``, ``kernel_names``).  ``is_na_n`` is the snake_case spelling of ONNX's
+    ``IsNaN``, the kind that import has always given it."""
+    out: dict[str, OpKind] = {}
+    for category, names in (
+            ("elementwise", "hard_swish hard_sigmoid where mod floor ceil round sign not and or "
+                            "xor equal greater less greater_or_equal less_or_equal is_na_n "
+                            "thresholded_relu prelu selu celu softplus softsign elementwise"),
+            ("compute", "conv1d conv3d embedding stack contiguous clone pad memset"),
+            ("view", "expand getitem split"), ("reduction", "reduce")):
+        for name in names.split():
+            assert name not in out and name not in _KNOWN, f"op kind {name!r} registered twice"
+            out[name] = OpKind(name, category)
+    return out
+
+
+def _importer_facts(entries: dict[str, OpKind]) -> None:
+    """Attach the importers' facts (torch names, FLOPs per element, kernel-name fragments)."""
+    torch = {  # module type names (capitalised), then function / method / aten names
+        "conv1d": "Conv1d conv1d", "conv2d": "Conv2d conv2d convolution",
+        "conv3d": "Conv3d conv3d", "conv_transpose": "ConvTranspose2d",
+        "matmul": "Linear linear matmul mm bmm addmm",
+        "batchnorm": "BatchNorm1d BatchNorm2d BatchNorm3d batch_norm",
+        "layernorm": "LayerNorm layer_norm", "groupnorm": "GroupNorm group_norm",
+        "instancenorm": "InstanceNorm2d", "relu": "ReLU relu relu_", "relu6": "ReLU6",
+        "gelu": "GELU gelu", "sigmoid": "Sigmoid sigmoid", "tanh": "Tanh tanh",
+        "silu": "SiLU silu", "leaky_relu": "LeakyReLU leaky_relu",
+        "hard_swish": "Hardswish hardswish", "hard_sigmoid": "Hardsigmoid",
+        "softmax": "Softmax softmax", "log_softmax": "LogSoftmax log_softmax",
+        "maxpool": "MaxPool2d max_pool2d", "avgpool": "AvgPool2d avg_pool2d",
+        "global_avgpool": "AdaptiveAvgPool2d adaptive_avg_pool2d",
+        "global_maxpool": "AdaptiveMaxPool2d adaptive_max_pool2d",
+        "dropout": "Dropout dropout", "flatten": "Flatten flatten",
+        "identity": "Identity identity", "embedding": "Embedding embedding",
+        "reduce_mean": "mean", "reduce_sum": "sum", "reduce_max": "amax",
+        "concat": "cat concat concatenate", "stack": "stack", "contiguous": "contiguous",
+        "clone": "clone", "cast": "to float half", "pad": "pad", "gather": "index_select",
+        "reshape": "view reshape", "squeeze": "squeeze", "unsqueeze": "unsqueeze",
+        "transpose": "permute transpose t", "expand": "expand",
+        "getitem": "getitem slice select", "split": "split chunk", "exp": "exp", "sqrt": "sqrt",
+        "rsqrt": "rsqrt", "pow": "pow", "erf": "erf", "clip": "clamp", "neg": "neg",
+        "add": "add iadd add_", "sub": "sub isub", "mul": "mul imul mul_",
+        "div": "truediv div itruediv floordiv", "max": "maximum", "min": "minimum",
+        "where": "where"}
+    flops = {  # 1 for arithmetic and simple maps, 2 for two-step maps (clip, leaky relu) and
+        # folded batch norm (x*a + b), 3 for exp-based maps, 5/6 for (log-)softmax, 8 for norms
+        1: "relu exp sqrt rsqrt pow erf neg add sub mul div max min where mod log reciprocal "
+           "abs floor ceil round sign sin cos not and or xor equal greater less "
+           "greater_or_equal less_or_equal is_na_n thresholded_relu",
+        2: "relu6 leaky_relu clip prelu batchnorm", 3: "hard_sigmoid elu selu celu softplus "
+        "softsign", 4: "sigmoid hard_swish", 5: "tanh silu softmax", 6: "log_softmax",
+        8: "gelu layernorm groupnorm instancenorm"}
+    kernels = {
+        "memcpy": "memcpy", "memset": "memset", "conv2d": "conv winograd",
+        "matmul": "gemm gemv matmul", "batchnorm": "batch_norm batchnorm bn_fw",
+        "layernorm": "layer_norm", "softmax": "softmax", "maxpool": "max_pool maxpool",
+        "avgpool": "avg_pool avgpool", "concat": "concat cat_", "relu": "relu", "gelu": "gelu",
+        "sigmoid": "sigmoid", "tanh": "tanh", "reduce": "reduce", "elementwise": "elementwise"}
+    for name, names in torch.items():
+        entries[name] = replace(entries[name], torch=tuple(names.split()))
+    for count, kinds in flops.items():
+        for name in kinds.split():
+            entries[name] = replace(entries[name], flops_per_element=count)
+    for name, fragments in kernels.items():
+        entries[name] = replace(entries[name], kernel_names=tuple(fragments.split()))
+
+
 def _bind_references(out: dict[str, OpKind]) -> None:
     """Attach the NumPy references (:mod:`workbench.op_reference`) to the entries."""
     unary: dict[str, ref.UnaryFn] = {
@@ -195,8 +276,13 @@ def _bind_references(out: dict[str, OpKind]) -> None:
         out[name] = replace(info, reference=fn, unary=unary.get(name), binary=binary.get(name))
 
 
+_KNOWN = _entries()
+_ALL = {**_KNOWN, **_import_only()}
+_importer_facts(_ALL)
 #: Every known op kind, by canonical name.
-OPS: Mapping[str, OpKind] = _entries()
+OPS: Mapping[str, OpKind] = {name: _ALL[name] for name in _KNOWN}
+#: Kinds only the importers name (:func:`_import_only`): their entries hold importer facts.
+IMPORT_ONLY: Mapping[str, OpKind] = {n: k for n, k in _ALL.items() if n not in _KNOWN}
 
 
 def kinds_where(predicate: Callable[[OpKind], bool]) -> frozenset[str]:
@@ -239,12 +325,31 @@ REFERENCE_KINDS = kinds_where(lambda k: k.reference is not None)
 #: epilogues and the builder's activations).
 GEMM_KINDS = kinds_where(lambda k: k.gemm)
 EPILOGUE_KINDS = kinds_where(lambda k: k.epilogue)
-UNIT_TAIL_KINDS = kinds_where(lambda k: k.epilogue or k.activation_flops is not None)
+UNIT_TAIL_KINDS = kinds_where(lambda k: k.epilogue or k.activation)
 #: ONNX op type -> kind, where the kind is not the type's snake_case spelling.
 ONNX_ALIASES: Mapping[str, str] = {t: n for n, k in OPS.items() for t in k.onnx}
 #: FLOPs per element of the builder's activations, in the builder's order.
-ACTIVATION_FLOPS: Mapping[str, int] = {n: k.activation_flops for n, k in OPS.items()
-                                       if k.activation_flops is not None}
+ACTIVATION_FLOPS: Mapping[str, int] = {n: k.flops_per_element or 0 for n, k in OPS.items()
+                                       if k.activation}
+#: FLOPs per output element of each elementwise / normalisation kind (known or import-only).
+FLOPS_PER_ELEMENT: Mapping[str, int] = {n: k.flops_per_element for n, k in _ALL.items()
+                                        if k.flops_per_element is not None}
+#: torch module type / function / method / aten name -> kind (the torch.fx import's kinds).
+TORCH_ALIASES: Mapping[str, str] = {t: n for n, k in _ALL.items() for t in k.torch}
+#: The order kinds are tried in when a kernel name is matched against their ``kernel_names``
+#: (first match wins).  Explicit because the table's order would not do: ``relu`` comes first
+#: there, and ``cudnn::conv_relu``-style names must stay ``conv2d``; ``memcpy``/``memset`` must
+#: beat ``conv``/``gemm`` in ``memcpy_...`` names, and the catch-alls ``reduce`` and
+#: ``elementwise`` come last.
+KERNEL_MATCH_ORDER = ("memcpy", "memset", "conv2d", "matmul", "batchnorm", "layernorm",
+                      "softmax", "maxpool", "avgpool", "concat", "relu", "gelu", "sigmoid",
+                      "tanh", "reduce", "elementwise")
+assert set(KERNEL_MATCH_ORDER) == {n for n, k in _ALL.items() if k.kernel_names}
+#: (kernel-name fragment, kind) pairs, first match wins (:func:`workbench.io.pytorch_profile
+#: .kernel_kind`).
+KERNEL_KINDS: tuple[tuple[str, str], ...] = tuple(
+    (fragment, name) for name in KERNEL_MATCH_ORDER for fragment in _ALL[name].kernel_names)
+assert len(TORCH_ALIASES) == sum(len(k.torch) for k in _ALL.values()), "a torch name twice"
 
 
 def kind_key(kind: str) -> str:
@@ -266,7 +371,8 @@ def canonical_kind(kind: str) -> str:
 __all__ = [
     "ACTIVATION_FLOPS", "ASSIGN_KINDS", "BARRIER_KINDS", "BROADCAST_KINDS", "CATEGORIES",
     "COMMUNICATION_KINDS", "CONTROL_KINDS", "ELEMWISE_KINDS", "ENGINE_COPY_KINDS",
-    "EPILOGUE_KINDS", "GEMM_KINDS", "UNIT_TAIL_KINDS",
+    "EPILOGUE_KINDS", "FLOPS_PER_ELEMENT", "GEMM_KINDS", "IMPORT_ONLY", "KERNEL_KINDS",
+    "KERNEL_MATCH_ORDER", "TORCH_ALIASES", "UNIT_TAIL_KINDS",
     "GPU_COPY_KINDS", "IO_KINDS", "KNOWN_KINDS", "NO_TASK_KINDS", "OFF_DEVICE_TRANSFER_KINDS",
     "ONNX_ALIASES",
     "OPS", "REDUCE_KINDS", "REFERENCE_KINDS", "SHAPE_ONLY_KINDS", "TRANSFER_KINDS",

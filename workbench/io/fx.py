@@ -17,12 +17,12 @@ import math
 import operator
 import warnings
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from workbench.errors import FormatError, GraphError, OptionError
 from workbench.graph import Graph, Op, Tensor
-from workbench.ops import ACTIVATION_FLOPS
+from workbench.ops import FLOPS_PER_ELEMENT, TORCH_ALIASES
 from workbench.shape_costs import (
     VIEW_COST,
     Info,
@@ -40,73 +40,12 @@ from workbench.shape_costs import (
 
 TORCH_MISSING = "importing a torch module needs torch: pip install 'schedule-workbench[torch]'"
 
-#: Module type name -> (op kind, cost formula, per-element FLOPs where it applies).
-MODULES: dict[str, tuple[str, str, float]] = {
-    "Conv1d": ("conv1d", "conv", 0), "Conv2d": ("conv2d", "conv", 0),
-    "Conv3d": ("conv3d", "conv", 0), "ConvTranspose2d": ("conv_transpose", "conv_t", 0),
-    "Linear": ("matmul", "linear", 0),
-    "BatchNorm1d": ("batchnorm", "elementwise", 2), "BatchNorm2d": ("batchnorm", "elementwise", 2),
-    "BatchNorm3d": ("batchnorm", "elementwise", 2), "LayerNorm": ("layernorm", "elementwise", 8),
-    "GroupNorm": ("groupnorm", "elementwise", 8),
-    "InstanceNorm2d": ("instancenorm", "elementwise", 8),
-    "ReLU": ("relu", "elementwise", 1), "ReLU6": ("relu6", "elementwise", 2),
-    "GELU": ("gelu", "elementwise", ACTIVATION_FLOPS["gelu"]),
-    "Sigmoid": ("sigmoid", "elementwise", ACTIVATION_FLOPS["sigmoid"]),
-    "Tanh": ("tanh", "elementwise", ACTIVATION_FLOPS["tanh"]), "SiLU": ("silu", "elementwise", 5),
-    "LeakyReLU": ("leaky_relu", "elementwise", 2), "Hardswish": ("hard_swish", "elementwise", 4),
-    "Hardsigmoid": ("hard_sigmoid", "elementwise", 3),
-    "Softmax": ("softmax", "elementwise", 5), "LogSoftmax": ("log_softmax", "elementwise", 6),
-    "MaxPool2d": ("maxpool", "pool", 0), "AvgPool2d": ("avgpool", "pool", 0),
-    "AdaptiveAvgPool2d": ("global_avgpool", "adaptive", 0),
-    "AdaptiveMaxPool2d": ("global_maxpool", "adaptive", 0),
-    "Dropout": ("dropout", "view", 0), "Flatten": ("flatten", "view", 0),
-    "Identity": ("identity", "view", 0), "Embedding": ("embedding", "gather", 0),
-}
-
-#: Function / method / aten op name -> (op kind, cost formula, per-element FLOPs).
-FUNCTIONS: dict[str, tuple[str, str, float]] = {
-    "conv1d": ("conv1d", "conv", 0), "conv2d": ("conv2d", "conv", 0),
-    "conv3d": ("conv3d", "conv", 0), "convolution": ("conv2d", "conv", 0),
-    "linear": ("matmul", "linear", 0), "matmul": ("matmul", "matmul", 0),
-    "mm": ("matmul", "matmul", 0), "bmm": ("matmul", "matmul", 0),
-    "addmm": ("matmul", "addmm", 0),
-    "batch_norm": ("batchnorm", "elementwise", 2), "layer_norm": ("layernorm", "elementwise", 8),
-    "group_norm": ("groupnorm", "elementwise", 8),
-    "softmax": ("softmax", "elementwise", 5), "log_softmax": ("log_softmax", "elementwise", 6),
-    "max_pool2d": ("maxpool", "pool", 0), "avg_pool2d": ("avgpool", "pool", 0),
-    "adaptive_avg_pool2d": ("global_avgpool", "adaptive", 0),
-    "adaptive_max_pool2d": ("global_maxpool", "adaptive", 0),
-    "mean": ("reduce_mean", "adaptive", 0), "sum": ("reduce_sum", "adaptive", 0),
-    "amax": ("reduce_max", "adaptive", 0),
-    "cat": ("concat", "copy", 0), "concat": ("concat", "copy", 0),
-    "concatenate": ("concat", "copy", 0), "stack": ("stack", "copy", 0),
-    "contiguous": ("contiguous", "copy", 0), "clone": ("clone", "copy", 0),
-    "to": ("cast", "copy", 0), "float": ("cast", "copy", 0), "half": ("cast", "copy", 0),
-    "pad": ("pad", "copy", 0), "embedding": ("embedding", "gather", 0),
-    "index_select": ("gather", "gather", 0),
-    "flatten": ("flatten", "view", 0), "view": ("reshape", "view", 0),
-    "reshape": ("reshape", "view", 0), "squeeze": ("squeeze", "view", 0),
-    "unsqueeze": ("unsqueeze", "view", 0), "permute": ("transpose", "view", 0),
-    "transpose": ("transpose", "view", 0), "t": ("transpose", "view", 0),
-    "expand": ("expand", "view", 0), "getitem": ("getitem", "view", 0),
-    "slice": ("getitem", "view", 0), "select": ("getitem", "view", 0),
-    "split": ("split", "view", 0), "chunk": ("split", "view", 0),
-    "dropout": ("dropout", "view", 0), "identity": ("identity", "view", 0),
-    "relu": ("relu", "elementwise", 1), "relu_": ("relu", "elementwise", 1),
-    "gelu": ("gelu", "elementwise", ACTIVATION_FLOPS["gelu"]),
-    "sigmoid": ("sigmoid", "elementwise", ACTIVATION_FLOPS["sigmoid"]),
-    "tanh": ("tanh", "elementwise", ACTIVATION_FLOPS["tanh"]),
-    "silu": ("silu", "elementwise", 5), "leaky_relu": ("leaky_relu", "elementwise", 2),
-    "hardswish": ("hard_swish", "elementwise", 4), "exp": ("exp", "elementwise", 1),
-    "sqrt": ("sqrt", "elementwise", 1), "rsqrt": ("rsqrt", "elementwise", 1),
-    "pow": ("pow", "elementwise", 1), "erf": ("erf", "elementwise", 1),
-    "clamp": ("clip", "elementwise", 2), "neg": ("neg", "elementwise", 1),
-}
-for _name, _kind in {"add": "add", "iadd": "add", "add_": "add", "sub": "sub", "isub": "sub",
-                     "mul": "mul", "imul": "mul", "mul_": "mul", "truediv": "div", "div": "div",
-                     "itruediv": "div", "floordiv": "div", "maximum": "max",
-                     "minimum": "min", "where": "where"}.items():
-    FUNCTIONS[_name] = (_kind, "elementwise", 1)
+#: A cost formula: ``(per-element FLOPs, input infos, output infos, called module or None, call
+#: args, call kwargs) -> shape cost`` (``None``: shapes unknown).  Formulas read torch's argument
+#: conventions (``F.linear``'s weight, ``addmm``'s second operand, pooling windows), so they stay
+#: with this importer; kinds and per-element FLOPs come from :mod:`workbench.ops`.
+Formula = Callable[[float, Sequence[Info], Sequence[Info], Any, Sequence[Any], Mapping[str, Any]],
+                   ShapeCost | None]
 
 
 def _first(seq: Sequence[Info]) -> Info:
@@ -122,35 +61,113 @@ def _window(module: Any) -> int | None:
     return None
 
 
+def _view(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+          args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    return VIEW_COST
+
+
+def _conv(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+          args: Sequence[Any], kwargs: Mapping[str, Any], transpose: bool = False
+          ) -> ShapeCost | None:
+    return conv_cost(_first(ins), ins[1] if len(ins) > 1 else None, _first(outs), ins, outs,
+                     transpose=transpose)
+
+
+def _conv_t(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+            args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    return _conv(per_element, ins, outs, module, args, kwargs, transpose=True)
+
+
+def _matmul(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+            args: Sequence[Any], kwargs: Mapping[str, Any], operand: int = 0) -> ShapeCost | None:
+    """The inner size is the last axis of input ``operand`` (``linear``, ``matmul``: the first)."""
+    a = ins[operand] if len(ins) > operand else _first(ins)
+    return None if a is None or not a.shape else matmul_cost(a.shape[-1], _first(outs), ins, outs)
+
+
+def _linear(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+            args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    return _matmul(per_element, ins, outs, module, args, kwargs)
+
+
+def _addmm(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+           args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    """``addmm(bias, a, b)``: the inner size is ``a``'s last axis."""
+    return _matmul(per_element, ins, outs, module, args, kwargs, operand=1)
+
+
+def _elementwise(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+                 args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    return elementwise_cost(_first(outs), ins, outs, per_element=per_element)
+
+
+def _pool(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+          args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    window = _window(module) if module is not None else _arg_window(args, kwargs)
+    return None if window is None else window_cost(_first(outs), window, ins, outs)
+
+
+def _adaptive(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+              args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    return global_pool_cost(_first(ins), ins, outs)
+
+
+def _copy(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+          args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    return copy_cost(_first(outs), ins, outs)
+
+
+def _gather(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+            args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    """Reads what it copies plus the index tensor (the smaller input)."""
+    y = _first(outs)
+    known = [t.nbytes for t in ins if t is not None]
+    if y is None or not known:
+        return None
+    return ShapeCost(0, y.nbytes + min(known), y.nbytes, max(1, math.ceil(y.elements / 1024)))
+
+
+#: The formula of each torch name in :data:`workbench.ops.TORCH_ALIASES` (names not listed:
+#: :func:`_elementwise`, with the kind's ``flops_per_element``).
+_FORMULA_OF: dict[str, Formula] = {name: formula for formula, names in (
+    (_conv, "Conv1d Conv2d Conv3d conv1d conv2d conv3d convolution"), (_conv_t, "ConvTranspose2d"),
+    (_linear, "Linear linear"), (_matmul, "matmul mm bmm"), (_addmm, "addmm"),
+    (_pool, "MaxPool2d AvgPool2d max_pool2d avg_pool2d"),
+    (_adaptive, "AdaptiveAvgPool2d AdaptiveMaxPool2d adaptive_avg_pool2d adaptive_max_pool2d "
+                "mean sum amax"),
+    (_copy, "cat concat concatenate stack contiguous clone to float half pad"),
+    (_gather, "Embedding embedding index_select"),
+    (_view, "Dropout Flatten Identity flatten view reshape squeeze unsqueeze permute transpose t "
+            "expand getitem slice select split chunk dropout identity"),
+) for name in names.split()}
+_FORMULAS: dict[str, Formula] = {f.__name__.lstrip("_"): f for f in (
+    _conv, _conv_t, _linear, _matmul, _addmm, _elementwise, _pool, _adaptive, _copy, _gather,
+    _view)}
+
+
+def _entry(name: str) -> tuple[str, str, float]:
+    """(kind, formula name, per-element FLOPs) of a torch name of the table."""
+    kind = TORCH_ALIASES[name]
+    formula = _FORMULA_OF.get(name)
+    if formula is None:  # elementwise: the kind's FLOPs per element
+        return kind, "elementwise", FLOPS_PER_ELEMENT[kind]
+    return kind, formula.__name__.lstrip("_"), 0
+
+
+assert set(_FORMULA_OF) <= set(TORCH_ALIASES), set(_FORMULA_OF) - set(TORCH_ALIASES)
+#: Module type name -> (op kind, cost formula, per-element FLOPs where it applies), derived from
+#: :data:`workbench.ops.TORCH_ALIASES` (the capitalised names) and the formulas here.
+MODULES: dict[str, tuple[str, str, float]] = {
+    n: _entry(n) for n in TORCH_ALIASES if n[:1].isupper()}
+#: Function / method / aten op name -> (op kind, cost formula, per-element FLOPs).
+FUNCTIONS: dict[str, tuple[str, str, float]] = {
+    n: _entry(n) for n in TORCH_ALIASES if not n[:1].isupper()}
+
+
 def _cost(formula: str, per_element: float, ins: Sequence[Info], outs: Sequence[Info],
           module: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
     """The shared shape-cost rule for one traced node (``None``: shapes unknown)."""
-    x, y = _first(ins), _first(outs)
-    if formula == "view":
-        return VIEW_COST
-    if formula in ("conv", "conv_t"):
-        return conv_cost(x, ins[1] if len(ins) > 1 else None, y, ins, outs,
-                         transpose=formula == "conv_t")
-    if formula == "linear":
-        return None if x is None or not x.shape else matmul_cost(x.shape[-1], y, ins, outs)
-    if formula in ("matmul", "addmm"):
-        a = ins[1] if formula == "addmm" and len(ins) > 1 else x
-        return None if a is None or not a.shape else matmul_cost(a.shape[-1], y, ins, outs)
-    if formula == "elementwise":
-        return elementwise_cost(y, ins, outs, per_element=per_element)
-    if formula == "pool":
-        window = _window(module) if module is not None else _arg_window(args, kwargs)
-        return None if window is None else window_cost(y, window, ins, outs)
-    if formula == "adaptive":
-        return global_pool_cost(x, ins, outs)
-    if formula == "copy":
-        return copy_cost(y, ins, outs)
-    if formula == "gather":  # reads what it copies plus the index tensor (the smaller input)
-        known = [t.nbytes for t in ins if t is not None]
-        if y is None or not known:
-            return None
-        return ShapeCost(0, y.nbytes + min(known), y.nbytes, max(1, math.ceil(y.elements / 1024)))
-    return None
+    return _FORMULAS[formula](per_element, ins, outs, module, args, kwargs)
 
 
 def _arg_window(args: Sequence[Any], kwargs: Mapping[str, Any]) -> int | None:

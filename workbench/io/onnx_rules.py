@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.ops import ACTIVATION_FLOPS, ONNX_ALIASES
+from workbench.ops import FLOPS_PER_ELEMENT, ONNX_ALIASES
 from workbench.shape_costs import VIEW_COST as VIEW_COST  # re-exported
 from workbench.shape_costs import Info as Info  # re-exported
 from workbench.shape_costs import Rule as Rule  # re-exported
@@ -125,11 +125,6 @@ def kind_of(op_type: str) -> str:
 
 #: The cost rule of each ONNX op type named here (:data:`RULES` adds the kind: the alias in
 #: :data:`workbench.ops.ONNX_ALIASES`, else the type's snake_case spelling; :func:`kind_of`).
-#: Elementwise FLOPs per element: 1 for arithmetic and simple maps,
-#: :data:`workbench.ops.ACTIVATION_FLOPS` for sigmoid (4), tanh (5) and gelu (8), 2 for two-step
-#: maps (clip, leaky relu), 3 for exp-based ones (elu, softplus).  Normalisations: batch norm 2
-#: FLOPs per element (folded ``x*a + b``), layer/instance/group norm 8, softmax 5, log-softmax 6
-#: (as the builders count them).
 _COSTS: dict[str, Rule] = {
     "Conv": _conv,
     "ConvTranspose": _conv_t,
@@ -144,12 +139,6 @@ _COSTS: dict[str, Rule] = {
     "GlobalAveragePool": _global,
     "GlobalMaxPool": _global,
     "LRN": _lrn,
-    "BatchNormalization": _unary(2),
-    "LayerNormalization": _unary(8),
-    "InstanceNormalization": _unary(8),
-    "GroupNormalization": _unary(8),
-    "Softmax": _unary(5),
-    "LogSoftmax": _unary(6),
     "Gather": _gather,
     "Slice": _gather,
     "Reshape": _view,
@@ -163,25 +152,26 @@ _COSTS: dict[str, Rule] = {
     "Shape": _view,
     "Size": _view,
 }
+#: ONNX op types costed per output element (:func:`_unary`), with the FLOPs per element of their
+#: kind (:data:`workbench.ops.FLOPS_PER_ELEMENT`: arithmetic and simple maps 1, clip and leaky
+#: relu 2, exp-based maps 3, sigmoid 4, tanh 5, gelu 8; batch norm 2, layer/instance/group norm
+#: 8, softmax 5, log-softmax 6).
+_ELEMENTWISE = (
+    "BatchNormalization LayerNormalization InstanceNormalization GroupNormalization Softmax "
+    "LogSoftmax Add Sub Mul Div Pow Mod Where Relu Exp Log Sqrt Erf Reciprocal Neg Abs Floor Ceil "
+    "Round Sign Sin Cos Not And Or Xor Equal Greater Less GreaterOrEqual LessOrEqual IsNaN "
+    "ThresholdedRelu Clip LeakyRelu PRelu HardSigmoid Elu Selu Celu Softplus Softsign HardSwish "
+    "Sigmoid Tanh Gelu").split()
+#: ONNX op types that copy their inputs (:func:`_copy`) and that reduce (:func:`_global`).
+_COPIES = "Concat Split Transpose Pad Tile Expand Cast DepthToSpace SpaceToDepth".split()
+_REDUCTIONS = ("ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL2 ReduceSumSquare "
+               "ArgMax ArgMin").split()
 #: ONNX op type -> (op kind, cost rule).
-RULES: dict[str, tuple[str, Rule]] = {t: (kind_of(t), rule) for t, rule in _COSTS.items()}
-for _op_type, _flops in {
-    "Add": 1, "Sub": 1, "Mul": 1, "Div": 1, "Pow": 1, "Mod": 1, "Where": 1, "Relu": 1,
-    "Exp": 1, "Log": 1, "Sqrt": 1, "Erf": 1, "Reciprocal": 1, "Neg": 1, "Abs": 1, "Floor": 1,
-    "Ceil": 1, "Round": 1, "Sign": 1, "Sin": 1, "Cos": 1, "Not": 1, "And": 1, "Or": 1, "Xor": 1,
-    "Equal": 1, "Greater": 1, "Less": 1, "GreaterOrEqual": 1, "LessOrEqual": 1, "IsNaN": 1,
-    "ThresholdedRelu": 1, "Clip": 2, "LeakyRelu": 2, "PRelu": 2, "HardSigmoid": 3, "Elu": 3,
-    "Selu": 3, "Celu": 3, "Softplus": 3, "Softsign": 3, "HardSwish": 4,
-    "Sigmoid": ACTIVATION_FLOPS["sigmoid"], "Tanh": ACTIVATION_FLOPS["tanh"],
-    "Gelu": ACTIVATION_FLOPS["gelu"],
-}.items():
-    RULES[_op_type] = (kind_of(_op_type), _unary(_flops))
-for _op_type in ("Concat", "Split", "Transpose", "Pad", "Tile", "Expand", "Cast",
-                 "DepthToSpace", "SpaceToDepth"):
-    RULES[_op_type] = (kind_of(_op_type), _copy)
-for _op_type in ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2",
-                 "ReduceSumSquare", "ArgMax", "ArgMin"):
-    RULES[_op_type] = (kind_of(_op_type), _global)
+RULES: dict[str, tuple[str, Rule]] = {
+    **{t: (kind_of(t), rule) for t, rule in _COSTS.items()},
+    **{t: (kind_of(t), _unary(FLOPS_PER_ELEMENT[kind_of(t)])) for t in _ELEMENTWISE},
+    **{t: (kind_of(t), _copy) for t in _COPIES},
+    **{t: (kind_of(t), _global) for t in _REDUCTIONS}}
 
 VIEW_OP_TYPES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"})
 CONSTANT_OP_TYPES = frozenset({"Constant", "ConstantOfShape"})

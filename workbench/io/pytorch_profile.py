@@ -37,6 +37,7 @@ import pandas as pd
 
 from workbench.errors import FormatError
 from workbench.graph import Graph, Op
+from workbench.ops import KERNEL_KINDS as _KERNEL_KINDS
 from workbench.trace import Trace
 
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
@@ -44,16 +45,9 @@ HOST_CATEGORIES = frozenset({"cpu_op"})
 #: Host annotations that wrap ops without being ops themselves.
 WRAPPERS = re.compile(r"^(ProfilerStep#\d+|## .* ##|\[pytorch\|.*|record_param_comms)$")
 
-#: Kernel-name fragments -> op kind, first match wins (cuDNN/cuBLAS/ATen kernel names).
-KERNEL_KINDS: tuple[tuple[str, str], ...] = (
-    ("memcpy", "memcpy"), ("memset", "memset"), ("conv", "conv2d"), ("winograd", "conv2d"),
-    ("gemm", "matmul"), ("gemv", "matmul"), ("matmul", "matmul"), ("batch_norm", "batchnorm"),
-    ("batchnorm", "batchnorm"), ("bn_fw", "batchnorm"), ("layer_norm", "layernorm"),
-    ("softmax", "softmax"), ("max_pool", "maxpool"), ("maxpool", "maxpool"),
-    ("avg_pool", "avgpool"), ("avgpool", "avgpool"), ("concat", "concat"), ("cat_", "concat"),
-    ("relu", "relu"), ("gelu", "gelu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"),
-    ("reduce", "reduce"), ("elementwise", "elementwise"),
-)
+#: Kernel-name fragments -> op kind, first match wins (cuDNN/cuBLAS/ATen kernel names): the
+#: ``kernel_names`` of the op-kind table in :data:`workbench.ops.KERNEL_MATCH_ORDER`.
+KERNEL_KINDS: tuple[tuple[str, str], ...] = _KERNEL_KINDS
 
 
 # ================================================================================ reading
