@@ -8,6 +8,7 @@ count structure sizes, never time.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -34,12 +35,8 @@ FAST = [p for p in planners() if not PLANNERS.get(p).slow]
 # ------------------------------------------------------------------ oracles (the old code)
 
 
-def old_ancestor_conflicts(schedule: Schedule) -> set[tuple[int, int]]:
-    """SOMAS's ancestor rule tested pair by pair, as lifetimes.py did before: O(T² · users)."""
-    graph = schedule.graph
-    planned, consumers, roots, _ = _usage(graph)
-    outputs = {roots.get(t, t) for t in graph.outputs}
-    producers = [graph.tensor(t).producer for t in planned]
+def happens_before_test(schedule: Schedule) -> Callable[[str, str], bool]:
+    """``happens_before(x, y)`` for ops of ``schedule``, from its vector clocks: O(1) a query."""
     before, column, position = clocks_before(schedule)
 
     def happens_before(x: str, y: str) -> bool:
@@ -49,6 +46,16 @@ def old_ancestor_conflicts(schedule: Schedule) -> set[tuple[int, int]]:
             return position[x] < position[y]
         return bool(before[y][column[x]] >= position[x])
 
+    return happens_before
+
+
+def old_ancestor_conflicts(schedule: Schedule) -> set[tuple[int, int]]:
+    """SOMAS's ancestor rule tested pair by pair, as lifetimes.py did before: O(T² · users)."""
+    graph = schedule.graph
+    planned, consumers, roots, _ = _usage(graph)
+    outputs = {roots.get(t, t) for t in graph.outputs}
+    producers = [graph.tensor(t).producer for t in planned]
+    happens_before = happens_before_test(schedule)
     users = [consumers[t] or [producers[i]] for i, t in enumerate(planned)]
     pairs = set()
     for i in range(len(planned)):
@@ -179,14 +186,7 @@ def test_buffer_conflicts_with_several_writers_match_the_pairwise_rule(schedule:
                for _ in range(n)]
     users = [sorted({*w, *r}, key=ops.index) for w, r in zip(writers, readers, strict=True)]
     outputs = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)))
-    before, column, position = clocks_before(schedule)
-
-    def happens_before(x: str, y: str) -> bool:
-        if x == y:
-            return False
-        if column[x] == column[y]:
-            return position[x] < position[y]
-        return bool(before[y][column[x]] >= position[x])
+    happens_before = happens_before_test(schedule)
 
     def dead_before(i: int, j: int) -> bool:
         return not outputs[i] and all(happens_before(u, w) for u in users[i] for w in writers[j])
