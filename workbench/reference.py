@@ -52,6 +52,7 @@ import numpy as np
 from workbench.errors import OptionError, ScheduleError
 from workbench.graph import Graph, Op, TensorId
 from workbench.ops import ASSIGN_KINDS, OPS
+from workbench.schedule import Schedule
 
 Array = np.ndarray
 ShapeOf = Callable[[TensorId], tuple[int, ...] | None]
@@ -188,7 +189,8 @@ def _run_fused(op: Op, args: list[Array], shape_of: ShapeOf,
     return [env[t] for t in op.outputs]
 
 
-def run_reference(schedule_or_graph: Any, inputs: Mapping[TensorId, Any] | None = None, *,
+def run_reference(schedule_or_graph: Schedule | Graph,
+                  inputs: Mapping[TensorId, Any] | None = None, *,
                   seed: int = 0) -> dict[TensorId, Array]:
     """Compute every tensor of a small graph with NumPy, running ops in the schedule's issue order
     (see the module docstring for the semantics).  O(V) kernel calls."""

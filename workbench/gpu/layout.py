@@ -13,7 +13,7 @@ multi-writer buffers (:func:`workbench.memory.streams.buffer_conflicts`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,9 @@ from workbench.memory.conflicts import ConflictSet
 from workbench.memory.plan import MemoryPlan, UsageRecord
 from workbench.memory.streams import buffer_conflicts
 from workbench.schedule import Schedule
+
+#: A tensor's shape (its flat element count when the graph gives none).
+ShapeOf = Callable[[TensorId], tuple[int, ...]]
 
 
 def _shapes_known(graph: Graph) -> Any:
@@ -49,7 +52,7 @@ def _alias_roots(graph: Graph, how: Mapping[OpId, str]) -> dict[TensorId, Tensor
     return roots
 
 
-def _in_place_slices(graph: Graph, how: Mapping[OpId, str], shape_of: Any
+def _in_place_slices(graph: Graph, how: Mapping[OpId, str], shape_of: ShapeOf
                      ) -> dict[TensorId, tuple[TensorId, int, int, int]]:
     """Concat inputs whose producers write straight into the concat output:
     tensor → (concat output, element offset, row_len, row_stride)."""
@@ -80,7 +83,7 @@ def _in_place_slices(graph: Graph, how: Mapping[OpId, str], shape_of: Any
 class _Layout:
     """Placements of every tensor, the buffers and the memory spaces."""
 
-    def __init__(self, schedule: Schedule, shape_of: Any, roots: Mapping[TensorId, TensorId],
+    def __init__(self, schedule: Schedule, shape_of: ShapeOf, roots: Mapping[TensorId, TensorId],
                  slices: Mapping[TensorId, tuple[TensorId, int, int, int]],
                  alignment: int) -> None:
         self.schedule, self.graph = schedule, schedule.graph

@@ -36,6 +36,7 @@ from workbench.op_reference import (
 )
 from workbench.ops import ASSIGN_KINDS, OPS
 from workbench.reference import draw_inputs, shape_or_flat
+from workbench.schedule import Schedule
 
 #: Elementwise maps by activation name (``None``: identity), as the kernels' codes name them.
 UNARY: dict[str | None, UnaryFn] = {None: _ref.identity, **{
@@ -103,7 +104,8 @@ def reference_op(op: Op, inputs: list[Array], shape_of: ShapeOf, *, how: str = "
     return [np.asarray(v, dtype=F32) for v in fn(op, inputs, shape_of)]
 
 
-def run_graph_reference(schedule_or_graph: Any, inputs: Mapping[TensorId, Any] | None = None,
+def run_graph_reference(schedule_or_graph: Schedule | Graph,
+                        inputs: Mapping[TensorId, Any] | None = None,
                         *, seed: int = 0) -> dict[TensorId, Array]:
     """Every tensor of a graph computed with :data:`REFERENCES`, each op lowered the way the GPU
     executor lowers it (no-task ops alias, toy ops spin), in the schedule's issue order (a Graph:

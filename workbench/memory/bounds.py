@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from workbench.memory.plan import RecordLike, align_up, check_alignment, parse_records
+from workbench.memory.streams import Skeleton
 
 
 def live_bytes_curve(records: Iterable[RecordLike], *, alignment: int = 1) -> list[int]:
@@ -110,7 +111,7 @@ def _max_flow(n_nodes: int, edges: np.ndarray, caps: np.ndarray) -> int:
     return int(maximum_flow(graph, 0, 1).flow_value)
 
 
-def _skeleton_flow(skeleton: Any, weights: list[int], total: int) -> int:
+def _skeleton_flow(skeleton: Skeleton, weights: list[int], total: int) -> int:
     """Max flow of the Dilworth network over a schedule's order skeleton (see above)."""
     n = skeleton.n_tensors
     w = np.array(weights, dtype=np.int64)

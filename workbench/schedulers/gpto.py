@@ -56,6 +56,7 @@ from workbench._checks import check_limit
 from workbench.costs import DeviceSpec, critical_path_us, get_device, op_cost
 from workbench.errors import OptionError
 from workbench.graph import Graph
+from workbench.memory.lifetimes import Usage
 from workbench.ops import OFF_DEVICE_TRANSFER_KINDS
 from workbench.schedule import Schedule, check_max_streams
 from workbench.schedulers.critical_path import (
@@ -204,7 +205,7 @@ def _choose(candidates: list[dict[str, Any]], limit: float | None, *,
     return min(candidates, key=lambda c: (c["arena_bytes"], round(c["makespan_us"], 6))), False
 
 
-def _arena_bytes(sched: Schedule, usage: Any) -> int:
+def _arena_bytes(sched: Schedule, usage: Usage) -> int:
     """``plan_memory(sched, MEMORY_PLANNER).arena_bytes`` without the clique lower bound that
     ``plan_memory`` also computes (it is not needed here), reusing the graph's ``usage``."""
     from workbench.memory import plan_usage
