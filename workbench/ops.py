@@ -177,18 +177,19 @@ def _import_only() -> dict[str, OpKind]:
     """Kinds the importers emit that the rest of the workbench does not know: not in :data:`OPS`
     (so not in :data:`KNOWN_KINDS`; :func:`canonical_kind` keeps them as given and no derived
     kind set holds them), registered only for the importer facts (``torch``,
-    ``flops_per_element``, ``kernel_names``).  ``is_na_n`` is the snake_case spelling of ONNX's
-    ``IsNaN``, the kind that import has always given it."""
+    ``flops_per_element``, ``kernel_names``; ``onnx`` where the snake_case spelling would be
+    wrong: ``IsNaN`` imports as ``isnan``, not ``is_na_n``)."""
     out: dict[str, OpKind] = {}
     for category, names in (
             ("elementwise", "hard_swish hard_sigmoid where mod floor ceil round sign not and or "
-                            "xor equal greater less greater_or_equal less_or_equal is_na_n "
+                            "xor equal greater less greater_or_equal less_or_equal isnan "
                             "thresholded_relu prelu selu celu softplus softsign elementwise"),
             ("compute", "conv1d conv3d embedding stack contiguous clone pad memset"),
             ("view", "expand getitem split"), ("reduction", "reduce")):
         for name in names.split():
             assert name not in out and name not in _KNOWN, f"op kind {name!r} registered twice"
             out[name] = OpKind(name, category)
+    out["isnan"] = replace(out["isnan"], onnx=("IsNaN",))
     return out
 
 
@@ -224,7 +225,7 @@ def _importer_facts(entries: dict[str, OpKind]) -> None:
         # folded batch norm (x*a + b), 3 for exp-based maps, 5/6 for (log-)softmax, 8 for norms
         1: "relu exp sqrt rsqrt pow erf neg add sub mul div max min where mod log reciprocal "
            "abs floor ceil round sign sin cos not and or xor equal greater less "
-           "greater_or_equal less_or_equal is_na_n thresholded_relu",
+           "greater_or_equal less_or_equal isnan thresholded_relu",
         2: "relu6 leaky_relu clip prelu batchnorm", 3: "hard_sigmoid elu selu celu softplus "
         "softsign", 4: "sigmoid hard_swish", 5: "tanh silu softmax", 6: "log_softmax",
         8: "gelu layernorm groupnorm instancenorm"}
@@ -327,7 +328,7 @@ GEMM_KINDS = kinds_where(lambda k: k.gemm)
 EPILOGUE_KINDS = kinds_where(lambda k: k.epilogue)
 UNIT_TAIL_KINDS = kinds_where(lambda k: k.epilogue or k.activation)
 #: ONNX op type -> kind, where the kind is not the type's snake_case spelling.
-ONNX_ALIASES: Mapping[str, str] = {t: n for n, k in OPS.items() for t in k.onnx}
+ONNX_ALIASES: Mapping[str, str] = {t: n for n, k in _ALL.items() for t in k.onnx}
 #: FLOPs per element of the builder's activations, in the builder's order.
 ACTIVATION_FLOPS: Mapping[str, int] = {n: k.flops_per_element or 0 for n, k in OPS.items()
                                        if k.activation}
