@@ -7,6 +7,7 @@ transitive reduction and Hopcroft–Karp, brute-force antichains), not against t
 from __future__ import annotations
 
 import itertools
+import random
 
 import networkx as nx
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 
 import workbench as wb
 from tests.strategies import dags
-from workbench.schedulers.min_streams import max_bipartite_matching, schedule_min_streams
+from workbench.schedulers.min_streams import _bits, max_bipartite_matching, schedule_min_streams
 
 
 def _closure(graph: wb.Graph) -> nx.DiGraph:
@@ -191,3 +192,11 @@ def test_bad_options() -> None:
         schedule_min_streams(g, max_streams=0)
     with pytest.raises(wb.OptionError, match="known: syncs, streams"):
         schedule_min_streams(g, minimize="edges")
+
+
+@pytest.mark.parametrize("width", [0, 1, 63, 512, 513, 4000])
+def test_set_bit_indices_of_narrow_and_wide_sets(width: int) -> None:
+    rng = random.Random(width)
+    for _ in range(10):
+        x = rng.getrandbits(width) if width else 0
+        assert _bits(x) == [i for i in range(width) if x >> i & 1]

@@ -54,6 +54,8 @@ O(V · P) in the worst case for a Bellman–Ford search (P ≤ V² reachability 
 
 from __future__ import annotations
 
+import numpy as np
+
 from workbench.errors import OptionError
 from workbench.graph import Graph
 from workbench.schedule import Schedule, build_schedule, check_max_streams
@@ -404,7 +406,12 @@ def _chains_reached(rsucc: list[list[int]], rpred: list[list[int]], topo: tuple[
 
 
 def _bits(x: int) -> list[int]:
-    """Indices of the set bits of ``x``, ascending."""
+    """Indices of the set bits of ``x``, ascending.  O(bits of x): wide sets are unpacked by
+    NumPy (clearing bits one by one would copy the integer once per set bit)."""
+    width = x.bit_length()
+    if width > 512:
+        raw = np.frombuffer(x.to_bytes((width + 7) // 8, "little"), dtype=np.uint8)
+        return np.flatnonzero(np.unpackbits(raw, bitorder="little")).tolist()
     out = []
     while x:
         low = x & -x
