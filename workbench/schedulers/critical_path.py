@@ -98,13 +98,14 @@ class _Timeline:
 
     def earliest(self, ready: float, dur: float) -> float:
         """The earliest start ``t >= ready`` with ``[t, t + dur)`` free on this stream."""
+        starts, ends = self.starts, self.ends
         t = ready
-        k = bisect_right(self.ends, t)
-        while k < len(self.starts):
-            if t + dur <= self.starts[k] + _EPS:
+        for k in range(bisect_right(ends, t), len(starts)):  # the hot loop: locals, no max()
+            if t + dur <= starts[k] + _EPS:
                 return t
-            t = max(t, self.ends[k])
-            k += 1
+            end = ends[k]
+            if end > t:
+                t = end
         return t
 
     def insert(self, start: float, end: float) -> None:
