@@ -278,8 +278,10 @@ def insert_syncs(graph: Graph, stream_of: Mapping[OpId, StreamId], issue_order: 
     issue = {op: i for i, op in enumerate(issue_order)}
     remaining = {op: 0 for op in issue_order}
     last_query: dict[StreamId, int] = {}
+    ids, pred_index = graph.op_ids, graph.pred_index
+    preds = {op: [ids[j] for j in pred_index[graph.index(op)]] for op in issue_order}
     for i, op in enumerate(issue_order):
-        for p in graph.predecessors(op):
+        for p in preds[op]:
             if stream_of[p] != stream_of[op]:
                 remaining[p] += 1
                 last_query[stream_of[p]] = i
@@ -305,7 +307,7 @@ def insert_syncs(graph: Graph, stream_of: Mapping[OpId, StreamId], issue_order: 
             if remaining[a] == 0:
                 clocks.saved.pop(a, None)
         s = stream_of[op]
-        cross = [p for p in graph.predecessors(op) if stream_of[p] != s]
+        cross = [p for p in preds[op] if stream_of[p] != s]
         cross.sort(key=issue.__getitem__, reverse=True)
         for p in cross:
             if issue[p] > i:
