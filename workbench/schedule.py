@@ -278,8 +278,7 @@ def insert_syncs(graph: Graph, stream_of: Mapping[OpId, StreamId], issue_order: 
     issue = {op: i for i, op in enumerate(issue_order)}
     remaining = {op: 0 for op in issue_order}
     last_query: dict[StreamId, int] = {}
-    ids, pred_index = graph.op_ids, graph.pred_index
-    preds = {op: [ids[j] for j in pred_index[graph.index(op)]] for op in issue_order}
+    preds = {op: graph.predecessors(op) for op in issue_order}
     for i, op in enumerate(issue_order):
         for p in preds[op]:
             if stream_of[p] != stream_of[op]:
