@@ -134,7 +134,7 @@ def from_schedule(schedule: Schedule, *, usage: Usage | None = None) -> Lifetime
         from workbench.memory.streams import happens_before_relation
 
         relation, skeleton = happens_before_relation(schedule, planned, consumers, producers,
-                                                     outputs, [r.first for r in records])
+                                                     outputs)
         conflicts = ConflictSet(relation, source="happens-before")
         conflicts.skeleton = skeleton
     return Lifetimes(tuple(records), tuple(producers), conflicts, persistent_bytes=persistent,

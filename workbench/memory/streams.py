@@ -93,17 +93,15 @@ def _dead_frontier(schedule: Schedule, users: Sequence[Sequence[str]], alive: np
 
 def happens_before_relation(schedule: Schedule, planned: Sequence[str],
                             consumers: Mapping[str, Sequence[str]], producers: Sequence[str],
-                            outputs: set[str], firsts: Sequence[int]
-                            ) -> tuple[ConflictGraph, Skeleton]:
+                            outputs: set[str]) -> tuple[ConflictGraph, Skeleton]:
     """The conflict graph of the planned tensors under the ancestor rule, and its order skeleton.
 
-    ``firsts`` are the producers' issue indices (the births).  See the module docstring.
+    A tensor is born at its producer's issue index.  See the module docstring.
     """
     users = [list(dict.fromkeys(consumers[t])) or [producers[i]] for i, t in enumerate(planned)]
     outputs_mask = np.array([t in outputs for t in planned], dtype=bool)
     graph, by_op, op_node, frontier = _ancestor_rule(
-        schedule, users, [[p] for p in producers], np.asarray(firsts, dtype=np.int64),
-        outputs_mask, skeleton=True)
+        schedule, users, [[p] for p in producers], outputs_mask, skeleton=True)
     return graph, _skeleton(schedule, len(planned), by_op, op_node, *frontier)
 
 
@@ -115,21 +113,24 @@ def buffer_conflicts(schedule: Schedule, users: Sequence[Sequence[str]],
     born at its first writer; ``outputs`` flags the buffers that never die.  The same sweeps as
     for tensors (module docstring): ``B`` conflicts with an earlier-born ``A`` iff one of ``B``'s
     writers lies before ``A``'s dead region on its stream.  O(V · S + P log P)."""
-    issue = {op: i for i, op in enumerate(schedule.issue_order)}
-    births = np.array([min(issue[op] for op in w) for w in writers], dtype=np.int64)
-    graph, *_ = _ancestor_rule(schedule, users, writers, births, np.asarray(outputs, dtype=bool),
+    graph, *_ = _ancestor_rule(schedule, users, writers, np.asarray(outputs, dtype=bool),
                                skeleton=False)
     return graph
 
 
+#: The skeleton's frontier edges, per stream: (tensor rows, op node columns).
+_Frontier = tuple[list[np.ndarray], list[np.ndarray]]
+
+
 def _ancestor_rule(schedule: Schedule, users: Sequence[Sequence[str]],
-                   writers: Sequence[Sequence[str]], births: np.ndarray, outputs: np.ndarray,
-                   *, skeleton: bool) -> tuple[ConflictGraph, dict[str, list[int]],
-                                               dict[str, int], tuple[list[np.ndarray],
-                                                                     list[np.ndarray]]]:
+                   writers: Sequence[Sequence[str]], outputs: np.ndarray, *, skeleton: bool
+                   ) -> tuple[ConflictGraph, dict[str, list[int]], dict[str, int], _Frontier]:
     """The conflict graph (and, with ``skeleton``, the skeleton's frontier edges) of tensors
-    with the given users and writers; see the module docstring and :func:`buffer_conflicts`."""
+    with the given users and writers, each born at its first writer's issue index; see the
+    module docstring and :func:`buffer_conflicts`."""
     n = len(users)
+    op_node = {op: k for k, op in enumerate(schedule.issue_order)}
+    births = np.array([min(op_node[op] for op in w) for w in writers], dtype=np.int64)
     tails = outputs.copy()
     ends, lengths, issues = _dead_frontier(schedule, users, ~tails)
     all_ends = np.stack(ends) if ends else np.zeros((0, n), dtype=np.int32)
@@ -144,7 +145,6 @@ def _ancestor_rule(schedule: Schedule, users: Sequence[Sequence[str]],
     for i, ops_writing in enumerate(writers):
         for op in ops_writing:
             by_op.setdefault(op, []).append(i)
-    op_node = {op: k for k, op in enumerate(schedule.issue_order)}
     frontier_rows: list[np.ndarray] = []
     frontier_cols: list[np.ndarray] = []
     waits: dict[str, list[str]] = {}
