@@ -55,14 +55,14 @@ class Skeleton:
     born: np.ndarray  # (k, 2) op node -> tensor
 
 
-def _dead_frontier(schedule: Schedule, users: Sequence[Sequence[str]], alive: np.ndarray
+def _dead_frontier(schedule: Schedule, users: Sequence[Sequence[str]], alive: np.ndarray,
+                   issue: Mapping[str, int]
                    ) -> tuple[list[np.ndarray], list[int], list[np.ndarray]]:
     """Per stream: ``end[t]`` for the tensors ``alive`` (first position of the stream after all
-    users of ``t``), the stream's length and its ops' issue indices."""
+    users of ``t``), the stream's length and its ops' issue indices (``issue``: op -> index)."""
     from workbench.clocks import clock_matrix
 
     clocks, column = clock_matrix(schedule)
-    issue = {op: i for i, op in enumerate(schedule.issue_order)}
     position = schedule._position
     stream_of = schedule._stream_of
     owner = np.repeat(np.arange(len(users)), [len(u) for u in users])
@@ -132,7 +132,7 @@ def _ancestor_rule(schedule: Schedule, users: Sequence[Sequence[str]],
     op_node = {op: k for k, op in enumerate(schedule.issue_order)}
     births = np.array([min(op_node[op] for op in w) for w in writers], dtype=np.int64)
     tails = outputs.copy()
-    ends, lengths, issues = _dead_frontier(schedule, users, ~tails)
+    ends, lengths, issues = _dead_frontier(schedule, users, ~tails, op_node)
     all_ends = np.stack(ends) if ends else np.zeros((0, n), dtype=np.int32)
     # a tensor whose dead region is empty on every stream (one of its users has no descendant:
     # a sink reads it) conflicts with every later tensor too: a tail, not a listed row
