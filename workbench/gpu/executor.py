@@ -295,7 +295,8 @@ def compare_outputs(got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray
     for t, expected in want.items():
         actual = got.get(t)
         if actual is None:
-            raise ScheduleError(f"{what}: output {t!r} is missing")
+            raise ScheduleError(f"{what}: output {t!r} is missing (the run returned "
+                                f"{sorted(got)}; compare graph outputs only)")
         a = np.ascontiguousarray(actual, dtype=np.float32).view(np.uint32)
         b = np.ascontiguousarray(expected, dtype=np.float32).view(np.uint32)
         if a.shape != b.shape or not np.array_equal(a, b):
