@@ -377,10 +377,16 @@ def devices() -> list[str]:
     return DEVICES.names()
 
 
-def get_device(device: str | DeviceSpec) -> DeviceSpec:
-    """A registered device by name (case-insensitive), or the given spec."""
+def get_device(device: str | DeviceSpec | Any) -> DeviceSpec:
+    """A registered device by name (case-insensitive), the given spec, or a file: a path (ends
+    in ``.json`` or holds a ``/``) to a device file or a device profile
+    (:func:`workbench.device_profile.device_from_file`)."""
     if isinstance(device, DeviceSpec):
         return device
+    from workbench.device_profile import device_from_file, looks_like_path
+
+    if looks_like_path(device):
+        return device_from_file(device)
     return DEVICES.get(str(device).lower())
 
 

@@ -87,7 +87,8 @@ MAX_PART_SIZE = 64
 def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 40,
                  max_block_units: int | None = None, units: bool = True, device: str = "h100",
                  mode: str = "eager", sync: str = "device_sync",
-                 cost_oracle: Oracle | None = None,
+                 cost_oracle: Oracle | None = None, oracle: str = "simulator",
+                 oracle_options: dict[str, Any] | None = None,
                  merge: bool = False, max_streams: int | None = None,
                  time_budget_s: float | None = DEFAULT_TIME_BUDGET_S,
                  max_states: int | None = None, part_work: int | None = DEFAULT_PART_WORK,
@@ -98,7 +99,9 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     ``r``: most units per group; ``s``: most groups per stage (``max_streams`` also caps ``s``);
     ``max_part_size``: most units per DP part (at most 64; ``max_block_units`` is its old name);
     ``device``/``mode``: what the default simulator oracle models; ``cost_oracle``: a function
-    ``groups -> µs`` replacing it; ``merge``: also try the operator-merge strategy for endings made
+    ``groups -> µs`` replacing it; ``oracle``: ``"simulator"`` (default) or ``"torch"``, stages
+    timed on the device with PyTorch's kernels (:mod:`workbench.schedulers.ios_torch_oracle`;
+    ``oracle_options``: its mode, precision, warmup, repeats, max_timed); ``merge``: also try the operator-merge strategy for endings made
     of convolutions on one input (:mod:`workbench.schedulers.ios_merge`); when a merge wins, the
     schedule is of the merged graph (``schedule.graph``), as IOS returns a new graph.
     ``time_budget_s`` / ``max_states``: bounds on the whole search (``None``: unbounded);
@@ -145,6 +148,7 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
         s = min(s, max_streams)
 
     t0 = time.perf_counter()
+    cost_oracle = _named_oracle(graph, oracle, oracle_options, cost_oracle, engine)
     unit_ops = ios_units(graph) if units else [[op] for op in graph.topo_order()]
     parts = partition_blocks(graph, unit_ops, max_part_size)
     ctx = SearchContext(uuid.uuid4().hex, graph, unit_ops, parts, r, s, device, mode, merge,
@@ -203,6 +207,7 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     }
     options = {"r": r, "s": s, "max_part_size": max_part_size, "units": units,
                "device": device, "mode": mode, "sync": sync, "merge": merge,
+               "oracle": oracle,
                "max_streams": max_streams, "time_budget_s": time_budget_s,
                "max_states": max_states, "part_work": part_work}
     if sync == "events":
@@ -214,7 +219,39 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
                                barrier_kind="device_sync" if sync == "device_sync" else "join")
     if cost_oracle is None:
         sched = _no_slower_than_sequential(graph, sched, device, mode)
+    elif oracle != "simulator":
+        sched.notes.update(oracle=oracle, stages_timed=getattr(cost_oracle, "timed", None),
+                           stages_reused=getattr(cost_oracle, "reused", None),
+                           timing_s=getattr(cost_oracle, "timing_s", None))
     return sched
+
+
+#: Named stage oracles: ``None`` is the built-in simulator oracle; others ``"module:factory"``,
+#: imported on first use (the torch oracle imports PyTorch only when asked for).
+ORACLES = {"simulator": None, "torch": "workbench.schedulers.ios_torch_oracle:make_torch_oracle"}
+
+
+def _named_oracle(graph: Graph, oracle: str, options: dict[str, Any] | None,
+                  cost_oracle: Oracle | None, engine: str) -> Oracle | None:
+    """The cost oracle ``oracle`` names (``cost_oracle`` itself for the simulator)."""
+    import importlib
+
+    if oracle not in ORACLES:
+        raise OptionError(f"ios option oracle must be one of {', '.join(ORACLES)}, "
+                          f"got {oracle!r}")
+    target = ORACLES[oracle]
+    if target is None:
+        if options:
+            raise OptionError("ios oracle_options apply to a measured oracle (oracle='torch')")
+        return cost_oracle
+    if cost_oracle is not None:
+        raise OptionError(f"ios takes oracle={oracle!r} or a cost_oracle, not both")
+    if engine != "local":
+        raise OptionError(f"ios oracle={oracle!r} measures on this process's device: use "
+                          f"engine='local' (got {engine!r})")
+    module, _, factory = target.partition(":")
+    made: Oracle = getattr(importlib.import_module(module), factory)(graph, dict(options or {}))
+    return made
 
 
 def simulator_oracle(graph: Graph, *, device: str = "h100", mode: str = "eager") -> Oracle:

@@ -1,0 +1,144 @@
+"""IOS's stage oracle measured on the device: each candidate stage run with PyTorch's kernels.
+
+IOS's own optimizer times every candidate stage on the GPU (Ding et al., MLSys 2021, §4; notes
+ios.md §4.1) instead of predicting it.  :class:`TorchStageOracle` does the same through the torch
+executor (``workbench.execute``'s ``"torch"`` entry, imported by name on first use so that the
+schedulers import no backend): the stage's ops become a small graph of their own
+(:meth:`Graph.subgraph`: tensors made outside the stage become its inputs), group ``j`` runs on
+stream ``j`` in IOS's issue order, and the stage is timed with ``warmup`` and ``repeats`` runs
+(median; on CUDA captured once as a CUDA graph, ``mode="graph"``; without CUDA the executor's
+CPU path, timed with ``perf_counter``).  Stages are cached under :class:`StageOracle`'s
+structural signature, so the repeated blocks of Inception V3 or NASNet are timed once.  IOS's
+budgets hold as they do for the simulator: every stage is timed inside the search, so measuring
+counts against ``time_budget_s`` and ``max_states``; ``max_timed`` also caps the stages timed.
+``timed`` counts measurements, ``reused`` cache hits, ``timing_s`` the seconds spent measuring.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from workbench.errors import DeviceUnavailable, OptionError
+from workbench.graph import Graph, OpId
+from workbench.schedulers.ios_oracle import MAX_ENTRIES, StageOracle
+
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+
+
+def torch_available() -> str:
+    """Why the torch executor cannot run here ("" when it can)."""
+    try:
+        importlib.import_module("torch")
+    except Exception as exc:  # ImportError, or a broken install
+        return f"PyTorch is not installed ({type(exc).__name__})"
+    try:
+        execute = importlib.import_module("workbench.execute")
+        execute.EXECUTORS.get("torch")
+    except Exception as exc:
+        return f"the torch executor is not available ({exc})"
+    return ""
+
+
+def _cuda_available() -> bool:
+    torch = importlib.import_module("torch")
+    return bool(torch.cuda.is_available())
+
+
+class TorchStageOracle(StageOracle):
+    """``oracle(groups) -> µs``: the measured latency of one stage, group ``j`` on stream ``j``.
+
+    ``mode``: ``"graph"`` (CUDA graph replay; the default on CUDA) or ``"eager"`` (the default
+    without CUDA); ``precision``: the torch executor's precision; ``warmup``/``repeats``: runs
+    before and for the median; ``torch_device``: the executor's ``device`` (``None``: CUDA when
+    present, else the CPU); ``max_timed``: most stages to measure (then a one-line
+    OptionError, which IOS's search turns into its greedy finish only through its own budgets,
+    so set ``time_budget_s`` or ``max_states`` to bound a search).  ``executor`` names the
+    ``workbench.execute`` entry that times a stage (tests pass a fake).
+    """
+
+    def __init__(self, graph: Graph, *, mode: str | None = None, precision: str = "fp32",
+                 warmup: int = 2, repeats: int = 5, torch_device: Any = None,
+                 max_timed: int | None = None, executor: str = "torch", seed: int = 0,
+                 max_entries: int = MAX_ENTRIES) -> None:
+        super().__init__(graph, max_entries=max_entries, sync="barrier")
+        if executor == "torch":
+            why = torch_available()
+            if why:
+                raise DeviceUnavailable(f"ios oracle 'torch' needs PyTorch: {why}; use "
+                                        f"oracle='simulator'")
+        if mode is None:
+            mode = "graph" if executor == "torch" and _cuda_available() else "eager"
+        if mode not in ("eager", "graph"):
+            raise OptionError(f"ios torch oracle mode must be 'eager' or 'graph', got {mode!r}")
+        if precision not in PRECISIONS:
+            raise OptionError(f"ios torch oracle precision must be one of "
+                              f"{', '.join(PRECISIONS)}, got {precision!r}")
+        for name, value, low in (("warmup", warmup, 0), ("repeats", repeats, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise OptionError(f"ios torch oracle {name} must be an integer >= {low}, "
+                                  f"got {value!r}")
+        self.mode, self.precision, self.executor = mode, precision, executor
+        self.warmup, self.repeats, self.torch_device, self.seed = warmup, repeats, \
+            torch_device, seed
+        self.max_timed = max_timed
+        self.timing_s = 0.0
+
+    @property
+    def timed(self) -> int:
+        """Stages measured on the device (``simulated`` is the name IOS's search counts)."""
+        return self.simulated
+
+    def __call__(self, groups: Sequence[Sequence[OpId]]) -> float:
+        key: Hashable = self.signature(groups)
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.reused += 1
+            return hit
+        if self.max_timed is not None and self.simulated >= self.max_timed:
+            raise OptionError(f"ios torch oracle: max_timed={self.max_timed} stages measured; "
+                              f"raise it or bound the search with time_budget_s/max_states")
+        t0 = time.perf_counter()
+        value = self.measure(groups)
+        self.timing_s += time.perf_counter() - t0
+        if len(self.cache) >= self.max_entries:
+            self.cache.clear()
+        self.cache[key] = value
+        self.simulated += 1
+        return value
+
+    def measure(self, groups: Sequence[Sequence[OpId]]) -> float:
+        """Run the stage alone with the executor; its median makespan in µs."""
+        from workbench.calibration import measured_makespan_us
+        from workbench.execute import execute
+
+        trace = execute(self.stage_schedule(groups), executor=self.executor, mode=self.mode,
+                        precision=self.precision, warmup=self.warmup, repeats=self.repeats,
+                        seed=self.seed, device=self.torch_device)
+        return float(measured_makespan_us(trace))
+
+    def stage_schedule(self, groups: Sequence[Sequence[OpId]]) -> Any:
+        """The stage as a schedule of its own graph: group ``j`` on stream ``j``, issued group
+        by group, syncs only where a group reads another's output (never, within a stage)."""
+        from workbench.schedule import build_schedule
+
+        ops = [op for g in groups for op in g]
+        sub = self.graph.subgraph(ops, name=f"{self.graph.name}[stage]")
+        stream_of = {op: j for j, g in enumerate(groups) for op in g}
+        return build_schedule(sub, "ios_stage", stream_of, ops)
+
+
+def make_torch_oracle(graph: Graph, options: dict[str, Any]) -> TorchStageOracle:
+    """The oracle ``schedule_ios(..., oracle="torch", oracle_options=...)`` uses."""
+    known = {"mode", "precision", "warmup", "repeats", "torch_device", "max_timed", "executor",
+             "seed"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise OptionError(f"ios oracle_options has unknown key {unknown[0]!r} "
+                          f"(known: {', '.join(sorted(known))})")
+    return TorchStageOracle(graph, **options)
+
+
+__all__ = ["TorchStageOracle", "make_torch_oracle", "torch_available"]
