@@ -30,7 +30,7 @@ from typing import Any
 
 from workbench._atomic import write_text
 from workbench._checks import check_keys
-from workbench.devices import PRECISIONS, DeviceSpec, get_device, load_device, with_overrides
+from workbench.devices import FILE_FORMATS, PRECISIONS, DeviceSpec, get_device, with_overrides
 from workbench.errors import FormatError
 
 FORMAT = "workbench-device-profile"
@@ -164,37 +164,19 @@ def load_profile(path: str | os.PathLike[str]) -> DeviceProfile:
 
 #: Profiles loaded as devices, by the name of the spec they gave (see :func:`calibration_for`).
 _LOADED: dict[str, DeviceProfile] = {}
-_FILES: dict[tuple[str, int, int], DeviceSpec] = {}
 
 
-def looks_like_path(device: Any) -> bool:
-    """True when a device argument names a file rather than a registered device."""
-    if isinstance(device, os.PathLike):
-        return True
-    text = str(device)
-    return text.lower().endswith(".json") or os.sep in text or "/" in text
+def spec_of_profile(path: Path, raw: Any) -> DeviceSpec:
+    """The device spec of a profile file (``workbench.devices.get_device`` calls this for files
+    whose ``format`` is a profile's): its base device, named ``<base>+<file stem>``, whose op
+    times :func:`calibration_for` then gives the simulator."""
+    profile = DeviceProfile.from_dict(raw, where=str(path))
+    spec = profile.spec(path.stem)
+    _LOADED[spec.name] = profile
+    return spec
 
 
-def device_from_file(path: str | os.PathLike[str]) -> DeviceSpec:
-    """The device spec of a file: a device profile (its base device, named ``<base>+<stem>``,
-    whose op times :func:`calibration_for` gives the simulator) or a device file as
-    :func:`workbench.devices.load_device` reads.  Cached by the file's path, size and mtime."""
-    p = Path(path)
-    try:
-        stat = p.stat()
-    except OSError:
-        raise FormatError(f"{p}: no such device file or device profile") from None
-    key = (str(p.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key not in _FILES:
-        data = _read_json(p, "device file")
-        if isinstance(data, Mapping) and data.get("format") == FORMAT:
-            profile = DeviceProfile.from_dict(data, where=str(p))
-            spec = profile.spec(p.stem)
-            _LOADED[spec.name] = profile
-        else:
-            spec = load_device(p)
-        _FILES[key] = spec
-    return _FILES[key]
+FILE_FORMATS[FORMAT] = spec_of_profile
 
 
 def profile_of(device: DeviceSpec | str) -> DeviceProfile | None:
@@ -218,6 +200,6 @@ def ops_from(rows: Sequence[Mapping[str, Any]]) -> tuple[OpTiming, ...]:
 
 
 __all__ = [
-    "FORMAT", "VERSION", "DeviceProfile", "OpTiming", "calibration_for", "device_from_file",
-    "load_profile", "looks_like_path", "ops_from", "profile_of", "save_profile",
+    "FORMAT", "VERSION", "DeviceProfile", "OpTiming", "calibration_for", "load_profile",
+    "ops_from", "profile_of", "save_profile", "spec_of_profile",
 ]
