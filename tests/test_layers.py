@@ -51,7 +51,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("views", ("workbench.viz",)),
     ("orchestration", ("workbench.compare", "workbench.pipelines", "workbench.optimum",
                        "workbench.sweep", "workbench.fidelity",
-                       "workbench.device_calibration")),
+                       "workbench.device_calibration", "workbench.compare_measured")),
     ("report", ("workbench.report",)),
     ("public API", ("workbench",)),
     ("apps", ("workbench.ui", "workbench.cli")),

@@ -240,7 +240,7 @@ def _frame(schedule: Schedule, spec: DeviceSpec, start: Sequence[float], end: Se
     graph = schedule.graph
     order = list(schedule.issue_order)
     ops = [graph.op(o) for o in order]
-    costs = [op_cost(op, spec) for op in ops]
+    costs = [op_cost(op, spec, precision="fp32") for op in ops]  # the kernels are FP32
     return pd.DataFrame({
         "op": order, "kind": [op.kind for op in ops],
         "stream": [schedule.stream_of(o) for o in order], "device": ["gpu"] * len(order),
