@@ -33,14 +33,22 @@ def _gpu_probe() -> str:
 
 _GPU: Probe = _gpu_probe
 
+
+def _torch_probe() -> str:
+    """Why the torch executor cannot run here ("" when torch imports: a CPU build runs on the
+    CPU); imported by name, like the GPU probe, to keep the backends out of the engine layer."""
+    return str(importlib.import_module("workbench.torch_exec").probe())
+
 EXECUTORS = Registry[str]("executor", error=OptionError, params="after_first")
 EXECUTORS.register("simulator", "workbench.simulate:simulate")
 EXECUTORS.register("cupy", "workbench.gpu.executor:run", probe=_GPU)
+EXECUTORS.register("torch", "workbench.torch_exec:run", probe=_torch_probe)
 
 OUTPUT_RUNNERS = Registry[str]("output runner", error=OptionError, params="after_first")
 OUTPUT_RUNNERS.register("reference", "workbench.execute:reference_outputs")
 OUTPUT_RUNNERS.register("emulator", "workbench.gpu.emulator:emulate_schedule")
 OUTPUT_RUNNERS.register("cupy", "workbench.gpu.executor:run_outputs", probe=_GPU)
+OUTPUT_RUNNERS.register("torch", "workbench.torch_exec:run_outputs", probe=_torch_probe)
 
 
 def executors() -> list[str]:
@@ -48,7 +56,8 @@ def executors() -> list[str]:
 
 
 def execute(schedule: Schedule, *, executor: str = "simulator", **options: Any) -> Trace:
-    """Run ``schedule`` on ``executor`` (``"simulator"`` anywhere, ``"cupy"`` on a CUDA GPU)."""
+    """Run ``schedule`` on ``executor`` (``"simulator"`` anywhere, ``"cupy"`` on a CUDA GPU,
+    ``"torch"`` with PyTorch: on a CUDA GPU, or on the CPU in issue order)."""
     name = check_choice(executor, EXECUTORS, "executor")
     if not isinstance(schedule, Schedule):
         raise ScheduleError(f"execute() needs a Schedule, got {type(schedule).__name__}")

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from workbench import op_reference as ref
+from workbench import op_torch
 
 CATEGORIES = ("compute", "elementwise", "reduction", "view", "copy", "state", "io", "control")
 
@@ -80,6 +81,9 @@ class OpKind:
     (:mod:`workbench.op_reference`; ``None``: no reference, e.g. ``fused``, which the executors
     evaluate member by member).  ``unary`` / ``binary``: the elementwise map of an elementwise
     kind (``unary`` doubles as a conv activation and an emulator code's meaning).
+    ``torch_form``: the same function with PyTorch's kernels, ``(op, tensors, shape_of) ->
+    tensors`` (:mod:`workbench.op_torch`, torch imported only when one runs); every kind with a
+    ``reference`` has one (the torch executor, :mod:`workbench.torch_exec`, runs them).
     """
 
     name: str
@@ -105,6 +109,7 @@ class OpKind:
     reference: ref.Reference | None = None
     unary: ref.UnaryFn | None = None
     binary: Callable[[Any, Any], Any] | None = None
+    torch_form: op_torch.TorchForm | None = None
 
     def __post_init__(self) -> None:
         assert self.category in CATEGORIES, self
@@ -274,7 +279,28 @@ def _bind_references(out: dict[str, OpKind]) -> None:
             fn = ref.copy
         elif info.assigns:
             fn = ref.assign
-        out[name] = replace(info, reference=fn, unary=unary.get(name), binary=binary.get(name))
+        out[name] = replace(info, reference=fn, unary=unary.get(name), binary=binary.get(name),
+                            torch_form=_torch_form(name, info))
+
+
+def _torch_form(name: str, info: OpKind) -> op_torch.TorchForm | None:
+    """The PyTorch form of a kind (:mod:`workbench.op_torch`), chosen as the reference is."""
+    t = op_torch
+    forms: dict[str, op_torch.TorchForm] = {
+        "conv2d": t.conv, "sepconv": t.sepconv, "maxpool": t.pool, "avgpool": t.pool,
+        "global_avgpool": t.global_avgpool, "batchnorm": t.batchnorm, "concat": t.concat,
+        "matmul": t.matmul, "softmax": t.softmax, "layernorm": t.layernorm,
+        "transpose": t.transpose, "op": t.generic, "add": t.add,
+        **{k: t.binary_form(k) for k in ("sub", "mul", "div")},
+        **{k: t.unary_form(k) for k in ("relu", "gelu", "sigmoid", "tanh", "exp", "log", "neg",
+                                        "abs", "sqrt", "atan")}}
+    if info.category == "view":
+        return t.view
+    if info.engine_copy or info.passthrough:
+        return t.copy
+    if info.assigns:
+        return t.assign
+    return forms.get(name)
 
 
 _KNOWN = _entries()
@@ -322,6 +348,8 @@ COMMUNICATION_KINDS = kinds_where(lambda k: k.communication)
 GPU_COPY_KINDS = kinds_where(lambda k: k.engine_copy or k.passthrough)
 #: Kinds with a NumPy reference, and the elementwise maps of the unary and binary kinds.
 REFERENCE_KINDS = kinds_where(lambda k: k.reference is not None)
+#: Kinds with a PyTorch form (:mod:`workbench.op_torch`): the same set.
+TORCH_FORM_KINDS = kinds_where(lambda k: k.torch_form is not None)
 #: IOS units: GEMM-like heads, the affine epilogues a unit goes on after, and every tail (the
 #: epilogues and the builder's activations).
 GEMM_KINDS = kinds_where(lambda k: k.gemm)
@@ -373,7 +401,7 @@ __all__ = [
     "ACTIVATION_FLOPS", "ASSIGN_KINDS", "BARRIER_KINDS", "BROADCAST_KINDS", "CATEGORIES",
     "COMMUNICATION_KINDS", "CONTROL_KINDS", "ELEMWISE_KINDS", "ENGINE_COPY_KINDS",
     "EPILOGUE_KINDS", "FLOPS_PER_ELEMENT", "GEMM_KINDS", "IMPORT_ONLY", "KERNEL_KINDS",
-    "KERNEL_MATCH_ORDER", "TORCH_ALIASES", "UNIT_TAIL_KINDS",
+    "KERNEL_MATCH_ORDER", "TORCH_ALIASES", "TORCH_FORM_KINDS", "UNIT_TAIL_KINDS",
     "GPU_COPY_KINDS", "IO_KINDS", "KNOWN_KINDS", "NO_TASK_KINDS", "OFF_DEVICE_TRANSFER_KINDS",
     "ONNX_ALIASES",
     "OPS", "REDUCE_KINDS", "REFERENCE_KINDS", "SHAPE_ONLY_KINDS", "TRANSFER_KINDS",
