@@ -15,7 +15,7 @@ from workbench.trace import Trace
 
 
 def fake_gpu_run(schedule: wb.Schedule, *, mode: str = "eager", precision: str = "fp32",
-                 repeats: int = 20, warmup: int = 3) -> Trace:
+                 repeats: int = 20, warmup: int = 3, device: Any = None) -> Trace:
     """A 'measured' run 1.5x slower than the simulator says, on a GPU named in its meta."""
     sim = wb.simulate(schedule, device="h200", mode=mode)
     df = sim.df.copy()
@@ -102,3 +102,22 @@ def test_compare_with_the_torch_executor_on_the_cpu() -> None:
     table = result.table
     assert (table["executor"] == "torch").all() and table["makespan_us"].gt(0).all()
     assert table["simulated_us"].gt(0).all() and table["utilisation"].gt(0).all()
+
+
+def test_report_names_the_gpu_versions_and_what_the_kernels_are(fake: None,
+                                                                 tmp_path: Any) -> None:
+    from types import SimpleNamespace
+
+    from workbench.report import measured_note
+
+    g = wb.models.build("squeezenet", resolution=32)
+    result = wb.compare(g, ["serial"], device="h200", executor="fake_gpu,simulator",
+                        budget_s=None, show_progress=False, planner=None)
+    html = result.to_html(tmp_path / "r.html", plotlyjs="cdn").read_text()
+    assert "Measured with executor <b>fake_gpu</b> on <b>NVIDIA H200</b>" in html
+    assert "driver 580.1" in html and "torch 2.13.0" in html and "cudnn 91000" in html
+    assert "sits beside each row" in html and ">simulated_us<" in html
+    cupy = SimpleNamespace(settings={"executor": "cupy", "measured_on": {"gpu": "NVIDIA H200"}},
+                           device="h200")
+    assert "hand-written CUDA kernels, about 6x slower than cuDNN" in measured_note(cupy)
+    assert measured_note(SimpleNamespace(settings={"executor": "simulator"}, device="h100")) == ""

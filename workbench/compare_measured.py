@@ -62,7 +62,7 @@ def execute_options(executor: str, spec: DeviceSpec, mode: str, precision: str,
         return {"device": spec, "mode": mode, "precision": precision, **user}
     if executor == "cupy":
         return {"device": spec, "mode": mode, **user}
-    return {"mode": mode, "precision": run_precision(precision), **user}
+    return {"mode": mode, "precision": run_precision(precision), "device": spec, **user}
 
 
 def measured_utilisation(trace: Trace, spec: DeviceSpec, precision: str = "auto") -> float:
