@@ -410,7 +410,7 @@ def _device_file(path: Path) -> DeviceSpec:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError) as exc:
             raise OptionError(f"{path}: cannot read a device file ({exc})") from None
-        reader = FILE_FORMATS.get(raw.get("format")) if isinstance(raw, dict) else None
+        reader = FILE_FORMATS.get(str(raw.get("format"))) if isinstance(raw, dict) else None
         _FILE_SPECS[key] = reader(path, raw) if reader is not None else load_device(path)
     return _FILE_SPECS[key]
 

@@ -101,9 +101,10 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     ``device``/``mode``: what the default simulator oracle models; ``cost_oracle``: a function
     ``groups -> µs`` replacing it; ``oracle``: ``"simulator"`` (default) or ``"torch"``, stages
     timed on the device with PyTorch's kernels (:mod:`workbench.schedulers.ios_torch_oracle`;
-    ``oracle_options``: its mode, precision, warmup, repeats, max_timed); ``merge``: also try the operator-merge strategy for endings made
-    of convolutions on one input (:mod:`workbench.schedulers.ios_merge`); when a merge wins, the
-    schedule is of the merged graph (``schedule.graph``), as IOS returns a new graph.
+    ``oracle_options``: its mode, precision, warmup, repeats, max_timed); ``merge``: also try
+    the operator-merge strategy for endings made of convolutions on one input
+    (:mod:`workbench.schedulers.ios_merge`); when a merge wins, the schedule is of the merged
+    graph (``schedule.graph``), as IOS returns a new graph.
     ``time_budget_s`` / ``max_states``: bounds on the whole search (``None``: unbounded);
     ``part_work``: work one attempt at a part may take before the part is halved (``None``: no
     limit).  ``engine`` (``"local"``, ``"processes"``, ``"dask"``), ``workers``, ``client``: where
@@ -205,6 +206,10 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
                                                             max_states),
         "fallback": None,
     }
+    if oracle != "simulator":
+        notes.update(oracle=oracle, stages_timed=getattr(cost_oracle, "timed", None),
+                     stages_reused=getattr(cost_oracle, "reused", None),
+                     timing_s=getattr(cost_oracle, "timing_s", None))
     options = {"r": r, "s": s, "max_part_size": max_part_size, "units": units,
                "device": device, "mode": mode, "sync": sync, "merge": merge,
                "oracle": oracle,
@@ -219,10 +224,6 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
                                barrier_kind="device_sync" if sync == "device_sync" else "join")
     if cost_oracle is None:
         sched = _no_slower_than_sequential(graph, sched, device, mode)
-    elif oracle != "simulator":
-        sched.notes.update(oracle=oracle, stages_timed=getattr(cost_oracle, "timed", None),
-                           stages_reused=getattr(cost_oracle, "reused", None),
-                           timing_s=getattr(cost_oracle, "timing_s", None))
     return sched
 
 
