@@ -110,12 +110,24 @@ def schedules(graph: Any, policies: list[str], args: argparse.Namespace, *,
         out[p] = wb.schedule(graph, p, **opts).validate()
     if oracle and not args.no_oracle:
         opts = {"r": 2, "s": 3, "max_part_size": 8, "max_states": 30} if args.quick else {}
+        oracle_opts = {"precision": "fp32", "warmup": 1, "repeats": 3 if not args.quick else 1,
+                       "torch_device": args.device, "floor_us": _graph_floor(args)}
         out[ORACLE_POLICY] = wb.schedule(
             graph, "ios", oracle="torch", time_budget_s=args.oracle_budget_s,
-            show_progress=False, oracle_options={"precision": "fp32", "warmup": 1,
-                                                 "repeats": 3 if not args.quick else 1,
-                                                 "torch_device": args.device}, **opts).validate()
+            show_progress=False, oracle_options=oracle_opts, **opts).validate()
     return out
+
+
+def _graph_floor(args: argparse.Namespace) -> float:
+    """On CUDA, the launch floor of a one-kernel CUDA graph (subtracted from each timed stage);
+    0 on the CPU."""
+    import torch
+
+    if str(args.device or "cuda").startswith("cpu") or not torch.cuda.is_available():
+        return 0.0
+    from workbench.device_probes import TorchCuda, graph_floor_us
+
+    return graph_floor_us(TorchCuda(args.device))
 
 
 def measure(sched: Any, mode: str, precision: str, args: argparse.Namespace) -> dict[str, Any]:

@@ -98,9 +98,11 @@ def test_oracle_names_and_options_are_checked(fake: list[Any],
         wb.schedule(g, "ios", oracle="torch", show_progress=False)
 
 
-def test_max_timed_caps_the_measurements(fake: list[Any]) -> None:
-    oracle = T.TorchStageOracle(twin_blocks(), executor="fake_device", max_timed=1)
-    oracle([["x_p1"], ["x_q1"]])
+def test_max_timed_caps_the_measurements_and_floor_is_subtracted(fake: list[Any]) -> None:
+    oracle = T.TorchStageOracle(twin_blocks(), executor="fake_device", max_timed=1, floor_us=4.0)
+    stage = [["x_p1"], ["x_q1"]]
+    want = wb.simulate(oracle.stage_schedule(stage), device="h100").makespan - 4.0
+    assert oracle(stage) == pytest.approx(want)
     assert oracle([["y_p1"], ["y_q1"]]) > 0 and oracle.timed == 1 and oracle.reused == 1
     with pytest.raises(wb.OptionError, match="max_timed=1"):
         oracle([["x_p1"]])

@@ -61,7 +61,8 @@ def calibrate_device(graphs: Graph | Iterable[Graph], *, executor: str = "torch"
     ops, skipped, timed = [], [], 0
     for graph in items:
         oracle = TorchStageOracle(graph, executor=executor, precision=precision, warmup=warmup,
-                                  repeats=repeats, torch_device=torch_device, mode=mode)
+                                  repeats=repeats, torch_device=torch_device, mode=mode,
+                                  floor_us=floor)
         for op_id in graph.topo_order():
             try:
                 measured = oracle([[op_id]])
@@ -69,7 +70,7 @@ def calibrate_device(graphs: Graph | Iterable[Graph], *, executor: str = "torch"
                 skipped.append(f"{graph.name}:{op_id}: {exc}")
                 continue
             ops.append(OpTiming(graph.name, batch_of(graph), op_id, graph.op(op_id).kind,
-                                max(0.0, measured - floor)))
+                                measured))
         timed += oracle.timed
     how = (f"each op a one-op schedule of the '{executor}' executor, mode="
            f"{oracle.mode}, {precision}, median of {repeats} after {warmup} warm-up; "

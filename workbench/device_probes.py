@@ -153,6 +153,12 @@ def _serial(k: int) -> Body:
     return body
 
 
+def graph_floor_us(dev: ProbeDevice, *, warmup: int = 5, repeats: int = 20) -> float:
+    """The ``graph_floor_us`` probe alone: a graph of one 1-element kernel (median µs)."""
+    return float(statistics.median(time_graph_us(dev, _tiny(1), warmup=warmup,
+                                                 repeats=repeats)))
+
+
 def run_probes(dev: ProbeDevice, *, warmup: int = 5, repeats: int = 20) -> dict[str, float]:
     """Every probe of the module docstring (µs, or ratios for ``overlap_k``)."""
     def med(body: Body) -> float:
@@ -215,5 +221,5 @@ def base_device_for(gpu_name: str, default: str = "h100") -> str:
     return default
 
 
-__all__ = ["ProbeDevice", "TorchCuda", "base_device_for", "provenance", "run_probes",
-           "time_graph_us"]
+__all__ = ["ProbeDevice", "TorchCuda", "base_device_for", "graph_floor_us", "provenance",
+           "run_probes", "time_graph_us"]

@@ -55,14 +55,17 @@ class TorchStageOracle(StageOracle):
     before and for the median; ``torch_device``: the executor's ``device`` (``None``: CUDA when
     present, else the CPU); ``max_timed``: most stages to measure (then a one-line
     OptionError, which IOS's search turns into its greedy finish only through its own budgets,
-    so set ``time_budget_s`` or ``max_states`` to bound a search).  ``executor`` names the
-    ``workbench.execute`` entry that times a stage (tests pass a fake).
+    so set ``time_budget_s`` or ``max_states`` to bound a search); ``floor_us``: subtracted from
+    every measurement (clamped at 0), e.g. the ``graph_floor_us`` probe of
+    :mod:`workbench.device_probes`: each stage timed alone pays a graph launch that the whole
+    schedule pays once.  ``executor`` names the ``workbench.execute`` entry that times a stage
+    (tests pass a fake).
     """
 
     def __init__(self, graph: Graph, *, mode: str | None = None, precision: str = "fp32",
                  warmup: int = 2, repeats: int = 5, torch_device: Any = None,
                  max_timed: int | None = None, executor: str = "torch", seed: int = 0,
-                 max_entries: int = MAX_ENTRIES) -> None:
+                 floor_us: float = 0.0, max_entries: int = MAX_ENTRIES) -> None:
         super().__init__(graph, max_entries=max_entries, sync="barrier")
         if executor == "torch":
             why = torch_available()
@@ -83,7 +86,11 @@ class TorchStageOracle(StageOracle):
         self.mode, self.precision, self.executor = mode, precision, executor
         self.warmup, self.repeats, self.torch_device, self.seed = warmup, repeats, \
             torch_device, seed
-        self.max_timed = max_timed
+        if isinstance(floor_us, bool) or not isinstance(floor_us, (int, float)) \
+                or not 0 <= floor_us < float("inf"):
+            raise OptionError(f"ios torch oracle floor_us must be a non-negative number of "
+                              f"microseconds, got {floor_us!r}")
+        self.max_timed, self.floor_us = max_timed, float(floor_us)
         self.timing_s = 0.0
 
     @property
@@ -117,7 +124,7 @@ class TorchStageOracle(StageOracle):
         trace = execute(self.stage_schedule(groups), executor=self.executor, mode=self.mode,
                         precision=self.precision, warmup=self.warmup, repeats=self.repeats,
                         seed=self.seed, device=self.torch_device)
-        return float(measured_makespan_us(trace))
+        return max(0.0, float(measured_makespan_us(trace)) - self.floor_us)
 
     def stage_schedule(self, groups: Sequence[Sequence[OpId]]) -> Any:
         """The stage as a schedule of its own graph: group ``j`` on stream ``j``, issued group
@@ -133,7 +140,7 @@ class TorchStageOracle(StageOracle):
 def make_torch_oracle(graph: Graph, options: dict[str, Any]) -> TorchStageOracle:
     """The oracle ``schedule_ios(..., oracle="torch", oracle_options=...)`` uses."""
     known = {"mode", "precision", "warmup", "repeats", "torch_device", "max_timed", "executor",
-             "seed"}
+             "seed", "floor_us"}
     unknown = sorted(set(options) - known)
     if unknown:
         raise OptionError(f"ios oracle_options has unknown key {unknown[0]!r} "
