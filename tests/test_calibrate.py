@@ -211,3 +211,16 @@ def test_probes_on_the_gpu() -> None:
     got = P.run_probes(P.TorchCuda(), warmup=3, repeats=10)
     assert 0 < got["launch_in_graph_us"] < 20 and got["overlap_1"] == pytest.approx(1, rel=0.2)
     assert got["overlap_2"] >= 0.9
+
+
+@pytest.mark.gpu
+def test_calibrate_device_on_the_gpu(tmp_path: Path) -> None:
+    g = wb.models.build("squeezenet", resolution=64)
+    prof = wb.calibrate_device([g], repeats=5, warmup=2)
+    assert prof.provenance["gpu"] and prof.provenance["cudnn"] and "CUDA graph" in \
+        prof.provenance["timing"]
+    assert {"graph_floor_us", "launch_in_graph_us", "event_wait_us", "overlap_2"} <= \
+        set(prof.probes)
+    assert len(prof.ops) == len(g) and all(t.alone_us >= 0 for t in prof.ops)
+    spec = wb.costs.get_device(wb.save_profile(prof, tmp_path / "gpu.json"))
+    assert wb.simulate(wb.schedule(g, "nnc"), device=spec).makespan > 0

@@ -117,3 +117,14 @@ def test_ios_times_stages_with_the_torch_executor_on_the_cpu() -> None:
                         oracle_options={"repeats": 1, "warmup": 0})
     sched.validate()
     assert 0 < sched.notes["stages_timed"] and sched.notes["timing_s"] > 0
+
+
+@pytest.mark.gpu
+def test_ios_with_stages_timed_on_the_gpu() -> None:
+    g = wb.models.build("inception_v3", resolution=149, fused=True)
+    sched = wb.schedule(g, "ios", oracle="torch", time_budget_s=60, show_progress=False,
+                        oracle_options={"repeats": 3, "warmup": 1})
+    sched.validate()
+    assert sched.notes["stages_timed"] > 0 and sched.notes["stages_reused"] > 0
+    trace = wb.execute(sched, executor="torch", mode="graph", repeats=5, verify=True)
+    assert trace.meta["verified"] and trace.meta["makespan_median_us"] > 0
