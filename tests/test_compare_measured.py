@@ -16,16 +16,17 @@ from workbench.trace import Trace
 
 def fake_gpu_run(schedule: wb.Schedule, *, mode: str = "eager", precision: str = "fp32",
                  repeats: int = 20, warmup: int = 3, device: Any = None) -> Trace:
-    """A 'measured' run 1.5x slower than the simulator says, on a GPU named in its meta."""
+    """A 'measured' run 1.5x slower than the simulator says (the median over the timed runs;
+    the per-op timeline run took 1.6x), on a GPU named in its meta."""
     sim = wb.simulate(schedule, device="h200", mode=mode)
     df = sim.df.copy()
     for col in ("start_us", "end_us", "duration_us"):
-        df[col] = df[col] * 1.5
+        df[col] = df[col] * 1.6
     return Trace(df, graph=schedule.graph, policy=schedule.policy, device="NVIDIA H200",
                  executor="fake_gpu", mode=mode, schedule=schedule,
                  meta={"precision": precision, "repeats": repeats, "torch": "2.13.0",
                        "cudnn": "91000", "driver": "580.1", "makespan_median_us":
-                       df["end_us"].max()})
+                       1.5 * sim.makespan})
 
 
 @pytest.fixture

@@ -197,14 +197,15 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             rows.append(_row(name, results[name], bounds, budget))
             if executor != "simulator" and len(results[name]) > 1 and results[name][1].ok:
                 trace, m = results[name][1].value
-                rows[-1].update(measured_cells(trace, spec, precision, m.get("simulated_us")))
+                rows[-1].update(measured_cells(trace, spec, precision, m.get("simulated_us"),
+                                               bounds))
             span = rows[-1]["makespan_us"]
             bar.line(f"{tag}: {rows[-1]['status']} in {time.perf_counter() - t0:.2f} s"
                      + ("" if math.isnan(span) else f" (makespan {span:,.1f} µs)"))
             bar.advance()
     if measured is not None:
         rows.append(_measured_row(measured, graph, bounds))
-        rows[-1].update(measured_cells(measured, spec, precision, None))
+        rows[-1].update(measured_cells(measured, spec, precision, None, bounds))
     settings = {"policies": names, "options": {k: dict(v) for k, v in options.items()},
                 "device": spec.name, "device_description": spec.description, "mode": mode,
                 "executor": executor, "simulated_beside": simulate_too,

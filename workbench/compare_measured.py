@@ -3,7 +3,8 @@
 ``compare(..., executor=...)`` takes one executor name or several: at most one *measured*
 executor (``"torch"``, ``"cupy"``) and ``"simulator"``.  With both, each schedule runs on the
 device and is also simulated, and the row carries the prediction beside the measurement
-(``simulated_us``, ``sim_error`` = simulated / measured − 1).  Measured rows carry the executor and
+(``simulated_us``, ``sim_error`` = simulated / measured − 1).  A measured row's makespan is the
+executor's median over its timed runs.  Measured rows carry the executor and
 the GPU the trace names (``executor``, ``gpu``) and a utilisation computed from the measured
 trace alone: the FLOPs its ops did over the measured makespan times the device's peak at the
 precision the executor ran (:func:`measured_utilisation`); the cost model's ``compute_us``
@@ -65,11 +66,13 @@ def execute_options(executor: str, spec: DeviceSpec, mode: str, precision: str,
     return {"mode": mode, "precision": run_precision(precision), "device": spec, **user}
 
 
-def measured_utilisation(trace: Trace, spec: DeviceSpec, precision: str = "auto") -> float:
+def measured_utilisation(trace: Trace, spec: DeviceSpec, precision: str = "auto",
+                         makespan_us: float | None = None) -> float:
     """FLOPs of the trace's ops / (measured makespan × the device's peak FLOP/s at the precision
     the run used: ``meta["precision"]``, else :func:`run_precision`).  FP32 is the CUDA-core
-    peak, TF32/FP16/BF16 the dense tensor-core peak (FP32's where the device has none).  O(V)."""
-    span = float(trace.makespan)
+    peak, TF32/FP16/BF16 the dense tensor-core peak (FP32's where the device has none).  The
+    makespan is ``makespan_us`` when given, else the trace's.  O(V)."""
+    span = float(trace.makespan if makespan_us is None else makespan_us)
     df = trace.df
     if "flops" in df and df["flops"].notna().all():
         flops = float(df["flops"].sum())
@@ -98,15 +101,25 @@ def provenance(trace: Trace) -> dict[str, Any]:
 
 
 def measured_cells(trace: Trace, spec: DeviceSpec, precision: str,
-                   simulated_us: float | None) -> dict[str, Any]:
-    """The measured row's own cells: utilisation from the trace, executor, GPU, and the
-    simulator's prediction with its error when one was made."""
+                   simulated_us: float | None,
+                   bounds: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """The measured row's own cells: the makespan (the executor's median over its timed runs,
+    ``meta["makespan_median_us"]``, else the trace's end) with its ratios to ``bounds``,
+    utilisation from the trace, executor, GPU, and the simulator's prediction with its error
+    when one was made."""
+    from workbench.calibration import measured_makespan_us
+
     nan = float("nan")
-    cells: dict[str, Any] = {"utilisation": measured_utilisation(trace, spec, precision),
+    span = measured_makespan_us(trace)
+    cells: dict[str, Any] = {"makespan_us": span,
+                             "utilisation": measured_utilisation(trace, spec, precision, span),
                              "executor": trace.executor, "gpu": provenance(trace)["gpu"],
                              "simulated_us": nan, "sim_error": nan}
-    if simulated_us is not None and trace.makespan > 0:
-        cells.update(simulated_us=simulated_us, sim_error=simulated_us / trace.makespan - 1.0)
+    if bounds is not None:
+        lb, best = bounds.get("lower_bound_us", nan), bounds.get("optimum_us", nan)
+        cells.update(ratio_to_lb=span / lb if lb > 0 else nan, ratio_to_optimum=span / best)
+    if simulated_us is not None and span > 0:
+        cells.update(simulated_us=simulated_us, sim_error=simulated_us / span - 1.0)
     return cells
 
 
