@@ -170,9 +170,12 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str = "fp32", war
     multi-stream run captured once as a CUDA graph and replayed; eager on the CPU, see the module
     docstring).  ``precision``: ``"fp32"`` (TF32 off), ``"tf32"``, ``"fp16"`` or ``"bf16"``
     (inputs and weights cast).  ``warmup`` runs, then ``repeats`` timed runs: the makespan's
-    median and quartiles are in ``meta`` (CUDA events on a GPU, ``perf_counter_ns`` on the CPU);
-    the rows are one run's per-op start and end, so ``trace.makespan`` is that run's end
-    (``meta["makespan_median_us"]`` is the figure to compare).  ``device``: see
+    median and quartiles are in ``meta`` (CUDA events on a GPU, ``perf_counter_ns`` on the CPU).
+    The rows are one run's per-op start and end, so ``trace.makespan`` is that run's end: on the
+    CPU the lower-median timed run; in graph mode the lower-median replay of a capture with
+    timing events inside; in eager mode on CUDA one more run with events around every op (their
+    host cost included).  ``meta["makespan_median_us"]`` (runs timed by two events only) is the
+    figure to compare between schedules.  ``device``: see
     :func:`resolve_device`.  ``barrier_kind``: ``"join"`` or ``"device_sync"`` (``None``: the
     schedule's).  ``verify``: require outputs bitwise equal to the serial schedule's torch run
     (one-line :class:`ScheduleError` naming the first differing output otherwise).
