@@ -206,3 +206,14 @@ def test_the_probe_says_torch_is_here_and_the_tables_list_it() -> None:
 
     assert EXECUTORS.available("torch") and OUTPUT_RUNNERS.available("torch")
     assert torch_runner.probe() == ""
+
+
+def test_importing_the_executor_and_its_forms_does_not_import_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, workbench, workbench.op_torch, workbench.torch_exec; "
+            "from workbench.execute import EXECUTORS; EXECUTORS.names(); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
