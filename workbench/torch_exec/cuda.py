@@ -200,8 +200,8 @@ def replay(rt: Streams, captured: Captured) -> None:
 def time_graph(rt: Streams, evaluator: Evaluator, *, warmup: int,
                repeats: int) -> tuple[Timing, Captured]:
     """Capture once, replay: warm-up replays, ``repeats`` timed replays, then the per-op timeline
-    (a second capture with timing events inside, replayed ``repeats`` times).  Returns the timing and the plain capture,
-    whose tensors hold the outputs of its last replay."""
+    (a second capture with timing events inside, replayed ``repeats`` times).  Returns the
+    timing and the plain capture, whose tensors hold the outputs of its last replay."""
     cuda = rt.cuda
     cuda.synchronize()
     for _ in range(max(1, warmup)):  # lazy library handles and workspaces before capture
