@@ -26,14 +26,19 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 if [ "$extra" = dev ]; then
   .venv/bin/python -m pip install -q -e ".[dev]"
-  # torch (CPU) for the torch.fx, profiler and execution-trace tests: only from a local CPU wheel
-  # (the registry's default build pulls several GB of CUDA libraries); without one they skip.
-  wheel="$(ls ${PIP_FIND_LINKS:-/opt/wheels}/torch-*+cpu-*.whl 2>/dev/null | head -n 1 || true)"
-  if [ -n "$wheel" ]; then
-    .venv/bin/python -m pip install -q "$wheel"
-  else
-    echo "setup: no local CPU torch wheel found; the torch-based tests will skip" >&2
+  # torch for the torch executor, the torch.fx importer and the profiler tests: a local CPU wheel
+  # when one matches (no download), else torch from the registry (pip's default index, or
+  # WORKBENCH_TORCH_INDEX, e.g. https://download.pytorch.org/whl/cpu for a CPU-only build).
+  if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+    wheel="$(ls ${PIP_FIND_LINKS:-/opt/wheels}/torch-*+cpu-*.whl 2>/dev/null | head -n 1 || true)"
+    if [ -n "$wheel" ] && .venv/bin/python -m pip install -q "$wheel"; then
+      echo "setup: torch installed from $wheel"
+    else
+      echo "setup: no local torch wheel fits; installing torch from the registry" >&2
+      .venv/bin/python -m pip install -q ${WORKBENCH_TORCH_INDEX:+--index-url "$WORKBENCH_TORCH_INDEX"} torch
+    fi
   fi
+  .venv/bin/python -c "import torch; print('setup: torch', torch.__version__)"
 else
   .venv/bin/python -m pip install -q -e .
 fi

@@ -9,7 +9,7 @@ import sys
 def test_core_import_is_light() -> None:
     code = ("import sys, workbench as wb; g = wb.models.inception_v3(); "
             "t = wb.simulate(wb.schedule(g, 'nnc')); "
-            "print(sorted({'plotly', 'ipywidgets', 'graphviz', 'cupy', 'matplotlib'}"
+            "print(sorted({'plotly', 'ipywidgets', 'graphviz', 'cupy', 'matplotlib', 'torch'}"
             " & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -417,7 +417,8 @@ class _Nas:
         return self.reduction(xl, xr, c, variant="cell", name=name)
 
 
-def nasnet_a_large(batch: int = 1, *, fused: bool = True) -> Graph:
+def nasnet_a_large(batch: int = 1, *, fused: bool = True,
+                   resolution: int = NASNET_RESOLUTION) -> Graph:
     """NASNet-A large (6@4032) as benchmarked by IOS (``nasnet_large(96, 168)``), at 331×331.
 
     ``conv0`` 3×3/2 (96) → ``stem0`` (42 filters) → ``stem1`` (84) → ``cell0`` (first cell) and
@@ -440,7 +441,8 @@ def nasnet_a_large(batch: int = 1, *, fused: bool = True) -> Graph:
     ``fused=True`` gives 476 ops: IOS's 374 schedulable units, plus the sums IOS folds into each
     cell's concat as separate ``add`` ops (5 per normal or first cell, 3 per stem or reduction
     cell).  Conv multiply-adds are 22.18 G at batch 1, exactly as IOS.  ``fused=False`` splits
-    every unit into its kernels.  The resolution is fixed.  Complexity: O(ops).
+    every unit into its kernels.  ``resolution`` is IOS's 331 by default (smaller ones, down to
+    3, keep every op and shrink the images, e.g. for fast CPU tests).  Complexity: O(ops).
 
     Examples
     --------
@@ -448,9 +450,10 @@ def nasnet_a_large(batch: int = 1, *, fused: bool = True) -> Graph:
     476
     """
     n = _check_int(batch, "nasnet_a_large: batch", minimum=1)
+    res = _check_resolution("nasnet_a_large", resolution, 3)
     b = GraphBuilder(f"nasnet_a_large{'_fused' if fused else ''}_b{n}")
     nas = _Nas(b, fused)
-    x = b.input("input", (n, 3, NASNET_RESOLUTION, NASNET_RESOLUTION))
+    x = b.input("input", (n, 3, res, res))
     conv0 = b.conv(x, 96, 3, stride=2, name="conv0")
     x1 = nas.relu_conv(conv0, 42, name="stem0/conv_1x1")
     stem0 = nas.reduction(conv0, x1, 42, variant="stem0", name="stem0")

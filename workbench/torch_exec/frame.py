@@ -37,13 +37,15 @@ def makespan_stats(spans: Sequence[float]) -> dict[str, Any]:
             "makespans_us": [float(v) for v in values]}
 
 
-def device_info(device: str) -> dict[str, Any]:
+def device_info(device: str, cuda: Any = None) -> dict[str, Any]:
     """Where a run ran: the GPU's name, capability, SM count and memory, the driver, CUDA and
-    cuDNN versions (CUDA), or the processor (CPU); torch's version and thread count always."""
+    cuDNN versions (CUDA), or the processor (CPU); torch's version and thread count always.
+    ``cuda``: the ``torch.cuda`` to ask (default: torch's own)."""
     torch = torch_module()
+    cuda = cuda if cuda is not None else torch.cuda
     info: dict[str, Any] = {"torch": torch.__version__, "threads": torch.get_num_threads()}
     if device.startswith("cuda"):
-        props = torch.cuda.get_device_properties(torch.device(device))
+        props = cuda.get_device_properties(device)
         info.update({
             "name": props.name, "type": "cuda",
             "compute_capability": f"{props.major}.{props.minor}",

@@ -54,6 +54,18 @@ def _torch() -> Any:
     return torch_module()
 
 
+def _cuda_api() -> Any:
+    """``torch.cuda``: the one place the runner takes its CUDA calls from (the fake CUDA of
+    ``tests/test_torch_cuda_fake.py`` stands in here)."""
+    return torch_module().cuda
+
+
+def _tensor_device(device: str) -> str:
+    """Where a run on ``device`` keeps its tensors: ``device`` itself (the fake CUDA keeps them on
+    the CPU)."""
+    return device
+
+
 def resolve_device(device: Any) -> tuple[str, DeviceSpec | None]:
     """The torch device to run on and the cost-model spec of the ``compute_us`` columns.
 
@@ -63,29 +75,30 @@ def resolve_device(device: Any) -> tuple[str, DeviceSpec | None]:
     fill ``compute_us`` / ``memory_us`` from that spec.
     """
     torch = _torch()
-    auto = "cuda" if torch.cuda.is_available() else "cpu"
+    api = _cuda_api()
+    auto = "cuda" if api.is_available() else "cpu"
     if device is None:
-        return auto, _gpu_spec(torch, auto) if auto == "cuda" else None
+        return auto, _gpu_spec(auto) if auto == "cuda" else None
     if isinstance(device, DeviceSpec):
         return auto, device
     text = str(device).lower() if isinstance(device, (str, torch.device)) else None
     if text in ("cpu", "cuda") or (text or "").startswith("cuda:"):
         assert text is not None
-        if text != "cpu" and not torch.cuda.is_available():
+        if text != "cpu" and not api.is_available():
             raise DeviceUnavailable(f"executor 'torch': device {device!r} needs a CUDA GPU and a "
                                     f"CUDA build of torch ({torch.__version__} sees none); use "
                                     f"device='cpu'")
-        return text, _gpu_spec(torch, text) if text != "cpu" else None
+        return text, _gpu_spec(text) if text != "cpu" else None
     if text is not None and text in DEVICES:
         return auto, get_device(text)
     raise OptionError(f"executor 'torch': unknown device {device!r} (a torch device: cpu, cuda, "
                       f"cuda:N; or a cost-model device: {', '.join(DEVICES.names())})")
 
 
-def _gpu_spec(torch: Any, device: str) -> DeviceSpec:
+def _gpu_spec(device: str) -> DeviceSpec:
     """The cost-model spec whose name the GPU's name contains (``NVIDIA H200`` -> ``h200``),
     else ``h100``."""
-    name = torch.cuda.get_device_name(torch.device(device)).lower().replace(" ", "")
+    name = str(_cuda_api().get_device_name(device)).lower().replace(" ", "")
     for known in DEVICES.names():
         if known in name:
             return get_device(known)
@@ -128,21 +141,22 @@ def run_outputs(schedule: Schedule, *, seed: int = 0, precision: str = "fp32",
     (fp16 / bf16 values widened exactly).  Inputs as :func:`workbench.reference.draw_inputs`
     (``seed``; ``inputs`` overrides some).  O(V) torch calls."""
     _check(schedule, "eager", precision, 0, 1)
-    torch = _torch()
     dev, _ = resolve_device(device)
     program = build_program(schedule)
     with precision_flags(precision):
         evaluator = Evaluator(schedule.graph, initial_tensors(
-            schedule.graph, seed=seed, inputs=inputs, device=dev, precision=precision))
+            schedule.graph, seed=seed, inputs=inputs, device=_tensor_device(dev),
+            precision=precision))
         if dev == "cpu":
             for step in program.steps:
                 evaluator.run_op(step.op)
         else:
-            with torch.cuda.device(torch.device(dev)):
-                rt = cuda_run.Streams(torch.cuda, program)
-                torch.cuda.synchronize()
+            api = _cuda_api()
+            with api.device(dev):
+                rt = cuda_run.Streams(api, program)
+                api.synchronize()
                 cuda_run.issue(rt, evaluator.run_op)
-                torch.cuda.synchronize()
+                api.synchronize()
         return to_numpy(evaluator.outputs())
 
 
@@ -156,22 +170,24 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str = "fp32", war
     multi-stream run captured once as a CUDA graph and replayed; eager on the CPU, see the module
     docstring).  ``precision``: ``"fp32"`` (TF32 off), ``"tf32"``, ``"fp16"`` or ``"bf16"``
     (inputs and weights cast).  ``warmup`` runs, then ``repeats`` timed runs: the makespan's
-    median and quartiles are in ``meta`` (CUDA events on a GPU, ``perf_counter_ns`` on the CPU);
-    the rows are one run's per-op start and end, so ``trace.makespan`` is that run's end
-    (``meta["makespan_median_us"]`` is the figure to compare).  ``device``: see
+    median and quartiles are in ``meta`` (CUDA events on a GPU, ``perf_counter_ns`` on the CPU).
+    The rows are one run's per-op start and end, so ``trace.makespan`` is that run's end: on the
+    CPU the lower-median timed run; in graph mode the lower-median replay of a capture with
+    timing events inside; in eager mode on CUDA one more run with events around every op (their
+    host cost included).  ``meta["makespan_median_us"]`` (runs timed by two events only) is the
+    figure to compare between schedules.  ``device``: see
     :func:`resolve_device`.  ``barrier_kind``: ``"join"`` or ``"device_sync"`` (``None``: the
     schedule's).  ``verify``: require outputs bitwise equal to the serial schedule's torch run
     (one-line :class:`ScheduleError` naming the first differing output otherwise).
     ``return_outputs``: keep the outputs (NumPy) in ``meta["outputs"]``.
     """
     _check(schedule, mode, precision, warmup, repeats)
-    torch = _torch()
     dev, spec = resolve_device(device)
     program = build_program(schedule, barrier_kind)
     notes: dict[str, Any] = {}
     with precision_flags(precision):
-        initial = initial_tensors(schedule.graph, seed=seed, inputs=inputs, device=dev,
-                                  precision=precision)
+        initial = initial_tensors(schedule.graph, seed=seed, inputs=inputs,
+                                  device=_tensor_device(dev), precision=precision)
         evaluator = Evaluator(schedule.graph, initial)
         peak = None
         if dev == "cpu":
@@ -182,9 +198,10 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str = "fp32", war
             outputs = evaluator.outputs()
         else:
             ran = mode
-            with torch.cuda.device(torch.device(dev)):
-                rt = cuda_run.Streams(torch.cuda, program)
-                torch.cuda.reset_peak_memory_stats()
+            api = _cuda_api()
+            with api.device(dev):
+                rt = cuda_run.Streams(api, program)
+                api.reset_peak_memory_stats()
                 if mode == "eager":
                     timing = cuda_run.time_eager(rt, evaluator, warmup=warmup, repeats=repeats)
                     outputs = evaluator.outputs()
@@ -193,8 +210,8 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str = "fp32", war
                                                            repeats=repeats)
                     merged = {**captured.values, **captured.state}
                     outputs = {t: merged[t] for t in schedule.graph.outputs}
-                torch.cuda.synchronize()
-                peak = int(torch.cuda.max_memory_allocated())
+                api.synchronize()
+                peak = int(api.max_memory_allocated())
                 notes["barriers_as_joins"] = rt.barriers_as_joins
         got = to_numpy(outputs)
         storages = {v.untyped_storage().data_ptr(): v.untyped_storage().nbytes()
@@ -205,7 +222,7 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str = "fp32", war
                            device=dev, inputs=inputs)
         compare_outputs(got, want, what=f"executor 'torch', policy {schedule.policy!r} "
                                           f"({ran}, {precision})")
-    info = device_info(dev)
+    info = device_info(dev, _cuda_api())
     meta: dict[str, Any] = {
         "executor": "torch", "mode": ran, "requested_mode": mode, "precision": precision,
         "dtype": str(dtype_of(precision)).replace("torch.", ""), "repeats": repeats,
