@@ -224,3 +224,103 @@ def test_calibrate_device_on_the_gpu(tmp_path: Path) -> None:
     assert len(prof.ops) == len(g) and all(t.alone_us >= 0 for t in prof.ops)
     spec = wb.costs.get_device(wb.save_profile(prof, tmp_path / "gpu.json"))
     assert wb.simulate(wb.schedule(g, "nnc"), device=spec).makespan > 0
+
+
+class _LogCuda:
+    """A recording stand-in for the part of ``torch.cuda`` TorchCuda uses (tensors stay on the
+    CPU): checks that nothing synchronises during a capture and that timing events are
+    recorded outside captures."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[Any, ...]] = []
+        self.capturing = False
+        self.clock = 0.0
+        self.made = 0
+        self.current: Any = self._stream("default")
+
+    def _stream(self, name: str) -> Any:
+        cuda = self
+
+        class _S:
+            def wait_stream(self, other: Any) -> None:
+                cuda.log.append(("wait", name, other.name))
+        stream = _S()
+        stream.name = name  # type: ignore[attr-defined]
+        return stream
+
+    def is_available(self) -> bool:
+        return True
+
+    def Stream(self, device: Any = None) -> Any:  # noqa: N802 - torch's names
+        self.made += 1
+        return self._stream(f"s{self.made}")
+
+    def current_stream(self) -> Any:
+        return self.current
+
+    @contextmanager
+    def stream(self, s: Any) -> Any:
+        before, self.current = self.current, s
+        yield
+        self.current = before
+
+    def Event(self, enable_timing: bool = False) -> Any:  # noqa: N802
+        cuda = self
+
+        class _E:
+            t = 0.0
+
+            def record(self) -> None:
+                assert not cuda.capturing, "timing event recorded inside a capture"
+                self.t = cuda.clock
+
+            def synchronize(self) -> None:
+                pass
+
+            def elapsed_time(self, end: Any) -> float:
+                return (end.t - self.t) / 1000.0
+        return _E()
+
+    def CUDAGraph(self) -> Any:  # noqa: N802
+        cuda = self
+
+        class _G:
+            def replay(self) -> None:
+                assert not cuda.capturing
+                cuda.clock += 5.0
+                cuda.log.append(("replay",))
+        return _G()
+
+    @contextmanager
+    def graph(self, g: Any) -> Any:
+        assert not self.capturing, "nested capture"
+        self.capturing, before, self.current = True, self.current, self._stream("capture")
+        self.log.append(("capture",))
+        yield
+        self.capturing, self.current = False, before
+
+    def synchronize(self) -> None:
+        assert not self.capturing, "cudaDeviceSynchronize during a capture"
+        self.log.append(("synchronize",))
+
+
+def test_torch_cuda_adapter_drives_torch_cuda_as_the_probes_need(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    from types import SimpleNamespace
+
+    real = pytest.importorskip("torch")
+    cuda = _LogCuda()
+    fake = SimpleNamespace(cuda=cuda, device=lambda d: "cpu", zeros=real.zeros,
+                           randn=real.randn, empty=real.empty, mm=real.mm)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    dev = P.TorchCuda(size=8)
+    got = P.run_probes(dev, warmup=1, repeats=2)
+    assert got["graph_floor_us"] == pytest.approx(5.0) and got["overlap_1"] == pytest.approx(1)
+    assert sum(1 for e in cuda.log if e == ("capture",)) == 10
+    assert sum(1 for e in cuda.log if e == ("replay",)) == 10 * 3
+    forks = [e for e in cuda.log if e[0] == "wait" and e[2] == "capture"]
+    joins = [e for e in cuda.log if e[0] == "wait" and e[1] == "capture"]
+    # the cross-stream probe forks 1 stream, the concurrency probes 1, 2 and 4, in warm-up
+    # (from the default stream) and in the capture; every stream forked in a capture is joined
+    assert len(forks) == len(joins) == 1 + 1 + 2 + 4
