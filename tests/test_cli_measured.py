@@ -66,3 +66,19 @@ def test_measured_columns_are_accepted_by_columns(tmp_path: Path,
     assert next(line for line in lines if line.startswith("policy")).split() == [
         "policy", "gpu", "utilisation"]
     assert wb.costs.get_device("h100")  # the registry is untouched by the profile run
+
+
+def test_ios_oracle_option_reaches_ios(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import workbench.schedulers.ios as ios
+
+    seen: list[str] = []
+    real = ios._named_oracle
+
+    def spy(graph: wb.Graph, oracle: str, *args: object) -> object:
+        seen.append(oracle)
+        return real(graph, "simulator", None, *args[1:])  # type: ignore[arg-type]
+    monkeypatch.setattr(ios, "_named_oracle", spy)
+    assert main(["compare", "--model", "nnc_diamond", "--policies", "ios", "--ios-oracle",
+                 "torch", "-o", str(tmp_path / "r.html"), "--no-progress", "--budget", "0"]) == 0
+    assert seen == ["torch"]

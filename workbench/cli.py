@@ -152,6 +152,9 @@ def _build_parser() -> argparse.ArgumentParser:
                           "cupy (the project's hand-written CUDA kernels, about 6x slower than "
                           "cuDNN), or a measured one with the simulator beside it: "
                           "torch,simulator")
+    cmp.add_argument("--ios-oracle", choices=("simulator", "torch"),
+                     help="what times IOS's candidate stages: the simulator (default) or the "
+                          "device with PyTorch's kernels (torch)")
     cmp.add_argument("--repeats", type=_positive_int,
                      help="timed runs per schedule on a measured executor")
     cmp.add_argument("--verify", action="store_true",
@@ -250,6 +253,9 @@ def _compare(args: argparse.Namespace) -> int:
     if args.max_streams is not None:
         options = {p: {"max_streams": args.max_streams} for p in (names or POLICIES.names())}
         options.setdefault("serial", {"max_streams": args.max_streams})
+    if args.ios_oracle is not None and "ios" in (names or POLICIES.names()):
+        options = options or {}
+        options.setdefault("ios", {})["oracle"] = args.ios_oracle
     measured_options: dict[str, Any] = {}
     if args.repeats is not None:
         measured_options["repeats"] = args.repeats
