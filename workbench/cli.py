@@ -290,7 +290,8 @@ def _calibrate_parser(sub: Any) -> None:
     cal.add_argument("--model", action="append", required=True,
                      help="a built-in graph to time (repeatable)")
     cal.add_argument("--batch", type=_positive_int, action="append",
-                     help="batch size(s) for built-in networks (repeatable; default: 1)")
+                     help="batch size(s) for built-in networks (repeatable; default: the "
+                          "model's own)")
     cal.add_argument("--precision", default="fp32", choices=("fp32", "tf32", "fp16", "bf16"))
     cal.add_argument("--repeats", type=_positive_int, default=20,
                      help="timed runs per op and probe (default: %(default)s)")
@@ -317,7 +318,8 @@ def _calibrate(args: argparse.Namespace) -> int:
         get_device(args.base_device)
     if args.warmup < 0:
         raise OptionError(f"--warmup must be >= 0, got {args.warmup}")
-    graphs = [build(name, batch=b) for name in args.model for b in (args.batch or [1])]
+    graphs = [build(name) for name in args.model] if not args.batch else \
+        [build(name, batch=b) for name in args.model for b in args.batch]
     profile = calibrate_device(graphs, executor=args.executor, precision=args.precision,
                                warmup=args.warmup, repeats=args.repeats,
                                base_device=args.base_device)
@@ -327,6 +329,10 @@ def _calibrate(args: argparse.Namespace) -> int:
     for key, value in profile.probes.items():
         print(clean(f"probe {key}: {value:.3f}" if isinstance(value, float)
                     else f"probe {key}: {value}"))
+    skipped = profile.provenance.get("skipped_ops", [])
+    if skipped:
+        print(clean(f"skipped {len(skipped)} op(s) the executor cannot run, e.g. {skipped[0]} "
+                    f"(all listed in the profile's provenance)"))
     print(clean(f"profile: {path} (base device {profile.base_device}); use --device {path}"))
     return 0
 
