@@ -115,10 +115,12 @@ class FakeCuda:
         stream = stream or self.Stream()
         self.log.append(("capture_begin", stream.id, cuda_graph.id))
         self.capturing = True
-        with self.stream(stream):
-            yield
-        self.capturing = False
-        self.log.append(("capture_end", stream.id, cuda_graph.id))
+        try:
+            with self.stream(stream):
+                yield
+        finally:
+            self.capturing = False
+            self.log.append(("capture_end", stream.id, cuda_graph.id))
 
     def synchronize(self) -> None:
         if self.capturing:
@@ -373,3 +375,34 @@ def test_run_on_the_fake_gpu_gives_the_cpu_outputs(fake_cuda: FakeCuda, mode: st
     want = runner.run_outputs(sched, device="cpu")
     for t, value in meta["outputs"].items():
         np.testing.assert_array_equal(value, want[t])
+
+
+class NoTimingInGraphs(FakeCuda):
+    """A CUDA whose graphs cannot hold timing events (an older torch or driver)."""
+
+    def Event(self, enable_timing: bool = False, external: bool = False) -> FakeEvent:  # noqa: N802
+        if enable_timing and external:
+            raise RuntimeError("timing events cannot be captured here")
+        return super().Event(enable_timing, external)
+
+
+def test_graph_mode_falls_back_to_an_eager_timeline_and_says_so() -> None:
+    sched = wb.schedule(_transformer(), "nnc")
+    cuda = NoTimingInGraphs()
+    rt = tcuda.Streams(cuda, build_program(sched))
+    timing, _ = tcuda.time_graph(rt, _evaluator(sched.graph, cuda), warmup=1, repeats=3)
+    assert "eager run" in timing.timeline and "cannot be captured" in str(
+        timing.notes["graph_timeline_error"])
+    assert len(timing.spans_us) == 3 and len(timing.end_us) == len(sched.issue_order)
+    assert sum(e[0] == "capture_begin" for e in cuda.log) == 1
+
+
+def test_device_sync_barriers_become_joins_in_a_graph_and_the_meta_counts_them(
+        fake_cuda: FakeCuda) -> None:
+    sched = wb.schedule(_transformer(), "ios_greedy")
+    assert sched.barrier_kind == "device_sync" and sched.n_barriers > 0
+    trace = runner.run(sched, mode="graph", warmup=0, repeats=1)
+    assert trace.meta["barriers_as_joins"] == 2 * sched.n_barriers  # two captures
+    assert trace.meta["barriers"] == sched.n_barriers
+    eager = runner.run(sched, mode="eager", warmup=0, repeats=1)
+    assert eager.meta["barriers_as_joins"] == 0

@@ -217,3 +217,14 @@ def test_importing_the_executor_and_its_forms_does_not_import_torch() -> None:
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_same_seed_draws_the_same_inputs_as_the_gpu_runners() -> None:
+    graph = wb.models.transformer_block(seq_len=6, d_model=16, heads=2, d_ff=32)
+    sched = wb.schedule(graph, "nnc")
+    emulated = outputs_by(sched, runner="emulator", seed=5)
+    got = outputs_by(sched, runner="torch", seed=5, device="cpu")
+    other = outputs_by(sched, runner="torch", seed=6, device="cpu")
+    for t in emulated:
+        np.testing.assert_allclose(got[t], emulated[t], rtol=1e-4, atol=1e-5)
+        assert not np.allclose(other[t], emulated[t])

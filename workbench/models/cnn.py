@@ -446,8 +446,8 @@ def nasnet_a_large(batch: int = 1, *, fused: bool = True,
 
     Examples
     --------
-    >>> len(nasnet_a_large())
-    476
+    >>> len(nasnet_a_large()), len(nasnet_a_large(resolution=32))
+    (476, 476)
     """
     n = _check_int(batch, "nasnet_a_large: batch", minimum=1)
     res = _check_resolution("nasnet_a_large", resolution, 3)

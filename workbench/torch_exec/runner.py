@@ -230,6 +230,7 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str = "fp32", war
         "timeline": timing.timeline, "timeline_makespan_us": max(timing.end_us, default=0.0),
         "host_us_median": float(np.median(timing.host_us)) if timing.host_us else None,
         "peak_memory_bytes": peak, "live_bytes": live, "torch_device": dev,
+        "memory_note": "every tensor is kept until the run ends (no frees between streams)",
         "device_info": info, "simulated_device": spec.name if spec is not None else None,
         "barrier_kind": program.barrier_kind, "streams": len(program.streams),
         "syncs": program.n_waits, "events": len(program.sources),
