@@ -3,6 +3,9 @@
     .venv/bin/python benchmarks/gpu.py --executor torch [--device cuda] [--out results/gpu_torch]
     .venv/bin/python benchmarks/gpu_torch.py --device cpu --quick       # the CPU smoke run
 
+(From a git worktree, put ``PYTHONPATH=.`` in front: a script's own folder, not the current one,
+is first on ``sys.path``, so the venv's installed ``workbench`` would be imported otherwise.)
+
 Inception V3, SqueezeNet, RandWire and NASNet-A large (the IOS paper's networks, as
 :func:`workbench.fidelity.network` builds them) at batch 1 and 16; every policy; ``eager`` and
 ``graph`` (one CUDA graph per schedule); ``fp32`` and ``tf32``; each run with ``verify=True``
@@ -201,14 +204,18 @@ def _speedups(rows: list[dict[str, Any]]) -> None:
         r["speedup"] = b / span if b and span == span and span > 0 else None
 
 
+FORMATS = {"makespan_median_us": "{:,.1f}", "makespan_spread_us": "{:,.1f}",
+           "speedup": "{:.2f}x", "ref_h200_us": "{:,.0f}", "vs_ref": "{:+.1%}"}
+
+
 def table_text(rows: list[dict[str, Any]]) -> str:
     """The rows as an aligned text table (the columns of :data:`COLUMNS`)."""
-    def cell(v: Any) -> str:
-        if isinstance(v, float):
-            return "-" if v != v else (f"{v:+.1%}" if abs(v) < 1 and v != 0 else f"{v:,.1f}")
-        return "-" if v is None else str(v)[:40]
+    def cell(v: Any, column: str) -> str:
+        if v is None or (isinstance(v, float) and v != v):
+            return "-"
+        return FORMATS[column].format(v) if column in FORMATS else str(v)[:40]
 
-    cells = [[cell(r.get(c)) for c in COLUMNS] for r in rows]
+    cells = [[cell(r.get(c), c) for c in COLUMNS] for r in rows]
     widths = [max([len(c), *(len(row[k]) for row in cells)]) for k, c in enumerate(COLUMNS)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths, strict=True))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]

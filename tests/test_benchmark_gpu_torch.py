@@ -56,9 +56,9 @@ def test_table_text_formats_cells() -> None:
     text = bench.table_text([{"network": "squeezenet", "batch": 1, "precision": "fp32",
                               "mode": "graph", "policy": "nnc", "status": "ok", "streams": 3,
                               "makespan_median_us": 480.0, "makespan_spread_us": 2.5,
-                              "speedup": 1.1, "verified": True, "ref_h200_us": 435.0,
-                              "vs_ref": 480.0 / 435.0 - 1}])
-    assert "+10.3%" in text and "480.0" in text and "435.0" in text
+                              "speedup": 0.91, "verified": True, "ref_h200_us": 435.0,
+                              "vs_ref": 480.0 / 435.0 - 1, "policy_extra": None}])
+    assert "+10.3%" in text and "480.0" in text and "435" in text and "0.91x" in text
 
 
 def test_cases_past_the_budget_are_trimmed_and_said(tmp_path: Path,
