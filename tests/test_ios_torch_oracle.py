@@ -57,12 +57,15 @@ def test_ios_with_a_measured_oracle_is_valid_bounded_and_reuses_timed_stages(
     sched.validate()
     assert sorted(sched.issue_order) == sorted(g.op_ids)
     notes = sched.notes
-    assert notes["oracle"] == "torch" and notes["stages_timed"] == len(fake) > 0
+    whole = [call for call in fake if call[0].policy != "ios_stage"]
+    assert [c[0].policy for c in whole] == ["ios", "serial", "ios_greedy"]  # keep_fastest
+    assert notes["oracle"] == "torch" and notes["stages_timed"] == len(fake) - 3 > 0
     assert notes["stages_reused"] > 0          # block y's stages are block x's, timed once
-    assert len(fake) <= notes["stages_evaluated"] + notes["simulations"]
+    assert notes["stages_timed"] <= notes["stages_evaluated"] + notes["simulations"]
+    assert set(notes["measured_us"]) == {"ios", "sequential", "ios_greedy"}
     assert all(call[1:] == ("eager", "fp32", 1, 2) for call in fake)
     # every timed stage is its own graph: ops of one stage, each group on its own stream
-    for stage, *_ in fake:
+    for stage, *_ in fake[:-3]:
         assert len(stage.graph) == len(stage.issue_order) and stage.n_syncs == 0
         assert stage.n_streams == len({stage.stream_of(o) for o in stage.issue_order})
     # the timed stages are what the simulator oracle would say, so the schedules agree
@@ -128,3 +131,24 @@ def test_ios_with_stages_timed_on_the_gpu() -> None:
     assert sched.notes["stages_timed"] > 0 and sched.notes["stages_reused"] > 0
     trace = wb.execute(sched, executor="torch", mode="graph", repeats=5, verify=True)
     assert trace.meta["verified"] and trace.meta["makespan_median_us"] > 0
+
+
+def greedy_wins(schedule: wb.Schedule, **options: Any) -> Trace:
+    """Like fake_device_run, but IOS's greedy schedule measures fastest of all."""
+    trace = fake_device_run(schedule, **options)
+    if schedule.policy == "ios_greedy":
+        trace.meta["makespan_median_us"] = 1.0
+    return trace
+
+
+def test_a_faster_rival_replaces_the_measured_ios_schedule(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(EXECUTORS._entries, "greedy_wins", greedy_wins)
+    g = twin_blocks()
+    sched = wb.schedule(g, "ios", oracle="torch", show_progress=False,
+                        oracle_options={"executor": "greedy_wins", "repeats": 1})
+    sched.validate()
+    assert sched.policy == "ios" and sched.notes["fallback"].startswith("ios_greedy: it "
+                                                                        "measures 1.0 µs")
+    assert sched.notes["stages"] == wb.schedule(g, "ios_greedy").notes["stages"]
+    assert sched.issue_order == wb.schedule(g, "ios_greedy").issue_order

@@ -12,6 +12,9 @@ structural signature, so the repeated blocks of Inception V3 or NASNet are timed
 budgets hold as they do for the simulator: every stage is timed inside the search, so measuring
 counts against ``time_budget_s`` and ``max_states``; ``max_timed`` also caps the stages timed.
 ``timed`` counts measurements, ``reused`` cache hits, ``timing_s`` the seconds spent measuring.
+After the search the IOS schedule, the sequential one and IOS's greedy one are timed as whole
+schedules and the fastest is kept (:meth:`TorchStageOracle.keep_fastest`, the measured analogue
+of the simulator oracle's fallback to the sequential schedule).
 """
 
 from __future__ import annotations
@@ -125,6 +128,43 @@ class TorchStageOracle(StageOracle):
                         precision=self.precision, warmup=self.warmup, repeats=self.repeats,
                         seed=self.seed, device=self.torch_device)
         return max(0.0, float(measured_makespan_us(trace)) - self.floor_us)
+
+    def time_schedule(self, schedule: Any) -> float:
+        """A whole schedule's median makespan (µs) with this oracle's executor settings."""
+        from workbench.calibration import measured_makespan_us
+        from workbench.execute import execute
+
+        t0 = time.perf_counter()
+        trace = execute(schedule, executor=self.executor, mode=self.mode,
+                        precision=self.precision, warmup=self.warmup, repeats=self.repeats,
+                        seed=self.seed, device=self.torch_device)
+        self.timing_s += time.perf_counter() - t0
+        return float(measured_makespan_us(trace))
+
+    def keep_fastest(self, schedule: Any) -> Any:
+        """The measured analogue of the simulator oracle's fallback: the IOS schedule, unless
+        the sequential schedule or IOS's greedy one measures faster as a whole schedule (stage
+        times add up to the whole run only roughly: a budget can run out, barriers cost what a
+        stage alone does not show); ``notes`` keep all three times and say which was kept."""
+        from dataclasses import replace
+
+        from workbench.schedulers.ios_greedy import schedule_ios_greedy
+        from workbench.schedulers.serial import schedule_serial
+
+        graph = schedule.graph
+        rivals = {"sequential": schedule_serial(graph), "ios_greedy": schedule_ios_greedy(graph)}
+        times = {"ios": self.time_schedule(schedule)}
+        times.update({name: self.time_schedule(s) for name, s in rivals.items()})
+        notes: dict[str, Any] = {**schedule.notes, "measured_us": times}
+        best = min(times, key=lambda k: (times[k], k != "ios"))
+        if best == "ios":
+            return replace(schedule, notes=notes)
+        kept = rivals[best]
+        notes["fallback"] = (f"{best}: it measures {times[best]:.1f} µs, the IOS schedule "
+                             f"{times['ios']:.1f} µs")
+        notes["stages"] = kept.notes.get("stages", [[[op]] for op in kept.issue_order])
+        notes["n_stages"] = len(notes["stages"])
+        return replace(kept, policy="ios", options=schedule.options, notes=notes)
 
     def stage_schedule(self, groups: Sequence[Sequence[OpId]]) -> Any:
         """The stage as a schedule of its own graph: group ``j`` on stream ``j``, issued group
