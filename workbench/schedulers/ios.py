@@ -28,7 +28,8 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
 5. **Stage latency** comes from a *cost oracle*: by default the workbench simulator runs the stage
    alone on the chosen device (:class:`~workbench.schedulers.ios_oracle.StageOracle`, which
    simulates structurally identical stages once); a user function ``cost_oracle(groups:
-   list[list[op_id]]) -> µs`` can replace it (e.g. measured on a GPU).
+   list[list[op_id]]) -> µs`` can replace it, and ``oracle="torch"`` times every stage on the
+   device with PyTorch's kernels (:mod:`workbench.schedulers.ios_torch_oracle`).
 6. **Parallel parts.**  ``engine="processes"`` (or ``workers=n``) or ``engine="dask"``
    (``client=``) search the parts at once (:mod:`workbench.schedulers.ios_parts` over
    :mod:`workbench._engines`, as ``sweep`` does); the schedule is identical to the serial one
