@@ -24,13 +24,30 @@ def _gpu_available() -> tuple[bool, str]:
     return ok, "" if ok else gpu.unavailable_reason()
 
 
+def _torch_cuda_available() -> tuple[bool, str]:
+    """Whether PyTorch sees a CUDA GPU (the torch executor's GPU tests need no CuPy)."""
+    try:
+        import torch
+    except ImportError:
+        return False, "torch is not installed"
+    if not torch.cuda.is_available():
+        return False, "torch sees no CUDA device"
+    return True, ""
+
+
+_PROBES = {"gpu": _gpu_available, "torch_gpu": _torch_cuda_available}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not any("gpu" in item.keywords for item in items):
-        return
-    ok, reason = _gpu_available()
-    if ok:
-        return
-    skip = pytest.mark.skip(reason=f"needs a CUDA GPU: {reason}")
-    for item in items:
-        if "gpu" in item.keywords:
+    """Skip ``gpu`` tests (CuPy + CUDA) and ``torch_gpu`` tests (torch + CUDA) cleanly where the
+    machine cannot run them; each probe runs only when a collected test carries its marker."""
+    for marker, probe in _PROBES.items():
+        marked = [item for item in items if marker in item.keywords]
+        if not marked:
+            continue
+        ok, reason = probe()
+        if ok:
+            continue
+        skip = pytest.mark.skip(reason=f"needs a CUDA GPU: {reason}")
+        for item in marked:
             item.add_marker(skip)

@@ -206,14 +206,14 @@ def test_probe_device_needs_cuda() -> None:
         P.TorchCuda()
 
 
-@pytest.mark.gpu
+@pytest.mark.torch_gpu
 def test_probes_on_the_gpu() -> None:
     got = P.run_probes(P.TorchCuda(), warmup=3, repeats=10)
     assert 0 < got["launch_in_graph_us"] < 20 and got["overlap_1"] == pytest.approx(1, rel=0.2)
     assert got["overlap_2"] >= 0.9
 
 
-@pytest.mark.gpu
+@pytest.mark.torch_gpu
 def test_calibrate_device_on_the_gpu(tmp_path: Path) -> None:
     g = wb.models.build("squeezenet", resolution=64)
     prof = wb.calibrate_device([g], repeats=5, warmup=2)

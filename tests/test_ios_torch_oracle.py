@@ -122,7 +122,7 @@ def test_ios_times_stages_with_the_torch_executor_on_the_cpu() -> None:
     assert 0 < sched.notes["stages_timed"] and sched.notes["timing_s"] > 0
 
 
-@pytest.mark.gpu
+@pytest.mark.torch_gpu
 def test_ios_with_stages_timed_on_the_gpu() -> None:
     g = wb.models.build("inception_v3", resolution=149, fused=True)
     sched = wb.schedule(g, "ios", oracle="torch", time_budget_s=60, show_progress=False,
