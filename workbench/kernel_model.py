@@ -69,6 +69,10 @@ class GpuModel:
     l2_bandwidth_ratio: float = 1.0  # bandwidth of an L2-resident kernel over DRAM's
     hardware_queues: int = 8         # CUDA_DEVICE_MAX_CONNECTIONS: streams share these queues
     event_wait_us: float = 0.0       # device delay of a cross-stream (event) dependency
+    elementwise_efficiency: float = 0.0  # share of FP32 peak of elementwise/pool arithmetic (0: e)
+    concat_one_kernel: int = 0       # 1: a concat is one batched copy (PyTorch), 0: one per input
+    separate_epilogue: int = 0       # 1: bias and activation are kernels of their own (PyTorch)
+    op_gap_us: float = 0.0           # device time before an op's first kernel in a run (not alone)
 
     def __hash__(self) -> int:
         cached = self.__dict__.get("_hash")
@@ -118,6 +122,10 @@ def default_model() -> GpuModel:
         l2_bandwidth_ratio=float(value("l2_bandwidth_ratio")),
         hardware_queues=int(value("hardware_queues")),
         event_wait_us=float(value("event_wait_us")),
+        elementwise_efficiency=float(value("elementwise_efficiency")),
+        concat_one_kernel=int(value("concat_one_kernel")),
+        separate_epilogue=int(value("separate_epilogue")),
+        op_gap_us=float(value("op_gap_us")),
     )
 
 
@@ -202,6 +210,8 @@ def _class_limits(kind: str, precision: str, model: GpuModel) -> tuple[float, fl
         return e * model.winograd_efficiency, model.warp_utilization
     if kind == "direct":
         return model.direct_efficiency, model.warp_utilization
+    if kind == "elementwise" and model.elementwise_efficiency > 0.0:
+        return model.elementwise_efficiency, model.warp_utilization
     return model.gemm_efficiency, model.warp_utilization  # elementwise, generic
 
 

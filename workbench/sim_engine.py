@@ -79,10 +79,12 @@ class Engine:
                                                         pipeline)
         # segments per op: (kind, duration, slots, compute, bandwidth, kernel index)
         self.segments: list[list[tuple[int, float, float, float, float, int]]] = []
+        op_gap = model.op_gap_us
         for c in costs:
             segs = []
             for k, kt in enumerate(c.kernels):
-                segs.append((_LAT, kt.latency_us, 0.0, 0.0, 0.0, k))
+                segs.append((_LAT, kt.latency_us + (op_gap if k == 0 else 0.0), 0.0, 0.0, 0.0,
+                             k))
                 for p in kt.phases:
                     if p.alone_us > 0:
                         segs.append((_WORK, p.alone_us, max(p.slots, 1e-9), p.compute,
