@@ -76,3 +76,17 @@ def test_a_cross_stream_wait_costs_event_wait_us() -> None:
     end = dict(zip(t.df["op"], t.df["end_us"], strict=True))
     assert start["b"] == pytest.approx(end["a"] + 3.0)  # across streams: the event's delay
     assert start["c"] == pytest.approx(end["a"])        # same stream: no event
+
+
+def test_a_co_runner_never_speeds_an_op_up() -> None:
+    # regression: a stale completion event of an op's earlier kernel (versions restarted at 0
+    # with each kernel's entry) ended a later kernel early: this sepconv's pointwise kernel
+    # (7.1 µs alone) finished in 1.2 µs beside another sepconv
+    import workbench as wb
+
+    g = wb.models.randwire()
+    a, b = "conv4/node25/sepconv", "conv3/node6/sepconv"
+    alone = simulate(Schedule(g, "a", {0: (a,)}, (), (a,)), "h100", mode="graph")
+    pair = simulate(Schedule(g, "ab", {0: (a,), 1: (b,)}, (), (a, b)), "h100", mode="graph")
+    end = dict(zip(pair.df["op"], pair.df["end_us"], strict=True))
+    assert end[a] >= alone.makespan - 1e-9

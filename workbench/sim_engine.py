@@ -91,6 +91,7 @@ class Engine:
                                      p.bandwidth, k))
             self.segments.append(segs)
         self.seg = [0] * n
+        self.version = [0.0] * n  # next version of an op's work entry (stale events differ)
         # readiness: issue + predecessor on the hardware queue + syncs + barrier gate
         self.blockers = [1] * n
         self.next_on_stream = [-1] * n   # the next op on the same hardware queue
@@ -236,7 +237,10 @@ class Engine:
         pool = self.pools[pool_name]
         entry = pool.active.get(i)
         if entry is None:
-            pool.active[i] = [duration, 0.0, t, 0.0, slots, compute, bw, 0.0, t, self.program[i]]
+            # versions go on from the op's previous kernel: its stale completion events must not
+            # match this one's
+            pool.active[i] = [duration, 0.0, t, self.version[i], slots, compute, bw, 0.0, t,
+                              self.program[i]]
         else:  # the next phase of the same kernel keeps its place in the FIFO order
             entry[0], entry[1], entry[2] = duration, 0.0, t
             entry[3] += 1.0
@@ -257,7 +261,7 @@ class Engine:
             pool = self.pools[pool_name]
             same_kernel = nxt < len(segs) and segs[nxt][0] == _WORK
             if not same_kernel:
-                del pool.active[i]
+                self.version[i] = pool.active.pop(i)[3] + 1.0
             self.dirty.add(pool_name)
         self.seg[i] = nxt
         self._begin_segment(i, t)
