@@ -1,0 +1,171 @@
+"""The simulator against the schedules measured on an NVIDIA H200 (issue 23).
+
+Every shared H200 case (network x batch x precision) must keep its measured serial and best
+makespans within 15%, the speedup within 10%, regret at most 2% and the policies' rank
+correlation at least 0.8; the per-op stand-alone times a median |error| of at most 15% and a 90th
+percentile of at most 35%.  What the shipped ``h200`` fit misses is listed in
+:data:`KNOWN_MISSES` with the miss measured when it was fitted and the reason, and marked
+``xfail(strict=True)``: the test fails when a miss grows into a pass as well as when a passing
+criterion breaks, so every change to the model shows up here.  Simulated results are computed
+once per module (about 1 s)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from workbench.errors import OptionError
+from workbench.fidelity import judge as J
+from workbench.fidelity import measured as M
+from workbench.fidelity.fit_device import fit_device, table_from_profile
+
+ROWS = M.load_measured_rows()
+TOL = J.CASE_TOLERANCE
+WHY = {
+    "order": "the policies lie within a few % of each other on the GPU; the model's costs of "
+             "concurrency (interference, event waits, hardware queues, op gaps) do not order "
+             "them as the GPU does",
+    "per_op": "per-op errors of this batch and precision do not cancel over the network "
+              "(tensor-core tiles on small grids, elementwise kernels; see the per-op table)",
+    "tf32_small_k": "SqueezeNet's 1x1 convolutions with few input channels run far slower on "
+                    "the GPU than the tile model says (also in fp32: fire*/expand1x1 at b16, "
+                    "36 us measured, 18 simulated)",
+    "concurrency": "serial and multi-stream errors differ: the model's concurrency gain is "
+                   "off at this batch",
+}
+#: (case, criterion) -> (measured miss: % or rho, reason key) of the shipped h200 fit.
+KNOWN_MISSES: dict[tuple[str, str], tuple[float, str]] = {
+    ("inception_v3 b1 fp32", "spearman"): (0.40, "order"),
+    ("squeezenet b1 fp32", "spearman"): (0.28, "order"),
+    ("inception_v3 b16 fp32", "spearman"): (0.78, "order"),
+    ("squeezenet b16 fp32", "serial"): (-17.2, "per_op"),
+    ("squeezenet b16 fp32", "spearman"): (0.68, "order"),
+    ("inception_v3 b64 fp32", "best"): (+19.8, "per_op"),
+    ("inception_v3 b64 fp32", "spearman"): (0.77, "order"),
+    ("inception_v3 b1 tf32", "serial"): (+31.5, "per_op"),
+    ("inception_v3 b1 tf32", "speedup"): (+23.3, "concurrency"),
+    ("inception_v3 b64 tf32", "spearman"): (0.80, "order"),
+    ("squeezenet b1 tf32", "speedup"): (+16.1, "concurrency"),
+    ("squeezenet b64 tf32", "serial"): (-37.5, "tf32_small_k"),
+    ("squeezenet b64 tf32", "best"): (-37.4, "tf32_small_k"),
+    ("inception_v3 b16 tf32", "serial"): (+22.5, "per_op"),
+    ("inception_v3 b16 tf32", "best"): (+19.4, "per_op"),
+    ("squeezenet b16 tf32", "serial"): (-32.9, "tf32_small_k"),
+    ("squeezenet b16 tf32", "best"): (-35.3, "tf32_small_k"),
+}
+#: Per-op stand-alone criteria missed by the shipped fit: (measured, reason).
+ALONE_MISSES = {
+    "median": (17.9, "sepconv (28%) and elementwise (22%) classes"),
+    "p90": (42.6, "SqueezeNet's small-K 1x1 convolutions, batch-1 sepconvs, "
+                  "split-K-like 1x1 convolutions at 8x8"),
+}
+CRITERIA = ("serial", "best", "speedup", "regret", "spearman")
+
+
+def _reason(case: str, criterion: str) -> str:
+    value, key = KNOWN_MISSES[(case, criterion)]
+    miss = f"rho {value:.2f}" if criterion == "spearman" else f"{value:+.1f}%"
+    return f"{case} {criterion}: measured miss {miss} when fitted; {WHY[key]}"
+
+
+def _cases() -> list[Any]:
+    out = []
+    for network, batch, precision in J.cases(ROWS):
+        case = f"{network} b{batch} {precision}"
+        for criterion in CRITERIA:
+            marks = [pytest.mark.xfail(strict=True, reason=_reason(case, criterion))] \
+                if (case, criterion) in KNOWN_MISSES else []
+            out.append(pytest.param(case, criterion, marks=marks, id=f"{case}-{criterion}"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def table() -> dict[str, dict[str, Any]]:
+    sim = J.simulate_rows(ROWS, "h200")
+    return {J.case_label(r): r for r in J.case_table(ROWS, sim).to_dict("records")}
+
+
+@pytest.fixture(scope="module")
+def alone() -> dict[str, Any]:
+    t = M.alone_table()
+    return J.alone_summary(J.alone_errors(t, J.alone_graphs(t), "h200"))
+
+
+@pytest.mark.parametrize("case,criterion", _cases())
+def test_h200_case_within_tolerance(case: str, criterion: str,
+                                    table: dict[str, dict[str, Any]]) -> None:
+    r = table[case]
+    if criterion == "regret":
+        assert r["regret"] <= TOL["regret"], (
+            f"{case}: the simulator's first policy {r['best_policy_simulated']} is "
+            f"{100 * r['regret']:.1f}% slower on the GPU than {r['best_policy_measured']}")
+    elif criterion == "spearman":
+        assert r["spearman"] >= TOL["spearman"], f"{case}: rank correlation {r['spearman']:.2f}"
+    else:
+        err = r[f"{criterion}_error"]
+        assert abs(err) <= TOL[criterion], f"{case}: {criterion} {100 * err:+.1f}%"
+
+
+@pytest.mark.parametrize("stat", [
+    pytest.param(s, marks=[pytest.mark.xfail(
+        strict=True, reason=f"measured {ALONE_MISSES[s][0]}% when fitted: {ALONE_MISSES[s][1]}")]
+        if s in ALONE_MISSES else []) for s in ("median", "p90")])
+def test_h200_stand_alone_op_times(stat: str, alone: dict[str, Any]) -> None:
+    assert alone[stat] <= TOL[f"alone_{stat}"], f"per-op {stat} |error| {100 * alone[stat]:.1f}%"
+
+
+def test_known_misses_are_near_what_was_measured(table: dict[str, dict[str, Any]],
+                                                 alone: dict[str, Any]) -> None:
+    # the recorded misses are today's, within a point: a change that moves them must update
+    # the list (and its reasons)
+    for (case, criterion), (value, _) in KNOWN_MISSES.items():
+        r = table[case]
+        now = r["spearman"] if criterion == "spearman" else 100 * (
+            r["regret"] if criterion == "regret" else r[f"{criterion}_error"])
+        assert math.isclose(now, value, abs_tol=0.02 if criterion == "spearman" else 1.0), (
+            case, criterion, now)
+    for stat, (value, _) in ALONE_MISSES.items():
+        assert math.isclose(100 * alone[stat], value, abs_tol=1.0), (stat, alone[stat])
+
+
+def test_six_policies_no_longer_tie_on_inception_b1(table: dict[str, dict[str, Any]]) -> None:
+    # issue 23: six policies simulated to the identical 2,408 us in graph mode; the op gap,
+    # event waits and queues now separate the schedules (each within 5% of its measurement)
+    rows = [r for r in ROWS if r.case == ("inception_v3", 1, "fp32")]
+    sim = J.simulate_rows(rows, "h200")
+    assert len({round(s, 1) for s in sim}) >= 6
+    for r, s in zip(rows, sim, strict=True):
+        if r.policy not in ("gpto", "critical_path"):  # 11% under: see KNOWN_MISSES' "order"
+            assert abs(s / r.graph_us - 1) <= 0.05, (r.policy, s, r.graph_us)
+
+
+def test_fit_device_recovers_a_kernel_latency_from_a_stand_alone_table() -> None:
+    # a table the model itself made with kernel_latency_us = 3.0: fitting that parameter alone
+    # from 1.0 brings it back; the table goes in as a calibration profile's rows
+    from workbench.costs import graph_costs
+    from workbench.devices import with_overrides
+
+    truth = with_overrides("h200", kernel_latency_us=3.0)
+    g = M.load_graph("squeezenet", 1)
+    costs = graph_costs(g, truth, precision="fp32")
+    profile = {"ops": [{"graph": "squeezenet", "batch": 1, "op": op.id, "kind": op.kind,
+                        "alone_us": c.alone_us} for op, c in zip(g.ops, costs, strict=True)]}
+    table = table_from_profile(profile)
+    fitted = fit_device(with_overrides("h200", kernel_latency_us=1.0), table=table,
+                        graphs={"squeezenet_b1": g}, kernel_parameters=["kernel_latency_us"],
+                        max_evaluations=30)
+    assert fitted.kernel_latency_us == pytest.approx(3.0, rel=0.02)
+
+
+def test_bad_tables_are_one_line_errors() -> None:
+    g = M.load_graph("squeezenet", 1)
+    with pytest.raises(OptionError, match="has no op 'nope'"):
+        fit_device("h200", table={("squeezenet_b1", "nope"): 1.0}, graphs={"squeezenet_b1": g},
+                   max_evaluations=2)
+    with pytest.raises(OptionError, match="lacks graph/batch/op/alone_us"):
+        table_from_profile({"ops": [{"graph": "squeezenet", "op": "conv1"}]})
+    with pytest.raises(OptionError, match="unknown fit parameter 'bogus'"):
+        fit_device("h200", table={("squeezenet_b1", "conv1"): 1.0},
+                   graphs={"squeezenet_b1": g}, kernel_parameters=["bogus"])
