@@ -6,14 +6,14 @@ errors, the speedup error, the regret (measured time of the policy the simulator
 the measured best, minus 1) and Spearman's rank correlation of the policies; then the per-op
 stand-alone errors (median and 90th percentile of |error|, worst shape classes); ``--loo``
 fits on one network and predicts the other.  ``--refit --write`` refits ``h200`` and derives
-``h100`` (``workbench.fidelity.refit``) and writes their device files.
+``h100`` and ``a100`` (``workbench.fidelity.refit``) and writes their device files.
 
-**Published rows** (V100): prints, for every row of ``workbench/data/fidelity.json`` (published latencies: IOS, MLSys 2021,
-V100), the simulated latency, the relative error and whether the row was used to fit the model's
-parameters (fixed schedules: sequential, IOS's greedy) or held out (schedules searched under the
-fitted model: IOS, IOS without merge); then the multi-stream speedup (sequential / IOS) against the
-published one; then, with ``--loo``, leave-one-network-out validation (fit without a network,
-predict it).
+**Published rows** (V100): prints, for every row of ``workbench/data/fidelity.json`` (published
+latencies: IOS, MLSys 2021, V100), the simulated latency, the relative error and whether the row
+was used to fit the model's parameters (fixed schedules: sequential, IOS's greedy) or held out
+(schedules searched under the fitted model: IOS, IOS without merge); then the multi-stream speedup
+(sequential / IOS) against the published one; then, with ``--loo``, leave-one-network-out
+validation (fit without a network, predict it).
 
     .venv/bin/python benchmarks/fidelity.py                # every row, shipped parameters
     .venv/bin/python benchmarks/fidelity.py --gpu h200     # only the measured H200 cases
@@ -143,6 +143,7 @@ def _measured_loo(gpu: str, evaluations: int) -> None:
 
 
 def _refit(write: bool, evaluations: int) -> None:
+    from workbench.fidelity.fit_device import KERNEL_PARAMETERS, RUN_PARAMETERS
     from workbench.fidelity.refit import (
         derive_device,
         device_file,
@@ -151,14 +152,19 @@ def _refit(write: bool, evaluations: int) -> None:
         write_device_file,
     )
 
+    fitted_model = [p[0] for p in (*KERNEL_PARAMETERS, *RUN_PARAMETERS) if p[1] == "model"]
     t0 = time.perf_counter()
     spec = fit_measured_gpu("h200", max_evaluations=evaluations,
                             progress=lambda m: print(m, file=sys.stderr, flush=True))
     note = provenance_note("h200")
     h200 = device_file(spec, fitted_on=(
         f"fitted by workbench.fidelity.refit.fit_measured_gpu (benchmarks/fidelity.py --refit) "
-        f"on {note}; concat_one_kernel, separate_epilogue and tensor_tiles set to how PyTorch "
-        f"ran them (spec), not fitted"))
+        f"on {note}; fitted: kernel_latency_us and interference, and in gpu_model "
+        f"{', '.join(sorted(fitted_model))}; set to how PyTorch ran them (spec), not fitted: "
+        f"concat_one_kernel, separate_epilogue, tensor_tiles; launch_overhead_us, "
+        f"event_overhead_us, device_sync_us and graph_launch_us are the shared defaults (eager "
+        f"mode and device syncs were not fitted: the eager figures are bound by the measuring "
+        f"loop's Python)"))
     h100 = device_file(derive_device(spec, "h100"), fitted_on=(
         "derived, not measured: the h200 fit (runtime costs and gpu_model) with the H100 SXM's "
         "spec-sheet figures (same GH100 compute, HBM3 3.35 TB/s instead of HBM3e 4.8 TB/s: "

@@ -169,3 +169,36 @@ def test_bad_tables_are_one_line_errors() -> None:
     with pytest.raises(OptionError, match="unknown fit parameter 'bogus'"):
         fit_device("h200", table={("squeezenet_b1", "conv1"): 1.0},
                    graphs={"squeezenet_b1": g}, kernel_parameters=["bogus"])
+
+
+@pytest.fixture(scope="module")
+def loo() -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Leave one network out: fit on the other network's ops and makespans, predict this one's
+    (case table, per-op summary).  About 80 s for both folds."""
+    from workbench.fidelity.refit import fit_measured_gpu
+
+    out = {}
+    for held, train in (("squeezenet", "inception_v3"), ("inception_v3", "squeezenet")):
+        spec = fit_measured_gpu("h200", networks=(train,), max_evaluations=30)
+        rows = [r for r in ROWS if r.network == held]
+        table = J.case_table(rows, J.simulate_rows(rows, spec))
+        alone_t = {k: v for k, v in M.alone_table().items() if k[0].startswith(held)}
+        summary = J.alone_summary(J.alone_errors(alone_t, J.alone_graphs(alone_t), spec))
+        out[held] = ({J.case_label(r): r for r in table.to_dict("records")}, summary)
+    return out
+
+
+@pytest.mark.slow
+def test_leave_one_network_out(loo: dict[str, tuple[Any, dict[str, Any]]]) -> None:
+    # Fitted on Inception V3 alone, SqueezeNet's fp32 makespans stay within the issue's 15% and
+    # its ops within a 20% median; fitted on SqueezeNet alone (50 ops: no 1xk, no pools, no
+    # batchnorm), Inception V3 is predicted within 15% only at batch 1 fp32 and its ops at a
+    # 35% median.  benchmarks/fidelity.py --loo prints every number.
+    squeeze, s_alone = loo["squeezenet"]
+    for case in ("squeezenet b1 fp32", "squeezenet b16 fp32"):
+        assert abs(squeeze[case]["serial_error"]) <= TOL["serial"], case
+        assert abs(squeeze[case]["best_error"]) <= TOL["best"], case
+    assert s_alone["median"] <= 0.20
+    incep, i_alone = loo["inception_v3"]
+    assert abs(incep["inception_v3 b1 fp32"]["serial_error"]) <= TOL["serial"]
+    assert i_alone["median"] <= 0.35

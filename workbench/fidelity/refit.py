@@ -60,8 +60,9 @@ def _spec_sheet(spec: DeviceSpec) -> DeviceSpec:
     from workbench.devices import gpu_model_parameters
 
     runtime = gpu_model_parameters()["runtime"]
-    return replace(spec, model_overrides=(), **{k: float(runtime[k]["value"]) for k in (
-        "launch_overhead_us", "kernel_latency_us", "device_sync_us", "interference")})
+    values: dict[str, Any] = {k: float(runtime[k]["value"]) for k in (
+        "launch_overhead_us", "kernel_latency_us", "device_sync_us", "interference")}
+    return replace(spec, model_overrides=(), **values)
 
 
 def derive_device(fitted: DeviceSpec, target: str | DeviceSpec) -> DeviceSpec:
