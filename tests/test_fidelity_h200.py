@@ -40,20 +40,21 @@ KNOWN_MISSES: dict[tuple[str, str], tuple[float, str]] = {
     ("inception_v3 b1 fp32", "spearman"): (0.40, "order"),
     ("squeezenet b1 fp32", "spearman"): (0.28, "order"),
     ("inception_v3 b16 fp32", "spearman"): (0.78, "order"),
-    ("squeezenet b16 fp32", "serial"): (-17.2, "per_op"),
-    ("squeezenet b16 fp32", "spearman"): (0.68, "order"),
-    ("inception_v3 b64 fp32", "best"): (+19.8, "per_op"),
+    ("squeezenet b16 fp32", "serial"): (-17.8, "per_op"),
+    ("inception_v3 b64 fp32", "best"): (+16.6, "per_op"),
     ("inception_v3 b64 fp32", "spearman"): (0.77, "order"),
-    ("inception_v3 b1 tf32", "serial"): (+31.5, "per_op"),
-    ("inception_v3 b1 tf32", "speedup"): (+23.3, "concurrency"),
+    ("inception_v3 b1 tf32", "serial"): (+33.5, "per_op"),
+    ("inception_v3 b1 tf32", "speedup"): (+22.9, "concurrency"),
+    ("inception_v3 b64 tf32", "serial"): (+24.7, "per_op"),
+    ("inception_v3 b64 tf32", "best"): (+18.8, "per_op"),
     ("inception_v3 b64 tf32", "spearman"): (0.80, "order"),
-    ("squeezenet b1 tf32", "speedup"): (+16.1, "concurrency"),
-    ("squeezenet b64 tf32", "serial"): (-37.5, "tf32_small_k"),
-    ("squeezenet b64 tf32", "best"): (-37.4, "tf32_small_k"),
-    ("inception_v3 b16 tf32", "serial"): (+22.5, "per_op"),
-    ("inception_v3 b16 tf32", "best"): (+19.4, "per_op"),
-    ("squeezenet b16 tf32", "serial"): (-32.9, "tf32_small_k"),
-    ("squeezenet b16 tf32", "best"): (-35.3, "tf32_small_k"),
+    ("squeezenet b1 tf32", "speedup"): (+16.3, "concurrency"),
+    ("squeezenet b64 tf32", "serial"): (-35.0, "tf32_small_k"),
+    ("squeezenet b64 tf32", "best"): (-35.0, "tf32_small_k"),
+    ("inception_v3 b16 tf32", "serial"): (+30.3, "per_op"),
+    ("inception_v3 b16 tf32", "best"): (+24.7, "per_op"),
+    ("squeezenet b16 tf32", "serial"): (-30.6, "tf32_small_k"),
+    ("squeezenet b16 tf32", "best"): (-33.4, "tf32_small_k"),
 }
 #: Per-op stand-alone criteria missed by the shipped fit: (measured, reason).
 ALONE_MISSES = {
@@ -130,15 +131,50 @@ def test_known_misses_are_near_what_was_measured(table: dict[str, dict[str, Any]
         assert math.isclose(100 * alone[stat], value, abs_tol=1.0), (stat, alone[stat])
 
 
-def test_six_policies_no_longer_tie_on_inception_b1(table: dict[str, dict[str, Any]]) -> None:
-    # issue 23: six policies simulated to the identical 2,408 us in graph mode; the op gap,
-    # event waits and queues now separate the schedules (each within 5% of its measurement)
-    rows = [r for r in ROWS if r.case == ("inception_v3", 1, "fp32")]
-    sim = J.simulate_rows(rows, "h200")
-    assert len({round(s, 1) for s in sim}) >= 6
-    for r, s in zip(rows, sim, strict=True):
-        if r.policy not in ("gpto", "critical_path"):  # 11% under: see KNOWN_MISSES' "order"
-            assert abs(s / r.graph_us - 1) <= 0.05, (r.policy, s, r.graph_us)
+SIX = ("nnc", "wavefront", "asap", "min_streams", "gpto", "critical_path")
+
+
+def _inception_b1() -> dict[str, tuple[float, float]]:
+    rows = [r for r in ROWS if r.case == ("inception_v3", 1, "fp32") and r.policy in SIX]
+    return {r.policy: (r.graph_us, s) for r, s in zip(rows, J.simulate_rows(rows, "h200"),
+                                                      strict=True)}
+
+
+def test_six_policies_are_bound_by_the_critical_path_on_inception_b1() -> None:
+    # Issue 23's tie, diagnosed: in graph mode every op is issued at once and at batch 1 the
+    # kernels leave most SMs idle, so no stream ever delays an op of the critical path and every
+    # schedule runs at the graph's critical path (stand-alone times + op gaps + graph launch,
+    # 2,057 us) plus the concurrency costs.  The shared parts are now right (each within 5% of
+    # nnc's 2,120 us measured) but the six still simulate within 0.5% of each other.
+    from workbench.costs import graph_costs
+    from workbench.devices import get_device
+    from workbench.kernel_model import model_for
+
+    spec = get_device("h200")
+    gap = model_for(spec).op_gap_us
+    g = M.load_graph("inception_v3", 1)
+    costs = graph_costs(g, spec, precision="fp32")
+    finish = [0.0] * len(g)
+    for i in g.topo_index:
+        finish[i] = costs[i].alone_us + gap + max((finish[p] for p in g.pred_index[i]),
+                                                  default=0.0)
+    bound = max(finish) + spec.graph_launch_us
+    runs = _inception_b1()
+    sims = [s for _, s in runs.values()]
+    assert all(bound <= s <= 1.06 * bound for s in sims), (bound, sims)
+    assert max(sims) <= 1.005 * min(sims)
+    assert abs(runs["nnc"][1] / runs["nnc"][0] - 1) <= 0.05
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the GPU measured gpto and critical_path 17% slower than nnc (2,487 and 2,483 against 2,120 "
+    "us: 4 streams, 68 syncs against 6 streams, 70 syncs); the simulator puts all six within "
+    "0.5%: nothing in the model (queues, event waits, interference, op gaps) makes those "
+    "schedules' concurrency cost more"))
+def test_six_policies_are_separated_as_the_gpu_separates_them() -> None:
+    runs = _inception_b1()
+    assert runs["gpto"][1] >= 1.10 * runs["nnc"][1]
+    assert runs["critical_path"][1] >= 1.10 * runs["nnc"][1]
 
 
 def test_fit_device_recovers_a_kernel_latency_from_a_stand_alone_table() -> None:

@@ -139,7 +139,8 @@ def run_loss(runs: Sequence[Run]) -> Callable[[GpuModel, DeviceSpec], list[float
 def minimise(residuals: Callable[[GpuModel, DeviceSpec], list[float]], base: DeviceSpec,
              parameters: Sequence[tuple[str, str, float, float]], *,
              fixed: Mapping[str, Any] | None = None, max_evaluations: int = 300,
-             progress: Callable[[str], None] | None = None) -> dict[str, float]:
+             progress: Callable[[str], None] | None = None,
+             start: Mapping[str, float] | None = None) -> dict[str, float]:
     """Bounded least squares on the residuals over ``parameters`` (scipy's trust-region
     reflective method, finite-difference Jacobian: ``len(parameters) + 1`` evaluations a step),
     from the values ``base`` has now, clipped into the bounds.  Deterministic."""
@@ -149,7 +150,8 @@ def minimise(residuals: Callable[[GpuModel, DeviceSpec], list[float]], base: Dev
     names = [p[0] for p in parameters]
     lo = np.array([p[2] for p in parameters])
     hi = np.array([p[3] for p in parameters])
-    start = current(apply({}, base, fixed)[1], names)
+    start = {**current(apply({}, base, fixed)[1], names),
+             **{k: v for k, v in (start or {}).items() if k in names}}
     x0 = np.clip([start[n] for n in names], lo + 1e-3 * (hi - lo), hi - 1e-3 * (hi - lo))
     calls = [0]
 
@@ -172,10 +174,12 @@ def fit_device(base: str | DeviceSpec, *, table: Mapping[tuple[str, str], float]
                fixed: Mapping[str, Any] | None = None,
                kernel_parameters: Sequence[str] | None = None,
                run_parameters: Sequence[str] | None = None, max_evaluations: int = 300,
-               progress: Callable[[str], None] | None = None) -> DeviceSpec:
+               progress: Callable[[str], None] | None = None,
+               start: Mapping[str, float] | None = None) -> DeviceSpec:
     """Fit ``base``'s parameters: stage 1 on the stand-alone ``table`` (with its ``graphs``),
     stage 2 on the measured ``runs``; ``fixed``: model values set, not fitted (e.g.
-    ``{"concat_one_kernel": 1}``); ``*_parameters``: subsets of the stages' names.  Returns the
+    ``{"concat_one_kernel": 1}``); ``*_parameters``: subsets of the stages' names; ``start``:
+    starting values (default: the base's; the fit is local, so the start matters).  Returns the
     fitted spec (write it with :func:`workbench.devices.save_device`)."""
     spec = get_device(base)
     spec = apply({}, spec, fixed)[1]
@@ -184,12 +188,12 @@ def fit_device(base: str | DeviceSpec, *, table: Mapping[tuple[str, str], float]
             raise OptionError("fit_device: a stand-alone table needs its graphs")
         params = _subset(KERNEL_PARAMETERS, kernel_parameters)
         values = minimise(alone_loss(table, graphs), spec, params,
-                          max_evaluations=max_evaluations, progress=progress)
+                          max_evaluations=max_evaluations, progress=progress, start=start)
         spec = apply(values, spec)[1]
     if runs:
         params = _subset(RUN_PARAMETERS, run_parameters)
         values = minimise(run_loss(runs), spec, params, max_evaluations=max_evaluations,
-                          progress=progress)
+                          progress=progress, start=start)
         spec = apply(values, spec)[1]
     return spec
 
