@@ -119,7 +119,7 @@ def _print_measured(gpu: str, spec: object = None) -> list[str]:
 
 
 def _measured_loo(gpu: str, evaluations: int) -> None:
-    from workbench.fidelity.refit import fit_measured_gpu
+    from workbench.fidelity.refit import NEUTRAL_START, fit_measured_gpu
 
     nets = sorted({r.network for r in M.load_measured_rows(gpu)})
     print(f"\nleave-one-network-out on {gpu} (fit on one network's ops and makespans, predict "
@@ -127,7 +127,8 @@ def _measured_loo(gpu: str, evaluations: int) -> None:
     for held in nets:
         train = tuple(n for n in nets if n != held)
         t0 = time.perf_counter()
-        spec = fit_measured_gpu(gpu, networks=train, max_evaluations=evaluations)
+        spec = fit_measured_gpu(gpu, networks=train, max_evaluations=evaluations,
+                                start=NEUTRAL_START)
         rows = [r for r in M.load_measured_rows(gpu) if r.network == held]
         table = J.case_table(rows, J.simulate_rows(rows, spec))
         alone = {k: v for k, v in M.alone_table(gpu).items()
