@@ -68,8 +68,9 @@ def fit_measured_gpu(gpu: str = "h200", *, base: str | DeviceSpec | None = None,
                      progress: Callable[[str], None] | None = None,
                      start: Mapping[str, float] | None = None) -> DeviceSpec:
     """Fit ``gpu`` on its shipped measurements (``networks``: only these networks' ops and
-    rows, e.g. for leave-one-network-out; ``start``: default :data:`HOPPER_START`).  The base spec is ``gpu``'s device file without its
-    fitted overrides (spec-sheet figures only).  Cost: about 1-2 minutes."""
+    rows, e.g. for leave-one-network-out; ``start``: default :data:`HOPPER_START`).  The base
+    spec is ``gpu``'s device file without its fitted overrides (spec-sheet figures only).
+    Cost: 10-60 s."""
     spec = _spec_sheet(get_device(base or gpu))
     table = {k: v for k, v in alone_table(gpu).items()
              if networks is None or k[0].rpartition("_b")[0] in networks}
@@ -142,5 +143,5 @@ def provenance_note(gpu: str = "h200") -> str:
             f"{len(alone_table(gpu))} stand-alone op times ({alone_provenance(gpu)['how']})")
 
 
-__all__ = ["HOPPER_START", "NEUTRAL_START", "PYTORCH_LIBRARY", "derive_device", "device_file", "fit_measured_gpu",
-           "provenance_note", "write_device_file"]
+__all__ = ["HOPPER_START", "NEUTRAL_START", "PYTORCH_LIBRARY", "derive_device", "device_file",
+           "fit_measured_gpu", "provenance_note", "write_device_file"]
