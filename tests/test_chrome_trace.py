@@ -212,7 +212,7 @@ def test_round_trip_every_op(policy: str, tmp_path: Path) -> None:
         b = back.df.set_index("op").sort_index()
         assert list(a.index) == list(b.index)  # every op, by id
         assert (a["stream"] == b["stream"]).all() and (a["device"] == b["device"]).all()
-        assert (a["start_us"] - b["start_us"]).abs().max() <= 5e-4  # the ns grid
+        assert (a["start_us"] - b["start_us"]).abs().max() <= 5e-4 + 1e-9  # ns grid, float error
         assert ((a["end_us"].clip(lower=a["start_us"] + 0.002)) - b["end_us"]).abs().max() \
             <= 1e-3
         assert (b["kind"] == a["kind"]).all()

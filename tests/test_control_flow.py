@@ -112,7 +112,8 @@ def test_coroutine_beats_blocking_by_hand() -> None:
     """
     g = _loop_beside_chain()
     dev = with_overrides("h100", launch_overhead_us=1.0, kernel_latency_us=0.0,
-                         interference=0.0, event_overhead_us=0.0, device_sync_us=5.0)
+                         interference=0.0, event_overhead_us=0.0, device_sync_us=5.0,
+                         model_overrides=())  # the shared library defaults: no op gap
     assert op_cost(Op("flag", kind="d2h", device="copy"), dev).alone_us == 0.0
     s = wb.schedule(g, "nnc")
     assert dict(s.streams) == {0: ("L",), 1: ("x1", "x2")}

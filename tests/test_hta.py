@@ -33,7 +33,9 @@ def test_hta_temporal_breakdown_matches_metrics(policy: str, tmp_path: Path,
     g = wb.models.layered_dag(6, 4, seed=3)
     g = g.replace(ops=[wb.Op(o.id, kind="relu", inputs=o.inputs, outputs=o.outputs,
                              duration_us=2.0 + i % 5) for i, o in enumerate(g.ops)])
-    trace = wb.simulate(wb.schedule(g, policy), "h100")
+    # v100: no op_gap_us (the Hopper fit's 3 µs before each op's first kernel makes HTA's kernel
+    # sum drift past the one-µs-per-kernel truncation bound below)
+    trace = wb.simulate(wb.schedule(g, policy), "v100")
     assert trace.df["stream"].nunique() > 1
     analysis = _analysis(trace, tmp_path / "traces", monkeypatch)
     row = analysis.get_temporal_breakdown(visualize=False).iloc[0]

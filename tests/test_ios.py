@@ -277,8 +277,12 @@ def test_stage_latency_never_drops_when_a_group_joins_last() -> None:
 def test_structurally_equal_stages_are_simulated_once() -> None:
     g = wb.models.inception_v3(batch=1, fused=True)
     s = wb.schedule(g, "ios", show_progress=False)
-    # Mixed_6c and Mixed_6d are the same block (c7 = 160): fewer simulations than distinct stages
-    assert s.notes["simulations"] < 2_500  # 1,953 distinct stages evaluated + the groups alone
+    # Mixed_6c and Mixed_6d are the same block (c7 = 160): the signature cache answers repeated
+    # structures.  Under the Hopper-fitted h100 (issue 23) the pruning bounds cut less: 3,637
+    # distinct stages evaluated plus the groups alone took 3,876 simulations (1,888 under the
+    # V100-fitted model), about 21,000 stage look-ups answered from the caches
+    assert s.notes["simulations"] < 4_000
+    assert s.notes["cache_hits"] > 5 * s.notes["simulations"]
 
 
 def test_weight_making_ops_join_their_consumers_unit() -> None:

@@ -12,7 +12,9 @@ from workbench.simulate import simulate
 
 H100 = get_device("h100")
 # hand-worked times use round host costs (4 µs per launch, 2 µs kernel latency), no interference
-TOY = with_overrides(H100, launch_overhead_us=4.0, kernel_latency_us=2.0, interference=0.0)
+# hand-worked: the shared library defaults, not the Hopper fit h100 carries (issue 23)
+TOY = with_overrides(H100, launch_overhead_us=4.0, kernel_latency_us=2.0, interference=0.0,
+                     model_overrides=())
 
 
 def _tiny_chain(n: int = 200, duration_us: float = 0.5) -> wb.Graph:
@@ -71,7 +73,8 @@ def test_fusion_gain_on_inception_is_in_the_published_range() -> None:
 
 def test_o2_is_much_faster_on_a_host_bound_graph() -> None:
     g = _tiny_chain()
-    o0, o2 = run_level(g, "O0"), run_level(g, "O2")
+    plain = with_overrides(H100, model_overrides=())  # no op gap: a 0.5 µs op stays 0.5 µs
+    o0, o2 = run_level(g, "O0", device=plain), run_level(g, "O2", device=plain)
     assert o0.meta["host_bound_fraction"] == 1.0  # every kernel waited for the host
     assert o2.makespan < 0.3 * o0.makespan, (o0.makespan, o2.makespan)
     assert o2.makespan == pytest.approx(H100.graph_launch_us + 200 * 0.5)

@@ -9,7 +9,9 @@ from workbench.costs import critical_path_us, lower_bound_us, with_overrides
 from workbench.simulate import simulate
 
 # Hand-worked examples use round host costs: 4 µs per launch, 2 µs kernel latency.
-TOY = with_overrides("h100", launch_overhead_us=4.0, kernel_latency_us=2.0, interference=0.0)
+# hand-worked: the shared library defaults, not the Hopper fit h100 carries (issue 23)
+TOY = with_overrides("h100", launch_overhead_us=4.0, kernel_latency_us=2.0, interference=0.0,
+                     model_overrides=())
 
 
 def test_serial_times_by_hand() -> None:
@@ -89,7 +91,9 @@ def test_multi_stream_helps_at_batch_1_and_much_less_at_batch_64() -> None:
         best = min(simulate(wb.schedule(g, p), "v100").makespan for p in ("nnc", "asap"))
         speedups[batch] = serial / best
     assert speedups[1] > 1.4
-    assert 1.0 <= speedups[64] < speedups[1] - 0.3
+    # about 1.0 at batch 64: since stale completion events no longer end co-running kernels
+    # early (issue 23), full-device kernels gain nothing from a second stream here
+    assert 0.97 <= speedups[64] < speedups[1] - 0.3
 
 
 def test_lower_bounds_hold_for_every_policy() -> None:

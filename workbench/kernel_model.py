@@ -65,6 +65,14 @@ class GpuModel:
     gemm_tiles: tuple[Tile, ...]   # cuBLAS-like FP32 GEMM kernels (with split-K)
     tensor_tiles: tuple[Tile, ...]  # tensor-core GEMM/convolution kernels (tf32/fp16/bf16)
     split_k: tuple[int, ...]
+    tile_intensity_ref: float = 0.0  # tile intensity tm*tn/(tm+tn) reaching e (0: every tile)
+    l2_bandwidth_ratio: float = 1.0  # bandwidth of an L2-resident kernel over DRAM's
+    hardware_queues: int = 8         # CUDA_DEVICE_MAX_CONNECTIONS: streams share these queues
+    event_wait_us: float = 0.0       # device delay of a cross-stream (event) dependency
+    elementwise_efficiency: float = 0.0  # share of FP32 peak of elementwise/pool arithmetic (0: e)
+    concat_one_kernel: int = 0       # 1: a concat is one batched copy (PyTorch), 0: one per input
+    separate_epilogue: int = 0       # 1: bias and activation are kernels of their own (PyTorch)
+    op_gap_us: float = 0.0           # device time before an op's first kernel in a run (not alone)
 
     def __hash__(self) -> int:
         cached = self.__dict__.get("_hash")
@@ -110,6 +118,14 @@ def default_model() -> GpuModel:
         gemm_tiles=tuple(tuple(t) for t in value("gemm_tiles")),  # type: ignore[misc]
         tensor_tiles=tuple(tuple(t) for t in value("tensor_tiles")),  # type: ignore[misc]
         split_k=tuple(int(s) for s in value("split_k")),
+        tile_intensity_ref=float(value("tile_intensity_ref")),
+        l2_bandwidth_ratio=float(value("l2_bandwidth_ratio")),
+        hardware_queues=int(value("hardware_queues")),
+        event_wait_us=float(value("event_wait_us")),
+        elementwise_efficiency=float(value("elementwise_efficiency")),
+        concat_one_kernel=int(value("concat_one_kernel")),
+        separate_epilogue=int(value("separate_epilogue")),
+        op_gap_us=float(value("op_gap_us")),
     )
 
 
@@ -131,6 +147,7 @@ class Launch(NamedTuple):
     resident: int | None = None     # blocks per SM when known a priori (overrides the rule)
     bytes_in_flight: float | None = None  # per block (GEMM tiles prefetch whole K-slices)
     detail: str = ""
+    tile_intensity: float = 0.0     # GEMM tiles: tm*tn/(tm+tn), FLOPs per operand element loaded
 
 
 class Phase(NamedTuple):
@@ -193,6 +210,8 @@ def _class_limits(kind: str, precision: str, model: GpuModel) -> tuple[float, fl
         return e * model.winograd_efficiency, model.warp_utilization
     if kind == "direct":
         return model.direct_efficiency, model.warp_utilization
+    if kind == "elementwise" and model.elementwise_efficiency > 0.0:
+        return model.elementwise_efficiency, model.warp_utilization
     return model.gemm_efficiency, model.warp_utilization  # elementwise, generic
 
 
@@ -244,6 +263,9 @@ def _time_launch(launch: Launch, spec: DeviceSpec, model: GpuModel) -> KernelTim
     in_flight = launch.bytes_in_flight or launch.threads * model.bytes_in_flight_per_thread
     per_block_stream = in_flight / mem_latency  # bytes/µs (Little's law)
     e, u_warp = _class_limits(launch.kind, launch.precision, model)
+    ref = model.tile_intensity_ref
+    if ref > 0.0 and 0.0 < launch.tile_intensity < ref:
+        e *= launch.tile_intensity / ref  # a small tile re-reads its operands: less per load
     warps = launch.threads // 32
     u1 = (warps if warps > 1 else 1) * u_warp
     if u1 > e:
@@ -251,6 +273,11 @@ def _time_launch(launch: Launch, spec: DeviceSpec, model: GpuModel) -> KernelTim
     c_b = launch.flops / blocks
     m_b = launch.bytes / blocks
     full_bw = bandwidth / model.bandwidth_efficiency
+    l2_ratio = model.l2_bandwidth_ratio
+    if l2_ratio != 1.0 and launch.bytes > 0:
+        # the share of the traffic the L2 can hold is served at the L2's rate
+        hit = spec.l2_cache_mib * 1048576.0 / launch.bytes
+        bandwidth *= 1.0 + (l2_ratio - 1.0) * (hit if hit < 1.0 else 1.0)
     phases = []
     work = 0.0
     compute_time = 0.0
@@ -348,7 +375,8 @@ def gemm_candidates(m: int, n: int, k: int, *, batch: int, precision: str, model
                                                                   else ""),
                                kind, flops, nbytes, blocks, threads, regs, smem, precision,
                                bytes_in_flight=in_flight,
-                               detail=f"M={m} N={n} K={k}" + (f" x{batch}" if batch > 1 else ""))]
+                               detail=f"M={m} N={n} K={k}" + (f" x{batch}" if batch > 1 else ""),
+                               tile_intensity=tm * tn / (tm + tn))]
             if parts > 1:
                 elems = batch * m * n
                 launches.append(elementwise_launch(

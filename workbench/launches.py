@@ -62,7 +62,8 @@ def op_launches(op: Op, graph: Graph | None, spec: DeviceSpec, model: GpuModel, 
     if fixed_us is not None:
         return [_generic(op, spec, model, fixed_us=fixed_us)]
     if op.attrs.get("launch") == "given":
-        return [_generic(op, spec, model, scale=_byte_scale(op, graph, precision))]
+        return [_generic(op, spec, model, scale=_byte_scale(op, graph, precision),
+                         precision=precision)]
     if op.attrs.get("view") or op.kind in VIEW_KINDS and op.bytes_read + op.bytes_written == 0:
         return [Launch(f"{op.kind} (view)", "elementwise", 0.0, 0.0, 1, 32, 16, 0,
                        detail="no work: shape metadata only")]
@@ -76,10 +77,15 @@ def op_launches(op: Op, graph: Graph | None, spec: DeviceSpec, model: GpuModel, 
             if launches is not None:
                 return launches
     if out is not None and out.shape and op.kind != "op":
-        return [elementwise_launch(op.kind, math.prod(out.shape),
+        elements = math.prod(out.shape)
+        info = OPS.get(op.kind)
+        if info is not None and info.category == "reduction" and graph is not None:
+            # a reduction's grid spans what it reads (a block per slice), not its output
+            elements = max(elements, _Shapes(op, graph).numel(0))
+        return [elementwise_launch(op.kind, elements,
                                    (op.bytes_read + op.bytes_written) * scale, model,
                                    flops=op.flops)]
-    return [_generic(op, spec, model, scale=scale)]
+    return [_generic(op, spec, model, scale=scale, precision=precision)]
 
 
 class _Shapes:
@@ -122,14 +128,21 @@ def _scale_for(dtype: str, precision: str) -> float:
 
 
 def _generic(op: Op, spec: DeviceSpec, model: GpuModel, *, scale: float = 1.0,
-             fixed_us: float | None = None) -> Launch:
+             fixed_us: float | None = None, precision: str = "fp32") -> Launch:
     """A kernel known only by its FLOPs, bytes and grid: ``thread_blocks`` blocks with
     ``spec.blocks_per_sm`` resident per SM (the RAF seed's occupancy assumption).  Unknown grid:
-    as many blocks as the device has such slots (it fills the device)."""
+    as many blocks as the device has such slots (it fills the device).  A convolution or matmul
+    runs at the precision its shape-aware kernels would (``auto``: TF32 convolutions where the
+    device has them), so the same op costs the same arithmetic with or without its graph."""
     blocks = op.thread_blocks or spec.sm_count * spec.blocks_per_sm
-    return Launch(op.kind, "generic", float(op.flops), (op.bytes_read + op.bytes_written) * scale,
-                  blocks, model.generic_threads, 0, 0, fixed_us=fixed_us,
-                  resident=spec.blocks_per_sm,
+    info = OPS.get(op.kind)
+    rule = info.launch_rule if info is not None else None
+    run = "fp32"
+    if rule in ("convolution", "separable_convolution", "gemm") and fixed_us is None:
+        run = kernel_precision(precision, spec, convolution=rule != "gemm")
+    return Launch(op.kind, "gemm" if run != "fp32" else "generic", float(op.flops),
+                  (op.bytes_read + op.bytes_written) * scale, blocks, model.generic_threads, 0,
+                  0, run, fixed_us=fixed_us, resident=spec.blocks_per_sm,
                   detail="given duration" if fixed_us is not None else "from op figures")
 
 
@@ -240,9 +253,12 @@ def _conv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision:
         out.append(_relu_kernel(op.kind, g["n"] * g["cin"] * g["h"] * g["w"], eb, model))
     out += _conv_kernels(g, "conv", spec, model, precision, eb)
     bias = op.attrs.get("bias", len(op.inputs) > 2)
-    if bias and not op.attrs.get("act"):
-        out.append(_bias_kernel("conv", g["n"] * g["cout"] * g["ho"] * g["wo"], g["cout"], eb,
-                                model))
+    act = op.attrs.get("act")
+    elems = g["n"] * g["cout"] * g["ho"] * g["wo"]
+    if bias and (not act or model.separate_epilogue):
+        out.append(_bias_kernel("conv", elems, g["cout"], eb, model))
+    if act and model.separate_epilogue:  # PyTorch: the activation is its own op
+        out.append(_relu_kernel(f"conv {act}", elems, eb, model))
     return out
 
 
@@ -264,7 +280,7 @@ def _sepconv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisi
     dw = {"n": n, "cin": cin, "h": h, "w": w, "cout": cin, "ho": ho, "wo": wo, "kh": kh, "kw": kw,
           "sh": sh, "sw": sw, "groups": cin}
     out += _conv_kernels(dw, "sepconv", spec, model, precision, eb)
-    if bias:
+    if bias and not model.separate_epilogue:  # PyTorch's sepconv: the depthwise has no bias
         out.append(_bias_kernel("sepconv dw", n * cin * ho * wo, cin, eb, model))
     pw = {"n": n, "cin": cin, "h": ho, "w": wo, "cout": cout, "ho": ho, "wo": wo, "kh": 1,
           "kw": 1, "sh": 1, "sw": 1, "groups": 1}
@@ -305,6 +321,10 @@ def _concat(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisio
             return None
         out.append(elementwise_launch(f"concat copy {i}", elems, eb * 2 * elems, model))
         del t
+    if model.concat_one_kernel and len(out) > 1:  # PyTorch's batched cat: one launch for all
+        elems = sum(shapes.numel(i) for i in range(len(op.inputs)))
+        return [elementwise_launch(f"concat batched copy of {len(out)}", elems, eb * 2 * elems,
+                                   model)]
     return out
 
 

@@ -42,6 +42,27 @@ class Pool:
 
 
 _LAT, _WORK = 0, 1
+_WAIT = -2  # heap version of a delayed unblock (a cross-stream event wait)
+
+
+def hardware_queues(stream_of: list[Any], queues: int) -> list[int]:
+    """The hardware work queue of each op: streams in sorted order of their ids go round-robin
+    onto ``queues`` queues (``CUDA_DEVICE_MAX_CONNECTIONS``); ``queues <= 0``: one per stream.
+    Ops sharing a queue run one after another in issue order (the queue serialises them).
+    O(n + S log S) for n ops on S streams.
+
+    >>> hardware_queues([0, 1, 2, 9, 0], 2)
+    [0, 1, 0, 1, 0]
+    """
+    streams = list(dict.fromkeys(stream_of))
+    try:
+        streams.sort()
+    except TypeError:  # mixed id types: first use
+        pass
+    rank = {s: k for k, s in enumerate(streams)}
+    if queues <= 0:
+        return [rank[s] for s in stream_of]
+    return [rank[s] % queues for s in stream_of]
 
 
 class Engine:
@@ -58,31 +79,37 @@ class Engine:
                                                         pipeline)
         # segments per op: (kind, duration, slots, compute, bandwidth, kernel index)
         self.segments: list[list[tuple[int, float, float, float, float, int]]] = []
+        op_gap = model.op_gap_us
         for c in costs:
             segs = []
             for k, kt in enumerate(c.kernels):
-                segs.append((_LAT, kt.latency_us, 0.0, 0.0, 0.0, k))
+                segs.append((_LAT, kt.latency_us + (op_gap if k == 0 else 0.0), 0.0, 0.0, 0.0,
+                             k))
                 for p in kt.phases:
                     if p.alone_us > 0:
                         segs.append((_WORK, p.alone_us, max(p.slots, 1e-9), p.compute,
                                      p.bandwidth, k))
             self.segments.append(segs)
         self.seg = [0] * n
-        # readiness: issue + stream predecessor + syncs + barrier gate
+        self.version = [0.0] * n  # next version of an op's work entry (stale events differ)
+        # readiness: issue + predecessor on the hardware queue + syncs + barrier gate
         self.blockers = [1] * n
-        self.next_on_stream = [-1] * n
+        self.next_on_stream = [-1] * n   # the next op on the same hardware queue
+        queue = hardware_queues(stream_of, model.hardware_queues)
         last: dict[int, int] = {}
         for i in range(n):
-            s = stream_of[i]
-            if s in last:
-                self.next_on_stream[last[s]] = i
+            q = queue[i]
+            if q in last:
+                self.next_on_stream[last[q]] = i
                 self.blockers[i] += 1
-            last[s] = i
+            last[q] = i
         self.dependents: list[list[int]] = [[] for _ in range(n)]
         for b, ws in enumerate(waits):
             for a in ws:
                 self.dependents[a].append(b)
             self.blockers[b] += len(ws)
+        self.event_wait = model.event_wait_us
+        self.stream_of = stream_of
         self.phase = phase
         self.phase_ops: dict[int, list[int]] = {}
         self.phase_left: dict[int, int] = {}
@@ -132,6 +159,9 @@ class Engine:
                 self._unblock(i, t)
             while heap and heap[0][0] <= t:
                 _, _, i, version = heapq.heappop(heap)
+                if version == _WAIT:
+                    self._unblock(i, t)
+                    continue
                 if version >= 0:
                     entry = self.pools[self.pool_name[i]].active.get(i)
                     if entry is None or int(entry[3]) != version:
@@ -161,6 +191,9 @@ class Engine:
                 self.issue_ptr += 1
             while heap and heap[0][0] <= t:
                 _, _, i, version = heapq.heappop(heap)
+                if version == _WAIT:
+                    self._unblock(i, t)
+                    continue
                 if version >= 0:
                     entry = self.pools[self.pool_name[i]].active.get(i)
                     if entry is None or int(entry[3]) != version:
@@ -204,7 +237,10 @@ class Engine:
         pool = self.pools[pool_name]
         entry = pool.active.get(i)
         if entry is None:
-            pool.active[i] = [duration, 0.0, t, 0.0, slots, compute, bw, 0.0, t, self.program[i]]
+            # versions go on from the op's previous kernel: its stale completion events must not
+            # match this one's
+            pool.active[i] = [duration, 0.0, t, self.version[i], slots, compute, bw, 0.0, t,
+                              self.program[i]]
         else:  # the next phase of the same kernel keeps its place in the FIFO order
             entry[0], entry[1], entry[2] = duration, 0.0, t
             entry[3] += 1.0
@@ -225,7 +261,7 @@ class Engine:
             pool = self.pools[pool_name]
             same_kernel = nxt < len(segs) and segs[nxt][0] == _WORK
             if not same_kernel:
-                del pool.active[i]
+                self.version[i] = pool.active.pop(i)[3] + 1.0
             self.dirty.add(pool_name)
         self.seg[i] = nxt
         self._begin_segment(i, t)
@@ -240,8 +276,12 @@ class Engine:
         nxt = self.next_on_stream[i]
         if nxt >= 0:
             self._unblock(nxt, t)
+        delay = self.event_wait
         for b in self.dependents[i]:
-            self._unblock(b, t)
+            if delay > 0.0 and self.stream_of[b] != self.stream_of[i]:
+                self._push(t + delay, b, _WAIT)  # the event wait resolves on the device
+            else:
+                self._unblock(b, t)
         p = self.phase[i]
         self.phase_left[p] -= 1
         self._advance_phases(t)
@@ -376,4 +416,4 @@ def _freeze(j: int, rate: float, demands: list[tuple[float, float, float]], rate
     sums[1] -= b
 
 
-__all__ = ["Engine", "Pool", "fair_rates"]
+__all__ = ["Engine", "Pool", "fair_rates", "hardware_queues"]

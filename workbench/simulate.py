@@ -37,6 +37,11 @@ What it models (deterministically):
   ops cost the host ``host.dispatch_us``; a ``python`` op runs on the host thread: in eager mode
   the host waits for it to finish before issuing the next op.  Exclusive pools (each copy engine,
   the interpreter) run one op at a time, first come first served.
+* **Hardware queues, event waits, op gaps** (:class:`~workbench.kernel_model.GpuModel`).  Streams
+  go round-robin, in sorted order of their ids, onto ``hardware_queues`` work queues
+  (``CUDA_DEVICE_MAX_CONNECTIONS``, 8): ops of streams sharing a queue run one after another in
+  issue order.  An op waiting on another stream's event starts ``event_wait_us`` after that op
+  ends; an op's first kernel waits ``op_gap_us`` more than ``kernel_latency_us``.
 * **Streams, syncs.**  A stream runs its ops in order; an op waits for the ops its syncs name.
   Data dependencies are *not* enforced by the simulator: only what the schedule says is, so an
   invalid schedule shows up as a dependency violation in the trace.

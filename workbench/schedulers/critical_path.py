@@ -1,7 +1,8 @@
 """Critical-path list scheduling (HEFT-like; Topcuoglu, Hariri and Wu, 2002) on identical streams.
 
 1. **Priority**: the *upward rank* of each op, i.e. its bottom level: the longest path of
-   stand-alone durations (``op_cost(op, spec).alone_us``) from the op, itself included, to a sink.
+   stand-alone durations (``graph_costs(graph, spec)``: the simulator's shape-aware kernels)
+   from the op, itself included, to a sink.
 2. **Selection**: among the ready ops (all predecessors placed), the highest rank first; ties: the
    longer op, then the topological order closest to program order.
 3. **Placement (insertion-based)**: the op goes to the stream where it can start earliest, no
@@ -27,7 +28,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from workbench.costs import DeviceSpec, get_device, op_cost
+from workbench.costs import DeviceSpec, get_device, graph_costs
 from workbench.graph import Graph
 from workbench.schedule import Schedule, build_schedule, check_max_streams
 
@@ -53,7 +54,7 @@ def schedule_critical_path(graph: Graph, *, device: str | DeviceSpec = "h100",
     max_streams = check_max_streams(max_streams)
     spec = get_device(device)
     n = len(graph)
-    dur = [op_cost(op, spec).alone_us for op in graph.ops]
+    dur = [c.alone_us for c in graph_costs(graph, spec)]  # the simulator's kernels
     rank = bottom_levels(graph, dur)
     topo_pos = topo_positions(graph)
     key = [(-rank[i], -dur[i], topo_pos[i]) for i in range(n)]

@@ -6,7 +6,8 @@ Objective: the smallest makespan whose memory fits a limit.  For each priority o
    streams and ``copy_streams`` copy/communication streams for ops whose kind is in
    :data:`COPY_KINDS`.  The ready op with the best priority goes to the PE of its type where it
    can start earliest, into the *first idle gap* that holds it (insertion-based), no sooner than
-   the end of its last predecessor.  Op durations are ``op_cost(op, spec).alone_us``.
+   the end of its last predecessor.  Op durations are the simulator's stand-alone times
+   (``graph_costs``: shape-aware kernels).
 2. **Events** (ScheduleToEvents, simplified): ops are issued in (start, end) order, each PE is a
    stream running its ops in that order, and the syncs are the transitively reduced cross-stream
    dependencies (:func:`~workbench.schedule.insert_syncs`).
@@ -53,7 +54,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench._checks import check_limit
-from workbench.costs import DeviceSpec, critical_path_us, get_device, op_cost
+from workbench.costs import DeviceSpec, critical_path_us, get_device, graph_costs
 from workbench.errors import OptionError
 from workbench.graph import Graph
 from workbench.memory.lifetimes import Usage
@@ -109,7 +110,7 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
     types = [1 if c and n_copy else 0 for c in is_copy]
 
     n = len(graph)
-    dur = [op_cost(op, spec).alone_us for op in graph.ops]
+    dur = [c.alone_us for c in graph_costs(graph, spec)]  # the simulator's kernels
     levels = _levels(graph, dur)
     topo_pos = topo_positions(graph)
     memory = _MemoryImpact(graph)

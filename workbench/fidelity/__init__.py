@@ -29,7 +29,7 @@ from workbench.calibration import calibrate, measured_makespan_us
 from workbench.devices import DeviceSpec, data_text, get_device, with_overrides
 from workbench.errors import OptionError
 from workbench.graph import Graph
-from workbench.kernel_model import GpuModel, default_model
+from workbench.kernel_model import GpuModel, default_model, model_for
 from workbench.trace import Trace
 
 #: Parameters :func:`fit` may change: (name, where: "model" or "device", lower, upper).
@@ -114,7 +114,7 @@ def model_with(values: Mapping[str, float], base_model: GpuModel | None = None,
     unknown = sorted(set(values) - set(where))
     if unknown:
         raise OptionError(f"unknown fit parameter {unknown[0]!r}")
-    model = (base_model or default_model()).with_values(
+    model = (base_model or model_for(get_device(base_device))).with_values(
         **{k: v for k, v in values.items() if where[k] == "model"})
     spec = with_overrides(get_device(base_device),
                           **{k: v for k, v in values.items() if where[k] == "device"})
@@ -216,8 +216,9 @@ def fit_measured(traces: Iterable[Any], *, device: str | DeviceSpec = "h100",
     base = get_device(device)
     values = _minimise(loss, None, parameters, max_evaluations, progress, base)
     model, spec = model_with(values, base_device=base)
-    overrides = tuple(sorted((name, float(values[name])) for name, place, _, _ in FIT_PARAMETERS
-                             if place == "model" and name in values))
+    overrides = tuple(sorted({**dict(base.model_overrides), **{
+        name: float(values[name]) for name, place, _, _ in FIT_PARAMETERS
+        if place == "model" and name in values}}.items()))
     from dataclasses import replace
 
     return replace(spec, model_overrides=overrides)

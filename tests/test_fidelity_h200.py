@@ -1,0 +1,243 @@
+"""The simulator against the schedules measured on an NVIDIA H200 (issue 23).
+
+Every shared H200 case (network x batch x precision) must keep its measured serial and best
+makespans within 15%, the speedup within 10%, regret at most 2% and the policies' rank
+correlation at least 0.8; the per-op stand-alone times a median |error| of at most 15% and a 90th
+percentile of at most 35%.  What the shipped ``h200`` fit misses is listed in
+:data:`KNOWN_MISSES` with the miss measured when it was fitted and the reason, and marked
+``xfail(strict=True)``: the test fails when a miss grows into a pass as well as when a passing
+criterion breaks, so every change to the model shows up here.  Simulated results are computed
+once per module (about 1 s)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from workbench.errors import OptionError
+from workbench.fidelity import judge as J
+from workbench.fidelity import measured as M
+from workbench.fidelity.fit_device import fit_device, table_from_profile
+
+ROWS = M.load_measured_rows()
+TOL = J.CASE_TOLERANCE
+WHY = {
+    "order": "the policies lie within a few % of each other on the GPU; the model's costs of "
+             "concurrency (interference, event waits, hardware queues, op gaps) do not order "
+             "them as the GPU does",
+    "per_op": "per-op errors of this batch and precision do not cancel over the network "
+              "(tensor-core tiles on small grids, elementwise kernels; see the per-op table)",
+    "tf32_small_k": "SqueezeNet's 1x1 convolutions with few input channels run far slower on "
+                    "the GPU than the tile model says (also in fp32: fire*/expand1x1 at b16, "
+                    "36 us measured, 18 simulated)",
+    "concurrency": "serial and multi-stream errors differ: the model's concurrency gain is "
+                   "off at this batch",
+}
+#: (case, criterion) -> (measured miss: % or rho, reason key) of the shipped h200 fit.
+KNOWN_MISSES: dict[tuple[str, str], tuple[float, str]] = {
+    ("inception_v3 b1 fp32", "spearman"): (0.40, "order"),
+    ("squeezenet b1 fp32", "spearman"): (0.28, "order"),
+    ("inception_v3 b16 fp32", "spearman"): (0.78, "order"),
+    ("squeezenet b16 fp32", "serial"): (-17.8, "per_op"),
+    ("inception_v3 b64 fp32", "best"): (+16.6, "per_op"),
+    ("inception_v3 b64 fp32", "spearman"): (0.77, "order"),
+    ("inception_v3 b1 tf32", "serial"): (+33.5, "per_op"),
+    ("inception_v3 b1 tf32", "speedup"): (+22.9, "concurrency"),
+    ("inception_v3 b64 tf32", "serial"): (+24.7, "per_op"),
+    ("inception_v3 b64 tf32", "best"): (+18.8, "per_op"),
+    ("inception_v3 b64 tf32", "spearman"): (0.80, "order"),
+    ("squeezenet b1 tf32", "speedup"): (+16.3, "concurrency"),
+    ("squeezenet b64 tf32", "serial"): (-35.0, "tf32_small_k"),
+    ("squeezenet b64 tf32", "best"): (-35.0, "tf32_small_k"),
+    ("inception_v3 b16 tf32", "serial"): (+30.3, "per_op"),
+    ("inception_v3 b16 tf32", "best"): (+24.7, "per_op"),
+    ("squeezenet b16 tf32", "serial"): (-30.6, "tf32_small_k"),
+    ("squeezenet b16 tf32", "best"): (-33.4, "tf32_small_k"),
+}
+#: Per-op stand-alone criteria missed by the shipped fit: (measured, reason).
+ALONE_MISSES = {
+    "median": (17.9, "sepconv (28%) and elementwise (22%) classes"),
+    "p90": (42.6, "SqueezeNet's small-K 1x1 convolutions, batch-1 sepconvs, "
+                  "split-K-like 1x1 convolutions at 8x8"),
+}
+CRITERIA = ("serial", "best", "speedup", "regret", "spearman")
+
+
+def _reason(case: str, criterion: str) -> str:
+    value, key = KNOWN_MISSES[(case, criterion)]
+    miss = f"rho {value:.2f}" if criterion == "spearman" else f"{value:+.1f}%"
+    return f"{case} {criterion}: measured miss {miss} when fitted; {WHY[key]}"
+
+
+def _cases() -> list[Any]:
+    out = []
+    for network, batch, precision in J.cases(ROWS):
+        case = f"{network} b{batch} {precision}"
+        for criterion in CRITERIA:
+            marks = [pytest.mark.xfail(strict=True, reason=_reason(case, criterion))] \
+                if (case, criterion) in KNOWN_MISSES else []
+            out.append(pytest.param(case, criterion, marks=marks, id=f"{case}-{criterion}"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def table() -> dict[str, dict[str, Any]]:
+    sim = J.simulate_rows(ROWS, "h200")
+    return {J.case_label(r): r for r in J.case_table(ROWS, sim).to_dict("records")}
+
+
+@pytest.fixture(scope="module")
+def alone() -> dict[str, Any]:
+    t = M.alone_table()
+    return J.alone_summary(J.alone_errors(t, J.alone_graphs(t), "h200"))
+
+
+@pytest.mark.parametrize("case,criterion", _cases())
+def test_h200_case_within_tolerance(case: str, criterion: str,
+                                    table: dict[str, dict[str, Any]]) -> None:
+    r = table[case]
+    if criterion == "regret":
+        assert r["regret"] <= TOL["regret"], (
+            f"{case}: the simulator's first policy {r['best_policy_simulated']} is "
+            f"{100 * r['regret']:.1f}% slower on the GPU than {r['best_policy_measured']}")
+    elif criterion == "spearman":
+        assert r["spearman"] >= TOL["spearman"], f"{case}: rank correlation {r['spearman']:.2f}"
+    else:
+        err = r[f"{criterion}_error"]
+        assert abs(err) <= TOL[criterion], f"{case}: {criterion} {100 * err:+.1f}%"
+
+
+@pytest.mark.parametrize("stat", [
+    pytest.param(s, marks=[pytest.mark.xfail(
+        strict=True, reason=f"measured {ALONE_MISSES[s][0]}% when fitted: {ALONE_MISSES[s][1]}")]
+        if s in ALONE_MISSES else []) for s in ("median", "p90")])
+def test_h200_stand_alone_op_times(stat: str, alone: dict[str, Any]) -> None:
+    assert alone[stat] <= TOL[f"alone_{stat}"], f"per-op {stat} |error| {100 * alone[stat]:.1f}%"
+
+
+def test_known_misses_are_near_what_was_measured(table: dict[str, dict[str, Any]],
+                                                 alone: dict[str, Any]) -> None:
+    # the recorded misses are today's, within a point: a change that moves them must update
+    # the list (and its reasons)
+    for (case, criterion), (value, _) in KNOWN_MISSES.items():
+        r = table[case]
+        now = r["spearman"] if criterion == "spearman" else 100 * (
+            r["regret"] if criterion == "regret" else r[f"{criterion}_error"])
+        assert math.isclose(now, value, abs_tol=0.02 if criterion == "spearman" else 1.0), (
+            case, criterion, now)
+    for stat, (value, _) in ALONE_MISSES.items():
+        assert math.isclose(100 * alone[stat], value, abs_tol=1.0), (stat, alone[stat])
+
+
+SIX = ("nnc", "wavefront", "asap", "min_streams", "gpto", "critical_path")
+
+
+def _inception_b1() -> dict[str, tuple[float, float]]:
+    rows = [r for r in ROWS if r.case == ("inception_v3", 1, "fp32") and r.policy in SIX]
+    return {r.policy: (r.graph_us, s) for r, s in zip(rows, J.simulate_rows(rows, "h200"),
+                                                      strict=True)}
+
+
+def test_six_policies_are_bound_by_the_critical_path_on_inception_b1() -> None:
+    # Issue 23's tie, diagnosed: in graph mode every op is issued at once and at batch 1 the
+    # kernels leave most SMs idle, so no stream ever delays an op of the critical path and every
+    # schedule runs at the graph's critical path (stand-alone times + op gaps + graph launch,
+    # 2,057 us) plus the concurrency costs.  The shared parts are now right (each within 5% of
+    # nnc's 2,120 us measured) but the six still simulate within 0.5% of each other.
+    from workbench.costs import graph_costs
+    from workbench.devices import get_device
+    from workbench.kernel_model import model_for
+
+    spec = get_device("h200")
+    gap = model_for(spec).op_gap_us
+    g = M.load_graph("inception_v3", 1)
+    costs = graph_costs(g, spec, precision="fp32")
+    finish = [0.0] * len(g)
+    for i in g.topo_index:
+        finish[i] = costs[i].alone_us + gap + max((finish[p] for p in g.pred_index[i]),
+                                                  default=0.0)
+    bound = max(finish) + spec.graph_launch_us
+    runs = _inception_b1()
+    sims = [s for _, s in runs.values()]
+    assert all(bound <= s <= 1.06 * bound for s in sims), (bound, sims)
+    assert max(sims) <= 1.005 * min(sims)
+    assert abs(runs["nnc"][1] / runs["nnc"][0] - 1) <= 0.05
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the GPU measured gpto and critical_path 17% slower than nnc (2,487 and 2,483 against 2,120 "
+    "us: 4 streams, 68 syncs against 6 streams, 70 syncs); the simulator puts all six within "
+    "0.5%: nothing in the model (queues, event waits, interference, op gaps) makes those "
+    "schedules' concurrency cost more"))
+def test_six_policies_are_separated_as_the_gpu_separates_them() -> None:
+    runs = _inception_b1()
+    assert runs["gpto"][1] >= 1.10 * runs["nnc"][1]
+    assert runs["critical_path"][1] >= 1.10 * runs["nnc"][1]
+
+
+def test_fit_device_recovers_a_kernel_latency_from_a_stand_alone_table() -> None:
+    # a table the model itself made with kernel_latency_us = 3.0: fitting that parameter alone
+    # from 1.0 brings it back; the table goes in as a calibration profile's rows
+    from workbench.costs import graph_costs
+    from workbench.devices import with_overrides
+
+    truth = with_overrides("h200", kernel_latency_us=3.0)
+    g = M.load_graph("squeezenet", 1)
+    costs = graph_costs(g, truth, precision="fp32")
+    profile = {"ops": [{"graph": "squeezenet", "batch": 1, "op": op.id, "kind": op.kind,
+                        "alone_us": c.alone_us} for op, c in zip(g.ops, costs, strict=True)]}
+    table = table_from_profile(profile)
+    fitted = fit_device(with_overrides("h200", kernel_latency_us=1.0), table=table,
+                        graphs={"squeezenet_b1": g}, kernel_parameters=["kernel_latency_us"],
+                        max_evaluations=30)
+    assert fitted.kernel_latency_us == pytest.approx(3.0, rel=0.02)
+
+
+def test_bad_tables_are_one_line_errors() -> None:
+    g = M.load_graph("squeezenet", 1)
+    with pytest.raises(OptionError, match="has no op 'nope'"):
+        fit_device("h200", table={("squeezenet_b1", "nope"): 1.0}, graphs={"squeezenet_b1": g},
+                   max_evaluations=2)
+    with pytest.raises(OptionError, match="lacks graph/batch/op/alone_us"):
+        table_from_profile({"ops": [{"graph": "squeezenet", "op": "conv1"}]})
+    with pytest.raises(OptionError, match="unknown fit parameter 'bogus'"):
+        fit_device("h200", table={("squeezenet_b1", "conv1"): 1.0},
+                   graphs={"squeezenet_b1": g}, kernel_parameters=["bogus"])
+
+
+@pytest.fixture(scope="module")
+def loo() -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Leave one network out: fit on the other network's ops and makespans, predict this one's
+    (case table, per-op summary).  About 20 s for both folds."""
+    from workbench.fidelity.refit import NEUTRAL_START, fit_measured_gpu
+
+    out = {}
+    for held, train in (("squeezenet", "inception_v3"), ("inception_v3", "squeezenet")):
+        spec = fit_measured_gpu("h200", networks=(train,), max_evaluations=30,
+                                start=NEUTRAL_START)
+        rows = [r for r in ROWS if r.network == held]
+        table = J.case_table(rows, J.simulate_rows(rows, spec))
+        alone_t = {k: v for k, v in M.alone_table().items() if k[0].startswith(held)}
+        summary = J.alone_summary(J.alone_errors(alone_t, J.alone_graphs(alone_t), spec))
+        out[held] = ({J.case_label(r): r for r in table.to_dict("records")}, summary)
+    return out
+
+
+def test_leave_one_network_out(loo: dict[str, tuple[Any, dict[str, Any]]]) -> None:
+    # From a neutral start (refit.NEUTRAL_START, not the shipped fit, which saw both networks),
+    # 30 evaluations a stage.  Fitted on Inception V3 alone, SqueezeNet's fp32 makespans come
+    # within 15% except batch-1 serial (+16.4%), its ops at an 18.5% median |error|; fitted on
+    # SqueezeNet alone (50 ops: no 1xk convolutions, pools or batch norms), Inception V3 at batch
+    # 1 fp32 is 13.6% fast and its ops at a 28.5% median, while batch 16-64 and TF32 miss by
+    # 20-100%.  benchmarks/fidelity.py --loo prints every number.
+    squeeze, s_alone = loo["squeezenet"]
+    for criterion in ("serial", "best"):
+        assert abs(squeeze["squeezenet b16 fp32"][f"{criterion}_error"]) <= TOL[criterion]
+    assert abs(squeeze["squeezenet b1 fp32"]["best_error"]) <= TOL["best"]
+    assert s_alone["median"] <= 0.20
+    incep, i_alone = loo["inception_v3"]
+    for criterion in ("serial", "best"):
+        assert abs(incep["inception_v3 b1 fp32"][f"{criterion}_error"]) <= TOL[criterion]
+    assert i_alone["median"] <= 0.35
