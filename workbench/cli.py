@@ -187,7 +187,7 @@ def _load_graph(args: argparse.Namespace) -> Any:
 def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
     """Everything that can be checked before any work: the output path, the policies, the
     device, the model's name and parameters' syntax, the graph file's existence and type."""
-    from workbench._atomic import check_output
+    from workbench._atomic import check_input, check_output
     from workbench.costs import get_device
     from workbench.io import LOADERS
     from workbench.models import MODELS
@@ -209,9 +209,8 @@ def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
         _params(args.param)
     else:
         path = Path(args.graph)
-        if path.suffix.lower() in LOADERS and not path.is_file():
-            what = "is a directory" if path.is_dir() else "does not exist"
-            raise OptionError(f"graph file {str(path)!r} {what}")
+        if path.suffix.lower() in LOADERS:
+            check_input(path, what="graph file")
         if path.resolve() == output.resolve():
             raise OptionError("-o names the graph file itself; pick another report path")
     return output, names

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import write_text
+from workbench._atomic import read_input, write_text
 from workbench.errors import FormatError, GraphError
 from workbench.graph import DEFAULT_TENSOR_BYTES, Graph, Op, Tensor
 from workbench.io.dot_attrs import NUMBER_ATTRS, check_attr
@@ -423,11 +423,9 @@ def load_dot(path: str | Path) -> Graph:
     """Read a ``.dot``/``.gv`` file written by :func:`to_dot` or by hand (module docstring)."""
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_input(path, what="graph file").decode("utf-8")
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not a text file (is it really DOT?)") from None
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if text.startswith("\ufeff"):
         text = text[1:]
     return graph_from_dot(text, where=str(path).replace("\n", "\\n"))

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import write_text
+from workbench._atomic import read_input, write_text
 from workbench._checks import check_keys, did_you_mean, show
 from workbench.errors import FormatError, GraphError
 from workbench.graph import CONTROL_KINDS, Graph, Op, Tensor
@@ -127,11 +127,9 @@ def load_json(path: str | Path) -> Graph:
     """Read a graph file; every problem is a one-line :class:`FormatError` naming the file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input(path, what="graph file").decode("utf-8")
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not a text file (is it really JSON?)") from None
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench._atomic import read_input
 from workbench.errors import FormatError, GraphError, OptionError
 from workbench.graph import Graph, Op, Tensor
 from workbench.io.onnx_control import (
@@ -117,10 +118,7 @@ def _s(value: Any) -> str:
 def _read_model(onnx: Any, path: Path) -> Any:
     from google.protobuf.message import DecodeError
 
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    data = read_input(path, what="ONNX model")
     if not data:
         raise FormatError(f"{path}: empty file (not an ONNX model)")
     model = onnx.ModelProto()

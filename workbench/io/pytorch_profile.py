@@ -23,6 +23,7 @@ for a CPU run) on its matched ops.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import math
 import re
@@ -35,6 +36,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench._atomic import max_input_bytes, read_input
 from workbench.errors import FormatError
 from workbench.graph import Graph, Op
 from workbench.ops import KERNEL_KINDS as _KERNEL_KINDS
@@ -53,15 +55,17 @@ KERNEL_KINDS: tuple[tuple[str, str], ...] = _KERNEL_KINDS
 # ================================================================================ reading
 def read_trace_json(path: Path) -> Any:
     """The parsed JSON of a (possibly gzipped) trace file; one-line errors."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    data = read_input(path, what="trace file")
     if data[:2] == b"\x1f\x8b":
+        limit = max_input_bytes()
         try:
-            data = gzip.decompress(data)
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
+                data = unzipped.read(limit + 1)
         except (OSError, EOFError, zlib.error):
             raise FormatError(f"{path}: broken or truncated gzip file") from None
+        if len(data) > limit:
+            raise FormatError(f"{path}: unzips to over the input limit of {limit:,} bytes "
+                              f"(raise it with WORKBENCH_MAX_INPUT_BYTES)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
