@@ -356,7 +356,9 @@ def test_importer_tables_round_trip_the_old_ones() -> None:
 
     assert fx.MODULES == OLD_MODULES and fx.FUNCTIONS == OLD_FUNCTIONS
     assert dict(TORCH_ALIASES) == {n: e[0] for n, e in {**OLD_MODULES, **OLD_FUNCTIONS}.items()}
-    assert KERNEL_KINDS == OLD_KERNEL_KINDS and pytorch_profile.KERNEL_KINDS == OLD_KERNEL_KINDS
+    # the kernel table grew (real traces); every old pair keeps its kind, in the old order
+    assert pytorch_profile.KERNEL_KINDS == KERNEL_KINDS
+    assert [p for p in KERNEL_KINDS if p in OLD_KERNEL_KINDS] == list(OLD_KERNEL_KINDS)
     rules = {t: (kind, *_rule_facts(rule)) for t, (kind, rule) in onnx_rules.RULES.items()}
     assert rules == OLD_ONNX_RULES
     # one FLOP count per kind: fx's elementwise entries and ONNX's unary rules read the table
