@@ -100,10 +100,33 @@ def _tensors(values: Any, shapes: Any) -> Iterator[tuple[TensorKey, tuple[int, .
             yield from _tensors(v, s)
 
 
+#: ET schema 1.0.x fields that later schemas (1.0.2+, Chakra's 1.1) moved into ``attrs``.
+_OLD_ATTRS = ("rf_id", "op_schema", "fw_parent", "seq_id", "scope", "tid", "fw_tid")
+
+
+def _normalise(node: dict[str, Any]) -> dict[str, Any]:
+    """A node of any ET schema HTA reads in the 1.1 layout: schema 1.0.1 (PyTorch 2.0-2.1)
+    keeps the parent in ``parent``, ``rf_id``/``op_schema`` at the top and ``inputs`` /
+    ``input_shapes`` as parallel lists; later ones have ``ctrl_deps``, ``attrs`` and
+    ``inputs: {values, shapes}``.  Nodes already in the new layout are returned as they are."""
+    if "ctrl_deps" in node or "parent" not in node:
+        return node
+    attrs = [a for a in node.get("attrs", []) if isinstance(a, dict)] if isinstance(
+        node.get("attrs"), list) else []
+    attrs += [{"name": k, "value": node[k]} for k in _OLD_ATTRS if k in node]
+    out = {**node, "ctrl_deps": node["parent"], "attrs": attrs}
+    for side in ("input", "output"):
+        values = node.get(f"{side}s")
+        if isinstance(values, list):
+            out[f"{side}s"] = {"values": values, "shapes": node.get(f"{side}_shapes"),
+                               "types": node.get(f"{side}_types")}
+    return out
+
+
 def _calls(data: Any, path: Path) -> list[_Call]:
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise FormatError(f"{path}: not a PyTorch execution trace (no 'nodes' list)")
-    nodes = {n["id"]: n for n in data["nodes"] if isinstance(n, dict) and isinstance(
+    nodes = {n["id"]: _normalise(n) for n in data["nodes"] if isinstance(n, dict) and isinstance(
         n.get("id"), int)}
 
     def outermost(node: Mapping[str, Any]) -> bool:
@@ -139,6 +162,11 @@ def _attach_kineto(calls: list[_Call], kineto: Path) -> bool:
     """Attach host events and kernels to the calls; True when the run had GPU kernels."""
     raw = trace_events(read_trace_json(kineto), kineto)
     by_rf: dict[Any, _Call] = {c.rf_id: c for c in calls if c.rf_id is not None}
+    # Kineto before PyTorch 2.1 has no "Record function id": its "External id" of a CPU op is
+    # the record-function id (what HTA's ET correlation joins on for those traces)
+    rf_key = "Record function id" if any(
+        isinstance(ev, dict) and "Record function id" in args_of(ev) for ev in raw) \
+        else "External id"
     host: list[tuple[Any, float, float, _Call]] = []  # (thread, ts, end, call)
     by_external: dict[Any, dict[str, Any]] = {}
     runtime: dict[Any, dict[str, Any]] = {}
@@ -154,7 +182,7 @@ def _attach_kineto(calls: list[_Call], kineto: Path) -> bool:
         item: dict[str, Any] = {"ts": ts, "end": ts + dur,
                                 "thread": (ev.get("pid"), ev.get("tid")), "ev": ev}
         if cat == "cpu_op":
-            call = by_rf.get(_key(args.get("Record function id")))
+            call = by_rf.get(_key(args.get(rf_key)))
             if call is not None and call.host is None:
                 call.host = item
                 host.append((item["thread"], ts, item["end"], call))
