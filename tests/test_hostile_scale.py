@@ -5,11 +5,17 @@ ratio is checked (a quadratic step doubles it twice over)."""
 
 from __future__ import annotations
 
+import gc
+import json
 import time
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
+
+import pytest
 
 import workbench as wb
+from workbench.errors import FormatError
 
 
 def _fan_in(n: int) -> wb.Graph:
@@ -37,12 +43,91 @@ def test_nnc_fan_in_keeps_sparse_clocks() -> None:
 
 
 def _ratio(build: Callable[[int], object], n: int) -> float:
-    """Time of ``build(2n)`` over time of ``build(n)`` (best of two each)."""
+    """Time of ``build(2n)`` over time of ``build(n)`` (best of two each, garbage collector
+    off: its passes grow with the heap and blur the ratio)."""
     def best(k: int) -> float:
         times = []
         for _ in range(2):
-            t = time.perf_counter()
-            build(k)
-            times.append(time.perf_counter() - t)
+            gc.collect()
+            gc.disable()
+            try:
+                t = time.perf_counter()
+                build(k)
+                times.append(time.perf_counter() - t)
+            finally:
+                gc.enable()
         return min(times)
     return best(2 * n) / max(best(n), 1e-4)
+
+
+def _dot_cross(k: int) -> str:
+    a = " ".join(f"a{i}" for i in range(k))
+    b = " ".join(f"b{i}" for i in range(k))
+    return f"digraph g {{ {{{a}}} -> {{{b}}} [style=dashed] }}"
+
+
+def test_dot_cross_of_1000_nodes_loads_in_under_2_s() -> None:
+    """Two 200-node groups joined by one dashed statement took 12.7 s (each control edge was
+    checked against a list); 1,000 nodes (250,000 control edges) must load in under 2 s."""
+    from workbench.io.dot import graph_from_dot
+
+    t = time.perf_counter()
+    g = graph_from_dot(_dot_cross(500))
+    assert time.perf_counter() - t < 2.0 and len(g) == 1000 and len(g.control_edges) == 250_000
+
+
+def test_dot_group_expansion_is_capped() -> None:
+    from workbench.io.dot import MAX_EDGES, graph_from_dot
+
+    k = int(MAX_EDGES ** 0.5) + 1
+    with pytest.raises(FormatError, match=r"expands to [\d,]+ edges, over the limit"):
+        graph_from_dot(_dot_cross(k))
+
+
+def test_fan_in_loaders_are_near_linear() -> None:
+    """JSON edge list fan-in (100k edges: 100 s), 100k control edges into one op (92 s), DOT
+    with dashed edges into one node (409 s): doubling the size must not quadruple the time."""
+    from workbench.io.dot import graph_from_dot
+    from workbench.io.json_format import graph_from_dict
+
+    def edge_list(n: int) -> object:
+        return graph_from_dict({"edges": [[f"s{i}", "sink"] for i in range(n)]})
+
+    def control(n: int) -> object:
+        ops = [{"id": f"s{i}", "kind": "relu"} for i in range(n)] + [{"id": "z", "kind": "relu"}]
+        return graph_from_dict({"format": "schedule-workbench-graph", "version": 1,
+                                "tensors": [], "ops": ops,
+                                "control_edges": [[f"s{i}", "z"] for i in range(n)]})
+
+    def dot(n: int) -> object:
+        return graph_from_dot("digraph g {" + "".join(f"s{i} -> z [style=dashed]\n"
+                                                      for i in range(n)) + "}")
+
+    for build, n in ((edge_list, 12000), (control, 12000), (dot, 6000)):
+        ratio = _ratio(build, n)
+        assert ratio < 3.0, f"{build.__name__}: {n} -> {2 * n} edges took {ratio:.1f}x longer"
+
+
+def test_execution_trace_ctrl_deps_chain_is_linear(tmp_path: Path) -> None:
+    """A 5k-node ``ctrl_deps`` chain of annotations, an operator under each: 22.6 s."""
+    from workbench.io import execution_graph
+
+    def build(n: int) -> object:
+        nodes: list[dict[str, object]] = [{"id": 1, "name": "[pytorch|profiler|thread]",
+                                           "ctrl_deps": 1}]
+        for i in range(n):
+            nodes.append({"id": 2 + 2 * i, "name": f"## block{i} ##",
+                          "ctrl_deps": 2 * i if i else 1})
+            nodes.append({"id": 3 + 2 * i, "name": "aten::relu", "ctrl_deps": 2 + 2 * i,
+                          "inputs": {"values": [[4 + i, 5, 0, 8, 4, "cpu"]], "shapes": [[2, 4]],
+                                     "types": ["Tensor"]},
+                          "outputs": {"values": [[5 + i, 7, 0, 8, 4, "cpu"]],
+                                      "shapes": [[2, 4]], "types": ["Tensor"]}})
+        path = tmp_path / f"et{n}.json"
+        path.write_text(json.dumps({"schema": "1.1.1", "nodes": nodes}))
+        g = execution_graph(path)
+        assert len(g) == n
+        return g
+
+    ratio = _ratio(build, 1500)
+    assert ratio < 3.0, f"1500 -> 3000 nested calls took {ratio:.1f}x longer"

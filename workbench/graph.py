@@ -199,9 +199,14 @@ class Graph:
                     seen_pred.add(i)
                     data_pred[j].append(i)
                     pred[j].append(i)
+        pred_sets: dict[int, set[int]] = {}  # only for the targets of control edges
         for a, b in self._control:
             i, j = self._index[a], self._index[b]
-            if i not in pred[j]:  # control edges are few: a list scan is fine here
+            known = pred_sets.get(j)
+            if known is None:
+                known = pred_sets[j] = set(pred[j])
+            if i not in known:
+                known.add(i)
                 pred[j].append(i)
         for j in range(n):
             for i in pred[j]:
@@ -258,7 +263,7 @@ class Graph:
         Each op produces one output tensor ``"<op>:out"`` (``sizes[op]`` bytes, default 1 MiB) and
         reads the outputs of its predecessors in edge order.  ``ops`` gives op types (a mapping) or
         just ids; its order, else the first appearance in ``edges``, is the program order.
-        Ops default to ``duration_us=10`` unless ``durations`` says otherwise.
+        Ops default to ``duration_us=10`` unless ``durations`` says otherwise.  O(V + E).
         """
         edge_list = [tuple(e) for e in edges]
         for e in edge_list:
@@ -272,12 +277,9 @@ class Graph:
         for a, b in edge_list:
             order.setdefault(str(a), "op")
             order.setdefault(str(b), "op")
-        inputs: dict[OpId, list[TensorId]] = {k: [] for k in order}
+        inputs: dict[OpId, dict[TensorId, None]] = {k: {} for k in order}  # ordered sets
         for a, b in edge_list:
-            t = f"{a}:out"
-            if t in inputs[str(b)]:
-                continue
-            inputs[str(b)].append(t)
+            inputs[str(b)][f"{a}:out"] = None
         sizes = sizes or {}
         durations = durations or {}
         blocks = thread_blocks or {}
@@ -409,7 +411,13 @@ class Graph:
     def is_control_edge(self, a: OpId, b: OpId) -> bool:
         """True when ``a -> b`` exists only as a control edge."""
         i, j = self.index(a), self.index(b)
-        return i in self._pred[j] and i not in self._data_pred[j]
+        only = self._cache.get("control_only")
+        if only is None:  # built once: O(E) instead of a scan of j's predecessors per call
+            data = {(p, k) for k in {self._index[y] for _, y in self._control}
+                    for p in self._data_pred[k]}
+            only = {(self._index[x], self._index[y]) for x, y in self._control} - data
+            self._cache["control_only"] = only
+        return (i, j) in only
 
     def topo_order(self) -> tuple[OpId, ...]:
         """The topological order that stays closest to program order (smallest index first)."""

@@ -76,6 +76,7 @@ _TOKEN = re.compile(r"""
 
 MAX_NUMBER = float(2**62)  # numeric attributes beyond this are rejected (sums must stay finite)
 MAX_NESTING = 100  # subgraph depth (guards the recursive parser against hostile input)
+MAX_EDGES = 1_000_000  # edges after expanding {a b} -> {c d} groups (a 57 kB file asked for 25M)
 
 
 @dataclass(frozen=True)
@@ -309,6 +310,11 @@ class _Parser:
         style = merged.get("style", ("", 0))[0].lower()
         control = "dashed" in style or merged.get("kind", ("", 0))[0].lower() == "control"
         for left, right in zip(chain, chain[1:], strict=False):
+            if len(self.edges) + len(left) * len(right) > MAX_EDGES:
+                raise FormatError(f"{self.where}: line {line}: the edge statement expands to "
+                                  f"{len(left) * len(right):,} edges, over the limit of "
+                                  f"{MAX_EDGES:,} edges per file (groups {{...}} -> {{...}} "
+                                  f"join every pair)")
             for a in left:
                 for b in right:
                     self.edges.append((a, b, control, line))
@@ -364,15 +370,15 @@ def _number(where: str, node_id: str, key: str, value: tuple[str, int], *,
 
 
 def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tuple[str, str]]]:
-    data_in: dict[str, list[str]] = {n: [] for n in parser.nodes}
-    control: list[tuple[str, str]] = []
+    # ordered sets (dicts): one pass over the edges, O(V + E)
+    data_in: dict[str, dict[str, None]] = {n: {} for n in parser.nodes}
+    control: dict[tuple[str, str], None] = {}
     for a, b, is_control, _ in parser.edges:
         if is_control:
-            if (a, b) not in control:
-                control.append((a, b))
-        elif a not in data_in[b]:
-            data_in[b].append(a)
-    control = [(a, b) for a, b in control if a not in data_in[b]]
+            control[a, b] = None
+        else:
+            data_in[b][a] = None
+    control_list = [(a, b) for a, b in control if a not in data_in[b]]
     values: dict[str, dict[str, Any]] = {}
     for node_id, node in parser.nodes.items():
         v: dict[str, Any] = {}
@@ -400,7 +406,7 @@ def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tupl
             thread_blocks=int(v["thread_blocks"]) if "thread_blocks" in v else None,
             duration_us=duration, workspace_bytes=int(v.get("workspace_bytes", 0)),
         ))
-    return ops, tensors, control
+    return ops, tensors, control_list
 
 
 def graph_from_dot(text: str, *, where: str = "<dot>") -> Graph:

@@ -123,26 +123,46 @@ def _normalise(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _below_operator(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, bool]:
+    """Per node id: whether an operator is among its ``ctrl_deps`` ancestors (walked until a
+    node repeats: the root names itself).  Memoised, so a 5,000-node chain costs O(V), not
+    O(V²) (issue 27): ``above[n] = is_operator(parent) or above[parent]``; on a cycle every
+    node's answer is whether another node of the cycle is an operator."""
+    def parent(nid: int) -> int | None:
+        p = nodes[nid].get("ctrl_deps")
+        return p if isinstance(p, int) and not isinstance(p, bool) and p in nodes else None
+
+    above: dict[int, bool] = {}
+    for start in nodes:
+        path: list[int] = []
+        on_path: dict[int, int] = {}
+        cur: int | None = start
+        while cur is not None and cur not in above and cur not in on_path:
+            on_path[cur] = len(path)
+            path.append(cur)
+            cur = parent(cur)
+        if cur is not None and cur not in above:  # a cycle: path[on_path[cur]:]
+            cycle = path[on_path[cur]:]
+            ops = sum(_is_operator(nodes[c]) for c in cycle)
+            for c in cycle:
+                above[c] = ops - _is_operator(nodes[c]) > 0
+            path = path[:on_path[cur]]
+        for nid in reversed(path):
+            p = parent(nid)
+            above[nid] = p is not None and (_is_operator(nodes[p]) or above[p])
+    return above
+
+
 def _calls(data: Any, path: Path) -> list[_Call]:
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise FormatError(f"{path}: not a PyTorch execution trace (no 'nodes' list)")
     nodes = {n["id"]: _normalise(n) for n in data["nodes"] if isinstance(n, dict) and isinstance(
         n.get("id"), int)}
-
-    def outermost(node: Mapping[str, Any]) -> bool:
-        seen = {node["id"]}
-        parent = node.get("ctrl_deps")
-        while isinstance(parent, int) and parent in nodes and parent not in seen:
-            if _is_operator(nodes[parent]):
-                return False
-            seen.add(parent)
-            parent = nodes[parent].get("ctrl_deps")
-        return True
-
+    below_operator = _below_operator(nodes)
     calls = []
     for nid in sorted(nodes):
         node = nodes[nid]
-        if not _is_operator(node) or not outermost(node):
+        if not _is_operator(node) or below_operator[nid]:
             continue
         ins, outs = node.get("inputs"), node.get("outputs")
         ins, outs = (ins if isinstance(ins, dict) else {}), (outs if isinstance(outs, dict) else {})
