@@ -39,6 +39,14 @@ import pandas as pd
 from workbench._atomic import max_input_bytes, read_input
 from workbench.errors import FormatError
 from workbench.graph import Graph, Op
+from workbench.io.kineto_links import (
+    Links,
+    Step,
+    choose_step,
+    link,
+    profiler_steps,
+    runtime_calls,
+)
 from workbench.ops import KERNEL_KINDS as _KERNEL_KINDS
 from workbench.trace import Trace
 
@@ -259,15 +267,20 @@ def _grid(event: Mapping[str, Any]) -> int | None:
 
 
 # ================================================================================ the importer
-def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None) -> Trace:
+def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
+                       step: int | str | None = None) -> Trace:
     """A :class:`Trace` (executor ``"measured"``) of a PyTorch profiler JSON (``.gz`` too).
 
     See the module docstring for what becomes an op; ``meta`` holds ``t0_us`` (the absolute time
-    of time 0), ``source`` and, with ``graph``, ``matched_by``, ``unmatched_kernels`` and
-    ``missing_ops``.  Without ``graph`` the trace's graph has one op per event and no edges (a
-    profile names no tensors: pair it with an execution trace,
-    :func:`workbench.io.execution_trace.load_execution_trace`, for the data dependencies).
-    O(events log events).
+    of time 0), ``source``, ``step`` / ``steps`` and ``summary`` (one line: what was kept and
+    what was not matched) and, with ``graph``, ``matched_by``, ``unmatched_kernels`` and
+    ``missing_ops``.  ``step``: the ``ProfilerStep#N`` to keep (default: the last complete one;
+    ``"all"``: every event), :mod:`workbench.io.kineto_links`.  Without ``graph`` the trace's
+    graph has one op per event and, for a profiler's trace (not a workbench export), the
+    dependencies the run obeyed: stream (or host-thread) order and the cross-stream waits of
+    CUDA events, as control edges.  A profile names no tensors: pair it with an execution trace
+    (:func:`workbench.io.execution_trace.load_execution_trace`) for the data dependencies.
+    A CPU-only run's trace has device ``"cpu"``.  O(events log events).
     """
     path = Path(path)
     data = read_trace_json(path)
@@ -276,6 +289,17 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None) -> Trace
     other = other if isinstance(other, dict) else {}
     offset = _int(other.get("stream_offset")) or 0
     items, host_run = _select(raw, path)
+    exported = any(isinstance(args_of(e["ev"]).get("op"), str) for e in items)
+    runtime = runtime_calls(raw)
+    steps = [] if exported else profiler_steps(raw)
+    launched = {c for e in items if (c := _corr_of(e)) is not None}
+    chosen = choose_step(steps, raw, launched, step, path)
+    outside = 0
+    if chosen is not None:
+        keep = [e for e in items if chosen.start <= _launch_ts(e, runtime) <= chosen.end]
+        outside, items = len(items) - len(keep), keep
+        if not items:
+            raise FormatError(f"{path}: ProfilerStep#{chosen.number} holds no kernel or op")
     origin = other.get("time_origin_us")
     t0 = float(origin) if isinstance(origin, (int, float)) and not isinstance(origin, bool) \
         else items[0]["ts"]
@@ -296,12 +320,25 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None) -> Trace
                      "stream": stream, "start_us": item["ts"] - t0,
                      "end_us": item["ts"] - t0 + item["dur"], "blocks": _grid(ev)})
     meta: dict[str, Any] = {"t0_us": t0, "source": str(path), "profiler": "pytorch",
-                            "events": len(rows), "host_run": host_run}
+                            "events": len(rows), "host_run": host_run,
+                            "step": None if chosen is None else chosen.number,
+                            "steps": [s.number for s in steps]}
+    links = None
+    if not exported:
+        links = link([{"stream": st, "ts": it["ts"], "end": it["ts"] + it["dur"],
+                       "corr": _corr_of(it)} for it, st in zip(items, streams, strict=True)],
+                     raw, runtime, None if chosen is None else (chosen.start, chosen.end))
+        meta.update(stream_edges=links.stream_edges, sync_edges=links.sync_edges,
+                    sync_edges_inferred=links.inferred, unresolved_waits=links.unresolved_waits,
+                    empty_waits=links.empty_waits, contradicted_waits=links.contradicted)
+    meta["summary"] = _summary(rows, chosen, steps, outside, links, host_run)
     if graph is None:
-        graph = _event_graph(rows, path.name.split(".")[0] or "trace")
+        graph = _event_graph(rows, path.name.split(".")[0] or "trace",
+                             links.edges if links else [])
     else:
         rows, graph = match_to_graph(rows, graph, meta, path)
-    return Trace(_frame(rows, graph), graph=graph, policy="measured", device=_device(data),
+    return Trace(_frame(rows, graph), graph=graph, policy="measured",
+                 device="cpu" if host_run else _device(data),
                  executor="measured", mode="eager", meta=meta)
 
 
@@ -328,11 +365,56 @@ def _frame(rows: list[dict[str, Any]], graph: Graph) -> pd.DataFrame:
     })
 
 
-def _event_graph(rows: list[dict[str, Any]], name: str) -> Graph:
+def _event_graph(rows: list[dict[str, Any]], name: str,
+                 edges: Iterable[tuple[int, int]] = ()) -> Graph:
     ops = [Op(r["op"], kind=r["kind"], device=r["device"],
               duration_us=r["end_us"] - r["start_us"], thread_blocks=r["blocks"],
               attrs={"kernel" if r["device"] == "gpu" else "event": r["name"]}) for r in rows]
-    return Graph(ops, name=name)
+    return Graph(ops, control_edges=[(rows[a]["op"], rows[b]["op"]) for a, b in edges],
+                 name=name)
+
+
+def _corr_of(item: Mapping[str, Any]) -> int | None:
+    """The launch correlation of a GPU event (None for host events)."""
+    if item["cat"] not in GPU_CATEGORIES:
+        return None
+    value = args_of(item["ev"]).get("correlation")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _launch_ts(item: Mapping[str, Any], runtime: Mapping[int, Mapping[str, Any]]) -> float:
+    """When the host launched a GPU event (its own start when the launch is not in the
+    trace); a host event's own start."""
+    corr = _corr_of(item)
+    call = runtime.get(corr) if corr is not None else None
+    ts = call.get("ts") if call is not None else None
+    return float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) \
+        else float(item["ts"])
+
+
+def _summary(rows: list[dict[str, Any]], chosen: Step | None, steps: list[Step],
+             outside: int, links: Links | None, host_run: bool) -> str:
+    """One line: what was kept (events, streams, step) and what was not matched."""
+    what = "host ops" if host_run else "kernels"
+    streams = len({r["stream"] for r in rows})
+    generic = sum(r["kind"] == "kernel" for r in rows if r["device"] == "gpu")
+    if chosen is None:
+        where = "whole trace" + (f" ({len(steps)} steps)" if steps else ", no ProfilerStep")
+    else:
+        state = "complete" if chosen.complete else \
+            f"incomplete: {chosen.missing} launches without their kernel"
+        where = f"ProfilerStep#{chosen.number} ({state}; steps {steps[0].number}-" \
+                f"{steps[-1].number})"
+    line = f"{len(rows)} {what} on {streams} streams, {where}; not matched: " \
+           f"{outside} events outside the step, {generic} kernels of unknown kind"
+    if links is not None:
+        line += (f", {links.unresolved_waits} stream waits unresolved, {links.contradicted} "
+                 f"contradicted by the timeline ({links.empty_waits} waits on streams idle "
+                 f"before the record); edges: {links.stream_edges} stream order, "
+                 f"{links.sync_edges} cross-stream"
+                 + (" (inferred from launch order)" if links.inferred and links.sync_edges
+                    else ""))
+    return line
 
 
 def match_to_graph(rows: list[dict[str, Any]], graph: Graph, meta: dict[str, Any],
