@@ -172,3 +172,31 @@ def test_h200_execution_trace_and_kineto() -> None:
     assert nx.is_weakly_connected(nx.DiGraph(list(g.edges)))
     kinds = [op.kind for op in g.ops]
     assert kinds.count("conv2d") == 94 and kinds.count("concat") == 15
+
+
+def _wait_trace(b_start: float) -> dict[str, Any]:
+    """Kernel a (stream 1), record, wait, kernel b (stream 2) launched in that order; b runs
+    at ``b_start`` (a ends at 20): runtime calls only, no cuda_sync events."""
+    def call(name: str, ts: float, corr: int) -> dict[str, Any]:
+        return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 1, "tid": 1, "ts": ts,
+                "dur": 1, "args": {"correlation": corr}}
+
+    def kernel(name: str, stream: int, ts: float, corr: int) -> dict[str, Any]:
+        return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts,
+                "dur": 10, "args": {"stream": stream, "correlation": corr}}
+
+    return {"traceEvents": [
+        call("cudaLaunchKernel", 0, 1), call("cudaEventRecord", 2, 2),
+        call("cudaStreamWaitEvent", 4, 3), call("cudaLaunchKernel", 6, 4),
+        kernel("a_gemm", 1, 10, 1), kernel("b_gemm", 2, b_start, 4)]}
+
+
+def test_inferred_wait_contradicted_by_the_timeline_is_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_wait_trace(25.0)))
+    ok = load_pytorch_trace(path)
+    assert ok.graph.edges == (("a_gemm#0", "b_gemm#0"),) and ok.meta["sync_edges_inferred"]
+    path.write_text(json.dumps(_wait_trace(15.0)))  # b overlaps a: not a real dependency
+    bad = load_pytorch_trace(path)
+    assert bad.graph.edges == () and bad.meta["contradicted_waits"] == 1
+    assert "1 contradicted by the timeline" in bad.meta["summary"]
