@@ -1,5 +1,9 @@
 """GPU benchmark: every built-in network x batch x policy x launch mode, measured with CuPy.
 
+``--executor torch`` runs benchmarks/gpu_torch.py instead (PyTorch's kernels: the four IOS
+networks, eager and graph, fp32 and tf32, verified, in under 5 minutes); ``--executor cupy``
+(default) runs this script, whose kernels are the project's own, about 6x slower than cuDNN.
+
     .venv/bin/python benchmarks/gpu.py [--networks inception_v3,squeezenet,...] [--batches 1,16]
         [--policies serial,nnc,...] [--modes eager,graph] [--repeats 20] [--warmup 3]
         [--memory somas] [--verify] [--out results/gpu]
@@ -47,6 +51,28 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                         help="small IOS/GPTO search options (the test-suite options)")
     parser.add_argument("--out", default="results/gpu")
     return parser.parse_args(argv)
+
+
+def _executor(argv: list[str]) -> str:
+    """``--executor cupy`` (default: this script) or ``torch`` (benchmarks/gpu_torch.py)."""
+    for k, arg in enumerate(argv):
+        if arg.startswith("--executor="):
+            return arg.split("=", 1)[1]
+        if arg == "--executor" and k + 1 < len(argv):
+            return argv[k + 1]
+    return "cupy"
+
+
+def _without_executor(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--executor":
+            skip = True
+        elif not arg.startswith("--executor="):
+            out.append(arg)
+    return out
 
 
 def _csv(text: str) -> list[str]:
@@ -153,7 +179,17 @@ def _write_report(path: Path, result: dict[str, Any], traces: dict[Any, dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parse(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if _executor(argv) == "torch":   # PyTorch's kernels: benchmarks/gpu_torch.py
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "gpu_torch", Path(__file__).with_name("gpu_torch.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return int(module.main(_without_executor(argv)))
+    args = _parse(_without_executor(argv))
     from workbench import gpu
 
     if not gpu.is_available():

@@ -34,10 +34,11 @@ from workbench import fidelity, gpu
 from workbench.gpu import calibration as C
 from workbench.gpu import executor as E
 from workbench.gpu import kernels as K
-from workbench.gpu.emulator import TWINS, Memory
+from workbench.gpu.emulator import TWINS, Memory, emulate_schedule
 from workbench.gpu.launch_plan import Ptr, build_launch_plan
 from workbench.gpu.reference import run_graph_reference
 from workbench.passes.fusion import fuse_elementwise
+from workbench.reference import outputs_of
 from workbench.schedulers import TEST_OPTIONS
 from workbench.trace import TRACE_COLUMNS
 
@@ -491,7 +492,22 @@ def test_dropped_sync_is_caught_on_a_graph_built_to_expose_it() -> None:
     got = E.run_outputs(broken, plan=plan)
     want = run_graph_reference(g)
     assert not np.array_equal(got["d:out"], want["d:out"])
-    E.compare_outputs(E.run_outputs(sched), want)
+    E.compare_outputs(E.run_outputs(sched), outputs_of(g, want))
+
+
+def test_run_outputs_hold_only_graph_outputs_so_the_reference_is_cut_to_them() -> None:
+    # the cause of the GPU failure above, reproduced on the CPU emulator (which runs the same
+    # launch plans): run_outputs() returns the graph outputs, run_graph_reference() every
+    # tensor, so comparing against the whole reference asks for the intermediate 'a:out'
+    g = wb.Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")],
+                            durations={"a": 2000.0, "b": 5.0, "c": 5.0, "d": 5.0},
+                            thread_blocks={k: 1 for k in "abcd"}, sizes={k: 256 for k in "abcd"})
+    got = emulate_schedule(wb.schedule(g, "nnc"))
+    want = run_graph_reference(g)
+    assert set(got) == set(g.outputs) == {"d:out"} and "a:out" in want
+    with pytest.raises(wb.ScheduleError, match=r"output 'a:out' is missing .*'d:out'"):
+        E.compare_outputs(got, want)
+    E.compare_outputs(got, outputs_of(g, want))
 
 
 @pytest.mark.gpu

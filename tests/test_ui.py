@@ -24,6 +24,7 @@ pytest.importorskip("ipywidgets")
 import workbench as wb  # noqa: E402
 from workbench import gpu  # noqa: E402
 from workbench.errors import OptionError  # noqa: E402
+from workbench.execute import EXECUTORS  # noqa: E402
 from workbench.graph import Graph  # noqa: E402
 from workbench.ui import Workbench  # noqa: E402
 from workbench.ui import results as ui_results  # noqa: E402
@@ -280,15 +281,19 @@ def test_broken_upload_is_one_line_error(app: Workbench, name: str, data: bytes,
     assert "no graph uploaded yet" in app.error.value
 
 
-def test_cupy_executor_disabled_with_reason() -> None:
-    if gpu.is_available():
-        pytest.skip("a GPU is available here: the cupy executor is enabled")
+def test_executor_menu_offers_what_runs_here_and_says_why_not_the_rest() -> None:
     a = Workbench()
-    assert a.executor.disabled and a.executor.value == "simulator"
-    assert "cupy" in a.executor.options
-    reason = gpu.unavailable_reason()
-    assert reason and reason in a.executor.tooltip
-    assert "cupy unavailable" in a.executor_note.value
+    values = [value for _, value in a.executor.options]
+    assert values[0] == "simulator" and a.executor.value == "simulator"
+    if EXECUTORS.available("torch"):
+        assert "torch" in values and "torch,simulator" in values and not a.executor.disabled
+    if gpu.is_available():
+        assert "cupy" in values
+    else:
+        assert "cupy" not in values
+        reason = gpu.unavailable_reason()
+        assert reason and reason in a.executor.tooltip
+        assert "cupy unavailable" in a.executor_note.value
 
 
 def test_hostile_names_are_escaped(app: Workbench, tmp_path: Path) -> None:

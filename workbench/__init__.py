@@ -12,6 +12,8 @@ from workbench import memory, models, passes
 from workbench._version import __version__ as __version__
 from workbench.compare import Comparison, compare
 from workbench.costs import DEVICES, DeviceSpec, devices
+from workbench.device_calibration import calibrate_device
+from workbench.device_profile import DeviceProfile, load_profile, save_profile
 from workbench.errors import (
     DeviceUnavailable,
     FormatError,
@@ -33,9 +35,9 @@ from workbench.sweep import sweep
 from workbench.trace import Trace
 
 __all__ = [
-    "DEVICES", "Comparison", "DeviceSpec", "DeviceUnavailable", "FormatError", "Graph",
-    "GraphError", "MemoryPlanError", "Op", "OptionError", "OutputError", "Schedule",
-    "ScheduleError", "Tensor", "Trace", "WorkbenchError", "compare", "devices", "execute", "load",
-    "memory", "models", "passes", "plan_memory", "policies", "save", "schedule", "simulate",
-    "sweep",
+    "DEVICES", "Comparison", "DeviceProfile", "DeviceSpec", "DeviceUnavailable", "FormatError",
+    "Graph", "GraphError", "MemoryPlanError", "Op", "OptionError", "OutputError", "Schedule",
+    "ScheduleError", "Tensor", "Trace", "WorkbenchError", "calibrate_device", "compare",
+    "devices", "execute", "load", "load_profile", "memory", "models", "passes", "plan_memory",
+    "policies", "save", "save_profile", "schedule", "simulate", "sweep",
 ]

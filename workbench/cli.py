@@ -2,6 +2,8 @@
 
     workbench compare --model inception_v3 --device h100 -o report.html
     workbench compare GRAPH.json --policies serial,nnc,asap --budget 30 -o report.html
+    workbench compare --model inception_v3 --executor torch,simulator --mode graph -o r.html
+    workbench calibrate --model inception_v3 --model squeezenet --batch 1 -o profile.json
     workbench policies | models | devices
     workbench --version
 
@@ -9,7 +11,10 @@
 ``--budget`` seconds (default 60), after which its worker is stopped and the policy's row says
 ``budget hit (60 s): ...``.  One line per policy goes to stderr as it starts and ends.  The ranking
 printed on stdout is sorted by makespan with the essential columns (``--columns`` picks others,
-``--columns all`` shows every one).
+``--columns all`` shows every one).  ``--executor torch`` (or ``cupy``) measures every schedule on
+the device; ``--executor torch,simulator`` also sets the simulator's prediction beside each
+measured row.  ``--device`` takes a device name or the path of a device file or of a profile
+written by ``workbench calibrate`` (each op of the chosen graphs timed alone, plus small probes).
 
 Every user error is one line on stderr (``workbench: error: ...``) and exit code 2, and the
 arguments and the output path (``-o``: not a directory, its folder must exist, writable) are
@@ -32,6 +37,7 @@ from typing import Any, NoReturn
 
 from workbench._terminal import ESSENTIAL_COLUMNS, clean, ranking_text
 from workbench.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
+from workbench.compare_measured import MEASURED_COLUMNS
 from workbench.errors import OptionError, WorkbenchError
 
 EXIT_USAGE = 2
@@ -104,11 +110,12 @@ def _columns(text: str) -> tuple[str, ...]:
     names = [c.strip() for c in text.split(",") if c.strip()]
     if names == ["all"]:
         return TABLE_COLUMNS
+    known = (*TABLE_COLUMNS, *MEASURED_COLUMNS)
     for name in names:
-        if name not in TABLE_COLUMNS:
+        if name not in known:
             raise argparse.ArgumentTypeError(
-                f"unknown column {name!r}{did_you_mean(name, TABLE_COLUMNS)} "
-                f"(known: all, {', '.join(TABLE_COLUMNS)})")
+                f"unknown column {name!r}{did_you_mean(name, known)} "
+                f"(known: all, {', '.join(known)})")
     if not names:
         raise argparse.ArgumentTypeError("expected column names or 'all'")
     return tuple(dict.fromkeys(names))
@@ -137,7 +144,21 @@ def _build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
                      help="a symbolic dimension of an ONNX graph file (repeatable)")
     cmp.add_argument("--policies", help="comma-separated policies (default: all)")
-    cmp.add_argument("--device", default="h100", help="device model (see `workbench devices`)")
+    cmp.add_argument("--device", default="h100",
+                     help="device model (see `workbench devices`), or the path of a device file "
+                          "or of a profile written by `workbench calibrate`")
+    cmp.add_argument("--executor", default="simulator", metavar="NAMES",
+                     help="simulator (default), torch (PyTorch's kernels: CUDA, else the CPU), "
+                          "cupy (the project's hand-written CUDA kernels, about 6x slower than "
+                          "cuDNN), or a measured one with the simulator beside it: "
+                          "torch,simulator")
+    cmp.add_argument("--ios-oracle", choices=("simulator", "torch"),
+                     help="what times IOS's candidate stages: the simulator (default) or the "
+                          "device with PyTorch's kernels (torch)")
+    cmp.add_argument("--repeats", type=_positive_int,
+                     help="timed runs per schedule on a measured executor")
+    cmp.add_argument("--verify", action="store_true",
+                     help="measured executors: require outputs bitwise equal to serial")
     cmp.add_argument("--mode", default="eager", choices=("eager", "graph"),
                      help="eager: per-op host launches; graph: whole-graph sink (CUDA graph)")
     cmp.add_argument("--max-streams", type=_positive_int, help="cap on streams for every policy")
@@ -153,13 +174,15 @@ def _build_parser() -> argparse.ArgumentParser:
                           "needs the network to view; ~100 kB files) (default: %(default)s)")
     cmp.add_argument("--columns", type=_columns, default=ESSENTIAL_COLUMNS, metavar="COLS",
                      help=f"columns of the printed ranking, comma-separated, or 'all' (default: "
-                          f"{','.join(ESSENTIAL_COLUMNS)}; known: {', '.join(TABLE_COLUMNS)})")
+                          f"{','.join(ESSENTIAL_COLUMNS)}; known: "
+                          f"{', '.join((*TABLE_COLUMNS, *MEASURED_COLUMNS))})")
     cmp.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET_S, metavar="SECONDS",
                      help="wall-clock seconds each stage of each policy may take (schedule, "
                           "execute, plan memory); a stage that overruns is stopped and its row "
                           "says 'budget hit'; 0 means no limit (default: %(default)g)")
     cmp.add_argument("--no-progress", action="store_true",
                      help="no progress bar and no per-policy lines on stderr")
+    _calibrate_parser(sub)
     sub.add_parser("policies", help="list scheduling policies")
     sub.add_parser("models", help="list built-in graphs")
     sub.add_parser("devices", help="list device models")
@@ -202,6 +225,9 @@ def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
         for name in names:
             POLICIES.get(name)
     get_device(args.device)
+    from workbench.compare_measured import executor_plan
+
+    executor_plan(args.executor)
     if bool(args.graph) == bool(args.model):
         raise OptionError("give either a graph file or --model NAME (not both, not neither)")
     if args.model:
@@ -226,18 +252,87 @@ def _compare(args: argparse.Namespace) -> int:
     if args.max_streams is not None:
         options = {p: {"max_streams": args.max_streams} for p in (names or POLICIES.names())}
         options.setdefault("serial", {"max_streams": args.max_streams})
+    if args.ios_oracle is not None and "ios" in (names or POLICIES.names()):
+        options = options or {}
+        options.setdefault("ios", {})["oracle"] = args.ios_oracle
+    measured_options: dict[str, Any] = {}
+    if args.repeats is not None:
+        measured_options["repeats"] = args.repeats
+    if args.verify:
+        measured_options["verify"] = True
     result = compare(graph, names, device=args.device, mode=args.mode, options=options,
-                     precision=args.precision,
+                     precision=args.precision, executor=args.executor,
+                     executor_options=measured_options or None,
                      show_progress=not args.no_progress, budget_s=args.budget)
     path = result.to_html(output, plotlyjs=args.plotlyjs)
     table = result.table
     print(clean(f"{graph.name}: {len(graph)} ops on {result.device} ({result.mode})"))
-    print(ranking_text(table, args.columns))
+    columns = args.columns
+    if result.settings["executor"] != "simulator":
+        on = result.settings.get("measured_on", {})
+        print(clean("measured on " + ", ".join(f"{k} {v}" for k, v in on.items())))
+        if columns == ESSENTIAL_COLUMNS:
+            extra = ("simulated_us", "sim_error") if result.settings["simulated_beside"] else ()
+            columns = (*ESSENTIAL_COLUMNS[:3], *extra, *ESSENTIAL_COLUMNS[3:])
+    print(ranking_text(table, columns))
     print(clean(f"best: {result.best} ({table['speedup'].max():.2f}x over serial); "
                 f"report: {path}"))
     unfinished = table.loc[table["status"] != "ok", ["policy", "status"]]
     for row in unfinished.itertuples(index=False):
         print(clean(f"note: {row.policy}: {row.status}"))
+    return 0
+
+
+def _calibrate_parser(sub: Any) -> None:
+    cal = sub.add_parser("calibrate", help="time every op of some graphs alone on this device, "
+                                           "write a device profile (--device PATH reads it)")
+    cal.add_argument("--model", action="append", required=True,
+                     help="a built-in graph to time (repeatable)")
+    cal.add_argument("--batch", type=_positive_int, action="append",
+                     help="batch size(s) for built-in networks (repeatable; default: the "
+                          "model's own)")
+    cal.add_argument("--precision", default="fp32", choices=("fp32", "tf32", "fp16", "bf16"))
+    cal.add_argument("--repeats", type=_positive_int, default=20,
+                     help="timed runs per op and probe (default: %(default)s)")
+    cal.add_argument("--warmup", type=int, default=3, help="untimed runs first")
+    cal.add_argument("--base-device", help="the cost-model device the profile refines "
+                                           "(default: the one the GPU's name matches)")
+    cal.add_argument("--executor", default="torch", help="executor that times (default: torch)")
+    cal.add_argument("-o", "--output", default="profile.json",
+                     help="profile path (default: %(default)s)")
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from workbench._atomic import check_output
+    from workbench.device_calibration import calibrate_device
+    from workbench.device_profile import save_profile
+    from workbench.models import MODELS, build
+
+    output = check_output(args.output, what="-o")
+    for name in args.model:
+        MODELS.get(name)
+    if args.base_device is not None:
+        from workbench.costs import get_device
+
+        get_device(args.base_device)
+    if args.warmup < 0:
+        raise OptionError(f"--warmup must be >= 0, got {args.warmup}")
+    graphs = [build(name) for name in args.model] if not args.batch else \
+        [build(name, batch=b) for name in args.model for b in args.batch]
+    profile = calibrate_device(graphs, executor=args.executor, precision=args.precision,
+                               warmup=args.warmup, repeats=args.repeats,
+                               base_device=args.base_device)
+    path = save_profile(profile, output)
+    print(clean(f"{len(profile.ops)} ops of {len(graphs)} graph(s) timed on "
+                f"{profile.provenance.get('gpu', '?')} ({profile.provenance.get('timing', '')})"))
+    for key, value in profile.probes.items():
+        print(clean(f"probe {key}: {value:.3f}" if isinstance(value, float)
+                    else f"probe {key}: {value}"))
+    skipped = profile.provenance.get("skipped_ops", [])
+    if skipped:
+        print(clean(f"skipped {len(skipped)} op(s) the executor cannot run, e.g. {skipped[0]} "
+                    f"(all listed in the profile's provenance)"))
+    print(clean(f"profile: {path} (base device {profile.base_device}); use --device {path}"))
     return 0
 
 
@@ -297,7 +392,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _sigterm_raises():
             args = parser.parse_args(argv)
-            code = _compare(args) if args.command == "compare" else _listing(args.command)
+            commands = {"compare": _compare, "calibrate": _calibrate}
+            code = commands[args.command](args) if args.command in commands \
+                else _listing(args.command)
             sys.stdout.flush()
             return code
     except WorkbenchError as exc:

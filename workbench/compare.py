@@ -27,6 +27,13 @@ import pandas as pd
 
 from workbench._bounded import Outcome, run_stages
 from workbench._progress import Progress
+from workbench.compare_measured import (
+    MEASURED_COLUMNS,
+    execute_options,
+    executor_plan,
+    measured_cells,
+    provenance,
+)
 from workbench.costs import DeviceSpec, get_device, lower_bound_us
 from workbench.errors import OptionError
 from workbench.graph import Graph
@@ -100,7 +107,8 @@ class Comparison:
 
 
 def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str = "h100",
-            mode: str = "eager", executor: str = "simulator",
+            mode: str = "eager", executor: str | Iterable[str] = "simulator",
+            executor_options: Mapping[str, Any] | None = None,
             options: Mapping[str, Mapping[str, Any]] | None = None,
             planner: str | None = "somas", pool_chunk_bytes: int = 32 << 20,
             optimum_max_ops: int = 8, show_progress: bool = True,
@@ -113,7 +121,14 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     each trace is replayed through the BestFit pool growing in ``pool_chunk_bytes`` chunks.
     Graphs of at most ``optimum_max_ops`` ops (simulator only) also get the exact optimum
     (:func:`workbench.optimum.exact_optimum`) so each policy's distance to it is shown.
-    ``executor`` is ``"simulator"`` (any machine) or ``"cupy"`` (a CUDA GPU).  Speedups are over
+    ``executor`` is ``"simulator"`` (any machine), ``"torch"`` (PyTorch's kernels: a CUDA GPU,
+    or the CPU in issue order) or ``"cupy"`` (the project's own CUDA kernels), or a measured one
+    with ``"simulator"`` (``"torch,simulator"`` or a list): then every row also holds the
+    simulator's prediction (``simulated_us``, ``sim_error``); measured rows carry ``executor``,
+    ``gpu`` and a utilisation computed from the measured trace
+    (:mod:`workbench.compare_measured`); ``executor_options`` go to the measured executor
+    (``repeats``, ``warmup``, ``verify`` ...).  ``device`` is a device name or a device file or
+    profile path (:func:`workbench.devices.get_device`).  Speedups are over
     ``serial`` (which is always run, and listed first).  Every schedule is validated before it is
     executed.  ``precision`` (simulator): ``auto``, ``fp32``, ``tf32``, ``fp16`` or ``bf16``
     (:mod:`workbench.costs`).  ``measured``, a recorded run of ``graph`` (e.g. from
@@ -149,6 +164,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         if name not in names:
             raise OptionError(f"options given for {name!r}, which is not among the policies")
     spec = get_device(device)
+    executor, simulate_too = executor_plan(executor)
+    exec_opts = execute_options(executor, spec, mode, precision, dict(executor_options or {}))
     # imported here, once, so that forked workers inherit them instead of each importing them
     import workbench.execute
     import workbench.memory
@@ -175,19 +192,30 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             results[name] = _run_policy(graph, name, _policy_options(name, options, spec, mode),
                                         spec=spec, precision=precision,
                                         mode=mode, executor=executor, planner=planner,
-                                        pool_chunk_bytes=pool_chunk_bytes, budget=budget)
+                                        pool_chunk_bytes=pool_chunk_bytes, budget=budget,
+                                        exec_opts=exec_opts, simulate_too=simulate_too)
             rows.append(_row(name, results[name], bounds, budget))
+            if executor != "simulator" and len(results[name]) > 1 and results[name][1].ok:
+                trace, m = results[name][1].value
+                rows[-1].update(measured_cells(trace, spec, precision, m.get("simulated_us"),
+                                               bounds))
             span = rows[-1]["makespan_us"]
             bar.line(f"{tag}: {rows[-1]['status']} in {time.perf_counter() - t0:.2f} s"
                      + ("" if math.isnan(span) else f" (makespan {span:,.1f} µs)"))
             bar.advance()
     if measured is not None:
         rows.append(_measured_row(measured, graph, bounds))
+        rows[-1].update(measured_cells(measured, spec, precision, None, bounds))
     settings = {"policies": names, "options": {k: dict(v) for k, v in options.items()},
                 "device": spec.name, "device_description": spec.description, "mode": mode,
-                "executor": executor, "memory_planner": planner,
+                "executor": executor, "simulated_beside": simulate_too,
+                "memory_planner": planner,
                 "pool_chunk_mib": pool_chunk_bytes / 2**20,
                 "budget_s_per_stage": budget, **({"notes": notes} if notes else {})}
+    first = next((out[1].value[0] for out in results.values() if len(out) > 1 and out[1].ok),
+                 None)
+    if executor != "simulator" and first is not None:
+        settings["measured_on"] = provenance(first)
     comparison = _comparison(graph, spec, mode, results, rows, settings, bounds)
     if measured is not None:
         comparison.traces["measured"] = measured
@@ -207,7 +235,7 @@ def _comparison(graph: Graph, spec: DeviceSpec, mode: str, results: dict[str, li
     base_rows = table.loc[table["policy"] == BASELINE, "makespan_us"]
     base = float(base_rows.iloc[0]) if len(base_rows) else float("nan")
     table["speedup"] = base / table["makespan_us"]
-    table = table[[c for c in TABLE_COLUMNS if c in table.columns]]
+    table = table[[c for c in (*TABLE_COLUMNS, *MEASURED_COLUMNS) if c in table.columns]]
     memory = values(2)
     return Comparison(graph, spec.name, mode, {k: v[0] for k, v in values(0).items()},
                       {k: v[0] for k, v in values(1).items()}, table, settings, bounds,
@@ -259,15 +287,21 @@ def _stage_schedule(graph: Graph, name: str, opts: dict[str, Any]) -> tuple[Sche
     return sched, (time.perf_counter() - t0) * 1e3
 
 
-def _stage_execute(executor: str, spec: DeviceSpec, mode: str, precision: str,
+def _stage_execute(executor: str, options: dict[str, Any], simulate_too: bool, spec: DeviceSpec,
+                   mode: str, precision: str,
                    scheduled: tuple[Schedule, float]) -> tuple[Trace, dict[str, float]]:
     from workbench.execute import execute
 
     sched = scheduled[0]
     sched.validate()
-    extra = {"precision": precision} if executor == "simulator" else {}
-    trace = execute(sched, executor=executor, device=spec, mode=mode, **extra)
-    return trace, trace.metrics()
+    trace = execute(sched, executor=executor, **options)
+    metrics = trace.metrics()
+    if simulate_too:
+        from workbench.simulate import simulate
+
+        metrics["simulated_us"] = simulate(sched, device=spec, mode=mode,
+                                           precision=precision).makespan
+    return trace, metrics
 
 
 def _stage_memory(planner: str, chunk_bytes: int, scheduled: tuple[Schedule, float],
@@ -280,14 +314,19 @@ def _stage_memory(planner: str, chunk_bytes: int, scheduled: tuple[Schedule, flo
 
 def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSpec, mode: str,
                 executor: str, planner: str | None, pool_chunk_bytes: int,
-                budget: float | None, precision: str = "auto") -> list[Outcome]:
+                budget: float | None, precision: str = "auto",
+                exec_opts: dict[str, Any] | None = None,
+                simulate_too: bool = False) -> list[Outcome]:
     """The policy's stages under their budgets (see the module docstring)."""
+    if exec_opts is None:
+        exec_opts = execute_options(executor, spec, mode, precision, {})
     info: PolicyInfo = POLICIES.get(name)
     cooperative = info.budgeted and budget is not None
     if budget is not None and cooperative:
         opts.setdefault("time_budget_s", budget * COOPERATIVE_SHARE)
     stages: list[Any] = [partial(_stage_schedule, graph, name, opts),
-                         partial(_stage_execute, executor, spec, mode, precision)]
+                         partial(_stage_execute, executor, exec_opts, simulate_too, spec, mode,
+                                 precision)]
     budgets: list[float | None] = [
         None if budget is None else hard_limit_s(budget, cooperative=cooperative), budget]
     if planner is not None:

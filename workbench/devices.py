@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from workbench._atomic import write_text
@@ -377,11 +379,40 @@ def devices() -> list[str]:
     return DEVICES.names()
 
 
-def get_device(device: str | DeviceSpec) -> DeviceSpec:
-    """A registered device by name (case-insensitive), or the given spec."""
+#: Readers of device files by their ``"format"`` key, ``(path, parsed JSON) -> DeviceSpec``; a
+#: device profile registers itself here (:mod:`workbench.device_profile`).  A file without a
+#: ``format`` key is a device file (:func:`load_device`).
+FILE_FORMATS: dict[str, Any] = {}
+_FILE_SPECS: dict[tuple[str, int, int], DeviceSpec] = {}
+
+
+def get_device(device: str | DeviceSpec | Any) -> DeviceSpec:
+    """A registered device by name (case-insensitive), the given spec, or a file: a path (a
+    ``PathLike``, or text ending in ``.json`` or holding a ``/``) to a device file or a device
+    profile (read once per path, size and mtime)."""
     if isinstance(device, DeviceSpec):
         return device
-    return DEVICES.get(str(device).lower())
+    text = str(device)
+    if isinstance(device, os.PathLike) or text.lower().endswith(".json") or "/" in text \
+            or os.sep in text:
+        return _device_file(Path(device))
+    return DEVICES.get(text.lower())
+
+
+def _device_file(path: Path) -> DeviceSpec:
+    try:
+        stat = path.stat()
+    except OSError:
+        raise OptionError(f"{path}: no such device file or device profile") from None
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _FILE_SPECS:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError) as exc:
+            raise OptionError(f"{path}: cannot read a device file ({exc})") from None
+        reader = FILE_FORMATS.get(str(raw.get("format"))) if isinstance(raw, dict) else None
+        _FILE_SPECS[key] = reader(path, raw) if reader is not None else load_device(path)
+    return _FILE_SPECS[key]
 
 
 def with_overrides(device: str | DeviceSpec, **changes: Any) -> DeviceSpec:

@@ -209,6 +209,10 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
             schedule = expansion.schedule
     graph = schedule.graph
     order = list(schedule.issue_order)
+    if calibration is None:  # a device profile's measured op times (workbench.device_profile)
+        from workbench.device_profile import calibration_for
+
+        calibration = calibration_for(spec, graph.name)
     all_costs = graph_costs(graph, spec, calibration, precision=precision, model=model)
     if len(order) == len(graph) and tuple(order) == graph.op_ids:
         ops = list(graph.ops)

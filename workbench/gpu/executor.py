@@ -240,7 +240,7 @@ def _frame(schedule: Schedule, spec: DeviceSpec, start: Sequence[float], end: Se
     graph = schedule.graph
     order = list(schedule.issue_order)
     ops = [graph.op(o) for o in order]
-    costs = [op_cost(op, spec) for op in ops]
+    costs = [op_cost(op, spec, precision="fp32") for op in ops]  # the kernels are FP32
     return pd.DataFrame({
         "op": order, "kind": [op.kind for op in ops],
         "stream": [schedule.stream_of(o) for o in order], "device": ["gpu"] * len(order),
@@ -295,7 +295,8 @@ def compare_outputs(got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray
     for t, expected in want.items():
         actual = got.get(t)
         if actual is None:
-            raise ScheduleError(f"{what}: output {t!r} is missing")
+            raise ScheduleError(f"{what}: output {t!r} is missing (the run returned "
+                                f"{sorted(got)}; compare graph outputs only)")
         a = np.ascontiguousarray(actual, dtype=np.float32).view(np.uint32)
         b = np.ascontiguousarray(expected, dtype=np.float32).view(np.uint32)
         if a.shape != b.shape or not np.array_equal(a, b):

@@ -28,7 +28,8 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
 5. **Stage latency** comes from a *cost oracle*: by default the workbench simulator runs the stage
    alone on the chosen device (:class:`~workbench.schedulers.ios_oracle.StageOracle`, which
    simulates structurally identical stages once); a user function ``cost_oracle(groups:
-   list[list[op_id]]) -> µs`` can replace it (e.g. measured on a GPU).
+   list[list[op_id]]) -> µs`` can replace it, and ``oracle="torch"`` times every stage on the
+   device with PyTorch's kernels (:mod:`workbench.schedulers.ios_torch_oracle`).
 6. **Parallel parts.**  ``engine="processes"`` (or ``workers=n``) or ``engine="dask"``
    (``client=``) search the parts at once (:mod:`workbench.schedulers.ios_parts` over
    :mod:`workbench._engines`, as ``sweep`` does); the schedule is identical to the serial one
@@ -87,7 +88,8 @@ MAX_PART_SIZE = 64
 def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 40,
                  max_block_units: int | None = None, units: bool = True, device: str = "h100",
                  mode: str = "eager", sync: str = "device_sync",
-                 cost_oracle: Oracle | None = None,
+                 cost_oracle: Oracle | None = None, oracle: str = "simulator",
+                 oracle_options: dict[str, Any] | None = None,
                  merge: bool = False, max_streams: int | None = None,
                  time_budget_s: float | None = DEFAULT_TIME_BUDGET_S,
                  max_states: int | None = None, part_work: int | None = DEFAULT_PART_WORK,
@@ -98,9 +100,12 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     ``r``: most units per group; ``s``: most groups per stage (``max_streams`` also caps ``s``);
     ``max_part_size``: most units per DP part (at most 64; ``max_block_units`` is its old name);
     ``device``/``mode``: what the default simulator oracle models; ``cost_oracle``: a function
-    ``groups -> µs`` replacing it; ``merge``: also try the operator-merge strategy for endings made
-    of convolutions on one input (:mod:`workbench.schedulers.ios_merge`); when a merge wins, the
-    schedule is of the merged graph (``schedule.graph``), as IOS returns a new graph.
+    ``groups -> µs`` replacing it; ``oracle``: ``"simulator"`` (default) or ``"torch"``, stages
+    timed on the device with PyTorch's kernels (:mod:`workbench.schedulers.ios_torch_oracle`;
+    ``oracle_options``: its mode, precision, warmup, repeats, max_timed); ``merge``: also try
+    the operator-merge strategy for endings made of convolutions on one input
+    (:mod:`workbench.schedulers.ios_merge`); when a merge wins, the schedule is of the merged
+    graph (``schedule.graph``), as IOS returns a new graph.
     ``time_budget_s`` / ``max_states``: bounds on the whole search (``None``: unbounded);
     ``part_work``: work one attempt at a part may take before the part is halved (``None``: no
     limit).  ``engine`` (``"local"``, ``"processes"``, ``"dask"``), ``workers``, ``client``: where
@@ -145,6 +150,7 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
         s = min(s, max_streams)
 
     t0 = time.perf_counter()
+    cost_oracle = _named_oracle(graph, oracle, oracle_options, cost_oracle, engine)
     unit_ops = ios_units(graph) if units else [[op] for op in graph.topo_order()]
     parts = partition_blocks(graph, unit_ops, max_part_size)
     ctx = SearchContext(uuid.uuid4().hex, graph, unit_ops, parts, r, s, device, mode, merge,
@@ -201,8 +207,13 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
                                                             max_states),
         "fallback": None,
     }
+    if oracle != "simulator":
+        notes.update(oracle=oracle, stages_timed=getattr(cost_oracle, "timed", None),
+                     stages_reused=getattr(cost_oracle, "reused", None),
+                     timing_s=getattr(cost_oracle, "timing_s", None))
     options = {"r": r, "s": s, "max_part_size": max_part_size, "units": units,
                "device": device, "mode": mode, "sync": sync, "merge": merge,
+               "oracle": oracle,
                "max_streams": max_streams, "time_budget_s": time_budget_s,
                "max_states": max_states, "part_work": part_work}
     if sync == "events":
@@ -214,7 +225,37 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
                                barrier_kind="device_sync" if sync == "device_sync" else "join")
     if cost_oracle is None:
         sched = _no_slower_than_sequential(graph, sched, device, mode)
+    elif oracle != "simulator" and hasattr(cost_oracle, "keep_fastest") and not merge:
+        sched = cost_oracle.keep_fastest(sched)   # measured: no slower than its rivals
     return sched
+
+
+#: Named stage oracles: ``None`` is the built-in simulator oracle; others ``"module:factory"``,
+#: imported on first use (the torch oracle imports PyTorch only when asked for).
+ORACLES = {"simulator": None, "torch": "workbench.schedulers.ios_torch_oracle:make_torch_oracle"}
+
+
+def _named_oracle(graph: Graph, oracle: str, options: dict[str, Any] | None,
+                  cost_oracle: Oracle | None, engine: str) -> Oracle | None:
+    """The cost oracle ``oracle`` names (``cost_oracle`` itself for the simulator)."""
+    import importlib
+
+    if oracle not in ORACLES:
+        raise OptionError(f"ios option oracle must be one of {', '.join(ORACLES)}, "
+                          f"got {oracle!r}")
+    target = ORACLES[oracle]
+    if target is None:
+        if options:
+            raise OptionError("ios oracle_options apply to a measured oracle (oracle='torch')")
+        return cost_oracle
+    if cost_oracle is not None:
+        raise OptionError(f"ios takes oracle={oracle!r} or a cost_oracle, not both")
+    if engine != "local":
+        raise OptionError(f"ios oracle={oracle!r} measures on this process's device: use "
+                          f"engine='local' (got {engine!r})")
+    module, _, factory = target.partition(":")
+    made: Oracle = getattr(importlib.import_module(module), factory)(graph, dict(options or {}))
+    return made
 
 
 def simulator_oracle(graph: Graph, *, device: str = "h100", mode: str = "eager") -> Oracle:

@@ -55,6 +55,17 @@ def one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {lines[0] if lines else 'no message'}"
 
 
+def executor_choices() -> list[tuple[str, str]]:
+    """The executor menu: ``(label, value)`` of every executor usable here (probed once each),
+    and for each measured one also ``"<name> + simulator"`` (the prediction beside each
+    measured row)."""
+    usable = EXECUTORS.available_names()
+    choices = [(name, name) for name in usable]
+    choices += [(f"{name} + simulator", f"{name},simulator") for name in usable
+                if name != "simulator"]
+    return choices
+
+
 @dataclass
 class _Job:
     """Everything a run needs, read from the widgets before the thread starts."""
@@ -115,14 +126,14 @@ class Workbench:
         self.options_for.observe(lambda _: self._show_options(), names="value")
         self._refresh_options()
         self.device = widgets.Dropdown(options=wb.devices(), value="h100", description="device")
-        self.executor = widgets.Dropdown(options=EXECUTORS.names(), value="simulator",
+        self.executor = widgets.Dropdown(options=executor_choices(), value="simulator",
                                          description="executor")
         self.executor_note = widgets.HTML()
         missing = {name: EXECUTORS.unavailable_reason(name) for name in EXECUTORS.names()
                    if not EXECUTORS.available(name)}
         if missing:
-            # a Dropdown cannot grey out one option: with only the simulator usable, lock it
-            self.executor.disabled = len(EXECUTORS.available_names()) <= 1
+            # a Dropdown cannot grey out one option: unusable executors are left out and named
+            self.executor.disabled = len(self.executor.options) <= 1
             notes = [f"{name} unavailable: {reason}" for name, reason in missing.items()]
             self.executor.tooltip = "; ".join(notes)
             self.executor_note.value = (
