@@ -29,6 +29,7 @@ from workbench._bounded import Outcome, run_stages
 from workbench._progress import Progress
 from workbench.compare_measured import (
     MEASURED_COLUMNS,
+    check_measured_device,
     execute_options,
     executor_plan,
     measured_cells,
@@ -164,6 +165,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         if name not in names:
             raise OptionError(f"options given for {name!r}, which is not among the policies")
     spec = get_device(device)
+    measured_on = None if measured is None else check_measured_device(measured, graph, spec)
     executor, simulate_too = executor_plan(executor)
     exec_opts = execute_options(executor, spec, mode, precision, dict(executor_options or {}))
     # imported here, once, so that forked workers inherit them instead of each importing them
@@ -211,7 +213,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
                 "executor": executor, "simulated_beside": simulate_too,
                 "memory_planner": planner,
                 "pool_chunk_mib": pool_chunk_bytes / 2**20,
-                "budget_s_per_stage": budget, **({"notes": notes} if notes else {})}
+                "budget_s_per_stage": budget, **({"notes": notes} if notes else {}),
+                **({"measured_device": measured_on} if measured_on else {})}
     first = next((out[1].value[0] for out in results.values() if len(out) > 1 and out[1].ok),
                  None)
     if executor != "simulator" and first is not None:
