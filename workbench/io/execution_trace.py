@@ -36,6 +36,15 @@ import pandas as pd
 
 from workbench.errors import FormatError
 from workbench.graph import Graph, Op, Tensor
+from workbench.io.et_autograd import (
+    backward_kind,
+    grad_fn_of,
+    inner_calls,
+    part_cost,
+    phase_of,
+    scope_children,
+    summed,
+)
 from workbench.io.pytorch_profile import (
     GPU_CATEGORIES,
     args_of,
@@ -62,6 +71,9 @@ class _Call:
     values: list[Any]
     kernels: list[dict[str, Any]] = field(default_factory=list)
     host: dict[str, Any] | None = None
+    phase: str = "forward"
+    grad_fn: str | None = None
+    parts: list[tuple[str, list[Any], list[Any], list[Any]]] = field(default_factory=list)
 
 
 # ================================================================================ the ET side
@@ -159,6 +171,7 @@ def _calls(data: Any, path: Path) -> list[_Call]:
     nodes = {n["id"]: _normalise(n) for n in data["nodes"] if isinstance(n, dict) and isinstance(
         n.get("id"), int)}
     below_operator = _below_operator(nodes)
+    children = scope_children(nodes)
     calls = []
     for nid in sorted(nodes):
         node = nodes[nid]
@@ -168,13 +181,41 @@ def _calls(data: Any, path: Path) -> list[_Call]:
         ins, outs = (ins if isinstance(ins, dict) else {}), (outs if isinstance(outs, dict) else {})
         rf = _attr(node, "rf_id")
         values = ins.get("values")
-        calls.append(_Call(nid, str(node.get("name")), _key(rf),
-                           list(_tensors(ins.get("values"), ins.get("shapes"))),
-                           list(_tensors(outs.get("values"), outs.get("shapes"))),
-                           values if isinstance(values, list) else []))
+        call = _Call(nid, str(node.get("name")), _key(rf),
+                     list(_tensors(ins.get("values"), ins.get("shapes"))),
+                     list(_tensors(outs.get("values"), outs.get("shapes"))),
+                     values if isinstance(values, list) else [])
+        call.grad_fn = grad_fn_of(call.name)
+        call.phase = phase_of(nid, nodes, call.grad_fn is not None)
+        if call.grad_fn is not None:
+            _autograd_scope(call, [nodes[c] for c in inner_calls(nid, nodes, children,
+                                                                 _is_operator)])
+        calls.append(call)
     if not calls:
         raise FormatError(f"{path}: the execution trace records no operator calls")
     return calls
+
+
+def _autograd_scope(call: _Call, inner: list[Mapping[str, Any]]) -> None:
+    """An autograd function's scope as one call (:mod:`workbench.io.et_autograd`): its inner
+    calls as ``parts``; inputs: what they read that no earlier one wrote; outputs: what they
+    wrote (the last value per tensor)."""
+    written: dict[TensorKey, tuple[TensorKey, tuple[int, ...], int]] = {}
+    read: dict[TensorKey, tuple[TensorKey, tuple[int, ...], int]] = {}
+    for node in inner:
+        ins, outs = node.get("inputs"), node.get("outputs")
+        ins, outs = (ins if isinstance(ins, dict) else {}), (outs if isinstance(outs, dict) else {})
+        t_in = list(_tensors(ins.get("values"), ins.get("shapes")))
+        t_out = list(_tensors(outs.get("values"), outs.get("shapes")))
+        values = ins.get("values")
+        call.parts.append((str(node.get("name", "")).split("::", 1)[-1], t_in, t_out,
+                           values if isinstance(values, list) else []))
+        for t in t_in:
+            if t[0] not in written:
+                read.setdefault(t[0], t)
+        for t in t_out:
+            written[t[0]] = t
+    call.ins, call.outs = list(read.values()), list(written.values())
 
 
 # ================================================================================ the Kineto side
@@ -236,8 +277,10 @@ def _attach_kineto(calls: list[_Call], kineto: Path) -> bool:
 
 
 # ================================================================================ the graph
-def _graph_of(calls: list[_Call], name: str, gpu_run: bool) -> tuple[Graph, list[_Call]]:
-    """The ops, tensors and edges of the calls kept (module docstring)."""
+def _graph_of(calls: list[_Call], name: str, gpu_run: bool,
+              need_host: bool = False) -> tuple[Graph, list[_Call]]:
+    """The ops, tensors and edges of the calls kept (module docstring); ``need_host`` (a CPU
+    run with its Kineto trace) leaves out the calls the Kineto trace has no event for."""
     from workbench.io.fx import cost_of_call
 
     seen: dict[str, int] = {}
@@ -259,7 +302,9 @@ def _graph_of(calls: list[_Call], name: str, gpu_run: bool) -> tuple[Graph, list
                                       dtype=_dtype(itemsize))
                 current[key] = [tid]
             inputs.extend(t for t in current[key] if t not in inputs)
-        if gpu_run and not call.kernels:  # no device work: its outputs alias what it read
+        if (gpu_run and not call.kernels) or (need_host and call.host is None) or (
+                call.grad_fn is not None and not call.parts):  # or an empty autograd scope
+            # no device work (or no measured time): its outputs alias what it read
             for key, _, _ in call.outs:
                 current[key] = list(inputs)
             continue
@@ -280,10 +325,15 @@ def _graph_of(calls: list[_Call], name: str, gpu_run: bool) -> tuple[Graph, list
         outs = [TensorInfo(tensors[t].shape, _itemsize(tensors[t])) if tensors[t].shape
                 else None for t in outputs]
         label = call.name.split("::", 1)[-1]
-        kind, cost, attrs = cost_of_call(label, ins, outs, call.values)
+        if call.grad_fn is not None:
+            kind, attrs = backward_kind(call.grad_fn), {"grad_fn": call.grad_fn}
+            cost = summed([part_cost(lab, _infos(a), _infos(b), v) for lab, a, b, v in call.parts])
+        else:
+            kind, cost, attrs = cost_of_call(label, ins, outs, call.values)
         if cost is None:
             cost = default_cost(ins, outs)
             attrs["cost"] = "default"
+        attrs["phase"] = call.phase
         grids = [g for g in map(_grid, call.kernels) if g is not None]
         blocks = max(grids, default=0) or cost.thread_blocks
         attrs.update({"event": call.name, "et_node": call.node_id})
@@ -298,6 +348,10 @@ def _graph_of(calls: list[_Call], name: str, gpu_run: bool) -> tuple[Graph, list
     data = {(t.producer, op.id) for op in ops for t in map(tensors.__getitem__, op.inputs)}
     control = list(dict.fromkeys(e for e in control if e not in data))
     return Graph(ops, tensors.values(), control, name=name), kept
+
+
+def _infos(refs: list[tuple[TensorKey, tuple[int, ...], int]]) -> list[TensorInfo | None]:
+    return [TensorInfo(shape, itemsize) if shape else None for _, shape, itemsize in refs]
 
 
 def _size(shape: tuple[int, ...], itemsize: int) -> int:
@@ -364,7 +418,11 @@ def load_execution_trace(path: str | Path, kineto: str | Path, *,
     if gpu_run and not any(c.kernels for c in calls):
         raise FormatError(f"{kineto}: no GPU kernel links to an op of the execution trace "
                           f"(by External id or launch correlation): are they from the same run?")
-    graph, kept = _graph_of(calls, name or path.name.split(".")[0], gpu_run)
+    graph, kept = _graph_of(calls, name or path.name.split(".")[0], gpu_run,
+                            need_host=not gpu_run)
+    if not kept:
+        raise FormatError(f"{kineto}: no op of the execution trace has a Kineto event (by "
+                          f"record-function id): are the two traces from the same run?")
     rows = []
     for op, call in zip(graph.ops, kept, strict=True):
         if gpu_run:
@@ -393,6 +451,8 @@ def load_execution_trace(path: str | Path, kineto: str | Path, *,
     df = df.sort_values(["start_us", "op"], kind="stable").reset_index(drop=True)
     meta = {"t0_us": t0, "source": str(path), "kineto": str(kineto), "calls": len(calls),
             "left_out": len(calls) - len(kept), "gpu_run": gpu_run,
+            "phases": {p: sum(op.attrs.get("phase") == p for op in graph.ops)
+                       for p in ("forward", "backward", "optimizer")},
             "kernels": sum(len(c.kernels) for c in kept)}
     return Trace(df, graph=graph, policy="measured", device="gpu" if gpu_run else "cpu",
                  executor="measured", mode="eager", meta=meta)
