@@ -49,6 +49,7 @@ from workbench.io.pytorch_profile import (
     GPU_CATEGORIES,
     args_of,
     duration,
+    gpu_name,
     number,
     read_trace_json,
     trace_events,
@@ -219,9 +220,10 @@ def _autograd_scope(call: _Call, inner: list[Mapping[str, Any]]) -> None:
 
 
 # ================================================================================ the Kineto side
-def _attach_kineto(calls: list[_Call], kineto: Path) -> bool:
+def _attach_kineto(calls: list[_Call], kineto: Path) -> tuple[bool, str]:
     """Attach host events and kernels to the calls; True when the run had GPU kernels."""
-    raw = trace_events(read_trace_json(kineto), kineto)
+    data = read_trace_json(kineto)
+    raw = trace_events(data, kineto)
     by_rf: dict[Any, _Call] = {c.rf_id: c for c in calls if c.rf_id is not None}
     # Kineto before PyTorch 2.1 has no "Record function id": its "External id" of a CPU op is
     # the record-function id (what HTA's ET correlation joins on for those traces)
@@ -273,7 +275,7 @@ def _attach_kineto(calls: list[_Call], kineto: Path) -> bool:
             runtime.get(_key(args.get("correlation"))))
         if call is not None:
             call.kernels.append(ev)
-    return bool(kernels)
+    return bool(kernels), gpu_name(data)
 
 
 # ================================================================================ the graph
@@ -414,7 +416,7 @@ def load_execution_trace(path: str | Path, kineto: str | Path, *,
     """
     path, kineto = Path(path), Path(kineto)
     calls = _calls(read_trace_json(path), path)
-    gpu_run = _attach_kineto(calls, kineto)
+    gpu_run, gpu = _attach_kineto(calls, kineto)
     if gpu_run and not any(c.kernels for c in calls):
         raise FormatError(f"{kineto}: no GPU kernel links to an op of the execution trace "
                           f"(by External id or launch correlation): are they from the same run?")
@@ -454,7 +456,7 @@ def load_execution_trace(path: str | Path, kineto: str | Path, *,
             "phases": {p: sum(op.attrs.get("phase") == p for op in graph.ops)
                        for p in ("forward", "backward", "optimizer")},
             "kernels": sum(len(c.kernels) for c in kept)}
-    return Trace(df, graph=graph, policy="measured", device="gpu" if gpu_run else "cpu",
+    return Trace(df, graph=graph, policy="measured", device=gpu if gpu_run else "cpu",
                  executor="measured", mode="eager", meta=meta)
 
 

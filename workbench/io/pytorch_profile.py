@@ -338,11 +338,12 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
     else:
         rows, graph = match_to_graph(rows, graph, meta, path)
     return Trace(_frame(rows, graph), graph=graph, policy="measured",
-                 device="cpu" if host_run else _device(data),
+                 device="cpu" if host_run else gpu_name(data),
                  executor="measured", mode="eager", meta=meta)
 
 
-def _device(data: Any) -> str:
+def gpu_name(data: Any) -> str:
+    """The GPU a Kineto trace names (``deviceProperties[0].name``), else ``"gpu"``."""
     if isinstance(data, dict) and isinstance(data.get("deviceProperties"), list):
         props = data["deviceProperties"]
         if props and isinstance(props[0], dict) and props[0].get("name"):
@@ -471,5 +472,5 @@ def _match_by_kind(rows: list[dict[str, Any]], graph: Graph) -> list[str | None]
     return out
 
 
-__all__ = ["GPU_CATEGORIES", "aten_kind", "kernel_kind", "load_pytorch_trace", "match_to_graph",
-           "outermost", "read_trace_json"]
+__all__ = ["GPU_CATEGORIES", "aten_kind", "gpu_name", "kernel_kind", "load_pytorch_trace",
+           "match_to_graph", "outermost", "read_trace_json"]
