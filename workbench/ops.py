@@ -189,7 +189,8 @@ def _import_only() -> dict[str, OpKind]:
             ("elementwise", "hard_swish hard_sigmoid where mod floor ceil round sign not and or "
                             "xor equal greater less greater_or_equal less_or_equal isnan "
                             "thresholded_relu prelu selu celu softplus softsign elementwise"),
-            ("compute", "conv1d conv3d embedding stack contiguous clone pad memset sort"),
+            ("compute", "conv1d conv3d embedding stack contiguous clone pad memset sort attention "
+                        "transformer_layer"),
             ("copy", "collective"),
             ("view", "expand getitem split"), ("reduction", "reduce")):
         for name in names.split():
@@ -220,13 +221,15 @@ def _importer_facts(entries: dict[str, OpKind]) -> None:
         "reduce_mean": "mean", "reduce_sum": "sum", "reduce_max": "amax",
         "concat": "cat concat concatenate", "stack": "stack", "contiguous": "contiguous",
         "clone": "clone", "cast": "to float half", "pad": "pad", "gather": "index_select",
-        "reshape": "view reshape", "squeeze": "squeeze", "unsqueeze": "unsqueeze",
+        "reshape": "view reshape unflatten", "squeeze": "squeeze", "unsqueeze": "unsqueeze",
         "transpose": "permute transpose t", "expand": "expand",
         "getitem": "getitem slice select", "split": "split chunk", "exp": "exp", "sqrt": "sqrt",
         "rsqrt": "rsqrt", "pow": "pow", "erf": "erf", "clip": "clamp", "neg": "neg",
         "add": "add iadd add_", "sub": "sub isub", "mul": "mul imul mul_",
         "div": "truediv div itruediv floordiv", "max": "maximum", "min": "minimum",
-        "where": "where"}
+        "where": "where", "attention": "MultiheadAttention scaled_dot_product_attention "
+                                       "_native_multi_head_attention",
+        "transformer_layer": "TransformerEncoderLayer _transformer_encoder_layer_fwd"}
     flops = {  # 1 for arithmetic and simple maps, 2 for two-step maps (clip, leaky relu) and
         # folded batch norm (x*a + b), 3 for exp-based maps, 5/6 for (log-)softmax, 8 for norms
         1: "relu exp sqrt rsqrt pow erf neg add sub mul div max min where mod log reciprocal "
