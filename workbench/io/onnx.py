@@ -49,6 +49,7 @@ from workbench.io.onnx_rules import (
     VIEW_OP_TYPES,
     kind_of,
 )
+from workbench.io.onnx_simplify import simplify as _simplify
 from workbench.shape_costs import (
     VIEW_COST,
     Info,
@@ -72,7 +73,8 @@ _ValueInfo = tuple[tuple[int, ...] | None, str, int]
 
 
 # ================================================================================ the loader
-def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None) -> Graph:
+def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
+              simplify: bool = False) -> Graph:
     """Read an ONNX model into a :class:`~workbench.graph.Graph`.
 
     ``dims`` gives values for symbolic input dimensions (``{"batch": 8}``); the others are set to
@@ -81,6 +83,11 @@ def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None) -> Gra
     those it has.  Op ids are the node names verbatim; unnamed nodes get ``<op_type>_<k>``.
     Complexity: O(nodes + values), bodies included, after ONNX's own shape inference.  Every
     problem with the file is a one-line :class:`~workbench.errors.FormatError` naming it.
+
+    ``simplify=True`` first runs onnxscript's optimizer (``onnxscript.optimizer.optimize``:
+    constant folding, shape-op elimination, dead code; the legacy exporter's transformers lose
+    their ``Shape``/``Gather``/``Concat`` chains) when onnxscript is installed (the ``onnx``
+    extra), else warns that only ONNX's own shape inference (with data propagation) ran.
     """
     try:
         import onnx
@@ -92,6 +99,8 @@ def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None) -> Gra
             raise OptionError(f"dims[{key!r}] must be a positive integer, got {value!r}")
     model = _read_model(onnx, path)
     _fix_symbolic_dims(model, dims or {}, path)
+    if simplify:
+        model = _simplify(model, path)
     failed = ""
     try:
         # data_prop folds Shape -> Gather -> Reshape chains; a model that trips ONNX's own checker
