@@ -10,7 +10,9 @@ load_execution_trace`, the data dependencies and the training step's phases), an
 graph with its measured times (``.json`` or ``.dot``).  ``compare --measured`` adds the recorded
 run as the row ``measured``: with no graph it compares the run's own graph; with a graph file it
 matches the trace to that graph.  ``--export-trace`` writes one Chrome / Perfetto trace per row
-(``out.<policy>.json``, HTA reads them), ``--table`` the ranking table (``.csv`` or ``.json``).
+(``out.<policy>.json``; whole µs by default so that HTA reads them without its rounding switch,
+``--trace-unit ns`` for Perfetto's resolution), ``--table`` the ranking table (``.csv`` or
+``.json``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ def add_compare_options(cmp: Any) -> None:
     cmp.add_argument("--export-trace", metavar="OUT.json",
                      help="write each row's timeline as a Chrome/Perfetto trace, "
                           "OUT.<policy>.json (HTA reads them)")
+    cmp.add_argument("--trace-unit", choices=("us", "ns"), default="us",
+                     help="--export-trace times: whole µs (default; HolisticTraceAnalysis reads "
+                          "them as they are) or ns (Perfetto's resolution)")
     cmp.add_argument("--table", metavar="OUT.csv|OUT.json", help="write the ranking table")
 
 
@@ -134,7 +139,8 @@ def write_compare_outputs(result: Any, args: argparse.Namespace) -> list[str]:
         suffix = "".join(base.suffixes[-2:]) if base.name.endswith(".json.gz") else \
             (base.suffix or ".json")
         stem = base.name[:-len(suffix)] if base.name.endswith(suffix) else base.name
-        written = [save_chrome_trace(trace, base.with_name(f"{stem}.{policy}{suffix}"))
+        written = [save_chrome_trace(trace, base.with_name(f"{stem}.{policy}{suffix}"),
+                                     time_unit=args.trace_unit)
                    for policy, trace in result.traces.items()]
         lines.append(f"traces: {len(written)} files, e.g. {written[0]}" if written
                      else "traces: none (no policy finished)")

@@ -212,7 +212,8 @@ def _select(raw: list[Any], path: Path) -> tuple[list[dict[str, Any]], bool]:
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
         cat = str(ev.get("cat", "")).lower()
-        if cat not in GPU_CATEGORIES and cat not in HOST_CATEGORIES:
+        if cat not in GPU_CATEGORIES and cat not in HOST_CATEGORIES or args_of(ev).get(
+                "wb_launch"):  # a workbench export's launching call, not an op
             continue
         ts, dur = number(ev, "ts", k, path), duration(ev, k, path)
         workbench = workbench or isinstance(args_of(ev).get("op"), str)
