@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from workbench._checks import show
 from workbench.clocks import _HappensBefore, _last_queries
 from workbench.clocks import clock_matrix as clock_matrix  # re-exported
 from workbench.clocks import clocks_before as clocks_before  # re-exported
-from workbench._checks import show
 from workbench.errors import OptionError, ScheduleError
 from workbench.graph import Graph, OpId, priority_topological_order
 from workbench.ops import BARRIER_KINDS as _BARRIER_KINDS
