@@ -35,6 +35,7 @@ from workbench.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
 from workbench.errors import OptionError, WorkbenchError
 
 EXIT_USAGE = 2
+EXIT_NOTHING_RAN = 1  # the report is written, but no policy was executed
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -233,12 +234,16 @@ def _compare(args: argparse.Namespace) -> int:
     table = result.table
     print(clean(f"{graph.name}: {len(graph)} ops on {result.device} ({result.mode})"))
     print(ranking_text(table, args.columns))
-    print(clean(f"best: {result.best} ({table['speedup'].max():.2f}x over serial); "
-                f"report: {path}"))
+    best = result.best
+    if best is None:
+        print(clean(f"best: none (no policy was executed); report: {path}"))
+    else:
+        speedup = table.loc[table["policy"] == best, "speedup"].max()
+        print(clean(f"best: {best} ({speedup:.2f}x over serial); report: {path}"))
     unfinished = table.loc[table["status"] != "ok", ["policy", "status"]]
     for row in unfinished.itertuples(index=False):
         print(clean(f"note: {row.policy}: {row.status}"))
-    return 0
+    return 0 if best is not None else EXIT_NOTHING_RAN
 
 
 def _listing(command: str) -> int:
