@@ -131,3 +131,56 @@ def test_execution_trace_ctrl_deps_chain_is_linear(tmp_path: Path) -> None:
 
     ratio = _ratio(build, 1500)
     assert ratio < 3.0, f"1500 -> 3000 nested calls took {ratio:.1f}x longer"
+
+
+@pytest.mark.parametrize("bad", [99999999999999999999999999, float("nan"), "3", True, 0, -2, 2.0])
+def test_max_streams_is_checked_in_one_line(bad: object) -> None:
+    g = wb.Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d")])
+    for policy in ("gpto", "critical_path", "nnc", "asap", "ios"):
+        with pytest.raises(wb.OptionError, match="max_streams must be") as info:
+            wb.schedule(g, policy, max_streams=bad)
+        assert "\n" not in str(info.value)
+
+
+def test_huge_max_streams_is_clamped_to_the_op_count() -> None:
+    """``--max-streams 10**7`` cost gpto and critical_path 44 s and 1.9 GB on a 4-op graph."""
+    from workbench.schedulers.critical_path import schedule_critical_path
+    from workbench.schedulers.gpto import schedule_gpto
+
+    g = wb.Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d")])
+    t = time.perf_counter()
+    for run in (lambda: wb.schedule(g, "gpto", max_streams=10**6),
+                lambda: schedule_gpto(g, max_streams=10**6),
+                lambda: schedule_critical_path(g, max_streams=10**6)):
+        s = run()
+        assert s.n_streams <= 4 and s.options["max_streams"] == 4
+    assert time.perf_counter() - t < 2.0
+
+
+def test_ios_on_an_empty_graph() -> None:
+    assert wb.schedule(wb.Graph([]), "ios").streams == {}
+
+
+def test_sparse_clocks_answer_like_dense_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wide-schedule clocks (validate, insert_syncs) agree with the dense ones, and a
+    20,000-wide fan-in validates without the 3.2 GB dense events."""
+    import workbench.clocks as clocks
+    from workbench.models import random_dags
+    from workbench.schedule import Schedule
+
+    graphs = [random_dags.random_dag(300, seed=4), random_dags.layered_dag(6, 40, seed=5)]
+    dense = [wb.schedule(g, p) for g in graphs for p in ("nnc", "asap", "wavefront")]
+    monkeypatch.setattr(clocks, "SPARSE_WIDTH", 0)
+    for s in dense:
+        again = wb.schedule(s.graph, s.policy)
+        assert again.syncs == s.syncs and again.streams == s.streams
+        again.validate()
+        broken = Schedule(s.graph, s.policy, s.streams, s.syncs[1:], s.issue_order,
+                          s.barriers) if s.syncs else None
+        if broken is not None:
+            with pytest.raises(wb.ScheduleError, match="not ordered"):
+                broken.validate()
+    monkeypatch.undo()
+    wide = wb.schedule(_fan_in(4000), "nnc")
+    peak = _peak_mb(wide.validate)
+    assert peak < 30, f"validating a 4,000-wide fan-in peaked at {peak:.0f} MB"

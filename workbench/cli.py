@@ -51,6 +51,7 @@ from workbench.compare_measured import MEASURED_COLUMNS
 from workbench.errors import OptionError, WorkbenchError
 
 EXIT_USAGE = 2
+EXIT_NOTHING_RAN = 1  # the report is written, but no policy was executed
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -297,14 +298,18 @@ def _compare(args: argparse.Namespace) -> int:
             extra = ("simulated_us", "sim_error") if result.settings["simulated_beside"] else ()
             columns = (*ESSENTIAL_COLUMNS[:3], *extra, *ESSENTIAL_COLUMNS[3:])
     print(ranking_text(table, columns))
-    print(clean(f"best: {result.best} ({table['speedup'].max():.2f}x over serial); "
-                f"report: {path}"))
+    best = result.best
+    if best is None:
+        print(clean(f"best: none (no policy was executed); report: {path}"))
+    else:
+        speedup = table.loc[table["policy"] == best, "speedup"].max()
+        print(clean(f"best: {best} ({speedup:.2f}x over serial); report: {path}"))
     for line in write_compare_outputs(result, args):
         print(clean(line))
     unfinished = table.loc[~table["status"].isin(("ok", "measured")), ["policy", "status"]]
     for row in unfinished.itertuples(index=False):
         print(clean(f"note: {row.policy}: {row.status}"))
-    return 0
+    return 0 if best is not None else EXIT_NOTHING_RAN
 
 
 def _calibrate_parser(sub: Any) -> None:

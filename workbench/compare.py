@@ -73,10 +73,14 @@ class Comparison:
         self.pools = dict(pools or {})
 
     @property
-    def best(self) -> str:
+    def best(self) -> str | None:
         """The policy with the smallest makespan (ties: the first in the table); a measured
-        run's row is not a policy."""
-        table = self.table[self.table["policy"].isin(list(self.schedules))]
+        run's row is not a policy.  None when no policy was executed (every one stopped
+        before: a budget, an error)."""
+        table = self.table[self.table["policy"].isin(list(self.schedules))
+                           & (self.table["makespan_us"] < float("inf"))]
+        if table.empty:
+            return None
         return str(table.sort_values("makespan_us", kind="stable").iloc[0]["policy"])
 
     @property
@@ -257,12 +261,18 @@ def hard_limit_s(budget_s: float, *, cooperative: bool) -> float:
     return budget_s * 1.25 + 1.0 if cooperative else budget_s
 
 
+#: Budgets above this (about 11.6 days; ``inf`` included) mean no limit.
+MAX_BUDGET_S = 1e6
+
+
 def _check_budget(budget_s: Any) -> float | None:
     if budget_s is None:
         return None
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not budget_s > 0:
         raise OptionError(f"budget_s must be a positive number of seconds or None, "
                           f"got {budget_s!r}")
+    if budget_s > MAX_BUDGET_S:  # inf, 1e308: no limit (timeouts that large overflow)
+        return None
     return float(budget_s)
 
 

@@ -256,7 +256,7 @@ def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
         best_ms = f" ({comparison.traces[best].makespan:,.1f} µs)"
     meta = (f"{len(graph)} ops · device <b>{escape(comparison.device)}</b> · mode "
             f"<b>{escape(comparison.mode)}</b> · {len(comparison.traces)} policies · best: "
-            f"<b>{escape(best)}</b>{best_ms}")
+            f"<b>{escape(best or 'none')}</b>{best_ms}")
 
     figures = [("wb-fig-makespan", makespan_figure(comparison.table, best))]
     if comparison.traces:

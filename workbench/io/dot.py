@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import read_input, write_text
+from workbench._atomic import read_input, write_bytes
 from workbench.errors import FormatError, GraphError
 from workbench.graph import DEFAULT_TENSOR_BYTES, Graph, Op, Tensor
 from workbench.io.dot_attrs import NUMBER_ATTRS, check_attr
@@ -57,7 +57,14 @@ def save_dot(graph: Graph, path: str | Path) -> Path:
     if graph.has_control_flow:
         raise FormatError(f"{path}: DOT cannot hold the sub-graphs of while/case_of ops; save "
                           f"graphs with control flow as .json")
-    return write_text(path, to_dot(graph))
+    text = to_dot(graph)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise FormatError(f"{path}: a name holds {exc.object[exc.start:exc.end]!r}, a lone "
+                          f"surrogate that UTF-8 (and so DOT) cannot hold; save as .json "
+                          f"(it escapes it)") from None
+    return write_bytes(path, data)
 
 
 # ==================================================================================== tokenizer

@@ -99,7 +99,7 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
     >>> s.stream_of("x") != s.stream_of("z")
     True
     """
-    max_streams = check_max_streams(max_streams)
+    max_streams = check_max_streams(max_streams, len(graph))
     spec = get_device(device)
     names = _check_priorities(priorities)
     limit = _check_limit(memory_limit_bytes)
