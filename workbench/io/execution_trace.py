@@ -54,7 +54,7 @@ from workbench.io.pytorch_profile import (
     read_trace_json,
     trace_events,
 )
-from workbench.shape_costs import TensorInfo, default_cost
+from workbench.shape_costs import ShapeCost, TensorInfo, default_cost
 from workbench.trace import Trace
 
 TensorKey = tuple[int, int]  # (tensor id, storage id)
@@ -327,6 +327,8 @@ def _graph_of(calls: list[_Call], name: str, gpu_run: bool,
         outs = [TensorInfo(tensors[t].shape, _itemsize(tensors[t])) if tensors[t].shape
                 else None for t in outputs]
         label = call.name.split("::", 1)[-1]
+        attrs: dict[str, Any]
+        cost: ShapeCost | None
         if call.grad_fn is not None:
             kind, attrs = backward_kind(call.grad_fn), {"grad_fn": call.grad_fn}
             cost = summed([part_cost(lab, _infos(a), _infos(b), v) for lab, a, b, v in call.parts])

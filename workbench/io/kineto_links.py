@@ -232,10 +232,10 @@ def _inferred(kernels: Sequence[Mapping[str, Any]], runtime: Mapping[int, Mappin
               ) -> list[tuple[int, int] | None]:
     """(source, waiter) pairs from the runtime calls alone (module docstring)."""
     by_thread: dict[Any, list[tuple[int, str, int | None]]] = defaultdict(list)
-    for i, k in enumerate(kernels):
+    for j, k in enumerate(kernels):
         call = runtime.get(k["corr"]) if k["corr"] is not None else None
         if call is not None:
-            by_thread[(call.get("pid"), call.get("tid"))].append((k["corr"], "k", i))
+            by_thread[(call.get("pid"), call.get("tid"))].append((k["corr"], "k", j))
     for corr, call in runtime.items():
         name = str(call.get("name", ""))
         what = "r" if _RECORD.match(name) else "w" if _WAIT.match(name) else None
@@ -247,10 +247,11 @@ def _inferred(kernels: Sequence[Mapping[str, Any]], runtime: Mapping[int, Mappin
         last_kernel: int | None = None
         recorded: int | None = None  # the kernel before the latest record
         waiting: list[int | None] = []  # sources waited on, not yet given a waiter
-        for _, what, i in items:
+        for _, what, index in items:
             if what == "k":
-                assert i is not None
-                keep = []
+                assert index is not None
+                i = index
+                keep: list[int | None] = []
                 for src in waiting:
                     if src is not None and kernels[src]["stream"] == kernels[i]["stream"]:
                         keep.append(src)  # same stream: the waiter is a later launch
