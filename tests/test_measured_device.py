@@ -15,7 +15,7 @@ DATA = Path(__file__).parent / "data"
 H200 = DATA / "real" / "kineto_inception_v3_b1.json.gz"
 
 
-def test_gpu_run_only_beside_its_own_gpu() -> None:
+def test_gpu_run_only_beside_its_own_gpu(tmp_path: Path) -> None:
     trace = load_pytorch_trace(H200)
     assert trace.device == "NVIDIA H200"
     with pytest.raises(wb.OptionError, match=r"^the measured run is on 'NVIDIA H200' but the "
@@ -25,6 +25,9 @@ def test_gpu_run_only_beside_its_own_gpu() -> None:
     row = cmp.table.set_index("policy").loc["measured"]
     assert (row["executor"], row["gpu"]) == ("measured", "NVIDIA H200")
     assert cmp.settings["measured_device"] == "NVIDIA H200"
+    html = cmp.to_html(tmp_path / "r.html", plotlyjs="cdn").read_text()
+    assert "is a recorded run (a profiler trace) on <b>NVIDIA H200</b>; the other rows are " \
+           "what-if schedules simulated on <b>h200</b>" in html
 
 
 def test_cpu_run_never_beside_gpu_ops() -> None:
