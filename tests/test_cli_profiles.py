@@ -63,6 +63,9 @@ def test_compare_measured_exports_traces_and_table(
     for policy in table["policy"]:
         back = load_pytorch_trace(tmp_path / f"t.{policy}.json")
         assert len(back.df) == 307
+    # whole microseconds by default: HTA reads them without its rounding switch
+    events = json.loads((tmp_path / "t.nnc.json").read_text())["traceEvents"]
+    assert all(float(e["ts"]).is_integer() for e in events if "ts" in e)
     # a JSON table, and the device check of the measured run
     argv[argv.index(str(tmp_path / "t.csv"))] = str(tmp_path / "t.json")
     argv[argv.index("h200")] = "h100"
