@@ -37,8 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from workbench.control.ops import bindings, branch_index, result_names, subgraphs
 from workbench._checks import show
+from workbench.control.ops import bindings, branch_index, result_names, subgraphs
 from workbench.errors import OptionError
 from workbench.graph import CONTROL_KINDS, Graph, Op, OpId, Tensor, TensorId
 from workbench.schedule import Schedule, insert_syncs, schedule_serial
