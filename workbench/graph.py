@@ -199,7 +199,8 @@ class Graph:
                 if i is None:
                     continue
                 if i == j:
-                    raise GraphError(f"cycle: {op.id} -> {op.id} (op reads its own output {show(tid)})")
+                    raise GraphError(f"cycle: {show(op.id)} -> {show(op.id)} (op reads its own "
+                                     f"output {show(tid)})")
                 if i not in seen_pred:
                     seen_pred.add(i)
                     data_pred[j].append(i)
@@ -383,7 +384,8 @@ class Graph:
         try:
             return self._tensors[tensor_id]
         except KeyError:
-            raise GraphError(f"unknown tensor {show(tensor_id)} in graph {show(self.name)}") from None
+            raise GraphError(f"unknown tensor {show(tensor_id)} in graph "
+                             f"{show(self.name)}") from None
 
     def index(self, op_id: OpId) -> int:
         """Program position of an op."""
