@@ -184,3 +184,33 @@ def test_sparse_clocks_answer_like_dense_ones(monkeypatch: pytest.MonkeyPatch) -
     wide = wb.schedule(_fan_in(4000), "nnc")
     peak = _peak_mb(wide.validate)
     assert peak < 30, f"validating a 4,000-wide fan-in peaked at {peak:.0f} MB"
+
+
+def _nested_loops(depth: int) -> wb.Graph:
+    from workbench.control.ops import while_op
+    from workbench.graph import Graph, Op, Tensor
+
+    body = Graph([Op("mm", kind="matmul", inputs=("h",), outputs=("h2",), duration_us=5.0)],
+                 [Tensor("h", 64, role="input")])
+    for d in range(depth):
+        loop = while_op(f"L{d}", body=body, carried=[("h", "h", "h2")], flag=None,
+                        iterations=2, outputs=["h2"])
+        body = Graph([loop], [Tensor("h", 64, role="input")])
+    return Graph([while_op("top", body=body, carried=[("h", "x", "h2")], flag=None,
+                           iterations=2)], [Tensor("x", 64, role="input")])
+
+
+def test_nested_loops_stop_at_the_total_iteration_limit() -> None:
+    """Twenty to sixty nested 2-iteration loops ran `wb.simulate` past 100 s or out of memory."""
+    sched = wb.schedule(_nested_loops(14), "serial")  # 2**15 iterations; 40 would be 2**41
+    t = time.perf_counter()
+    with pytest.raises(wb.OptionError, match=r"exceeds 10,000 loop iterations in total .*"
+                                             r"max_iterations=") as info:
+        wb.simulate(sched)
+    assert time.perf_counter() - t < 10 and "\n" not in str(info.value)
+    small = wb.schedule(_nested_loops(8), "serial")  # 2**9 - 1 + ... iterations: allowed
+    assert wb.simulate(small).makespan > 0
+    with pytest.raises(wb.OptionError, match="exceeds 100 loop iterations"):
+        wb.simulate(small, max_iterations=100)
+    with pytest.raises(wb.OptionError, match="max_iterations must be"):
+        wb.simulate(small, max_iterations=-1)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._atomic import read_input, write_bytes
+from workbench._checks import show
 from workbench.errors import FormatError, GraphError
 from workbench.graph import DEFAULT_TENSOR_BYTES, Graph, Op, Tensor
 from workbench.io.dot_attrs import NUMBER_ATTRS, check_attr
@@ -389,10 +390,16 @@ def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tupl
     values: dict[str, dict[str, Any]] = {}
     for node_id, node in parser.nodes.items():
         v: dict[str, Any] = {}
+        spelled: dict[str, str] = {}
         for key, raw in node.attrs.items():
             name = NUMBER_ATTRS.get(key)
             if name is not None:
-                v[name] = _number(where, node_id, key, raw, integer=name == "thread_blocks")
+                value = _number(where, node_id, key, raw, integer=name == "thread_blocks")
+                if name in v and spelled[name] != key and value != v[name]:
+                    raise FormatError(f"{where}: line {raw[1]}: node {show(node_id)}: {key}="
+                                      f"{raw[0]} and {spelled[name]}={v[name]:g} say different "
+                                      f"things (aliases of one figure); keep one")
+                v[name], spelled[name] = value, key
         values[node_id] = v
     sizes = {n: int(v.get("size", DEFAULT_TENSOR_BYTES)) for n, v in values.items()}
     ops, tensors = [], []

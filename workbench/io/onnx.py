@@ -23,7 +23,6 @@ warning per file that lists them with counts.
 
 from __future__ import annotations
 
-import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._atomic import read_input
+from workbench._checks import warn_line
 from workbench.errors import FormatError, GraphError, OptionError
 from workbench.graph import Graph, Op, Tensor
 from workbench.io.onnx_control import (
@@ -157,8 +157,11 @@ def _fix_symbolic_dims(model: Any, dims: Mapping[str, int], path: Path) -> None:
                                     f"(symbolic dimensions of this graph: {have})"))
     defaulted: list[str] = []
     for vi in inputs:
-        for d in vi.type.tensor_type.shape.dim:
-            if d.WhichOneof("value") == "dim_value" and d.dim_value >= 0:
+        for k, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.WhichOneof("value") == "dim_value" and d.dim_value < 0:
+                raise FormatError(_one_line(f"{path.name}: input {_s(vi.name)!r} dimension {k} is "
+                                            f"{d.dim_value} (negative)"))
+            if d.WhichOneof("value") == "dim_value":
                 continue
             name = _s(d.dim_param) if d.WhichOneof("value") == "dim_param" else "?"
             value = dims.get(name)
@@ -168,9 +171,9 @@ def _fix_symbolic_dims(model: Any, dims: Mapping[str, int], path: Path) -> None:
                     defaulted.append(name)
             d.dim_value = int(value)
     if defaulted:
-        warnings.warn(_one_line(f"{path.name}: symbolic input dimensions set to 1: "
-                                f"{', '.join(map(repr, defaulted))} (pass dims={{...}} to choose)"),
-                      stacklevel=3)
+        warn_line(_one_line(f"{path.name}: symbolic input dimensions set to 1: "
+                            f"{', '.join(map(repr, defaulted))} (pass dims={{...}} to choose)"),
+                  str(path))
 
 
 def _tensor_type(onnx: Any, elem_type: int) -> tuple[str, int] | None:
@@ -400,7 +403,11 @@ def _node_op(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope) -> O
 def _repeats(node: _Node, scope: _Scope) -> int | None:
     """A ``Loop``'s constant trip count or a ``Scan``'s sequence length; None if unknown."""
     if node.op_type == "Loop":
-        return scope.ints.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
+        trips = scope.ints.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
+        if isinstance(trips, int) and trips < 0:
+            raise FormatError(_one_line(f"Loop node {node.name or node.op_type!r}: trip count "
+                                        f"M={trips} is negative"))
+        return trips
     if node.op_type == "Scan":
         n_scan = node.attrs.get("num_scan_inputs")
         if not isinstance(n_scan, int) or not 0 < n_scan <= len(node.inputs):
@@ -477,9 +484,9 @@ def _build(onnx: Any, model: Any, path: Path, failed: str) -> Graph:
     if scope.defaulted:
         listed = ", ".join(f"{k} ×{v}" for k, v in sorted(scope.defaulted.items()))
         note = f"; {failed}" if failed else ""
-        warnings.warn(_one_line(f"{path.name}: {sum(scope.defaulted.values())} op(s) imported "
-                                f"with a default cost (flops = output elements): {listed}{note}"),
-                      stacklevel=3)
+        warn_line(_one_line(f"{path.name}: {sum(scope.defaulted.values())} op(s) imported "
+                            f"with a default cost (flops = output elements): {listed}{note}"),
+                  str(path))
     return Graph(ops, scope.tensors.values(), outputs=list(dict.fromkeys(graph_outputs)),
                  name=graph_name(_s(g.name), path))
 

@@ -37,6 +37,7 @@ from typing import Any
 import pandas as pd
 
 from workbench._atomic import max_input_bytes, read_input
+from workbench._checks import unique_keys
 from workbench.errors import FormatError
 from workbench.graph import Graph, Op
 from workbench.io.kineto_links import (
@@ -81,7 +82,9 @@ def read_trace_json(path: Path) -> Any:
     if not text.strip():
         raise FormatError(f"{path}: empty file (not a trace)")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=unique_keys)
+    except FormatError as exc:
+        raise FormatError(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise FormatError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON "
                           f"({exc.msg}; truncated file?)") from None
