@@ -13,6 +13,7 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 
+import workbench as wb  # noqa: E402
 from workbench.io.onnx import load_onnx  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
@@ -46,6 +47,10 @@ def test_optimizer_result_is_imported(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls[0].graph.input[0].type.tensor_type.shape.dim[0].dim_value == 2
     assert _same(g, load_onnx(TINY, dims={"batch": 2}))
     assert _same(load_onnx(BRANCHY), load_onnx(BRANCHY, simplify=False)) and len(calls) == 1
+    # wb.load passes it on (ONNX only)
+    assert _same(wb.load(BRANCHY, dims={"batch": 2}, simplify=True), g) and len(calls) == 2
+    with pytest.raises(wb.OptionError, match="simplify applies to .onnx models only"):
+        wb.load(DATA / "branchy_fx.json", simplify=True)
 
 
 def test_missing_or_failing_optimizer_warns(monkeypatch: pytest.MonkeyPatch) -> None:
