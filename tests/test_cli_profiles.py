@@ -21,9 +21,9 @@ def test_import_profile_alone_and_with_its_execution_trace(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["import", str(NNC), "-o", str(tmp_path / "nnc.json")]) == 0
     out = capsys.readouterr().out
-    assert "307 ops, 347 edges, 6 streams on NVIDIA H200" in out and "46 cross-stream" in out
+    assert "307 ops, 367 edges, 6 streams on NVIDIA H200" in out and "66 cross-stream" in out
     g = wb.load(tmp_path / "nnc.json")
-    assert len(g) == 307 and len(g.edges) == 347 and all(op.duration_us for op in g.ops)
+    assert len(g) == 307 and len(g.edges) == 367 and all(op.duration_us for op in g.ops)
     assert main(["import", str(REAL / "kineto_inception_v3_b1.json.gz"), "--et",
                  str(REAL / "et_inception_v3_b1.json.gz"), "-o", str(tmp_path / "i.json")]) == 0
     assert len(wb.load(tmp_path / "i.json")) == 312

@@ -14,11 +14,14 @@ cross-stream waits of CUDA events).
   ``cudaEventRecord``.  Kineto's ``cuda_sync`` events (``Stream Wait Event``: ``stream``,
   ``wait_on_stream``, ``wait_on_cuda_event_record_corr_id``) name both streams and the record;
   where a trace has only the runtime calls (no ``cuda_sync`` events), the record is the latest
-  ``cudaEventRecord`` before the wait on the same host thread, its kernel the last one launched
-  before it, and the waiter the first kernel launched after the wait on another stream; an
-  inferred edge the GPU timeline contradicts (the waiter started before its source ended) is
-  dropped and counted.  This follows HolisticTraceAnalysis's critical-path analysis
-  (``hta/analyzers/critical_path_analysis.py``), which links kernels the same way.
+  ``cudaEventRecord`` before the wait on the same host thread and its kernel the last one
+  launched before it; the waiter is the next kernel launched on another stream that does not
+  already follow that source: the waits a kernel finds pending are all its own when their
+  sources differ (a join), one per source when they share one (a fork: the next waits of that
+  source go to the next streams to launch).  An inferred edge the GPU timeline contradicts
+  (the waiter started before its source ended) is dropped and counted.  This follows
+  HolisticTraceAnalysis's critical-path analysis (``hta/analyzers/critical_path_analysis.py``),
+  which links kernels the same way.
 
 Complexity: O(events log events).
 """
@@ -247,16 +250,23 @@ def _inferred(kernels: Sequence[Mapping[str, Any]], runtime: Mapping[int, Mappin
         last_kernel: int | None = None
         recorded: int | None = None  # the kernel before the latest record
         waiting: list[int | None] = []  # sources waited on, not yet given a waiter
+        linked: set[tuple[int, Any]] = set()  # (source, waiting stream) already ordered
         for _, what, index in items:
             if what == "k":
                 assert index is not None
-                i = index
+                i, stream = index, kernels[index]["stream"]
                 keep: list[int | None] = []
+                taken: set[int] = set()
                 for src in waiting:
-                    if src is not None and kernels[src]["stream"] == kernels[i]["stream"]:
-                        keep.append(src)  # same stream: the waiter is a later launch
+                    if src is None:
+                        pairs.append(_NO_SOURCE)
+                    elif kernels[src]["stream"] == stream or (src, stream) in linked \
+                            or src in taken:
+                        keep.append(src)  # a later launch on another stream waits for it
                     else:
-                        pairs.append(_NO_SOURCE if src is None else (src, i))
+                        pairs.append((src, i))
+                        linked.add((src, stream))
+                        taken.add(src)
                 waiting = keep
                 last_kernel = i
             elif what == "r":
