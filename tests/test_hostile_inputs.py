@@ -73,3 +73,17 @@ def test_onnx_negative_dimension_and_loop_trip_count(tmp_path: Path) -> None:
     onnx.save(model, path)
     with pytest.raises(wb.FormatError, match="input 'x' dimension 0 is -5"):
         wb.load(path)
+
+
+@pytest.mark.parametrize(("calibration", "message"), [
+    ({"conv": 5}, "names op 'conv', which the graph does not have; did you mean 'Conv'"),
+    ({"Conv": -1000}, "got -1000"), ({"Conv": float("nan")}, "got nan"),
+    ({"Conv": float("inf")}, "got inf"), ({"Conv": "5"}, "got '5'"),
+    ({"Conv": 1e308}, "got 1e\\+308"), ({"Conv": True}, "got True"),
+    (1.5, "must be a mapping of op id -> measured µs"),
+])
+def test_simulate_checks_its_calibration(calibration: object, message: str) -> None:
+    s = wb.schedule(wb.Graph.from_edges([("Conv", "b")]), "serial")
+    with pytest.raises(wb.OptionError, match=message):
+        wb.simulate(s, calibration=calibration)  # type: ignore[arg-type]
+    assert wb.simulate(s, calibration={"Conv": 100.0}).makespan > 100
