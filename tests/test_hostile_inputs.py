@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,44 @@ def test_onnx_negative_dimension_and_loop_trip_count(tmp_path: Path) -> None:
     onnx.save(model, path)
     with pytest.raises(wb.FormatError, match="input 'x' dimension 0 is -5"):
         wb.load(path)
+
+
+@pytest.mark.parametrize(("calibration", "message"), [
+    ({"conv": 5}, "names op 'conv', which the graph does not have; did you mean 'Conv'"),
+    ({"Conv": -1000}, "got -1000"), ({"Conv": float("nan")}, "got nan"),
+    ({"Conv": float("inf")}, "got inf"), ({"Conv": "5"}, "got '5'"),
+    ({"Conv": 1e308}, "got 1e\\+308"), ({"Conv": True}, "got True"),
+    (1.5, "must be a mapping of op id -> measured µs"),
+])
+def test_simulate_checks_its_calibration(calibration: object, message: str) -> None:
+    s = wb.schedule(wb.Graph.from_edges([("Conv", "b")]), "serial")
+    with pytest.raises(wb.OptionError, match=message):
+        wb.simulate(s, calibration=calibration)  # type: ignore[arg-type]
+    assert wb.simulate(s, calibration={"Conv": 100.0}).makespan > 100
+
+
+def _api_cases() -> list[tuple[str, object]]:
+    from workbench.memory import plan_memory
+
+    g = wb.Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
+    s = wb.schedule(g, "nnc")
+    return [
+        ("orderings must be", lambda: plan_memory(s, "somas", orderings=5)),
+        ("lifelong must be a list", lambda: plan_memory(s, "somas", lifelong=5)),
+        ("time_limit_s must be a positive finite", lambda: plan_memory(
+            s, "exact", time_limit_s=float("inf"))),
+        ("alignment must be", lambda: plan_memory(s, "somas", alignment=2**64)),
+        ("optimum_max_ops must be", lambda: wb.compare(g, ["nnc"], optimum_max_ops="3")),
+        ("optimum_max_ops must be", lambda: wb.compare(g, ["nnc"], optimum_max_ops=None)),
+        ("optimum_max_ops must be", lambda: wb.compare(g, ["nnc"], optimum_max_ops=math.inf)),
+        ("copy_streams must be", lambda: wb.schedule(g, "gpto", copy_streams=-1)),
+        ("copy_streams must be", lambda: wb.schedule(g, "gpto", copy_streams=math.nan)),
+        ("s must be at most", lambda: wb.schedule(g, "ios", s=2**64)),
+    ]
+
+
+def test_python_api_options_are_one_line_errors() -> None:
+    for message, call in _api_cases():
+        with pytest.raises(wb.OptionError, match=message) as info:
+            call()  # type: ignore[operator]
+        assert "\n" not in str(info.value)

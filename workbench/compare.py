@@ -159,6 +159,10 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         raise OptionError(f"policies must be a list of names, got the string {policies!r} "
                           f"(use [{policies!r}])")
     budget = _check_budget(budget_s)
+    if (isinstance(optimum_max_ops, bool) or not isinstance(optimum_max_ops, int)
+            or not 0 <= optimum_max_ops <= 64):
+        raise OptionError(f"optimum_max_ops must be an integer in [0, 64] (the exact search is "
+                          f"exponential), got {optimum_max_ops!r:.80}")
     names = list(policies) if policies is not None else POLICIES.names()
     for name in names:
         POLICIES.get(name)

@@ -200,6 +200,10 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
     check_precision(precision)
     spec = get_device(device)
     model = model or model_for(spec)
+    if calibration is not None:
+        from workbench.calibration import check_calibration
+
+        calibration = check_calibration(calibration, schedule.graph.op_ids)
     expansion = None
     if control[0] != "coroutine" or schedule.graph.has_control_flow:
         from workbench.control.expand import expand
