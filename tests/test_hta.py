@@ -64,3 +64,41 @@ def test_hta_reads_inception_and_the_project_reimports_it(
     assert row["compute_time(us)"] == pytest.approx(busy_us, rel=0.01)
     back = load_pytorch_trace(tmp_path / "traces" / "rank0.json")
     assert sorted(back.df["op"]) == sorted(trace.df["op"])
+
+
+def test_hta_reads_the_us_export_without_any_switch(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """time_unit='us': HTA's temporal, kernel and queue-length analyses on the export with no
+    environment variable; HTA's idle time is the simulator's, queue lengths are never
+    negative, and every kernel's launch sits in a cpu_op with the kernel's External id."""
+    import json
+
+    from hta.trace_analysis import TraceAnalysis
+
+    monkeypatch.delenv("HTA_DISABLE_NS_ROUNDING", raising=False)
+    trace = wb.simulate(wb.schedule(wb.models.inception_v3(), "nnc"), "h100")
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    path = save_chrome_trace(trace, folder / "rank0.json", time_unit="us")
+    analysis = TraceAnalysis(trace_dir=str(folder))
+    row = analysis.get_temporal_breakdown(visualize=False).iloc[0]
+    m = trace.metrics()
+    window = trace.makespan - float(trace.df["start_us"].min())
+    idle = window - m["busy_fraction"] * m["makespan_us"]
+    assert row["idle_time(us)"] == pytest.approx(idle, rel=0.02, abs=len(trace.df) * 0.01)
+    kernels, _ = analysis.get_gpu_kernel_breakdown(visualize=False)
+    assert kernels["kernel_type"].tolist() == ["COMPUTATION"]
+    queues = analysis.get_queue_length_time_series()[0]
+    assert len(queues) == 2 * len(trace.df) and queues["queue_length"].min() >= 0
+    events = json.loads(path.read_text())["traceEvents"]
+    kernel_ids = sorted(e["args"]["External id"] for e in events if e.get("cat") == "kernel")
+    ops = {e["args"]["External id"]: e for e in events if e.get("cat") == "cpu_op"}
+    launches = {e["args"]["correlation"]: e for e in events if e.get("cat") == "cuda_runtime"}
+    assert sorted(ops) == kernel_ids == sorted(launches)
+    for k, op in ops.items():
+        assert op["ts"] <= launches[k]["ts"] and launches[k]["ts"] + launches[k]["dur"] <= \
+            op["ts"] + op["dur"]
+    assert all(isinstance(e["ts"], int) or float(e["ts"]).is_integer()
+               for e in events if "ts" in e)
+    back = load_pytorch_trace(path)  # the launching calls are not ops
+    assert sorted(back.df["op"]) == sorted(trace.df["op"])

@@ -38,7 +38,7 @@ class TwoBranch(nn.Module):
 def test_two_branch_module() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # every node here has a rule
-        g = from_torch(TwoBranch(), torch.randn(2, 3, 16, 16), name="two")
+        g = from_torch(TwoBranch(), torch.randn(2, 3, 16, 16), name="two", tracer="fx")
     assert g.name == "two"
     kinds = {op.id: op.kind for op in g.ops}
     assert kinds == {"stem": "conv2d", "relu": "relu", "left": "conv2d", "relu_1": "relu",
@@ -76,6 +76,19 @@ def test_two_branch_module() -> None:
     s.validate()
     assert s.n_streams >= 2  # the two branches run side by side
     assert wb.simulate(s).respects(g)
+
+
+def test_export_is_the_default_tracer() -> None:
+    """torch.export traces where it can (aten-level ops named after their targets), with the
+    same kinds, FLOPs and edges as the fx trace of the same module."""
+    x = torch.randn(2, 3, 16, 16)
+    fx, ex = from_torch(TwoBranch().eval(), x, tracer="fx"), from_torch(TwoBranch().eval(), x)
+    assert {op.attrs["tracer"] for op in ex.ops} == {"torch.export"}
+    assert sorted(op.kind for op in ex.ops) == sorted(op.kind for op in fx.ops)
+    assert sum(op.flops for op in ex.ops) == sum(op.flops for op in fx.ops)
+    assert len(ex.data_edges) == len(fx.data_edges)
+    with pytest.raises(wb.OptionError, match="tracer"):
+        from_torch(TwoBranch(), x, tracer="jit")
 
 
 def test_batchnorm_statistics_untouched() -> None:
@@ -140,7 +153,7 @@ class Pools(nn.Module):
 def test_functional_keywords_and_default_name() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        g = from_torch(Pools(), torch.randn(1, 3, 16, 16))
+        g = from_torch(Pools(), torch.randn(1, 3, 16, 16), tracer="fx")
     assert g.name == "Pools"  # the module's class, not the last submodule's
     # avg_pool2d(kernel_size=3): 9 adds per output element of (1, 4, 8, 8)
     assert g.op("avg_pool2d").flops == 9 * 256 and g.op("avg_pool2d").attrs["kernel_size"] == 3

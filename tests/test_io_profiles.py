@@ -78,7 +78,9 @@ def test_execution_trace_gpu_run(fx: wb.Graph) -> None:
 
 def test_cpu_profile_alone_and_matched_to_the_fx_graph(fx: wb.Graph) -> None:
     alone = load_pytorch_trace(DATA / "branchy_cpu.pt.trace.json")
-    assert len(alone.graph) == 17 and not alone.graph.edges and alone.meta["host_run"]
+    assert len(alone.graph) == 17 and alone.meta["host_run"] and alone.device == "cpu"
+    # one host thread: its ops ran one after another (a chain), no cross-stream waits
+    assert len(alone.graph.edges) == 16 and alone.meta["sync_edges"] == 0
     assert {op.device for op in alone.graph.ops} == {"cpu"}
     assert alone.graph.op("aten::conv2d#0").kind == "conv2d"
     matched = load_pytorch_trace(DATA / "branchy_cpu.pt.trace.json", graph=fx)

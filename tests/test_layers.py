@@ -55,7 +55,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                        "workbench.device_calibration", "workbench.compare_measured")),
     ("report", ("workbench.report",)),
     ("public API", ("workbench",)),
-    ("apps", ("workbench.ui", "workbench.cli")),
+    ("apps", ("workbench.ui", "workbench.cli", "workbench.cli_profiles")),
 )
 
 # Upward imports that are allowed, (importer, imported) -> why.  Function-level imports of

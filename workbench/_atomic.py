@@ -5,6 +5,15 @@ directory, its parent folder exists (it is never created silently), and a file c
 there.  :func:`write_text` / :func:`write_bytes` write to a temporary file in the same folder and
 then :func:`os.replace` it onto ``path``, so a failure part-way (disk full, a signal) leaves the
 old file as it was and no truncated one.  Every saver of the workbench goes through them.
+
+What is at the target is never destroyed: a symbolic link is written *through* (its target file
+is replaced, the link stays), and anything that is not a regular file or a new path (a device
+such as ``/dev/null``, a FIFO, a socket, a directory) is refused with one line.
+
+:func:`read_input` is the reading side: every loader reads its file through it, so devices,
+FIFOs, directories and files over :data:`MAX_INPUT_BYTES` (default 1 GiB; raise it with the
+``WORKBENCH_MAX_INPUT_BYTES`` environment variable) are one-line :class:`FormatError`s instead of
+reading forever or blocking.
 """
 
 from __future__ import annotations
@@ -14,19 +23,66 @@ import stat
 import tempfile
 from pathlib import Path
 
-from workbench.errors import OutputError
+from workbench.errors import FormatError, OutputError
+
+#: Largest input file a loader reads (bytes), unless ``WORKBENCH_MAX_INPUT_BYTES`` says otherwise.
+MAX_INPUT_BYTES = 1 << 30
 
 
 def _reason(exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def resolve_output(path: str | os.PathLike[str], *, what: str = "output") -> Path:
+    """The file that writing ``path`` replaces: ``path`` itself, or, for a symbolic link
+    (chains included), the file it points to, so that the link survives.  A one-line
+    :class:`OutputError` when that is something other than a regular file or a new path (a
+    device such as ``/dev/null``, a FIFO, a socket, a directory) or a link loop.  O(1)."""
+    out = Path(path)
+    if out.is_symlink():
+        try:
+            out = Path(os.path.realpath(out, strict=False))
+        except (OSError, RuntimeError):
+            raise OutputError(f"{what} {_name(path)}: symbolic link loop") from None
+    try:
+        mode = out.stat().st_mode
+    except FileNotFoundError:
+        return out
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP
+            raise OutputError(f"{what} {_name(path)}: symbolic link loop") from None
+        return out
+    if stat.S_ISREG(mode):
+        return out
+    if stat.S_ISDIR(mode):
+        raise OutputError(f"{what} {_name(path)} is a directory; give a file name")
+    raise OutputError(f"{what} {_name(path)} is {_kind(mode)}, not a regular file; "
+                      f"refusing to replace it (give a file name)")
+
+
+def _name(path: str | os.PathLike[str]) -> str:
+    from workbench._checks import show
+
+    return show(str(path), 80)
+
+
 def check_output(path: str | os.PathLike[str], *, what: str = "output") -> Path:
     """``path`` as a Path if a file can be written there, else a one-line :class:`OutputError`
-    (a directory, a missing parent folder, no permission, a read-only file system).  It creates
-    and removes a temporary file in the parent folder to be sure; O(1)."""
-    out = Path(path)
-    if not str(path) or out.is_dir():
+    (a directory, a device or FIFO, a missing parent folder, no permission, a read-only file
+    system).  It creates and removes a temporary file in the parent folder to be sure; O(1)."""
+    if not str(path):
+        raise OutputError(f"{what} is empty; give a file name")
+    out = resolve_output(path, what=what)
+    if out.is_dir():
         raise OutputError(f"{what} {str(out)!r} is a directory; give a file name")
     parent = out.parent
     if not parent.is_dir():
@@ -48,9 +104,8 @@ def check_output(path: str | os.PathLike[str], *, what: str = "output") -> Path:
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (module docstring); a one-line OutputError if it
     cannot, with the old file, if any, left intact."""
-    out = Path(path)
-    if out.is_dir():
-        raise OutputError(f"{str(out)!r} is a directory; give a file name")
+    given = Path(path)
+    out = resolve_output(given)
     try:
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name[:40]}.", suffix=".tmp")
     except OSError as exc:
@@ -69,7 +124,7 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     except BaseException:
         _discard(tmp)
         raise
-    return out
+    return given
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
@@ -95,4 +150,61 @@ def _discard(tmp: str) -> None:
         pass
 
 
-__all__ = ["check_output", "write_bytes", "write_text"]
+def max_input_bytes() -> int:
+    """The input size limit: ``WORKBENCH_MAX_INPUT_BYTES`` if set (a positive integer), else
+    :data:`MAX_INPUT_BYTES`."""
+    raw = os.environ.get("WORKBENCH_MAX_INPUT_BYTES", "").strip()
+    if raw:
+        try:
+            value = int(raw)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise FormatError(f"WORKBENCH_MAX_INPUT_BYTES must be a positive integer, got "
+                              f"{_name(raw)}")
+        return value
+    return MAX_INPUT_BYTES
+
+
+def check_input(path: str | os.PathLike[str], *, what: str = "file") -> Path:
+    """``path`` as a Path if it is a regular file (through links) no larger than
+    :func:`max_input_bytes`, else a one-line :class:`FormatError` that says why: missing, a
+    directory, a device, a FIFO, a socket, too large.  O(1); nothing is opened."""
+    src = Path(path)
+    try:
+        st = src.stat()
+    except FileNotFoundError:
+        raise FormatError(f"{what} {_name(path)} does not exist"
+                          + (" (a broken symbolic link)" if src.is_symlink() else "")) from None
+    except OSError as exc:
+        raise FormatError(f"{what} {_name(path)}: cannot read ({_reason(exc)})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise FormatError(f"{what} {_name(path)} is {_kind(st.st_mode)}, not a regular file")
+    limit = max_input_bytes()
+    if st.st_size > limit:
+        raise FormatError(f"{what} {_name(path)} is {st.st_size:,} bytes, over the input limit of "
+                          f"{limit:,} (raise it with WORKBENCH_MAX_INPUT_BYTES)")
+    return src
+
+
+def read_input(path: str | os.PathLike[str], *, what: str = "file") -> bytes:
+    """The bytes of ``path`` after :func:`check_input`; at most the limit is read even if the
+    file grows meanwhile.  One-line :class:`FormatError` on any failure."""
+    src = check_input(path, what=what)
+    limit = max_input_bytes()
+    try:
+        fd = os.open(src, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise FormatError(f"{what} {_name(path)} is not a regular file")
+            data = f.read(limit + 1)
+    except OSError as exc:
+        raise FormatError(f"{what} {_name(path)}: cannot read ({_reason(exc)})") from None
+    if len(data) > limit:
+        raise FormatError(f"{what} {_name(path)} is over the input limit of {limit:,} bytes "
+                          f"(raise it with WORKBENCH_MAX_INPUT_BYTES)")
+    return data
+
+
+__all__ = ["MAX_INPUT_BYTES", "check_input", "check_output", "max_input_bytes", "read_input",
+           "resolve_output", "write_bytes", "write_text"]

@@ -29,10 +29,37 @@ def did_you_mean(name: object, known: Iterable[str]) -> str:
     return f"; did you mean {by_fold[close[0]]!r}?" if close else ""
 
 
-def show(value: object, limit: int = 60) -> str:
-    """``repr(value)`` cut to ``limit`` characters: safe to put in a one-line message."""
+def show(value: object, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters (default 80) with an ellipsis: safe to put in
+    a one-line message (a 1 MB op id must not make a 1 MB "one-line" error)."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def warn_line(message: str, where: str = "workbench") -> None:
+    """A :class:`UserWarning` that prints as one line on stderr: ``where:0: UserWarning: ...``
+    with no Python source line under it (``warnings.warn`` shows the caller's code)."""
+    import warnings
+
+    warnings.warn_explicit(message.replace("\n", " "), UserWarning, where, 0,
+                           module="workbench")
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads(..., object_pairs_hook=unique_keys)``: a JSON object as a dict, or a one-line
+    :class:`~workbench.errors.FormatError` naming a key given twice (``json`` keeps the last one
+    silently).  O(keys)."""
+    from workbench.errors import FormatError
+
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise FormatError(f"duplicate key {show(key)} in a JSON object (the reader "
+                                  f"would keep only the last value)")
+            seen.add(key)
+    return out
 
 
 def check_keys(raw: Mapping[str, Any], known: Iterable[str], where: str, *,
@@ -77,4 +104,5 @@ def check_limit(value: Any, name: str, *, allow_none: bool = True, allow_zero: b
     return float(value)
 
 
-__all__ = ["check_choice", "check_keys", "check_limit", "did_you_mean", "show"]
+__all__ = ["check_choice", "check_keys", "check_limit", "did_you_mean", "show", "unique_keys",
+           "warn_line"]

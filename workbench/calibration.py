@@ -192,7 +192,42 @@ def measured_makespan_us(trace: Trace) -> float:
     return float(value) if value is not None else float(trace.makespan)
 
 
+#: Largest per-op time a calibration may give (µs; about 11.6 days): beyond it sums overflow.
+MAX_CALIBRATED_US = 1e12
+
+
+def check_calibration(calibration: Any, op_ids: Any) -> dict[str, float] | None:
+    """``calibration`` (op id -> measured µs, as ``simulate(calibration=...)`` takes it, or a
+    :class:`CalibrationTable`) checked against the graph's ``op_ids``: a mapping, every key a
+    known op id (a near miss or a case variant is named: ``did you mean 'Conv'?``), every value
+    a finite number in [0, :data:`MAX_CALIBRATED_US`] (no strings, booleans, NaN, infinities,
+    negatives).  Each problem is a one-line :class:`OptionError`.  O(ops + entries)."""
+    from workbench._checks import did_you_mean, show
+
+    if calibration is None:
+        return None
+    if isinstance(calibration, CalibrationTable):
+        calibration = calibration.ops
+    if not isinstance(calibration, Mapping):
+        raise OptionError(f"calibration must be a mapping of op id -> measured µs (or a "
+                          f"CalibrationTable), got {type(calibration).__name__} "
+                          f"{show(calibration)}")
+    known = set(op_ids)
+    out: dict[str, float] = {}
+    for key, value in calibration.items():
+        if key not in known:
+            raise OptionError(f"calibration names op {show(key)}, which the graph does not "
+                              f"have{did_you_mean(key, known)}")
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not math.isfinite(value) or not 0 <= value <= MAX_CALIBRATED_US):
+            raise OptionError(f"calibration of op {show(key)} must be a finite number of µs in "
+                              f"[0, {MAX_CALIBRATED_US:g}], got {show(value)}")
+        out[key] = float(value)
+    return out
+
+
 __all__ = [
-    "FORMAT", "VERSION", "CalibrationTable", "calibrate", "device_spec_for", "load_calibration",
-    "measured_makespan_us", "save_calibration", "table_from_trace",
+    "FORMAT", "MAX_CALIBRATED_US", "VERSION", "CalibrationTable", "calibrate",
+    "check_calibration", "device_spec_for", "load_calibration", "measured_makespan_us",
+    "save_calibration", "table_from_trace",
 ]

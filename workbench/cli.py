@@ -4,6 +4,8 @@
     workbench compare GRAPH.json --policies serial,nnc,asap --budget 30 -o report.html
     workbench compare --model inception_v3 --executor torch,simulator --mode graph -o r.html
     workbench calibrate --model inception_v3 --model squeezenet --batch 1 -o profile.json
+    workbench import PROFILE.json [--et ET.json] -o graph.json
+    workbench compare --measured PROFILE.json --export-trace out.json --table out.csv
     workbench policies | models | devices
     workbench --version
 
@@ -36,11 +38,20 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from workbench._terminal import ESSENTIAL_COLUMNS, clean, ranking_text
+from workbench.cli_profiles import (
+    add_compare_options,
+    add_import_parser,
+    check_compare_outputs,
+    load_profile,
+    run_import,
+    write_compare_outputs,
+)
 from workbench.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
 from workbench.compare_measured import MEASURED_COLUMNS
 from workbench.errors import OptionError, WorkbenchError
 
 EXIT_USAGE = 2
+EXIT_NOTHING_RAN = 1  # the report is written, but no policy was executed
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -182,7 +193,9 @@ def _build_parser() -> argparse.ArgumentParser:
                           "says 'budget hit'; 0 means no limit (default: %(default)g)")
     cmp.add_argument("--no-progress", action="store_true",
                      help="no progress bar and no per-policy lines on stderr")
+    add_compare_options(cmp)
     _calibrate_parser(sub)
+    add_import_parser(sub)
     sub.add_parser("policies", help="list scheduling policies")
     sub.add_parser("models", help="list built-in graphs")
     sub.add_parser("devices", help="list device models")
@@ -194,6 +207,8 @@ def _load_graph(args: argparse.Namespace) -> Any:
     from workbench.io import load
 
     if bool(args.graph) == bool(args.model):
+        if args.measured is not None and not args.model:
+            return None  # the measured run's own graph
         raise OptionError("give either a graph file or --model NAME (not both, not neither)")
     if args.graph:
         if args.param or args.batch is not None:
@@ -210,7 +225,7 @@ def _load_graph(args: argparse.Namespace) -> Any:
 def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
     """Everything that can be checked before any work: the output path, the policies, the
     device, the model's name and parameters' syntax, the graph file's existence and type."""
-    from workbench._atomic import check_output
+    from workbench._atomic import check_input, check_output
     from workbench.costs import get_device
     from workbench.io import LOADERS
     from workbench.models import MODELS
@@ -228,6 +243,9 @@ def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
     from workbench.compare_measured import executor_plan
 
     executor_plan(args.executor)
+    check_compare_outputs(args)
+    if not args.graph and not args.model and args.measured is not None:
+        return output, names
     if bool(args.graph) == bool(args.model):
         raise OptionError("give either a graph file or --model NAME (not both, not neither)")
     if args.model:
@@ -235,9 +253,8 @@ def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
         _params(args.param)
     else:
         path = Path(args.graph)
-        if path.suffix.lower() in LOADERS and not path.is_file():
-            what = "is a directory" if path.is_dir() else "does not exist"
-            raise OptionError(f"graph file {str(path)!r} {what}")
+        if path.suffix.lower() in LOADERS:
+            check_input(path, what="graph file")
         if path.resolve() == output.resolve():
             raise OptionError("-o names the graph file itself; pick another report path")
     return output, names
@@ -249,6 +266,10 @@ def _compare(args: argparse.Namespace) -> int:
 
     output, names = _check_arguments(args)
     graph = _load_graph(args)
+    measured = None
+    if args.measured is not None:
+        measured = load_profile(args.measured, args.et, args.step, graph)
+        graph = measured.graph if graph is None else graph
     options = None
     if args.max_streams is not None:
         options = {p: {"max_streams": args.max_streams} for p in (names or POLICIES.names())}
@@ -264,7 +285,8 @@ def _compare(args: argparse.Namespace) -> int:
     result = compare(graph, names, device=args.device, mode=args.mode, options=options,
                      precision=args.precision, executor=args.executor,
                      executor_options=measured_options or None,
-                     show_progress=not args.no_progress, budget_s=args.budget)
+                     show_progress=not args.no_progress, budget_s=args.budget,
+                     measured=measured)
     path = result.to_html(output, plotlyjs=args.plotlyjs)
     table = result.table
     print(clean(f"{graph.name}: {len(graph)} ops on {result.device} ({result.mode})"))
@@ -276,12 +298,18 @@ def _compare(args: argparse.Namespace) -> int:
             extra = ("simulated_us", "sim_error") if result.settings["simulated_beside"] else ()
             columns = (*ESSENTIAL_COLUMNS[:3], *extra, *ESSENTIAL_COLUMNS[3:])
     print(ranking_text(table, columns))
-    print(clean(f"best: {result.best} ({table['speedup'].max():.2f}x over serial); "
-                f"report: {path}"))
-    unfinished = table.loc[table["status"] != "ok", ["policy", "status"]]
+    best = result.best
+    if best is None:
+        print(clean(f"best: none (no policy was executed); report: {path}"))
+    else:
+        speedup = table.loc[table["policy"] == best, "speedup"].max()
+        print(clean(f"best: {best} ({speedup:.2f}x over serial); report: {path}"))
+    for line in write_compare_outputs(result, args):
+        print(clean(line))
+    unfinished = table.loc[~table["status"].isin(("ok", "measured")), ["policy", "status"]]
     for row in unfinished.itertuples(index=False):
         print(clean(f"note: {row.policy}: {row.status}"))
-    return 0
+    return 0 if best is not None else EXIT_NOTHING_RAN
 
 
 def _calibrate_parser(sub: Any) -> None:
@@ -393,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _sigterm_raises():
             args = parser.parse_args(argv)
-            commands = {"compare": _compare, "calibrate": _calibrate}
+            commands = {"compare": _compare, "calibrate": _calibrate, "import": run_import}
             code = commands[args.command](args) if args.command in commands \
                 else _listing(args.command)
             sys.stdout.flush()

@@ -29,6 +29,7 @@ from workbench._bounded import Outcome, run_stages
 from workbench._progress import Progress
 from workbench.compare_measured import (
     MEASURED_COLUMNS,
+    check_measured_device,
     execute_options,
     executor_plan,
     measured_cells,
@@ -72,10 +73,14 @@ class Comparison:
         self.pools = dict(pools or {})
 
     @property
-    def best(self) -> str:
+    def best(self) -> str | None:
         """The policy with the smallest makespan (ties: the first in the table); a measured
-        run's row is not a policy."""
-        table = self.table[self.table["policy"].isin(list(self.schedules))]
+        run's row is not a policy.  None when no policy was executed (every one stopped
+        before: a budget, an error)."""
+        table = self.table[self.table["policy"].isin(list(self.schedules))
+                           & (self.table["makespan_us"] < float("inf"))]
+        if table.empty:
+            return None
         return str(table.sort_values("makespan_us", kind="stable").iloc[0]["policy"])
 
     @property
@@ -154,6 +159,10 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         raise OptionError(f"policies must be a list of names, got the string {policies!r} "
                           f"(use [{policies!r}])")
     budget = _check_budget(budget_s)
+    if (isinstance(optimum_max_ops, bool) or not isinstance(optimum_max_ops, int)
+            or not 0 <= optimum_max_ops <= 64):
+        raise OptionError(f"optimum_max_ops must be an integer in [0, 64] (the exact search is "
+                          f"exponential), got {optimum_max_ops!r:.80}")
     names = list(policies) if policies is not None else POLICIES.names()
     for name in names:
         POLICIES.get(name)
@@ -164,6 +173,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         if name not in names:
             raise OptionError(f"options given for {name!r}, which is not among the policies")
     spec = get_device(device)
+    measured_on = None if measured is None else check_measured_device(measured, graph, spec)
     executor, simulate_too = executor_plan(executor)
     exec_opts = execute_options(executor, spec, mode, precision, dict(executor_options or {}))
     # imported here, once, so that forked workers inherit them instead of each importing them
@@ -211,7 +221,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
                 "executor": executor, "simulated_beside": simulate_too,
                 "memory_planner": planner,
                 "pool_chunk_mib": pool_chunk_bytes / 2**20,
-                "budget_s_per_stage": budget, **({"notes": notes} if notes else {})}
+                "budget_s_per_stage": budget, **({"notes": notes} if notes else {}),
+                **({"measured_device": measured_on} if measured_on else {})}
     first = next((out[1].value[0] for out in results.values() if len(out) > 1 and out[1].ok),
                  None)
     if executor != "simulator" and first is not None:
@@ -254,12 +265,18 @@ def hard_limit_s(budget_s: float, *, cooperative: bool) -> float:
     return budget_s * 1.25 + 1.0 if cooperative else budget_s
 
 
+#: Budgets above this (about 11.6 days; ``inf`` included) mean no limit.
+MAX_BUDGET_S = 1e6
+
+
 def _check_budget(budget_s: Any) -> float | None:
     if budget_s is None:
         return None
     if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not budget_s > 0:
         raise OptionError(f"budget_s must be a positive number of seconds or None, "
                           f"got {budget_s!r}")
+    if budget_s > MAX_BUDGET_S:  # inf, 1e308: no limit (timeouts that large overflow)
+        return None
     return float(budget_s)
 
 

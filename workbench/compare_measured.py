@@ -13,11 +13,13 @@ column, a prediction at the TF32 tensor-core peak, is not used for measured rows
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from workbench.devices import DeviceSpec
 from workbench.errors import OptionError
+from workbench.graph import Graph
 from workbench.trace import Trace
 
 SIMULATOR = "simulator"
@@ -123,5 +125,45 @@ def measured_cells(trace: Trace, spec: DeviceSpec, precision: str,
     return cells
 
 
-__all__ = ["MEASURED_COLUMNS", "execute_options", "executor_plan", "measured_cells",
-           "measured_utilisation", "provenance", "run_precision"]
+def _device_key(name: str) -> str:
+    """``"NVIDIA H100 80GB HBM3"`` -> ``"nvidiah10080gbhbm3"``: lower case, letters and digits."""
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def check_measured_device(trace: Trace, graph: Graph, spec: DeviceSpec) -> str:
+    """The device a recorded run (``compare(measured=...)``) ran on, checked against what the
+    what-ifs simulate; a one-line :class:`OptionError` when they differ, so that a measured
+    time is never shown beside a prediction for another device.
+
+    * a CPU-only run (host ops) is comparable when the graph keeps those ops on the host
+      (``device`` ``cpu``/``python``: the simulator runs them on the host's cores, never on GPU
+      streams), e.g. the measured trace's own graph; not when the graph puts them on the GPU;
+    * a GPU run names its GPU (Kineto's ``deviceProperties``): the simulated device must be
+      that GPU (``"NVIDIA H200"`` is ``h200``); a run that names no GPU (``"gpu"``) cannot be
+      checked and is accepted.  O(ops of the trace)."""
+    from workbench.devices import DEVICES, HOST_DEVICES
+
+    ops = [graph.op(o) for o in dict.fromkeys(trace.df["op"]) if o in graph]
+    devices = set(trace.df["device"]) if "device" in trace.df else set()
+    if trace.device == "cpu" or (devices and devices <= HOST_DEVICES):
+        on_gpu = [op.id for op in ops if op.device not in HOST_DEVICES]
+        if on_gpu:
+            raise OptionError(
+                f"the measured run is a CPU run (host ops) but graph {graph.name!r} puts "
+                f"{len(on_gpu)} of its ops (e.g. {on_gpu[0]!r}) on the GPU of {spec.name!r}: a "
+                f"CPU time beside a GPU prediction; compare the measured run's own graph "
+                f"(trace.graph, whose ops stay on the host) or leave measured out")
+        return "cpu"
+    name = str(trace.device)
+    key = _device_key(name)
+    if key in ("", "gpu", "measured") or _device_key(spec.name) in key:
+        return name
+    known = [d for d in DEVICES.names() if _device_key(d) in key]
+    hint = f"device={known[0]!r}" if known else "a device file describing it (device=PATH)"
+    raise OptionError(f"the measured run is on {name!r} but the what-ifs are simulated on "
+                      f"{spec.name!r} ({spec.description}): pass {hint} to compare them, or "
+                      f"leave measured out")
+
+
+__all__ = ["MEASURED_COLUMNS", "check_measured_device", "execute_options", "executor_plan",
+           "measured_cells", "measured_utilisation", "provenance", "run_precision"]

@@ -18,6 +18,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
+from workbench._checks import show
 from workbench.control_checks import check_control_op, control_output_bytes, same_control
 from workbench.errors import GraphError
 from workbench.graph_items import (
@@ -88,19 +89,20 @@ class Graph:
             if op.kind in CONTROL_KINDS:
                 control = True
             if not isinstance(op.id, str) or not op.id:
-                raise GraphError(f"op #{i} has an empty or non-string id {op.id!r}")
+                raise GraphError(f"op #{i} has an empty or non-string id {show(op.id)}")
             if op.id in self._index:
-                raise GraphError(f"duplicate op id {op.id!r} (ops #{self._index[op.id]} and #{i})")
+                raise GraphError(f"duplicate op id {show(op.id)} (ops #{self._index[op.id]} "
+                                 f"and #{i})")
             self._index[op.id] = i
             for name_ in _NUMERIC_OP_FIELDS:
-                _check_number(getattr(op, name_), f"op {op.id!r}: {name_}")
-            _check_number(op.duration_us, f"op {op.id!r}: duration_us", allow_none=True)
+                _check_number(getattr(op, name_), f"op {show(op.id)}: {name_}")
+            _check_number(op.duration_us, f"op {show(op.id)}: duration_us", allow_none=True)
             if op.thread_blocks is not None and (
                 isinstance(op.thread_blocks, bool) or not isinstance(op.thread_blocks, int)
-                or op.thread_blocks < 1
+                or op.thread_blocks < 1 or op.thread_blocks > 2**62
             ):
-                raise GraphError(f"op {op.id!r}: thread_blocks must be a positive integer, "
-                                 f"got {op.thread_blocks!r}")
+                raise GraphError(f"op {show(op.id)}: thread_blocks must be a positive integer "
+                                 f"of at most 2**62, got {show(op.thread_blocks)}")
         self._tensors = self._collect_tensors(tensors)
         self._control = tuple(self._check_control(control_edges))
         self._build_adjacency()
@@ -112,7 +114,7 @@ class Graph:
             self._outputs = tuple(outputs)
             for t in self._outputs:
                 if t not in self._tensors:
-                    raise GraphError(f"graph output {t!r} is not a tensor of the graph")
+                    raise GraphError(f"graph output {show(t)} is not a tensor of the graph")
         self._topo = self._check_acyclic()
         self._cache["control_flow"] = control
         if control:
@@ -125,41 +127,43 @@ class Graph:
         table: dict[TensorId, Tensor] = {}
         for t in tensors:
             if not isinstance(t, Tensor):
-                raise GraphError(f"tensor entry {t!r} is not a Tensor")
+                raise GraphError(f"tensor entry {show(t)} is not a Tensor")
             if t.id in table:
-                raise GraphError(f"duplicate tensor id {t.id!r}")
-            _check_number(t.size_bytes, f"tensor {t.id!r}: size_bytes")
+                raise GraphError(f"duplicate tensor id {show(t.id)}")
+            _check_number(t.size_bytes, f"tensor {show(t.id)}: size_bytes")
             if t.producer is not None and t.producer not in self._index:
-                raise GraphError(f"tensor {t.id!r} names producer {t.producer!r}, "
+                raise GraphError(f"tensor {show(t.id)} names producer {show(t.producer)}, "
                                  f"which is not an op")
             table[t.id] = t
         produced_by: dict[TensorId, OpId] = {}
         for op in self._ops:
             for out in op.outputs:
                 if out in produced_by:
-                    raise GraphError(f"tensor {out!r} is produced by both {produced_by[out]!r} "
-                                     f"and {op.id!r}")
+                    raise GraphError(f"tensor {show(out)} is produced by both "
+                                     f"{show(produced_by[out])} "
+                                     f"and {show(op.id)}")
                 produced_by[out] = op.id
                 known = table.get(out)
                 if known is None:
                     table[out] = Tensor(out, control_output_bytes(op, out), producer=op.id)
                 elif known.producer is None:
                     if known.role in ("input", "parameter"):
-                        raise GraphError(f"tensor {out!r} is a graph {known.role} but op "
-                                         f"{op.id!r} also produces it")
+                        raise GraphError(f"tensor {show(out)} is a graph {known.role} but op "
+                                         f"{show(op.id)} also produces it")
                     table[out] = replace(known, producer=op.id)
                 elif known.producer != op.id:
-                    raise GraphError(f"tensor {out!r} is produced by both {known.producer!r} "
-                                     f"and {op.id!r}")
+                    raise GraphError(f"tensor {show(out)} is produced by both "
+                                     f"{show(known.producer)} "
+                                     f"and {show(op.id)}")
         for t in table.values():
             if t.producer is not None and produced_by.get(t.id) != t.producer:
-                raise GraphError(f"tensor {t.id!r} names producer {t.producer!r}, which does not "
-                                 f"list it among its outputs")
+                raise GraphError(f"tensor {show(t.id)} names producer {show(t.producer)}, "
+                                 f"which does not list it among its outputs")
         for op in self._ops:
             for inp in op.inputs:
                 if inp not in table:
-                    raise GraphError(f"op {op.id!r} reads tensor {inp!r}, which no op produces and "
-                                     f"which is not a graph input (dangling edge)")
+                    raise GraphError(f"op {show(op.id)} reads tensor {show(inp)}, which no op "
+                                     f"produces and which is not a graph input (dangling edge)")
         return table
 
     def _check_control(self, edges: Iterable[tuple[OpId, OpId]]) -> list[tuple[OpId, OpId]]:
@@ -168,11 +172,12 @@ class Graph:
             try:
                 a, b = edge
             except (TypeError, ValueError):
-                raise GraphError(f"control edge {edge!r} is not a (before, after) pair") from None
+                raise GraphError(f"control edge {show(edge)} is not a (before, after) "
+                                 f"pair") from None
             for end in (a, b):
                 if end not in self._index:
-                    raise GraphError(f"control edge {a!r} -> {b!r} names unknown op {end!r} "
-                                     f"(dangling edge)")
+                    raise GraphError(f"control edge {show(a)} -> {show(b)} names unknown op "
+                                     f"{show(end)} (dangling edge)")
             if a == b:
                 raise GraphError(f"cycle: {a} -> {a} (control edge onto itself)")
             out.append((a, b))
@@ -194,14 +199,20 @@ class Graph:
                 if i is None:
                     continue
                 if i == j:
-                    raise GraphError(f"cycle: {op.id} -> {op.id} (op reads its own output {tid!r})")
+                    raise GraphError(f"cycle: {show(op.id)} -> {show(op.id)} (op reads its own "
+                                     f"output {show(tid)})")
                 if i not in seen_pred:
                     seen_pred.add(i)
                     data_pred[j].append(i)
                     pred[j].append(i)
+        pred_sets: dict[int, set[int]] = {}  # only for the targets of control edges
         for a, b in self._control:
             i, j = self._index[a], self._index[b]
-            if i not in pred[j]:  # control edges are few: a list scan is fine here
+            known = pred_sets.get(j)
+            if known is None:
+                known = pred_sets[j] = set(pred[j])
+            if i not in known:
+                known.add(i)
                 pred[j].append(i)
         for j in range(n):
             for i in pred[j]:
@@ -258,12 +269,12 @@ class Graph:
         Each op produces one output tensor ``"<op>:out"`` (``sizes[op]`` bytes, default 1 MiB) and
         reads the outputs of its predecessors in edge order.  ``ops`` gives op types (a mapping) or
         just ids; its order, else the first appearance in ``edges``, is the program order.
-        Ops default to ``duration_us=10`` unless ``durations`` says otherwise.
+        Ops default to ``duration_us=10`` unless ``durations`` says otherwise.  O(V + E).
         """
         edge_list = [tuple(e) for e in edges]
         for e in edge_list:
             if len(e) != 2:
-                raise GraphError(f"edge {e!r} is not a (producer, consumer) pair")
+                raise GraphError(f"edge {show(e)} is not a (producer, consumer) pair")
         order: dict[OpId, str] = {}
         if isinstance(ops, Mapping):
             order.update({str(k): str(v) for k, v in ops.items()})
@@ -272,12 +283,9 @@ class Graph:
         for a, b in edge_list:
             order.setdefault(str(a), "op")
             order.setdefault(str(b), "op")
-        inputs: dict[OpId, list[TensorId]] = {k: [] for k in order}
+        inputs: dict[OpId, dict[TensorId, None]] = {k: {} for k in order}  # ordered sets
         for a, b in edge_list:
-            t = f"{a}:out"
-            if t in inputs[str(b)]:
-                continue
-            inputs[str(b)].append(t)
+            inputs[str(b)][f"{a}:out"] = None
         sizes = sizes or {}
         durations = durations or {}
         blocks = thread_blocks or {}
@@ -286,16 +294,16 @@ class Graph:
                             (devs, "devices")):
             for k in table:
                 if k not in order:
-                    raise GraphError(f"{what} names {k!r}, which is not an op of the edges")
+                    raise GraphError(f"{what} names {show(k)}, which is not an op of the edges")
         for k, size in sizes.items():
-            _check_number(size, f"op {k!r}: size")
+            _check_number(size, f"op {show(k)}: size")
         for k, micros in durations.items():
-            _check_number(micros, f"op {k!r}: duration_us")
+            _check_number(micros, f"op {show(k)}: duration_us")
         tensors = []
         op_list = []
         for op_id, kind in order.items():
             size = sizes.get(op_id, DEFAULT_TENSOR_BYTES)
-            _check_number(size, f"op {op_id!r}: size")
+            _check_number(size, f"op {show(op_id)}: size")
             tensors.append(Tensor(f"{op_id}:out", int(size), producer=op_id))
             op_list.append(Op(
                 op_id, kind=kind, device=devs.get(op_id, "gpu"), inputs=tuple(inputs[op_id]),
@@ -370,20 +378,21 @@ class Graph:
         try:
             return self._ops[self._index[op_id]]
         except KeyError:
-            raise GraphError(f"unknown op {op_id!r} in graph {self.name!r}") from None
+            raise GraphError(f"unknown op {show(op_id)} in graph {show(self.name)}") from None
 
     def tensor(self, tensor_id: TensorId) -> Tensor:
         try:
             return self._tensors[tensor_id]
         except KeyError:
-            raise GraphError(f"unknown tensor {tensor_id!r} in graph {self.name!r}") from None
+            raise GraphError(f"unknown tensor {show(tensor_id)} in graph "
+                             f"{show(self.name)}") from None
 
     def index(self, op_id: OpId) -> int:
         """Program position of an op."""
         try:
             return self._index[op_id]
         except KeyError:
-            raise GraphError(f"unknown op {op_id!r} in graph {self.name!r}") from None
+            raise GraphError(f"unknown op {show(op_id)} in graph {show(self.name)}") from None
 
     def successors(self, op_id: OpId) -> tuple[OpId, ...]:
         return tuple(self._ops[j].id for j in self._succ[self.index(op_id)])
@@ -409,7 +418,13 @@ class Graph:
     def is_control_edge(self, a: OpId, b: OpId) -> bool:
         """True when ``a -> b`` exists only as a control edge."""
         i, j = self.index(a), self.index(b)
-        return i in self._pred[j] and i not in self._data_pred[j]
+        only = self._cache.get("control_only")
+        if only is None:  # built once: O(E) instead of a scan of j's predecessors per call
+            data = {(p, k) for k in {self._index[y] for _, y in self._control}
+                    for p in self._data_pred[k]}
+            only = {(self._index[x], self._index[y]) for x, y in self._control} - data
+            self._cache["control_only"] = only
+        return (i, j) in only
 
     def topo_order(self) -> tuple[OpId, ...]:
         """The topological order that stays closest to program order (smallest index first)."""

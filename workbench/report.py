@@ -219,11 +219,16 @@ def barrier_note(comparison: Comparison) -> str:
 def measured_note(comparison: Comparison) -> str:
     """Where measured rows were measured: the executor and what its kernels are, the GPU, the
     driver and library versions, mode, precision and repeats (``settings["measured_on"]``), and
-    whether the simulator's predictions sit beside them; empty for simulated comparisons."""
+    whether the simulator's predictions sit beside them; a recorded run (``compare(measured=
+    ...)``) is named with its device; empty for simulated comparisons."""
     settings = dict(comparison.settings or {})
+    recorded = settings.get("measured_device")
+    note = (f'<p class="note">The row <b>measured</b> is a recorded run (a profiler trace) on '
+            f"<b>{escape(recorded)}</b>; the other rows are what-if schedules simulated on "
+            f"<b>{escape(comparison.device)}</b>.</p>" if recorded else "")
     executor = settings.get("executor", "simulator")
     if executor == "simulator":
-        return ""
+        return note
     on = dict(settings.get("measured_on") or {})
     gpu = on.pop("gpu", "?")
     on.pop("executor", None)
@@ -232,7 +237,7 @@ def measured_note(comparison: Comparison) -> str:
     beside = (f" The simulator's prediction on device <b>{escape(comparison.device)}</b> sits "
               f"beside each row (<b>simulated_us</b>, <b>sim_error</b>)."
               if settings.get("simulated_beside") else "")
-    return (f'<p class="note">Measured with executor <b>{escape(executor)}</b>'
+    return note + (f'<p class="note">Measured with executor <b>{escape(executor)}</b>'
             + (f" ({escape(kernels)})" if kernels else "")
             + f" on <b>{escape(gpu)}</b>" + (f": {details}" if details else "") + "."
             + beside + "</p>")
@@ -256,7 +261,7 @@ def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
         best_ms = f" ({comparison.traces[best].makespan:,.1f} µs)"
     meta = (f"{len(graph)} ops · device <b>{escape(comparison.device)}</b> · mode "
             f"<b>{escape(comparison.mode)}</b> · {len(comparison.traces)} policies · best: "
-            f"<b>{escape(best)}</b>{best_ms}")
+            f"<b>{escape(best or 'none')}</b>{best_ms}")
 
     figures = [("wb-fig-makespan", makespan_figure(comparison.table, best))]
     if comparison.traces:

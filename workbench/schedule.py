@@ -18,11 +18,13 @@ streams alive at once.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from workbench._checks import show
 from workbench.clocks import _HappensBefore, _last_queries
 from workbench.clocks import clock_matrix as clock_matrix  # re-exported
 from workbench.clocks import clocks_before as clocks_before  # re-exported
@@ -342,12 +344,25 @@ def derive_issue_order(graph: Graph, stream_of: Mapping[OpId, StreamId],
     return order
 
 
-def check_max_streams(max_streams: int | None) -> int | None:
+#: The largest ``max_streams`` accepted at all (beyond it is a typo, not a cap).
+MAX_STREAMS_LIMIT = 2**63 - 1
+
+
+def check_max_streams(max_streams: int | None, n_ops: int | None = None) -> int | None:
+    """``max_streams`` as an int >= 1 (or None): booleans, floats (NaN included), strings and
+    values over :data:`MAX_STREAMS_LIMIT` are one-line :class:`OptionError`s.  With ``n_ops``
+    (the graph's op count) a larger cap is clamped to it (a graph never uses more streams than
+    ops), so that no policy spends O(max_streams) on a 4-op graph.  O(1)."""
     if max_streams is None:
         return None
-    if isinstance(max_streams, bool) or not isinstance(max_streams, int) or max_streams < 1:
-        raise OptionError(f"max_streams must be a positive integer or None, got {max_streams!r}")
-    return max_streams
+    if isinstance(max_streams, bool) or not isinstance(max_streams, numbers.Integral):
+        raise OptionError(f"max_streams must be a positive integer or None, got "
+                          f"{show(max_streams)}")
+    value = int(max_streams)
+    if value < 1 or value > MAX_STREAMS_LIMIT:
+        need = "a positive integer" if value < 1 else f"at most {MAX_STREAMS_LIMIT}"
+        raise OptionError(f"max_streams must be {need} (or None), got {show(max_streams)}")
+    return min(value, max(1, n_ops)) if n_ops is not None else value
 
 
 def fold_streams(stream_of: Mapping[OpId, StreamId], issue_order: Sequence[OpId],

@@ -92,14 +92,16 @@ EXPLAIN_LIMIT = 50_000  # ops: above this the trace has no per-op "why" column (
 def simulate(schedule: Schedule, device: str | DeviceSpec = "h100", *, mode: str = "eager",
              calibration: Mapping[str, float] | None = None, host_pipeline: str = "serial",
              precision: str = "auto", model: GpuModel | None = None,
-             control: str = "coroutine", iterations: Any = None, branch: Any = None) -> Trace:
+             control: str = "coroutine", iterations: Any = None, branch: Any = None,
+             max_iterations: int | None = None) -> Trace:
     """Simulate ``schedule`` on ``device`` and return the :class:`~workbench.trace.Trace`.
 
     ``precision``: ``auto`` (default), ``fp32``, ``tf32``, ``fp16`` or ``bf16`` (see
     :mod:`workbench.costs`);
     ``model``: a :class:`~workbench.kernel_model.GpuModel` replacing the fitted parameters;
     ``control``, ``iterations``, ``branch``: how control-flow ops run (module docstring; ignored
-    by graphs without them).
+    by graphs without them); ``max_iterations``: cap on the loop iterations of the run, summed
+    over every loop (default :data:`workbench.control.expand.MAX_TOTAL_ITERATIONS`).
 
     >>> import workbench as wb
     >>> g = wb.Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
@@ -108,7 +110,7 @@ def simulate(schedule: Schedule, device: str | DeviceSpec = "h100", *, mode: str
     True
     """
     run = _simulate(schedule, device, mode, calibration, host_pipeline, precision, model,
-                    (control, iterations, branch))
+                    (control, iterations, branch, max_iterations))
     graph = run.graph
     ops, costs = run.ops, run.costs
     n = len(run.order)
@@ -188,7 +190,7 @@ class _Run:
 
 def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
               calibration: Mapping[str, float] | None, host_pipeline: str, precision: str,
-              model: GpuModel | None, control: tuple[str, Any, Any] = ("coroutine", None, None)
+              model: GpuModel | None, control: tuple[Any, ...] = ("coroutine", None, None)
               ) -> _Run:
     if not isinstance(schedule, Schedule):
         hint = (" (schedule it first: wb.simulate(wb.schedule(graph, 'serial')))"
@@ -203,6 +205,10 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
     check_precision(precision)
     spec = get_device(device)
     model = model or model_for(spec)
+    if calibration is not None:
+        from workbench.calibration import check_calibration
+
+        calibration = check_calibration(calibration, schedule.graph.op_ids)
     expansion = None
     if control[0] != "coroutine" or schedule.graph.has_control_flow:
         from workbench.control.expand import expand
@@ -210,7 +216,8 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
 
         check_control(control[0])
         if schedule.graph.has_control_flow:
-            expansion = expand(schedule, iterations=control[1], branch=control[2])
+            expansion = expand(schedule, iterations=control[1], branch=control[2],
+                               max_iterations=control[3] if len(control) > 3 else None)
             schedule = expansion.schedule
     graph = schedule.graph
     order = list(schedule.issue_order)

@@ -168,7 +168,7 @@ def main(folder: Path = HERE) -> list[Path]:
     written = []
     for name, (module, x) in models().items():
         export_onnx(module, x, folder / f"{name}.onnx")
-        wb.save(wb.io.from_torch(module, x, name=name), folder / f"{name}_fx.json")
+        wb.save(wb.io.from_torch(module, x, name=name, tracer="fx"), folder / f"{name}_fx.json")
         written += [folder / f"{name}.onnx", folder / f"{name}_fx.json"]
     module, x = models()["branchy"]
     profile(module, x, folder / "branchy_cpu.pt.trace.json")

@@ -37,17 +37,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from workbench._checks import show
 from workbench.control.ops import bindings, branch_index, result_names, subgraphs
 from workbench.errors import OptionError
 from workbench.graph import CONTROL_KINDS, Graph, Op, OpId, Tensor, TensorId
 from workbench.schedule import Schedule, insert_syncs, schedule_serial
 
-__all__ = ["MAX_ITERATIONS", "Decision", "Expansion", "expand"]
+__all__ = ["MAX_ITERATIONS", "MAX_TOTAL_ITERATIONS", "Decision", "Expansion", "expand"]
 
 _SINK = "\x00sink:"  # key of a control-flow sink's end decisions in _block's table
 
 #: A data-dependent loop rule that never says stop is cut here with a one-line error.
 MAX_ITERATIONS = 100_000
+#: Default cap on the iterations of one run, summed over every loop (nested ones multiply: 60
+#: nested loops of 2 iterations are 2**60); ``expand(max_iterations=...)`` and
+#: ``simulate(max_iterations=...)`` raise it.
+MAX_TOTAL_ITERATIONS = 10_000
 
 Choice = Any  # int | str | Callable | Mapping | None
 
@@ -107,9 +112,11 @@ class _Ctx(NamedTuple):
 
 
 def expand(schedule: Schedule, *, iterations: Choice = None, branch: Choice = None,
-           all_branches: bool = False) -> Expansion:
+           all_branches: bool = False, max_iterations: int | None = None) -> Expansion:
     """The flat schedule of one run of ``schedule`` (module docstring).  Sub-graphs without a
-    schedule (a policy called directly, IOS's stage schedules) run serially.
+    schedule (a policy called directly, IOS's stage schedules) run serially.  A run of more
+    than ``max_iterations`` loop iterations in total (default :data:`MAX_TOTAL_ITERATIONS`;
+    nested loops multiply) stops with a one-line :class:`OptionError` before building them.
 
     >>> import workbench as wb
     >>> s = wb.schedule(wb.models.nnc_while_loop(iterations=2), "nnc")
@@ -119,13 +126,18 @@ def expand(schedule: Schedule, *, iterations: Choice = None, branch: Choice = No
     >>> e.trips, [d.kind for d in e.decisions]
     ({'loop': 2}, ['continue', 'continue', 'exit'])
     """
-    return _Expander(schedule, iterations, branch, all_branches).run()
+    limit = MAX_TOTAL_ITERATIONS if max_iterations is None else max_iterations
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise OptionError(f"max_iterations must be a non-negative integer, got {show(limit)}")
+    return _Expander(schedule, iterations, branch, all_branches, limit).run()
 
 
 class _Expander:
     def __init__(self, schedule: Schedule, iterations: Choice, branch: Choice,
-                 all_branches: bool) -> None:
+                 all_branches: bool, max_iterations: int = MAX_TOTAL_ITERATIONS) -> None:
         self.source = schedule
+        self.max_iterations = max_iterations
+        self.total_iterations = 0
         self.iterations = iterations
         self.branch = branch
         self.all_branches = all_branches
@@ -348,6 +360,11 @@ class _Expander:
             if k >= MAX_ITERATIONS:
                 raise OptionError(f"loop {inst!r} ran {MAX_ITERATIONS} iterations and its rule "
                                   f"still says go on")
+            self.total_iterations += 1
+            if self.total_iterations > self.max_iterations:
+                raise OptionError(f"the run exceeds {self.max_iterations:,} loop iterations in "
+                                  f"total (at loop {show(inst)}, iteration {k}; nested loops "
+                                  f"multiply); pass max_iterations= to allow more")
             nxt = self._decision(inst, k + 1, k + 1, (dec,))
             bmap: dict[TensorId, Any] = {**binds["body"],
                                          **{s: v for s, v in states.items() if s in body.tensors}}

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from workbench._atomic import check_input
 from workbench.errors import FormatError, OptionError
 from workbench.graph import Graph
 from workbench.io.chrome_trace import load_pytorch_trace, save_chrome_trace, to_chrome_trace
@@ -36,11 +37,15 @@ SAVERS.register(".dot", save_dot)
 SAVERS.register(".gv", save_dot)
 
 
-def load(path: str | Path, *, dims: Mapping[str, int] | None = None) -> Graph:
+def load(path: str | Path, *, dims: Mapping[str, int] | None = None,
+         simplify: bool = False) -> Graph:
     """Load a graph; the format comes from the suffix (``.json``, ``.onnx``, ``.dot``, ``.gv``).
 
     ``dims`` sets symbolic input dimensions of an ONNX model (``{"batch": 8}``); other formats
-    have none, so ``dims`` with them is an error.
+    have none, so ``dims`` with them is an error; so is ``simplify`` (an ONNX model through
+    onnxscript's optimizer first, :func:`~workbench.io.onnx.load_onnx`).  Devices, FIFOs,
+    directories and files over the input limit (``WORKBENCH_MAX_INPUT_BYTES``, default 1 GiB)
+    are refused with one line.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -51,9 +56,10 @@ def load(path: str | Path, *, dims: Mapping[str, int] | None = None) -> Graph:
     if dims and loader is not load_onnx:
         raise OptionError(f"{path}: dims apply to .onnx models only ({path.suffix} files have no "
                           f"symbolic dimensions)")
-    if not path.exists():
-        raise FormatError(f"{path}: no such file")
-    return load_onnx(path, dims=dims) if dims else loader(path)
+    if simplify and loader is not load_onnx:
+        raise OptionError(f"{path}: simplify applies to .onnx models only")
+    check_input(path, what="graph file")
+    return load_onnx(path, dims=dims, simplify=simplify) if dims or simplify else loader(path)
 
 
 def save(graph: Graph, path: str | Path) -> Path:

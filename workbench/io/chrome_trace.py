@@ -20,6 +20,14 @@ Layout (see shared notes, "Timeline formats" and "Holistic Trace Analysis"):
   before the start of ``b`` with no binding point (so it binds to the next slice on b's track:
   ``b``); every barrier is a global instant event (``ph`` ``i``, ``s`` ``g``) at the moment the
   device has drained, naming the op issued after it;
+* each launch sits in a ``cpu_op`` (the op's host-side call, ``args.wb_launch``) with the same
+  ``External id`` as its kernel, as Kineto links an operator to the kernels it launched; a launch
+  starts strictly before its kernel (HTA's queue length counts a launch before its kernel, and
+  never goes negative);
+* ``time_unit="us"`` writes whole microseconds (every boundary rounded to the nearest µs, so
+  back-to-back slices stay back to back): HTA then reads the file as it is (it rounds any
+  fractional time stamps inwards to whole µs, losing up to 1 µs per slice, unless
+  ``HTA_DISABLE_NS_ROUNDING`` is set); the default ``"ns"`` keeps nanoseconds for Perfetto;
 * a ``C`` counter ``live memory`` follows the bytes of live activations;
 * ``args.op`` names the op, ``otherData`` records the stream offset and time origin, so
   :func:`load_pytorch_trace` gets every op back with its id, stream, device and times.
@@ -42,8 +50,19 @@ from workbench.trace import TRACE_COLUMNS, Trace
 MIN_DUR_US = 0.002
 NS_US = 0.001
 STREAM_OFFSET = 1  # tid and args.stream = stream + 1: Perfetto and HTA want ids >= 1
+#: First correlation / External id: above 2**16, as in a real profile (HTA downcasts small
+#: correlation columns to int8 and then fails to store row indices in them)
+CORRELATION_BASE = 1 << 16
 HOST_DEVICES = frozenset({"cpu", "python"})
 COPY_DEVICES = frozenset({"copy"})
+
+
+_UNIT = {"ns": 1000.0, "us": 1.0}
+
+
+def _grid(t: float, unit: str) -> float:
+    """``t`` (µs) on the grid of ``unit``: :func:`ns`, or whole µs (an int-valued float)."""
+    return float(round(t)) if unit == "us" else ns(t)
 
 
 def ns(t: float) -> float:
@@ -107,7 +126,8 @@ class _Layout:
         return out
 
 
-def to_chrome_trace(trace: Trace, *, memory: bool = True) -> dict[str, Any]:
+def to_chrome_trace(trace: Trace, *, memory: bool = True, time_unit: str = "ns"
+                    ) -> dict[str, Any]:
     """The trace as a Kineto-style Chrome trace-event dict (module docstring); O(ops + syncs).
 
     >>> import workbench as wb
@@ -119,6 +139,11 @@ def to_chrome_trace(trace: Trace, *, memory: bool = True) -> dict[str, Any]:
     >>> sorted({e["cat"] for e in events if e["ph"] in "sf"})
     ['ac2g', 'sync']
     """
+    from workbench._checks import check_choice
+
+    unit = check_choice(time_unit, tuple(_UNIT), "time_unit")
+    tick = 1.0 / _UNIT[unit]  # one step of the grid, µs
+    least = MIN_DUR_US if unit == "ns" else 1.0
     df = trace.df
     layout = _Layout(trace)
     extra = [c for c in TRACE_COLUMNS if c in df.columns
@@ -126,11 +151,11 @@ def to_chrome_trace(trace: Trace, *, memory: bool = True) -> dict[str, Any]:
     events: list[dict[str, Any]] = []
     place: dict[str, tuple[int, int, float, float]] = {}  # op -> (pid, tid, start, end)
     launches: list[tuple[float, int, str]] = []
-    for k, row in enumerate(df.to_dict("records"), start=1):
+    for k, row in enumerate(df.to_dict("records"), start=CORRELATION_BASE):
         op, device = str(row["op"]), str(row.get("device", "gpu"))
         pid, tid = layout.track(device, int(row["stream"]))
-        start = ns(float(row["start_us"]))
-        end = max(ns(float(row["end_us"])), ns(start + MIN_DUR_US))
+        start = _grid(float(row["start_us"]), unit)
+        end = max(_grid(float(row["end_us"]), unit), _grid(start + least, unit))
         place[op] = (pid, tid, start, end)
         args: dict[str, Any] = {"op": op, "wb_device": device,
                                 **{c: _finite(row[c]) for c in extra}}
@@ -141,14 +166,15 @@ def to_chrome_trace(trace: Trace, *, memory: bool = True) -> dict[str, Any]:
             args.update({"stream": tid, "device": pid - 1, "correlation": k, "External id": k})
             issue = _finite(row.get("issue_us"))
             if isinstance(issue, (int, float)):
-                launches.append((ns(float(issue)), k, op))
+                # the launch strictly before its kernel (HTA's queue length)
+                launches.append((min(_grid(float(issue), unit), start - tick), k, op))
         events.append({"ph": "X", "cat": cat, "name": op, "pid": pid, "tid": tid, "ts": start,
-                       "dur": ns(end - start), "args": args})
-    events.extend(_launch_events(launches, place, layout))
-    events.extend(_sync_flows(trace, place))
+                       "dur": _grid(end - start, unit), "args": args})
+    events.extend(_launch_events(launches, place, layout, unit))
+    events.extend(_sync_flows(trace, place, unit))
     events.extend(_barrier_instants(trace, place, layout))
     if memory:
-        events.extend(_memory_counters(trace, pid=1))
+        events.extend(_memory_counters(trace, pid=1, unit=unit))
     tracks = [(pid, tid) for pid, tid, _, _ in place.values()]
     return {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": trace.device}],
             "distributedInfo": {"rank": 0},
@@ -163,31 +189,39 @@ def to_chrome_trace(trace: Trace, *, memory: bool = True) -> dict[str, Any]:
 
 def _launch_events(launches: list[tuple[float, int, str]],
                    place: dict[str, tuple[int, int, float, float]],
-                   layout: _Layout) -> list[dict[str, Any]]:
+                   layout: _Layout, unit: str = "ns") -> list[dict[str, Any]]:
     """``cudaLaunchKernel`` slices on the host's launch thread (each lasting until the next
-    launch, at least :data:`MIN_DUR_US`) and the ``ac2g`` flow to each kernel."""
+    launch, at least one grid step, and starting before its kernel), each inside a ``cpu_op``
+    of the op with the kernel's ``External id``, and the ``ac2g`` flow to each kernel."""
     out: list[dict[str, Any]] = []
     launches = sorted(launches)
+    tick = 1.0 / _UNIT[unit]
+    least = MIN_DUR_US if unit == "ns" else 1.0
     end_prev = -math.inf
     for i, (issue, k, op) in enumerate(launches):
-        start = max(issue, end_prev)
-        nxt = launches[i + 1][0] if i + 1 < len(launches) else start + MIN_DUR_US
-        end = max(ns(start + MIN_DUR_US), ns(nxt))
-        end_prev = end
         pid, tid, kstart, _ = place[op]
+        start = min(max(issue, end_prev), kstart - tick)
+        nxt = launches[i + 1][0] if i + 1 < len(launches) else start + least
+        end = max(_grid(start + least, unit), _grid(nxt, unit))
+        end_prev = end
         host = (layout.host_pid, layout.launch_tid)
-        out.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
-                    "pid": host[0], "tid": host[1], "ts": start, "dur": ns(end - start),
+        span = {"pid": host[0], "tid": host[1], "ts": start, "dur": _grid(end - start, unit)}
+        out.append({"ph": "X", "cat": "cpu_op", "name": op, **span,
+                    "args": {"External id": k, "wb_launch": True}})
+        out.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", **span,
                     "args": {"correlation": k, "External id": k, "op": None}})
         flow = {"cat": "ac2g", "name": "ac2g", "id": k}
-        out.append({**flow, "ph": "s", "pid": host[0], "tid": host[1], "ts": ns(end - NS_US)})
-        out.append({**flow, "ph": "f", "pid": pid, "tid": tid, "ts": max(0.0, ns(kstart - NS_US))})
+        out.append({**flow, "ph": "s", "pid": host[0], "tid": host[1],
+                    "ts": _grid(end - tick, unit) if unit == "ns" else start})
+        out.append({**flow, "ph": "f", "pid": pid, "tid": tid,
+                    "ts": max(0.0, _grid(kstart - tick, unit)) if unit == "ns" else kstart})
     return out
 
 
-def _sync_flows(trace: Trace, place: dict[str, tuple[int, int, float, float]]
-                ) -> list[dict[str, Any]]:
+def _sync_flows(trace: Trace, place: dict[str, tuple[int, int, float, float]],
+                unit: str = "ns") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
+    tick = 1.0 / _UNIT[unit]
     syncs = getattr(trace.schedule, "syncs", ()) or ()
     for k, (a, b) in enumerate(syncs):
         if a not in place or b not in place:
@@ -195,9 +229,10 @@ def _sync_flows(trace: Trace, place: dict[str, tuple[int, int, float, float]]
         pa, ta, _, ea = place[a]
         pb, tb, sb, _ = place[b]
         flow = {"cat": "sync", "name": "sync", "id": k}
-        out.append({**flow, "ph": "s", "pid": pa, "tid": ta, "ts": ns(ea - NS_US),
+        out.append({**flow, "ph": "s", "pid": pa, "tid": ta, "ts": _grid(ea - tick, unit),
                     "args": {"from": a, "to": b}})
-        out.append({**flow, "ph": "f", "pid": pb, "tid": tb, "ts": max(0.0, ns(sb - NS_US))})
+        out.append({**flow, "ph": "f", "pid": pb, "tid": tb,
+                    "ts": max(0.0, _grid(sb - tick, unit))})
     return out
 
 
@@ -220,7 +255,7 @@ def _barrier_instants(trace: Trace, place: dict[str, tuple[int, int, float, floa
     return out
 
 
-def _memory_counters(trace: Trace, *, pid: int) -> list[dict[str, Any]]:
+def _memory_counters(trace: Trace, *, pid: int, unit: str = "ns") -> list[dict[str, Any]]:
     """``C`` events of live activation bytes; none when the trace lacks some producer."""
     from workbench.memory.lifetimes import pool_events
 
@@ -233,7 +268,7 @@ def _memory_counters(trace: Trace, *, pid: int) -> list[dict[str, Any]]:
     live = 0
     for time, action, _, size in steps:
         live += size if action == "alloc" else -size
-        t = ns(float(time))
+        t = _grid(float(time), unit)
         if times and times[-1] == t:
             levels[-1] = live  # several allocations and frees at one instant: the last level
         else:
@@ -243,11 +278,13 @@ def _memory_counters(trace: Trace, *, pid: int) -> list[dict[str, Any]]:
              "args": {"bytes": b}} for t, b in zip(times, levels, strict=True)]
 
 
-def save_chrome_trace(trace: Trace, path: str | Path, *, memory: bool = True) -> Path:
-    """Write :func:`to_chrome_trace` as JSON (gzipped when the name ends in ``.gz``)."""
+def save_chrome_trace(trace: Trace, path: str | Path, *, memory: bool = True,
+                      time_unit: str = "ns") -> Path:
+    """Write :func:`to_chrome_trace` as JSON (gzipped when the name ends in ``.gz``);
+    ``time_unit="us"`` for HolisticTraceAnalysis (module docstring)."""
     path = Path(path)
-    text = json.dumps(to_chrome_trace(trace, memory=memory), allow_nan=False,
-                      separators=(",", ":"))
+    text = json.dumps(to_chrome_trace(trace, memory=memory, time_unit=time_unit),
+                      allow_nan=False, separators=(",", ":"))
     if path.suffix.lower() == ".gz":
         return write_bytes(path, gzip.compress(text.encode("utf-8")))
     return write_text(path, text)

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import write_text
+from workbench._atomic import read_input, write_bytes
+from workbench._checks import show
 from workbench.errors import FormatError, GraphError
 from workbench.graph import DEFAULT_TENSOR_BYTES, Graph, Op, Tensor
 from workbench.io.dot_attrs import NUMBER_ATTRS, check_attr
@@ -57,7 +58,14 @@ def save_dot(graph: Graph, path: str | Path) -> Path:
     if graph.has_control_flow:
         raise FormatError(f"{path}: DOT cannot hold the sub-graphs of while/case_of ops; save "
                           f"graphs with control flow as .json")
-    return write_text(path, to_dot(graph))
+    text = to_dot(graph)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise FormatError(f"{path}: a name holds {exc.object[exc.start:exc.end]!r}, a lone "
+                          f"surrogate that UTF-8 (and so DOT) cannot hold; save as .json "
+                          f"(it escapes it)") from None
+    return write_bytes(path, data)
 
 
 # ==================================================================================== tokenizer
@@ -76,6 +84,7 @@ _TOKEN = re.compile(r"""
 
 MAX_NUMBER = float(2**62)  # numeric attributes beyond this are rejected (sums must stay finite)
 MAX_NESTING = 100  # subgraph depth (guards the recursive parser against hostile input)
+MAX_EDGES = 1_000_000  # edges after expanding {a b} -> {c d} groups (a 57 kB file asked for 25M)
 
 
 @dataclass(frozen=True)
@@ -309,6 +318,11 @@ class _Parser:
         style = merged.get("style", ("", 0))[0].lower()
         control = "dashed" in style or merged.get("kind", ("", 0))[0].lower() == "control"
         for left, right in zip(chain, chain[1:], strict=False):
+            if len(self.edges) + len(left) * len(right) > MAX_EDGES:
+                raise FormatError(f"{self.where}: line {line}: the edge statement expands to "
+                                  f"{len(left) * len(right):,} edges, over the limit of "
+                                  f"{MAX_EDGES:,} edges per file (groups {{...}} -> {{...}} "
+                                  f"join every pair)")
             for a in left:
                 for b in right:
                     self.edges.append((a, b, control, line))
@@ -364,22 +378,28 @@ def _number(where: str, node_id: str, key: str, value: tuple[str, int], *,
 
 
 def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tuple[str, str]]]:
-    data_in: dict[str, list[str]] = {n: [] for n in parser.nodes}
-    control: list[tuple[str, str]] = []
+    # ordered sets (dicts): one pass over the edges, O(V + E)
+    data_in: dict[str, dict[str, None]] = {n: {} for n in parser.nodes}
+    control: dict[tuple[str, str], None] = {}
     for a, b, is_control, _ in parser.edges:
         if is_control:
-            if (a, b) not in control:
-                control.append((a, b))
-        elif a not in data_in[b]:
-            data_in[b].append(a)
-    control = [(a, b) for a, b in control if a not in data_in[b]]
+            control[a, b] = None
+        else:
+            data_in[b][a] = None
+    control_list = [(a, b) for a, b in control if a not in data_in[b]]
     values: dict[str, dict[str, Any]] = {}
     for node_id, node in parser.nodes.items():
         v: dict[str, Any] = {}
+        spelled: dict[str, str] = {}
         for key, raw in node.attrs.items():
             name = NUMBER_ATTRS.get(key)
             if name is not None:
-                v[name] = _number(where, node_id, key, raw, integer=name == "thread_blocks")
+                value = _number(where, node_id, key, raw, integer=name == "thread_blocks")
+                if name in v and spelled[name] != key and value != v[name]:
+                    raise FormatError(f"{where}: line {raw[1]}: node {show(node_id)}: {key}="
+                                      f"{raw[0]} and {spelled[name]}={v[name]:g} say different "
+                                      f"things (aliases of one figure); keep one")
+                v[name], spelled[name] = value, key
         values[node_id] = v
     sizes = {n: int(v.get("size", DEFAULT_TENSOR_BYTES)) for n, v in values.items()}
     ops, tensors = [], []
@@ -400,7 +420,7 @@ def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tupl
             thread_blocks=int(v["thread_blocks"]) if "thread_blocks" in v else None,
             duration_us=duration, workspace_bytes=int(v.get("workspace_bytes", 0)),
         ))
-    return ops, tensors, control
+    return ops, tensors, control_list
 
 
 def graph_from_dot(text: str, *, where: str = "<dot>") -> Graph:
@@ -423,11 +443,9 @@ def load_dot(path: str | Path) -> Graph:
     """Read a ``.dot``/``.gv`` file written by :func:`to_dot` or by hand (module docstring)."""
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_input(path, what="graph file").decode("utf-8")
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not a text file (is it really DOT?)") from None
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if text.startswith("\ufeff"):
         text = text[1:]
     return graph_from_dot(text, where=str(path).replace("\n", "\\n"))

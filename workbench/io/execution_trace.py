@@ -36,15 +36,25 @@ import pandas as pd
 
 from workbench.errors import FormatError
 from workbench.graph import Graph, Op, Tensor
+from workbench.io.et_autograd import (
+    backward_kind,
+    grad_fn_of,
+    inner_calls,
+    part_cost,
+    phase_of,
+    scope_children,
+    summed,
+)
 from workbench.io.pytorch_profile import (
     GPU_CATEGORIES,
     args_of,
     duration,
+    gpu_name,
     number,
     read_trace_json,
     trace_events,
 )
-from workbench.shape_costs import TensorInfo, default_cost
+from workbench.shape_costs import ShapeCost, TensorInfo, default_cost
 from workbench.trace import Trace
 
 TensorKey = tuple[int, int]  # (tensor id, storage id)
@@ -62,6 +72,9 @@ class _Call:
     values: list[Any]
     kernels: list[dict[str, Any]] = field(default_factory=list)
     host: dict[str, Any] | None = None
+    phase: str = "forward"
+    grad_fn: str | None = None
+    parts: list[tuple[str, list[Any], list[Any], list[Any]]] = field(default_factory=list)
 
 
 # ================================================================================ the ET side
@@ -100,45 +113,123 @@ def _tensors(values: Any, shapes: Any) -> Iterator[tuple[TensorKey, tuple[int, .
             yield from _tensors(v, s)
 
 
+#: ET schema 1.0.x fields that later schemas (1.0.2+, Chakra's 1.1) moved into ``attrs``.
+_OLD_ATTRS = ("rf_id", "op_schema", "fw_parent", "seq_id", "scope", "tid", "fw_tid")
+
+
+def _normalise(node: dict[str, Any]) -> dict[str, Any]:
+    """A node of any ET schema HTA reads in the 1.1 layout: schema 1.0.1 (PyTorch 2.0-2.1)
+    keeps the parent in ``parent``, ``rf_id``/``op_schema`` at the top and ``inputs`` /
+    ``input_shapes`` as parallel lists; later ones have ``ctrl_deps``, ``attrs`` and
+    ``inputs: {values, shapes}``.  Nodes already in the new layout are returned as they are."""
+    if "ctrl_deps" in node or "parent" not in node:
+        return node
+    attrs = [a for a in node.get("attrs", []) if isinstance(a, dict)] if isinstance(
+        node.get("attrs"), list) else []
+    attrs += [{"name": k, "value": node[k]} for k in _OLD_ATTRS if k in node]
+    out = {**node, "ctrl_deps": node["parent"], "attrs": attrs}
+    for side in ("input", "output"):
+        values = node.get(f"{side}s")
+        if isinstance(values, list):
+            out[f"{side}s"] = {"values": values, "shapes": node.get(f"{side}_shapes"),
+                               "types": node.get(f"{side}_types")}
+    return out
+
+
+def _below_operator(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, bool]:
+    """Per node id: whether an operator is among its ``ctrl_deps`` ancestors (walked until a
+    node repeats: the root names itself).  Memoised, so a 5,000-node chain costs O(V), not
+    O(V²) (issue 27): ``above[n] = is_operator(parent) or above[parent]``; on a cycle every
+    node's answer is whether another node of the cycle is an operator."""
+    def parent(nid: int) -> int | None:
+        p = nodes[nid].get("ctrl_deps")
+        return p if isinstance(p, int) and not isinstance(p, bool) and p in nodes else None
+
+    above: dict[int, bool] = {}
+    for start in nodes:
+        path: list[int] = []
+        on_path: dict[int, int] = {}
+        cur: int | None = start
+        while cur is not None and cur not in above and cur not in on_path:
+            on_path[cur] = len(path)
+            path.append(cur)
+            cur = parent(cur)
+        if cur is not None and cur not in above:  # a cycle: path[on_path[cur]:]
+            cycle = path[on_path[cur]:]
+            ops = sum(_is_operator(nodes[c]) for c in cycle)
+            for c in cycle:
+                above[c] = ops - _is_operator(nodes[c]) > 0
+            path = path[:on_path[cur]]
+        for nid in reversed(path):
+            p = parent(nid)
+            above[nid] = p is not None and (_is_operator(nodes[p]) or above[p])
+    return above
+
+
 def _calls(data: Any, path: Path) -> list[_Call]:
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise FormatError(f"{path}: not a PyTorch execution trace (no 'nodes' list)")
-    nodes = {n["id"]: n for n in data["nodes"] if isinstance(n, dict) and isinstance(
+    nodes = {n["id"]: _normalise(n) for n in data["nodes"] if isinstance(n, dict) and isinstance(
         n.get("id"), int)}
-
-    def outermost(node: Mapping[str, Any]) -> bool:
-        seen = {node["id"]}
-        parent = node.get("ctrl_deps")
-        while isinstance(parent, int) and parent in nodes and parent not in seen:
-            if _is_operator(nodes[parent]):
-                return False
-            seen.add(parent)
-            parent = nodes[parent].get("ctrl_deps")
-        return True
-
+    below_operator = _below_operator(nodes)
+    children = scope_children(nodes)
     calls = []
     for nid in sorted(nodes):
         node = nodes[nid]
-        if not _is_operator(node) or not outermost(node):
+        if not _is_operator(node) or below_operator[nid]:
             continue
         ins, outs = node.get("inputs"), node.get("outputs")
         ins, outs = (ins if isinstance(ins, dict) else {}), (outs if isinstance(outs, dict) else {})
         rf = _attr(node, "rf_id")
         values = ins.get("values")
-        calls.append(_Call(nid, str(node.get("name")), _key(rf),
-                           list(_tensors(ins.get("values"), ins.get("shapes"))),
-                           list(_tensors(outs.get("values"), outs.get("shapes"))),
-                           values if isinstance(values, list) else []))
+        call = _Call(nid, str(node.get("name")), _key(rf),
+                     list(_tensors(ins.get("values"), ins.get("shapes"))),
+                     list(_tensors(outs.get("values"), outs.get("shapes"))),
+                     values if isinstance(values, list) else [])
+        call.grad_fn = grad_fn_of(call.name)
+        call.phase = phase_of(nid, nodes, call.grad_fn is not None)
+        if call.grad_fn is not None:
+            _autograd_scope(call, [nodes[c] for c in inner_calls(nid, nodes, children,
+                                                                 _is_operator)])
+        calls.append(call)
     if not calls:
         raise FormatError(f"{path}: the execution trace records no operator calls")
     return calls
 
 
+def _autograd_scope(call: _Call, inner: list[Mapping[str, Any]]) -> None:
+    """An autograd function's scope as one call (:mod:`workbench.io.et_autograd`): its inner
+    calls as ``parts``; inputs: what they read that no earlier one wrote; outputs: what they
+    wrote (the last value per tensor)."""
+    written: dict[TensorKey, tuple[TensorKey, tuple[int, ...], int]] = {}
+    read: dict[TensorKey, tuple[TensorKey, tuple[int, ...], int]] = {}
+    for node in inner:
+        ins, outs = node.get("inputs"), node.get("outputs")
+        ins, outs = (ins if isinstance(ins, dict) else {}), (outs if isinstance(outs, dict) else {})
+        t_in = list(_tensors(ins.get("values"), ins.get("shapes")))
+        t_out = list(_tensors(outs.get("values"), outs.get("shapes")))
+        values = ins.get("values")
+        call.parts.append((str(node.get("name", "")).split("::", 1)[-1], t_in, t_out,
+                           values if isinstance(values, list) else []))
+        for t in t_in:
+            if t[0] not in written:
+                read.setdefault(t[0], t)
+        for t in t_out:
+            written[t[0]] = t
+    call.ins, call.outs = list(read.values()), list(written.values())
+
+
 # ================================================================================ the Kineto side
-def _attach_kineto(calls: list[_Call], kineto: Path) -> bool:
+def _attach_kineto(calls: list[_Call], kineto: Path) -> tuple[bool, str]:
     """Attach host events and kernels to the calls; True when the run had GPU kernels."""
-    raw = trace_events(read_trace_json(kineto), kineto)
+    data = read_trace_json(kineto)
+    raw = trace_events(data, kineto)
     by_rf: dict[Any, _Call] = {c.rf_id: c for c in calls if c.rf_id is not None}
+    # Kineto before PyTorch 2.1 has no "Record function id": its "External id" of a CPU op is
+    # the record-function id (what HTA's ET correlation joins on for those traces)
+    rf_key = "Record function id" if any(
+        isinstance(ev, dict) and "Record function id" in args_of(ev) for ev in raw) \
+        else "External id"
     host: list[tuple[Any, float, float, _Call]] = []  # (thread, ts, end, call)
     by_external: dict[Any, dict[str, Any]] = {}
     runtime: dict[Any, dict[str, Any]] = {}
@@ -154,7 +245,7 @@ def _attach_kineto(calls: list[_Call], kineto: Path) -> bool:
         item: dict[str, Any] = {"ts": ts, "end": ts + dur,
                                 "thread": (ev.get("pid"), ev.get("tid")), "ev": ev}
         if cat == "cpu_op":
-            call = by_rf.get(_key(args.get("Record function id")))
+            call = by_rf.get(_key(args.get(rf_key)))
             if call is not None and call.host is None:
                 call.host = item
                 host.append((item["thread"], ts, item["end"], call))
@@ -184,12 +275,14 @@ def _attach_kineto(calls: list[_Call], kineto: Path) -> bool:
             runtime.get(_key(args.get("correlation"))))
         if call is not None:
             call.kernels.append(ev)
-    return bool(kernels)
+    return bool(kernels), gpu_name(data)
 
 
 # ================================================================================ the graph
-def _graph_of(calls: list[_Call], name: str, gpu_run: bool) -> tuple[Graph, list[_Call]]:
-    """The ops, tensors and edges of the calls kept (module docstring)."""
+def _graph_of(calls: list[_Call], name: str, gpu_run: bool,
+              need_host: bool = False) -> tuple[Graph, list[_Call]]:
+    """The ops, tensors and edges of the calls kept (module docstring); ``need_host`` (a CPU
+    run with its Kineto trace) leaves out the calls the Kineto trace has no event for."""
     from workbench.io.fx import cost_of_call
 
     seen: dict[str, int] = {}
@@ -211,7 +304,9 @@ def _graph_of(calls: list[_Call], name: str, gpu_run: bool) -> tuple[Graph, list
                                       dtype=_dtype(itemsize))
                 current[key] = [tid]
             inputs.extend(t for t in current[key] if t not in inputs)
-        if gpu_run and not call.kernels:  # no device work: its outputs alias what it read
+        if (gpu_run and not call.kernels) or (need_host and call.host is None) or (
+                call.grad_fn is not None and not call.parts):  # or an empty autograd scope
+            # no device work (or no measured time): its outputs alias what it read
             for key, _, _ in call.outs:
                 current[key] = list(inputs)
             continue
@@ -232,10 +327,17 @@ def _graph_of(calls: list[_Call], name: str, gpu_run: bool) -> tuple[Graph, list
         outs = [TensorInfo(tensors[t].shape, _itemsize(tensors[t])) if tensors[t].shape
                 else None for t in outputs]
         label = call.name.split("::", 1)[-1]
-        kind, cost, attrs = cost_of_call(label, ins, outs, call.values)
+        attrs: dict[str, Any]
+        cost: ShapeCost | None
+        if call.grad_fn is not None:
+            kind, attrs = backward_kind(call.grad_fn), {"grad_fn": call.grad_fn}
+            cost = summed([part_cost(lab, _infos(a), _infos(b), v) for lab, a, b, v in call.parts])
+        else:
+            kind, cost, attrs = cost_of_call(label, ins, outs, call.values)
         if cost is None:
             cost = default_cost(ins, outs)
             attrs["cost"] = "default"
+        attrs["phase"] = call.phase
         grids = [g for g in map(_grid, call.kernels) if g is not None]
         blocks = max(grids, default=0) or cost.thread_blocks
         attrs.update({"event": call.name, "et_node": call.node_id})
@@ -250,6 +352,10 @@ def _graph_of(calls: list[_Call], name: str, gpu_run: bool) -> tuple[Graph, list
     data = {(t.producer, op.id) for op in ops for t in map(tensors.__getitem__, op.inputs)}
     control = list(dict.fromkeys(e for e in control if e not in data))
     return Graph(ops, tensors.values(), control, name=name), kept
+
+
+def _infos(refs: list[tuple[TensorKey, tuple[int, ...], int]]) -> list[TensorInfo | None]:
+    return [TensorInfo(shape, itemsize) if shape else None for _, shape, itemsize in refs]
 
 
 def _size(shape: tuple[int, ...], itemsize: int) -> int:
@@ -312,11 +418,15 @@ def load_execution_trace(path: str | Path, kineto: str | Path, *,
     """
     path, kineto = Path(path), Path(kineto)
     calls = _calls(read_trace_json(path), path)
-    gpu_run = _attach_kineto(calls, kineto)
+    gpu_run, gpu = _attach_kineto(calls, kineto)
     if gpu_run and not any(c.kernels for c in calls):
         raise FormatError(f"{kineto}: no GPU kernel links to an op of the execution trace "
                           f"(by External id or launch correlation): are they from the same run?")
-    graph, kept = _graph_of(calls, name or path.name.split(".")[0], gpu_run)
+    graph, kept = _graph_of(calls, name or path.name.split(".")[0], gpu_run,
+                            need_host=not gpu_run)
+    if not kept:
+        raise FormatError(f"{kineto}: no op of the execution trace has a Kineto event (by "
+                          f"record-function id): are the two traces from the same run?")
     rows = []
     for op, call in zip(graph.ops, kept, strict=True):
         if gpu_run:
@@ -345,8 +455,10 @@ def load_execution_trace(path: str | Path, kineto: str | Path, *,
     df = df.sort_values(["start_us", "op"], kind="stable").reset_index(drop=True)
     meta = {"t0_us": t0, "source": str(path), "kineto": str(kineto), "calls": len(calls),
             "left_out": len(calls) - len(kept), "gpu_run": gpu_run,
+            "phases": {p: sum(op.attrs.get("phase") == p for op in graph.ops)
+                       for p in ("forward", "backward", "optimizer")},
             "kernels": sum(len(c.kernels) for c in kept)}
-    return Trace(df, graph=graph, policy="measured", device="gpu" if gpu_run else "cpu",
+    return Trace(df, graph=graph, policy="measured", device=gpu if gpu_run else "cpu",
                  executor="measured", mode="eager", meta=meta)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from workbench.errors import FormatError, GraphError, OptionError
 from workbench.graph import Graph, Op, Tensor
+from workbench.io import attention_costs
 from workbench.ops import FLOPS_PER_ELEMENT, TORCH_ALIASES
 from workbench.shape_costs import (
     VIEW_COST,
@@ -138,11 +139,15 @@ _FORMULA_OF: dict[str, Formula] = {name: formula for formula, names in (
     (_copy, "cat concat concatenate stack contiguous clone to float half pad"),
     (_gather, "Embedding embedding index_select"),
     (_view, "Dropout Flatten Identity flatten view reshape squeeze unsqueeze permute transpose t "
-            "expand getitem slice select split chunk dropout identity"),
+            "expand getitem slice select split chunk dropout identity unflatten"),
+    (attention_costs.sdpa, "scaled_dot_product_attention"),
+    (attention_costs.multi_head_attention, "MultiheadAttention _native_multi_head_attention"),
+    (attention_costs.encoder_layer, "TransformerEncoderLayer _transformer_encoder_layer_fwd"),
 ) for name in names.split()}
 _FORMULAS: dict[str, Formula] = {f.__name__.lstrip("_"): f for f in (
     _conv, _conv_t, _linear, _matmul, _addmm, _elementwise, _pool, _adaptive, _copy, _gather,
-    _view)}
+    _view, attention_costs.sdpa, attention_costs.multi_head_attention,
+    attention_costs.encoder_layer)}
 
 
 def _entry(name: str) -> tuple[str, str, float]:
@@ -218,19 +223,32 @@ def cost_of_call(label: str, ins: Sequence[Info], outs: Sequence[Info],
 
 
 # ================================================================================ tracing
-def _trace(torch: Any, module: Any, args: tuple[Any, ...]) -> tuple[Any, str]:
-    """(GraphModule with shapes in node.meta, tracer used)."""
+def _trace(torch: Any, module: Any, args: tuple[Any, ...], tracer: str = "auto"
+           ) -> tuple[Any, str]:
+    """(GraphModule with shapes in node.meta, tracer used): ``torch.export`` first (it traces
+    through composite modules: ``nn.MultiheadAttention`` becomes its linears and
+    ``scaled_dot_product_attention``), ``torch.fx.symbolic_trace`` where export fails
+    (``tracer``: ``auto``, ``export`` or ``fx`` alone)."""
     from torch.fx.passes.shape_prop import ShapeProp
 
-    try:
-        gm = torch.fx.symbolic_trace(module)
-    except Exception as fx_exc:  # noqa: BLE001 - any tracing failure sends us to torch.export
+    export_exc: Exception | None = None
+    if tracer in ("auto", "export"):
         try:
             return torch.export.export(module, args).module(), "torch.export"
-        except Exception as exc:  # noqa: BLE001
-            raise OptionError(_line(f"from_torch: cannot trace {type(module).__name__} "
-                                    f"(fx: {type(fx_exc).__name__}: {fx_exc}; torch.export: "
-                                    f"{type(exc).__name__}: {exc})")) from None
+        except Exception as exc:  # noqa: BLE001 - any export failure sends us to torch.fx
+            export_exc = exc
+    try:
+        gm = torch.fx.symbolic_trace(module) if tracer != "export" else None
+    except Exception as fx_exc:  # noqa: BLE001
+        raise OptionError(_line(
+            f"from_torch: cannot trace {type(module).__name__} (fx: {type(fx_exc).__name__}: "
+            f"{fx_exc}" + ("" if export_exc is None else
+                          f"; torch.export: {type(export_exc).__name__}: {export_exc}")
+            + ")")) from None
+    if gm is None:
+        raise OptionError(_line(f"from_torch: torch.export cannot trace "
+                                f"{type(module).__name__} ({type(export_exc).__name__}: "
+                                f"{export_exc}); try tracer='fx'"))
     try:
         from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -302,7 +320,8 @@ def _target_name(node: Any) -> str:
 
 
 # ================================================================================ the importer
-def from_torch(module: Any, example_inputs: Any, *, name: str | None = None) -> Graph:
+def from_torch(module: Any, example_inputs: Any, *, name: str | None = None,
+               tracer: str = "auto") -> Graph:
     """Trace ``module`` on ``example_inputs`` (a tensor or a tuple of them) into a Graph.
 
     Op kinds follow the model builders (``Conv2d`` -> ``conv2d``, ``Linear`` -> ``matmul``,
@@ -317,7 +336,10 @@ def from_torch(module: Any, example_inputs: Any, *, name: str | None = None) -> 
         raise FormatError(TORCH_MISSING) from None
     args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (
         example_inputs,)
-    gm, tracer = _trace(torch, module, args)
+    from workbench._checks import check_choice
+
+    gm, tracer = _trace(torch, module, args, check_choice(tracer, ("auto", "export", "fx"),
+                                                           "tracer"))
     tensors: dict[str, Tensor] = {}
     infos: dict[str, Info] = {}
     produced: dict[str, str] = {}  # fx node name -> tensor id

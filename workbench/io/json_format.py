@@ -23,8 +23,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import write_text
-from workbench._checks import check_keys, did_you_mean, show
+from workbench._atomic import read_input, write_text
+from workbench._checks import check_choice, check_keys, did_you_mean, show, unique_keys
 from workbench.errors import FormatError, GraphError
 from workbench.graph import CONTROL_KINDS, Graph, Op, Tensor
 
@@ -127,13 +127,13 @@ def load_json(path: str | Path) -> Graph:
     """Read a graph file; every problem is a one-line :class:`FormatError` naming the file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input(path, what="graph file").decode("utf-8")
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not a text file (is it really JSON?)") from None
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_keys)
+    except FormatError as exc:
+        raise FormatError(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise FormatError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON "
                           f"({exc.msg}; truncated file?)") from None
@@ -151,13 +151,10 @@ def graph_from_dict(data: Any, *, text: str = "") -> Graph:
         raise FormatError(f"the top level must be an object, got {type(data).__name__}")
     if "edges" in data:
         check_keys(data, _EDGE_LIST_KEYS, "edge-list graph", error=FormatError)
+        _check_format(data)
         return _from_edge_list(data)
     check_keys(data, _FULL_KEYS, "graph", error=FormatError)
-    if data.get("format") not in (None, FORMAT_NAME):
-        raise FormatError(f"unknown format {data.get('format')!r} (expected {FORMAT_NAME!r})")
-    if data.get("version", FORMAT_VERSION) != FORMAT_VERSION:
-        raise FormatError(f"unsupported version {data.get('version')!r} (this reader knows "
-                          f"{FORMAT_VERSION})")
+    _check_format(data)
     if "ops" not in data:
         raise FormatError("missing 'ops' (or 'edges' for the edge-list form)")
     ops_raw = _list(data["ops"], "ops")
@@ -178,6 +175,23 @@ def graph_from_dict(data: Any, *, text: str = "") -> Graph:
     if outputs is not None:
         outputs = [str(t) for t in _list(outputs, "outputs")]
     return Graph(ops, tensors, control, outputs=outputs, name=str(data.get("name", "graph")))
+
+
+def _check_format(data: dict[str, Any]) -> None:
+    """``format`` and ``version``, when given, must be this reader's (both shapes)."""
+    if data.get("format") not in (None, FORMAT_NAME):
+        raise FormatError(f"unknown format {show(data.get('format'))} (expected "
+                          f"{FORMAT_NAME!r})")
+    version = data.get("version", FORMAT_VERSION)
+    if isinstance(version, bool) or version != FORMAT_VERSION:
+        raise FormatError(f"unsupported version {show(data.get('version'))} (this reader knows "
+                          f"{FORMAT_VERSION})")
+
+
+#: Tensor roles and dtypes the workbench knows (a typo would silently change memory planning).
+TENSOR_ROLES = ("activation", "input", "parameter", "output")
+TENSOR_DTYPES = ("float32", "float", "float16", "half", "bfloat16", "float64", "double", "int8",
+                 "uint8", "int16", "int32", "int64", "bool")
 
 
 def _from_edge_list(data: dict[str, Any]) -> Graph:
@@ -263,8 +277,12 @@ def _tensor(raw: Any, where: str) -> Tensor:
     producer = raw.get("producer")
     if producer is not None and not isinstance(producer, str):
         raise FormatError(f"{where}.producer must be an op id or null, got {producer!r}")
-    return Tensor(str(raw["id"]), int(size), producer=producer, role=str(raw.get("role",
-                  "activation")), shape=tuple(shape), dtype=str(raw.get("dtype", "float32")))
+    role = check_choice(raw.get("role", "activation"), TENSOR_ROLES,
+                        f"{where} ({show(raw['id'])}) role", error=FormatError)
+    dtype = check_choice(raw.get("dtype", "float32"), TENSOR_DTYPES,
+                         f"{where} ({show(raw['id'])}) dtype", error=FormatError)
+    return Tensor(str(raw["id"]), int(size), producer=producer, role=role, shape=tuple(shape),
+                  dtype=dtype)
 
 
 def _line_hint(text: str, raw: Any) -> str:

@@ -23,13 +23,14 @@ warning per file that lists them with counts.
 
 from __future__ import annotations
 
-import warnings
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench._atomic import read_input
+from workbench._checks import warn_line
 from workbench.errors import FormatError, GraphError, OptionError
 from workbench.graph import Graph, Op, Tensor
 from workbench.io.onnx_control import (
@@ -48,6 +49,7 @@ from workbench.io.onnx_rules import (
     VIEW_OP_TYPES,
     kind_of,
 )
+from workbench.io.onnx_simplify import simplify as _simplify
 from workbench.shape_costs import (
     VIEW_COST,
     Info,
@@ -71,7 +73,8 @@ _ValueInfo = tuple[tuple[int, ...] | None, str, int]
 
 
 # ================================================================================ the loader
-def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None) -> Graph:
+def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
+              simplify: bool = False) -> Graph:
     """Read an ONNX model into a :class:`~workbench.graph.Graph`.
 
     ``dims`` gives values for symbolic input dimensions (``{"batch": 8}``); the others are set to
@@ -80,6 +83,11 @@ def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None) -> Gra
     those it has.  Op ids are the node names verbatim; unnamed nodes get ``<op_type>_<k>``.
     Complexity: O(nodes + values), bodies included, after ONNX's own shape inference.  Every
     problem with the file is a one-line :class:`~workbench.errors.FormatError` naming it.
+
+    ``simplify=True`` first runs onnxscript's optimizer (``onnxscript.optimizer.optimize``:
+    constant folding, shape-op elimination, dead code; the legacy exporter's transformers lose
+    their ``Shape``/``Gather``/``Concat`` chains) when onnxscript is installed (the ``onnx``
+    extra), else warns that only ONNX's own shape inference (with data propagation) ran.
     """
     try:
         import onnx
@@ -91,6 +99,8 @@ def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None) -> Gra
             raise OptionError(f"dims[{key!r}] must be a positive integer, got {value!r}")
     model = _read_model(onnx, path)
     _fix_symbolic_dims(model, dims or {}, path)
+    if simplify:
+        model = _simplify(model, path)
     failed = ""
     try:
         # data_prop folds Shape -> Gather -> Reshape chains; a model that trips ONNX's own checker
@@ -117,10 +127,7 @@ def _s(value: Any) -> str:
 def _read_model(onnx: Any, path: Path) -> Any:
     from google.protobuf.message import DecodeError
 
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    data = read_input(path, what="ONNX model")
     if not data:
         raise FormatError(f"{path}: empty file (not an ONNX model)")
     model = onnx.ModelProto()
@@ -150,8 +157,11 @@ def _fix_symbolic_dims(model: Any, dims: Mapping[str, int], path: Path) -> None:
                                     f"(symbolic dimensions of this graph: {have})"))
     defaulted: list[str] = []
     for vi in inputs:
-        for d in vi.type.tensor_type.shape.dim:
-            if d.WhichOneof("value") == "dim_value" and d.dim_value >= 0:
+        for k, d in enumerate(vi.type.tensor_type.shape.dim):
+            if d.WhichOneof("value") == "dim_value" and d.dim_value < 0:
+                raise FormatError(_one_line(f"{path.name}: input {_s(vi.name)!r} dimension {k} is "
+                                            f"{d.dim_value} (negative)"))
+            if d.WhichOneof("value") == "dim_value":
                 continue
             name = _s(d.dim_param) if d.WhichOneof("value") == "dim_param" else "?"
             value = dims.get(name)
@@ -161,9 +171,9 @@ def _fix_symbolic_dims(model: Any, dims: Mapping[str, int], path: Path) -> None:
                     defaulted.append(name)
             d.dim_value = int(value)
     if defaulted:
-        warnings.warn(_one_line(f"{path.name}: symbolic input dimensions set to 1: "
-                                f"{', '.join(map(repr, defaulted))} (pass dims={{...}} to choose)"),
-                      stacklevel=3)
+        warn_line(_one_line(f"{path.name}: symbolic input dimensions set to 1: "
+                            f"{', '.join(map(repr, defaulted))} (pass dims={{...}} to choose)"),
+                  str(path))
 
 
 def _tensor_type(onnx: Any, elem_type: int) -> tuple[str, int] | None:
@@ -393,7 +403,11 @@ def _node_op(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope) -> O
 def _repeats(node: _Node, scope: _Scope) -> int | None:
     """A ``Loop``'s constant trip count or a ``Scan``'s sequence length; None if unknown."""
     if node.op_type == "Loop":
-        return scope.ints.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
+        trips = scope.ints.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
+        if isinstance(trips, int) and trips < 0:
+            raise FormatError(_one_line(f"Loop node {node.name or node.op_type!r}: trip count "
+                                        f"M={trips} is negative"))
+        return trips
     if node.op_type == "Scan":
         n_scan = node.attrs.get("num_scan_inputs")
         if not isinstance(n_scan, int) or not 0 < n_scan <= len(node.inputs):
@@ -470,9 +484,9 @@ def _build(onnx: Any, model: Any, path: Path, failed: str) -> Graph:
     if scope.defaulted:
         listed = ", ".join(f"{k} ×{v}" for k, v in sorted(scope.defaulted.items()))
         note = f"; {failed}" if failed else ""
-        warnings.warn(_one_line(f"{path.name}: {sum(scope.defaulted.values())} op(s) imported "
-                                f"with a default cost (flops = output elements): {listed}{note}"),
-                      stacklevel=3)
+        warn_line(_one_line(f"{path.name}: {sum(scope.defaulted.values())} op(s) imported "
+                            f"with a default cost (flops = output elements): {listed}{note}"),
+                  str(path))
     return Graph(ops, scope.tensors.values(), outputs=list(dict.fromkeys(graph_outputs)),
                  name=graph_name(_s(g.name), path))
 

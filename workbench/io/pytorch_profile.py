@@ -23,6 +23,7 @@ for a CPU run) on its matched ops.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import math
 import re
@@ -35,8 +36,18 @@ from typing import Any
 
 import pandas as pd
 
+from workbench._atomic import max_input_bytes, read_input
+from workbench._checks import unique_keys
 from workbench.errors import FormatError
 from workbench.graph import Graph, Op
+from workbench.io.kineto_links import (
+    Links,
+    Step,
+    choose_step,
+    link,
+    profiler_steps,
+    runtime_calls,
+)
 from workbench.ops import KERNEL_KINDS as _KERNEL_KINDS
 from workbench.trace import Trace
 
@@ -53,15 +64,17 @@ KERNEL_KINDS: tuple[tuple[str, str], ...] = _KERNEL_KINDS
 # ================================================================================ reading
 def read_trace_json(path: Path) -> Any:
     """The parsed JSON of a (possibly gzipped) trace file; one-line errors."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    data = read_input(path, what="trace file")
     if data[:2] == b"\x1f\x8b":
+        limit = max_input_bytes()
         try:
-            data = gzip.decompress(data)
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
+                data = unzipped.read(limit + 1)
         except (OSError, EOFError, zlib.error):
             raise FormatError(f"{path}: broken or truncated gzip file") from None
+        if len(data) > limit:
+            raise FormatError(f"{path}: unzips to over the input limit of {limit:,} bytes "
+                              f"(raise it with WORKBENCH_MAX_INPUT_BYTES)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -69,7 +82,9 @@ def read_trace_json(path: Path) -> Any:
     if not text.strip():
         raise FormatError(f"{path}: empty file (not a trace)")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=unique_keys)
+    except FormatError as exc:
+        raise FormatError(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise FormatError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON "
                           f"({exc.msg}; truncated file?)") from None
@@ -200,7 +215,8 @@ def _select(raw: list[Any], path: Path) -> tuple[list[dict[str, Any]], bool]:
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
         cat = str(ev.get("cat", "")).lower()
-        if cat not in GPU_CATEGORIES and cat not in HOST_CATEGORIES:
+        if cat not in GPU_CATEGORIES and cat not in HOST_CATEGORIES or args_of(ev).get(
+                "wb_launch"):  # a workbench export's launching call, not an op
             continue
         ts, dur = number(ev, "ts", k, path), duration(ev, k, path)
         workbench = workbench or isinstance(args_of(ev).get("op"), str)
@@ -255,15 +271,20 @@ def _grid(event: Mapping[str, Any]) -> int | None:
 
 
 # ================================================================================ the importer
-def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None) -> Trace:
+def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
+                       step: int | str | None = None) -> Trace:
     """A :class:`Trace` (executor ``"measured"``) of a PyTorch profiler JSON (``.gz`` too).
 
     See the module docstring for what becomes an op; ``meta`` holds ``t0_us`` (the absolute time
-    of time 0), ``source`` and, with ``graph``, ``matched_by``, ``unmatched_kernels`` and
-    ``missing_ops``.  Without ``graph`` the trace's graph has one op per event and no edges (a
-    profile names no tensors: pair it with an execution trace,
-    :func:`workbench.io.execution_trace.load_execution_trace`, for the data dependencies).
-    O(events log events).
+    of time 0), ``source``, ``step`` / ``steps`` and ``summary`` (one line: what was kept and
+    what was not matched) and, with ``graph``, ``matched_by``, ``unmatched_kernels`` and
+    ``missing_ops``.  ``step``: the ``ProfilerStep#N`` to keep (default: the last complete one;
+    ``"all"``: every event), :mod:`workbench.io.kineto_links`.  Without ``graph`` the trace's
+    graph has one op per event and, for a profiler's trace (not a workbench export), the
+    dependencies the run obeyed: stream (or host-thread) order and the cross-stream waits of
+    CUDA events, as control edges.  A profile names no tensors: pair it with an execution trace
+    (:func:`workbench.io.execution_trace.load_execution_trace`) for the data dependencies.
+    A CPU-only run's trace has device ``"cpu"``.  O(events log events).
     """
     path = Path(path)
     data = read_trace_json(path)
@@ -272,6 +293,17 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None) -> Trace
     other = other if isinstance(other, dict) else {}
     offset = _int(other.get("stream_offset")) or 0
     items, host_run = _select(raw, path)
+    exported = any(isinstance(args_of(e["ev"]).get("op"), str) for e in items)
+    runtime = runtime_calls(raw)
+    steps = [] if exported else profiler_steps(raw)
+    launched = {c for e in items if (c := _corr_of(e)) is not None}
+    chosen = choose_step(steps, raw, launched, step, path)
+    outside = 0
+    if chosen is not None:
+        keep = [e for e in items if chosen.start <= _launch_ts(e, runtime) <= chosen.end]
+        outside, items = len(items) - len(keep), keep
+        if not items:
+            raise FormatError(f"{path}: ProfilerStep#{chosen.number} holds no kernel or op")
     origin = other.get("time_origin_us")
     t0 = float(origin) if isinstance(origin, (int, float)) and not isinstance(origin, bool) \
         else items[0]["ts"]
@@ -292,16 +324,30 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None) -> Trace
                      "stream": stream, "start_us": item["ts"] - t0,
                      "end_us": item["ts"] - t0 + item["dur"], "blocks": _grid(ev)})
     meta: dict[str, Any] = {"t0_us": t0, "source": str(path), "profiler": "pytorch",
-                            "events": len(rows), "host_run": host_run}
+                            "events": len(rows), "host_run": host_run,
+                            "step": None if chosen is None else chosen.number,
+                            "steps": [s.number for s in steps]}
+    links = None
+    if not exported:
+        links = link([{"stream": st, "ts": it["ts"], "end": it["ts"] + it["dur"],
+                       "corr": _corr_of(it)} for it, st in zip(items, streams, strict=True)],
+                     raw, runtime, None if chosen is None else (chosen.start, chosen.end))
+        meta.update(stream_edges=links.stream_edges, sync_edges=links.sync_edges,
+                    sync_edges_inferred=links.inferred, unresolved_waits=links.unresolved_waits,
+                    empty_waits=links.empty_waits, contradicted_waits=links.contradicted)
+    meta["summary"] = _summary(rows, chosen, steps, outside, links, host_run)
     if graph is None:
-        graph = _event_graph(rows, path.name.split(".")[0] or "trace")
+        graph = _event_graph(rows, path.name.split(".")[0] or "trace",
+                             links.edges if links else [])
     else:
         rows, graph = match_to_graph(rows, graph, meta, path)
-    return Trace(_frame(rows, graph), graph=graph, policy="measured", device=_device(data),
+    return Trace(_frame(rows, graph), graph=graph, policy="measured",
+                 device="cpu" if host_run else gpu_name(data),
                  executor="measured", mode="eager", meta=meta)
 
 
-def _device(data: Any) -> str:
+def gpu_name(data: Any) -> str:
+    """The GPU a Kineto trace names (``deviceProperties[0].name``), else ``"gpu"``."""
     if isinstance(data, dict) and isinstance(data.get("deviceProperties"), list):
         props = data["deviceProperties"]
         if props and isinstance(props[0], dict) and props[0].get("name"):
@@ -324,11 +370,56 @@ def _frame(rows: list[dict[str, Any]], graph: Graph) -> pd.DataFrame:
     })
 
 
-def _event_graph(rows: list[dict[str, Any]], name: str) -> Graph:
+def _event_graph(rows: list[dict[str, Any]], name: str,
+                 edges: Iterable[tuple[int, int]] = ()) -> Graph:
     ops = [Op(r["op"], kind=r["kind"], device=r["device"],
               duration_us=r["end_us"] - r["start_us"], thread_blocks=r["blocks"],
               attrs={"kernel" if r["device"] == "gpu" else "event": r["name"]}) for r in rows]
-    return Graph(ops, name=name)
+    return Graph(ops, control_edges=[(rows[a]["op"], rows[b]["op"]) for a, b in edges],
+                 name=name)
+
+
+def _corr_of(item: Mapping[str, Any]) -> int | None:
+    """The launch correlation of a GPU event (None for host events)."""
+    if item["cat"] not in GPU_CATEGORIES:
+        return None
+    value = args_of(item["ev"]).get("correlation")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _launch_ts(item: Mapping[str, Any], runtime: Mapping[int, Mapping[str, Any]]) -> float:
+    """When the host launched a GPU event (its own start when the launch is not in the
+    trace); a host event's own start."""
+    corr = _corr_of(item)
+    call = runtime.get(corr) if corr is not None else None
+    ts = call.get("ts") if call is not None else None
+    return float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) \
+        else float(item["ts"])
+
+
+def _summary(rows: list[dict[str, Any]], chosen: Step | None, steps: list[Step],
+             outside: int, links: Links | None, host_run: bool) -> str:
+    """One line: what was kept (events, streams, step) and what was not matched."""
+    what = "host ops" if host_run else "kernels"
+    streams = len({r["stream"] for r in rows})
+    generic = sum(r["kind"] == "kernel" for r in rows if r["device"] == "gpu")
+    if chosen is None:
+        where = "whole trace" + (f" ({len(steps)} steps)" if steps else ", no ProfilerStep")
+    else:
+        state = "complete" if chosen.complete else \
+            f"incomplete: {chosen.missing} launches without their kernel"
+        where = f"ProfilerStep#{chosen.number} ({state}; steps {steps[0].number}-" \
+                f"{steps[-1].number})"
+    line = f"{len(rows)} {what} on {streams} streams, {where}; not matched: " \
+           f"{outside} events outside the step, {generic} kernels of unknown kind"
+    if links is not None:
+        line += (f", {links.unresolved_waits} stream waits unresolved, {links.contradicted} "
+                 f"contradicted by the timeline ({links.empty_waits} waits on streams idle "
+                 f"before the record); edges: {links.stream_edges} stream order, "
+                 f"{links.sync_edges} cross-stream"
+                 + (" (inferred from launch order)" if links.inferred and links.sync_edges
+                    else ""))
+    return line
 
 
 def match_to_graph(rows: list[dict[str, Any]], graph: Graph, meta: dict[str, Any],
@@ -385,5 +476,5 @@ def _match_by_kind(rows: list[dict[str, Any]], graph: Graph) -> list[str | None]
     return out
 
 
-__all__ = ["GPU_CATEGORIES", "aten_kind", "kernel_kind", "load_pytorch_trace", "match_to_graph",
-           "outermost", "read_trace_json"]
+__all__ = ["GPU_CATEGORIES", "aten_kind", "gpu_name", "kernel_kind", "load_pytorch_trace",
+           "match_to_graph", "outermost", "read_trace_json"]

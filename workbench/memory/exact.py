@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from workbench._checks import check_limit
 from workbench.errors import OptionError
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
 from workbench.memory.static import make_plan, place_in_order, size_order
@@ -109,8 +110,7 @@ def plan_exact(
         raise OptionError(
             f"plan_exact handles at most {MAX_TENSORS} tensors, got {n}; use 'somas' instead"
         )
-    if not (isinstance(time_limit_s, (int, float)) and time_limit_s > 0):
-        raise OptionError(f"time_limit_s must be a positive number, got {time_limit_s!r}")
+    check_limit(time_limit_s, "time_limit_s", allow_none=False)  # finite: inf would never stop
     greedy = place_in_order(problem, size_order(problem), "best")
     plan = make_plan("exact", problem, greedy)
     if plan.arena_bytes <= plan.lower_bound:

@@ -266,8 +266,11 @@ class Problem:
 def check_alignment(alignment: object) -> int:
     """Return ``alignment`` if it is a positive integer, else raise OptionError."""
     value = _as_int(alignment)
-    if value is None or value < 1:
-        raise OptionError(f"alignment must be a positive integer, got {alignment!r}")
+    if value is None or value < 1 or value > 1 << 40:
+        from workbench._checks import show
+
+        raise OptionError(f"alignment must be a positive integer of at most 2**40 bytes, got "
+                          f"{show(alignment)}")
     return value
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from workbench._checks import show
 from workbench.errors import OptionError
 from workbench.memory.placement import place_until
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
@@ -72,9 +73,21 @@ DEFAULT_ORDERINGS: tuple[str, ...] = tuple(ORDERINGS)
 DEFAULT_FITS: tuple[str, ...] = tuple(FITS)
 
 
+def _refs(value: Any, what: str) -> list[Any]:
+    """``lifelong`` / ``contiguous`` as a list (a one-line OptionError for a non-iterable or a
+    bare string, which would be read letter by letter)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise OptionError(f"{what} must be a list of tensors (indices or names), got "
+                          f"{show(value)}")
+    return list(value)
+
+
 def _pick(names: Sequence[str], table: dict[str, object], what: str) -> list[str]:
     if isinstance(names, str):
         names = [names]
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise OptionError(f"{what}s must be a name or a list of names (known: "
+                          f"{', '.join(table)}), got {show(names)}")
     chosen = list(dict.fromkeys(names))
     if not chosen:
         raise OptionError(f"plan_somas needs at least one {what} (known: {', '.join(table)})")
@@ -124,7 +137,7 @@ def plan_somas(
     problem = prepare(records, alignment, conflicts)
     order_names = _pick(orderings, ORDERINGS, "ordering")  # type: ignore[arg-type]
     fit_names = _pick(fits, FITS, "fit")  # type: ignore[arg-type]
-    lifelong, contiguous = list(lifelong), list(contiguous)
+    lifelong, contiguous = _refs(lifelong, "lifelong"), _refs(contiguous, "contiguous")
     if lifelong or contiguous:
         def solve(blocks: list[Any], pairs: frozenset[tuple[int, int]]) -> MemoryPlan:
             return plan_somas(blocks, alignment=problem.alignment, conflicts=pairs,

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench._checks import check_limit
-from workbench.errors import ScheduleError
+from workbench.errors import OptionError, ScheduleError
 from workbench.graph import Graph
 from workbench.registry import Registry, signature_options
-from workbench.schedule import Schedule
+from workbench.schedule import Schedule, build_schedule, check_max_streams
 from workbench.schedulers import (
     asap,
     critical_path,
@@ -111,6 +111,14 @@ def schedule(graph: Graph, policy: str, **options: Any) -> Schedule:
     given = dict(options)
     limit = None if "memory_limit_bytes" in known else options.pop("memory_limit_bytes", None)
     POLICIES.check_options(policy, options, extra=["memory_limit_bytes"], label="policy")
+    if "max_streams" in options:  # one check for every policy; a cap over the op count is clamped
+        options["max_streams"] = check_max_streams(options["max_streams"], len(graph))
+    for key in ("r", "s") if policy.startswith("ios") else ():  # IOS's pruning sizes
+        value = options.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 2**62:
+            raise OptionError(f"policy {policy!r}: {key} must be at most 2**62, got {value:.3g}")
+    if not len(graph) and policy in ("ios", "ios_greedy"):  # networkx has nothing to search
+        return build_schedule(graph, policy, {}, [], syncs=(), options=options)
     if limit is None:
         sched = info.fn(graph, **options)
     else:

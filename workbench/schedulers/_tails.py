@@ -22,7 +22,14 @@ which at a million ops (tens of thousands of streams) is tens of GB.  So clocks 
   the heap instead of reading its top.
 
 Queries then cost O(active columns) plus heap work.  Complexity: O((V + E) · A) with A the
-active columns (a few times the graph's width, not the stream count), memory O(live · A).
+active columns (a few times the graph's width, not the stream count).
+
+A kept clock is stored *sparse*: the columns where it differs from ``defaults`` (index and
+value arrays).  A wide fan-in (20,000 sources, each on its own stream, all live until the sink)
+has A = 20,000 open columns that no compaction can close, and dense kept clocks cost
+20,000² · 8 bytes (6.9 GB, issue 27); sparse ones hold one entry each.  Memory is
+O(A + Σ differing entries) <= O(live · A), and merging a node's predecessors costs
+O(A + their entries).
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ class StreamTails:
         self.keep_tail_clocks = keep_tail_clocks
         self.labels = labels                 # a stream's labels (NNC: the op types it ran)
         self.pending = [len(s) for s in succ]
-        self.clock: dict[int, np.ndarray] = {}
+        self.clock: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # sparse: (columns, values)
         self.lineage: dict[int, int] = {}    # node -> earliest visit among its ancestors
         self.visits = 0
         self._query_lineage = 0              # lineage of the node of the last clock_of
@@ -109,16 +116,25 @@ class StreamTails:
         """Clock of ``node`` merged from its (visited) predecessors and ``extra`` ones; the
         queries that follow answer for ``node``."""
         n = len(self.cols)
-        clock = np.full(n, -1, dtype=np.int64)
+        parents = (*self.pred[node], *extra)
         lineage = self.visits
-        for p in (*self.pred[node], *extra):
-            c = self.clock[p]
-            k = len(c)
-            np.maximum(clock[:k], c, out=clock[:k])
-            if k < n:
-                np.maximum(clock[k:], self.defaults[k:], out=clock[k:])
+        for p in parents:
             lineage = min(lineage, self.lineage[p])
         self._query_lineage = lineage
+        if not parents:
+            return np.full(n, -1, dtype=np.int64)
+        stored = [self.clock[p] for p in parents]
+        if len(stored) == 1:
+            clock = self.defaults.copy()
+            clock[stored[0][0]] = stored[0][1]
+            return clock
+        # per column: the max of the explicit entries, and the default where a parent has none
+        idx = np.concatenate([c[0] for c in stored])
+        vals = np.concatenate([c[1] for c in stored])
+        clock = np.full(n, -1, dtype=np.int64)
+        np.maximum.at(clock, idx, vals)
+        some_default = np.bincount(idx, minlength=n) < len(stored)
+        clock[some_default] = np.maximum(clock[some_default], self.defaults[some_default])
         return clock
 
     def visit(self, node: int, clock: np.ndarray) -> None:
@@ -132,7 +148,10 @@ class StreamTails:
         self.unvisited[s] -= 1
         self.visits += 1
         if self.pending[node] > 0 or (self.keep_tail_clocks and node in self._tails):
-            self.clock[node] = clock
+            if len(clock) < len(self.defaults):
+                clock = np.concatenate([clock, self.defaults[len(clock):]])
+            differ = np.flatnonzero(clock != self.defaults)
+            self.clock[node] = (differ, clock[differ])
             self.lineage[node] = self._query_lineage
         for p in self.pred[node]:
             self.pending[p] -= 1
@@ -214,21 +233,25 @@ class StreamTails:
         self.col_tail = np.append(self.col_tail, self.tail_pos[stream])
         if self.base[stream] < 0:
             return
-        for node, c in self.clock.items():  # a reopened stream: later lineages read -1
+        for node, (idx, vals) in self.clock.items():  # a reopened stream: later lineages read -1
             if self.lineage[node] >= self.closed_at[stream]:
-                c = np.concatenate([c, self.defaults[len(c):]])
-                c[col] = -1
-                self.clock[node] = c
+                self.clock[node] = (np.append(idx, col), np.append(vals, -1))
 
     def _compact(self) -> None:
         """Close every column on which all live clocks agree and no placed node is unvisited
         (module docstring)."""
         n = len(self.cols)
-        live = [c if len(c) == n else np.concatenate([c, self.defaults[len(c):]])
-                for c in self.clock.values()]
+        live = list(self.clock.values())
         if live:
-            stacked = np.vstack(live)
-            lo, hi = stacked.min(axis=0), stacked.max(axis=0)
+            idx = np.concatenate([c[0] for c in live])
+            vals = np.concatenate([c[1] for c in live])
+            big = np.iinfo(np.int64).max
+            lo, hi = np.full(n, big, dtype=np.int64), np.full(n, -big, dtype=np.int64)
+            np.minimum.at(lo, idx, vals)
+            np.maximum.at(hi, idx, vals)
+            some_default = np.bincount(idx, minlength=n) < len(live)
+            lo[some_default] = np.minimum(lo[some_default], self.defaults[some_default])
+            hi[some_default] = np.maximum(hi[some_default], self.defaults[some_default])
         else:
             lo = hi = np.full(n, -1, dtype=np.int64)
         busy = np.array([self.unvisited[s] > 0 for s in self.cols], dtype=bool)
@@ -246,8 +269,12 @@ class StreamTails:
         self.cols = [self.cols[j] for j in kept.tolist()]
         for j, s in enumerate(self.cols):
             self.col_of[s] = j
-        for node, c in zip(list(self.clock), live, strict=True):
-            self.clock[node] = c[kept]
+        new_col = np.full(n, -1, dtype=np.int64)
+        new_col[kept] = np.arange(len(kept))
+        for node, (idx, vals) in list(self.clock.items()):
+            moved = new_col[idx]
+            stays = moved >= 0
+            self.clock[node] = (moved[stays], vals[stays])
         self.defaults = self.defaults[kept]
         self.col_tail = self.col_tail[kept]
         self.compacted_at = max(64, len(self.cols))

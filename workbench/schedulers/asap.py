@@ -40,7 +40,7 @@ def schedule_asap(graph: Graph, *, max_streams: int | None = None) -> Schedule:
     >>> schedule_asap(g).notes["heavy_chains"]
     [['a', 'b', 'd'], ['c']]
     """
-    max_streams = check_max_streams(max_streams)
+    max_streams = check_max_streams(max_streams, len(graph))
     ops = graph.ops
     n = len(ops)
     rsucc, rpred = transitive_reduction(graph)

@@ -51,7 +51,7 @@ def schedule_critical_path(graph: Graph, *, device: str | DeviceSpec = "h100",
     >>> s.notes["start_us"]
     {'a': 0.0, 'b': 10.0, 'c': 10.0, 'd': 40.0}
     """
-    max_streams = check_max_streams(max_streams)
+    max_streams = check_max_streams(max_streams, len(graph))
     spec = get_device(device)
     n = len(graph)
     dur = [c.alone_us for c in graph_costs(graph, spec)]  # the simulator's kernels

@@ -53,13 +53,13 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench._checks import check_limit
+from workbench._checks import check_limit, show
 from workbench.costs import DeviceSpec, critical_path_us, get_device, graph_costs
 from workbench.errors import OptionError
 from workbench.graph import Graph
 from workbench.memory.lifetimes import Usage
 from workbench.ops import OFF_DEVICE_TRANSFER_KINDS
-from workbench.schedule import Schedule, check_max_streams
+from workbench.schedule import MAX_STREAMS_LIMIT, Schedule, check_max_streams
 from workbench.schedulers.critical_path import (
     _list_schedule,
     bottom_levels,
@@ -100,7 +100,7 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
     >>> s.stream_of("x") != s.stream_of("z")
     True
     """
-    max_streams = check_max_streams(max_streams)
+    max_streams = check_max_streams(max_streams, len(graph))
     spec = get_device(device)
     names = _check_priorities(priorities)
     limit = _check_limit(memory_limit_bytes)
@@ -245,9 +245,10 @@ def _deadline(budget: Any) -> float | None:
 
 
 def _check_count(value: Any, what: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if (isinstance(value, bool) or not isinstance(value, int) or value < minimum
+            or value > MAX_STREAMS_LIMIT):
         kind = "positive" if minimum > 0 else "non-negative"
-        raise OptionError(f"{what} must be a {kind} integer, got {value!r}")
+        raise OptionError(f"{what} must be a {kind} integer, got {show(value)}")
     return value
 
 
@@ -256,7 +257,9 @@ def _stream_counts(max_streams: int | None, compute_streams: int | None, copy_st
     """(compute PEs, copy PEs) honouring ``max_streams``."""
     if compute_streams is not None:
         _check_count(compute_streams, "compute_streams", 1)
-    copy_n = _check_count(copy_streams, "copy_streams", 0) if has_copy else 0
+    copy_n = _check_count(copy_streams, "copy_streams", 0)  # checked even when unused
+    if not has_copy:
+        copy_n = 0
     if max_streams is None:
         return (compute_streams or 4), copy_n
     if compute_streams is not None:

@@ -86,7 +86,7 @@ def schedule_min_streams(graph: Graph, *, max_streams: int | None = None,
     >>> s.notes["meg_edges"], s.notes["matched_edges"], s.notes["syncs_check"]
     (4, 2, True)
     """
-    max_streams = check_max_streams(max_streams)
+    max_streams = check_max_streams(max_streams, len(graph))
     if minimize not in MINIMIZE:
         raise OptionError(f"unknown min_streams objective minimize={minimize!r} "
                           f"(known: {', '.join(MINIMIZE)})")

@@ -60,7 +60,7 @@ def schedule_nnc(graph: Graph, *, max_streams: int | None = None,
     >>> s.syncs
     (('N1', 'N3'), ('N3', 'N4'))
     """
-    max_streams = check_max_streams(max_streams)
+    max_streams = check_max_streams(max_streams, len(graph))
     if variant not in VARIANTS:
         raise OptionError(f"unknown nnc variant {variant!r} (known: {', '.join(VARIANTS)})")
     ops = graph.ops

@@ -28,7 +28,7 @@ def schedule_wavefront(graph: Graph, *, max_streams: int | None = None) -> Sched
     >>> schedule_wavefront(g).notes["waves"]
     [[['x']], [['a0'], ['a1', 'a3'], ['a2', 'a4', 'a5']], [['c']]]
     """
-    max_streams = check_max_streams(max_streams)
+    max_streams = check_max_streams(max_streams, len(graph))
     ops = graph.ops
     rsucc, rpred = transitive_reduction(graph)
     remaining = [len(p) for p in rpred]

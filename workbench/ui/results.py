@@ -90,7 +90,7 @@ def table_html(comparison: Comparison, selected: str | None = None) -> str:
     body = ranking_html(comparison.table, styler=styled)
     head = (f"<b>{escape(comparison.graph.name)}</b>: {len(comparison.graph)} ops on "
             f"{escape(comparison.device)} ({escape(comparison.mode)}), best "
-            f"<b>{escape(comparison.best)}</b>")
+            f"<b>{escape(comparison.best or 'none')}</b>")
     return f'<div {_BOX}><p>{head}</p>{body}</div>'
 
 

@@ -47,7 +47,7 @@ def _dot_text(text: object, limit: int = 80) -> str:
     """Escape a name for a DOT label: HTML entities (kept by Graphviz), literal backslashes.
     Names longer than ``limit`` characters are cut with an ellipsis: a 1 MB op name would make
     ``dot`` fail (and no one reads a label that long)."""
-    text = str(text)
+    text = str(text).encode("utf-8", "replace").decode("utf-8")  # lone surrogates -> '?'
     if len(text) > limit:
         text = text[:limit - 1] + "…"
     return escape(text).replace("\\", "\\\\").replace("\r", "").replace("\n", "\\n")

@@ -1,0 +1,143 @@
+"""Training steps in an execution trace: the autograd engine's backward functions and the
+optimizer's ops as graph ops with their true dependencies and costs.
+
+In an Execution Trace of ``loss.backward()`` every backward function runs inside a
+record-function scope ``autograd::engine::evaluate_function: <Name>Backward0`` (or
+``torch::autograd::AccumulateGrad``) that carries no tensors itself: its tensors are those of
+the operator calls inside it (``aten::convolution_backward``, ``aten::mm``, ``aten::detach``
+...).  As Chakra's ET converter does, such a scope becomes one op whose inputs are the tensors
+its inner calls read that no earlier inner call wrote, and whose outputs are everything they
+wrote; the tensor (and storage) ids then link it to the forward ops whose saved tensors it
+reads, to the backward ops that consume its gradients and to the optimizer ops that read the
+accumulated ``.grad`` tensors.  A scope with no operator call inside is bookkeeping and has
+no tensors.
+
+Costs (when no measured time is given, and for the FLOPs column): the sum of the inner calls'
+shape rules (:func:`workbench.io.fx.cost_of_call`); ``convolution_backward`` gets the
+grad-input and grad-weight convolutions (each the forward convolution's FLOPs, as its
+``output_mask`` asks) and the bias gradient (one add per output element); matrix products
+inside ``AddmmBackward0`` / ``MmBackward0`` are ``aten::mm`` calls with their own rule.
+Each op's ``attrs["phase"]`` is ``forward``, ``backward`` or ``optimizer`` (an op inside an
+``Optimizer.step#...`` or ``Optimizer.zero_grad#...`` scope), and a backward op keeps its
+autograd function in ``attrs["grad_fn"]``.  Complexity: O(nodes) for the scopes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workbench.shape_costs import Info, ShapeCost, blocks, default_cost, numel, total_bytes
+
+AUTOGRAD_PREFIX = "autograd::engine::evaluate_function: "
+_OPTIMIZER = re.compile(r"^Optimizer\.(step|zero_grad)#")
+
+
+def grad_fn_of(name: str) -> str | None:
+    """``"autograd::engine::evaluate_function: ConvolutionBackward0"`` -> ``"ConvolutionBackward0"``
+    (``torch::autograd::AccumulateGrad`` -> ``AccumulateGrad``); None for other names."""
+    if not name.startswith(AUTOGRAD_PREFIX):
+        return None
+    return name[len(AUTOGRAD_PREFIX):].rsplit("::", 1)[-1].strip() or None
+
+
+def backward_kind(grad_fn: str) -> str:
+    """The kind of a backward op: the forward kind's name with ``_backward``
+    (``ConvolutionBackward0`` -> ``conv2d_backward``, ``AddmmBackward0`` ->
+    ``matmul_backward``), ``accumulate_grad`` for ``AccumulateGrad``.
+
+    >>> backward_kind("ConvolutionBackward0"), backward_kind("NativeBatchNormBackward0")
+    ('conv2d_backward', 'batchnorm_backward')
+    """
+    from workbench.io.fx import FUNCTIONS
+
+    base = re.sub(r"Backward\d*$", "", grad_fn)
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", base).lower()
+    if base == grad_fn:
+        return snake or "backward"
+    for key in (snake, snake.removeprefix("native_"), snake.replace("_", "")):
+        if key in FUNCTIONS:
+            return f"{FUNCTIONS[key][0]}_backward"
+    return f"{snake}_backward"
+
+
+def scope_children(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, list[int]]:
+    """Node id -> its children by ``ctrl_deps``, in id order (the root's self-loop left out)."""
+    out: dict[int, list[int]] = {}
+    for nid in sorted(nodes):
+        parent = nodes[nid].get("ctrl_deps")
+        if isinstance(parent, int) and parent in nodes and parent != nid:
+            out.setdefault(parent, []).append(nid)
+    return out
+
+
+def inner_calls(nid: int, nodes: Mapping[int, Mapping[str, Any]],
+                children: Mapping[int, list[int]], is_operator: Any) -> list[int]:
+    """The operator calls directly inside node ``nid`` (record-function scopes between them
+    looked through; calls nested in those calls not included), in id order."""
+    out, stack = [], list(reversed(children.get(nid, [])))
+    while stack:
+        c = stack.pop()
+        if is_operator(nodes[c]):
+            out.append(c)
+        else:
+            stack.extend(reversed(children.get(c, [])))
+    return sorted(out)
+
+
+def phase_of(nid: int, nodes: Mapping[int, Mapping[str, Any]], backward: bool) -> str:
+    """``optimizer`` when an ancestor is an ``Optimizer.step#``/``zero_grad#`` scope,
+    ``backward`` for an autograd function (or a call inside one), else ``forward``."""
+    if backward:
+        return "backward"
+    seen = {nid}
+    cur = nodes[nid].get("ctrl_deps")
+    while isinstance(cur, int) and cur in nodes and cur not in seen:
+        name = str(nodes[cur].get("name", ""))
+        if _OPTIMIZER.match(name):
+            return "optimizer"
+        if name.startswith(AUTOGRAD_PREFIX):
+            return "backward"
+        seen.add(cur)
+        cur = nodes[cur].get("ctrl_deps")
+    return "forward"
+
+
+def _conv_backward(ins: Sequence[Info], outs: Sequence[Info], values: Sequence[Any]
+                   ) -> ShapeCost | None:
+    """``aten::convolution_backward(grad_out, input, weight, ..., output_mask)``: FLOPs of the
+    grad-input and grad-weight convolutions (each 2 · output elements · Cin/groups · kh · kw,
+    the forward's) as ``output_mask`` asks, plus one add per output element for the bias."""
+    if len(ins) < 3 or ins[0] is None or ins[2] is None:
+        return None
+    grad_out, weight = ins[0], ins[2]
+    mask = values[-1] if values and isinstance(values[-1], list) and len(values[-1]) == 3 \
+        else [True, True, True]
+    forward = 2.0 * grad_out.elements * numel(weight.shape[1:])
+    flops = forward * (bool(mask[0]) + bool(mask[1])) + grad_out.elements * bool(mask[2])
+    return ShapeCost(flops, total_bytes(ins), total_bytes(outs), blocks(grad_out.elements))
+
+
+def part_cost(label: str, ins: Sequence[Info], outs: Sequence[Info],
+              values: Sequence[Any]) -> ShapeCost:
+    """The cost of one inner call (module docstring)."""
+    from workbench.io.fx import cost_of_call
+
+    if label == "convolution_backward":
+        cost = _conv_backward(ins, outs, values)
+        if cost is not None:
+            return cost
+    _, cost, attrs = cost_of_call(label, ins, outs, values)
+    return cost if cost is not None else default_cost(ins, outs)
+
+
+def summed(costs: Sequence[ShapeCost]) -> ShapeCost:
+    """The cost of a scope: its inner calls' FLOPs and bytes added, the widest launch."""
+    return ShapeCost(sum(c.flops for c in costs), sum(c.bytes_read for c in costs),
+                     sum(c.bytes_written for c in costs),
+                     max((c.thread_blocks for c in costs), default=1))
+
+
+__all__ = ["AUTOGRAD_PREFIX", "backward_kind", "grad_fn_of", "inner_calls", "part_cost",
+           "phase_of", "scope_children", "summed"]
