@@ -92,8 +92,9 @@ def _positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if not 1 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected a positive integer below 2**63, got "
+                                         f"{text[:80]!r}")
     return value
 
 
