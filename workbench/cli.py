@@ -299,9 +299,9 @@ def _silence_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _build_parser()
     try:
         with _sigterm_raises():
+            parser = _build_parser()  # inside: it imports the loaders (Ctrl-C lands here too)
             args = parser.parse_args(argv)
             code = _compare(args) if args.command == "compare" else _listing(args.command)
             sys.stdout.flush()
