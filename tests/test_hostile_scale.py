@@ -214,3 +214,22 @@ def test_nested_loops_stop_at_the_total_iteration_limit() -> None:
         wb.simulate(small, max_iterations=100)
     with pytest.raises(wb.OptionError, match="max_iterations must be"):
         wb.simulate(small, max_iterations=-1)
+
+
+def test_ancestor_rule_refuses_clock_matrices_over_the_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memory stage of `compare` on the 20,000-edge fan-in under NNC took 4.8 GB (V x S
+    clocks); over MAX_CLOCK_ENTRIES it is now a one-line refusal before any clock is built, and
+    in `compare` a row that says so (the fan-in itself: 6.9 GB -> 0.3 GB, see the report)."""
+    import workbench.memory.streams as streams
+    from workbench.memory import plan_memory
+
+    sched = wb.schedule(_fan_in(300), "nnc")
+    assert plan_memory(sched, "greedy_by_size").arena_bytes > 0
+    monkeypatch.setattr(streams, "MAX_CLOCK_ENTRIES", 300 * 300)
+    with pytest.raises(wb.MemoryPlanError, match=r"needs 90,300 clock entries .* 300 streams"):
+        plan_memory(sched, "greedy_by_size")
+    result = wb.compare(_fan_in(300), ["nnc"], budget_s=30, show_progress=False)
+    status = result.table.set_index("policy").loc["nnc", "status"]
+    assert status.startswith("failed in memory: the ancestor rule needs")
+    assert result.best is not None

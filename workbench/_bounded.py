@@ -136,9 +136,10 @@ def _worker(conn: Any, stages: Sequence[Stage], shared: tuple[Any, ...]) -> None
             conn.send_bytes(_dumps(("ok", value), objects))
             values.append(value)
             _remember(objects, value)
-    except MemoryError:  # like being killed for memory: the stage cannot finish here
+    except MemoryError as exc:  # like being killed for memory: the stage cannot finish here
         values.clear()
-        conn.send_bytes(_dumps(("died", "out of memory (MemoryError in the worker)"), []))
+        why = str(exc) or "out of memory (MemoryError in the worker)"  # a refusal says why
+        conn.send_bytes(_dumps(("died", why), []))
     except BaseException as exc:  # sent to the parent, which re-raises it
         trace = traceback.format_exc()
         try:

@@ -108,8 +108,9 @@ def _positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if not 1 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected a positive integer below 2**63, got "
+                                         f"{text[:80]!r}")
     return value
 
 
@@ -417,9 +418,9 @@ def _silence_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _build_parser()
     try:
         with _sigterm_raises():
+            parser = _build_parser()  # inside: it imports the loaders (Ctrl-C lands here too)
             args = parser.parse_args(argv)
             commands = {"compare": _compare, "calibrate": _calibrate, "import": run_import}
             code = commands[args.command](args) if args.command in commands \

@@ -105,10 +105,10 @@ class _HappensBefore:
         self.barrier_at = set(barriers)
 
     def _max_into(self, clock: Clock, other: Clock) -> None:
-        if self.sparse:
-            clock.join(other)  # type: ignore[union-attr]
+        if isinstance(clock, _SparseClock):
+            clock.join(other)  # type: ignore[arg-type]
         else:
-            np.maximum(clock, other, out=clock)
+            np.maximum(clock, other, out=clock)  # type: ignore[arg-type]
 
     def at_issue_index(self, i: int) -> None:
         if i in self.barrier_at:

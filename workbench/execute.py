@@ -67,10 +67,14 @@ def execute(schedule: Schedule, *, executor: str = "simulator", **options: Any) 
 
 def reference_outputs(schedule: Schedule, *, seed: int = 0,
                       inputs: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:
-    """The graph outputs of ``schedule`` computed by the NumPy reference, in its issue order."""
-    from workbench.reference import outputs_of, run_reference
+    """The graph outputs of ``schedule`` computed by the NumPy reference, in its issue order.
+    Inputs are drawn as every other output runner draws them (:func:`draw_inputs`, He-scaled
+    weights), so one ``seed`` means the same inputs for ``reference``, ``emulator`` and
+    ``cupy``."""
+    from workbench.reference import draw_inputs, outputs_of, run_reference
 
-    return outputs_of(schedule.graph, run_reference(schedule, inputs, seed=seed))
+    given = draw_inputs(schedule.graph, seed, inputs)
+    return outputs_of(schedule.graph, run_reference(schedule, given, seed=seed))
 
 
 def run_outputs(schedule: Schedule, *, runner: str = "reference",

@@ -26,6 +26,7 @@ from workbench.graph_items import (
     _check_number,
     _known_device,
     _show,
+    ops_from_edges,
 )
 from workbench.graph_items import DEFAULT_TENSOR_BYTES as DEFAULT_TENSOR_BYTES
 from workbench.graph_items import MAX_FIGURE as MAX_FIGURE
@@ -271,46 +272,8 @@ class Graph:
         just ids; its order, else the first appearance in ``edges``, is the program order.
         Ops default to ``duration_us=10`` unless ``durations`` says otherwise.  O(V + E).
         """
-        edge_list = [tuple(e) for e in edges]
-        for e in edge_list:
-            if len(e) != 2:
-                raise GraphError(f"edge {show(e)} is not a (producer, consumer) pair")
-        order: dict[OpId, str] = {}
-        if isinstance(ops, Mapping):
-            order.update({str(k): str(v) for k, v in ops.items()})
-        elif ops is not None:
-            order.update({str(k): "op" for k in ops})
-        for a, b in edge_list:
-            order.setdefault(str(a), "op")
-            order.setdefault(str(b), "op")
-        inputs: dict[OpId, dict[TensorId, None]] = {k: {} for k in order}  # ordered sets
-        for a, b in edge_list:
-            inputs[str(b)][f"{a}:out"] = None
-        sizes = sizes or {}
-        durations = durations or {}
-        blocks = thread_blocks or {}
-        devs = devices or {}
-        for table, what in ((sizes, "sizes"), (durations, "durations"), (blocks, "thread_blocks"),
-                            (devs, "devices")):
-            for k in table:
-                if k not in order:
-                    raise GraphError(f"{what} names {show(k)}, which is not an op of the edges")
-        for k, size in sizes.items():
-            _check_number(size, f"op {show(k)}: size")
-        for k, micros in durations.items():
-            _check_number(micros, f"op {show(k)}: duration_us")
-        tensors = []
-        op_list = []
-        for op_id, kind in order.items():
-            size = sizes.get(op_id, DEFAULT_TENSOR_BYTES)
-            _check_number(size, f"op {show(op_id)}: size")
-            tensors.append(Tensor(f"{op_id}:out", int(size), producer=op_id))
-            op_list.append(Op(
-                op_id, kind=kind, device=devs.get(op_id, "gpu"), inputs=tuple(inputs[op_id]),
-                outputs=(f"{op_id}:out",), duration_us=durations.get(op_id, 10.0),
-                thread_blocks=blocks.get(op_id), bytes_written=int(size),
-                bytes_read=sum(sizes.get(t[:-4], DEFAULT_TENSOR_BYTES) for t in inputs[op_id]),
-            ))
+        op_list, tensors = ops_from_edges(edges, ops, sizes or {}, durations or {},
+                                          thread_blocks or {}, devices or {})
         return cls(op_list, tensors, name=name)
 
     def replace(self, *, ops: Iterable[Op] | None = None, tensors: Iterable[Tensor] | None = None,

@@ -108,8 +108,16 @@ def trace_events(data: Any, path: Path) -> list[Any]:
     return raw
 
 
+#: Largest magnitude of a trace time (µs): Unix-epoch microseconds are ~1.8e15; 1e17 is 3,000
+#: years.  Beyond it a value is corrupt (and sums of such values lose all precision).
+MAX_TRACE_US = 1e17
+#: Largest span of one trace (µs, ~28 hours): a kernel moved to ts=-5e9 or 5e12 is refused.
+MAX_SPAN_US = 1e11
+
+
 def number(event: dict[str, Any], key: str, k: int, path: Path) -> float:
-    """``event[key]`` as a finite float (numeric strings accepted), else a one-line error."""
+    """``event[key]`` as a finite float (numeric strings accepted) of magnitude at most
+    :data:`MAX_TRACE_US` (``ts``: not negative), else a one-line error naming the event."""
     value = event.get(key)
     if isinstance(value, (str, int)) and not isinstance(value, bool):
         try:
@@ -120,6 +128,11 @@ def number(event: dict[str, Any], key: str, k: int, path: Path) -> float:
         name = str(event.get("name", "?"))[:60]
         raise FormatError(f"{path}: traceEvents[{k}] ({name!r}): '{key}' must be a number, "
                           f"got {value!r}"[:300].replace("\n", "\\n"))
+    if abs(value) > MAX_TRACE_US or (key == "ts" and value < 0):
+        name = str(event.get("name", "?"))[:60]
+        need = "not negative" if value < 0 and key == "ts" else f"at most {MAX_TRACE_US:g} µs"
+        raise FormatError(f"{path}: traceEvents[{k}] ({name!r}): '{key}' = {value:g} is "
+                          f"impossible (must be {need})".replace("\n", "\\n"))
     return float(value)
 
 
@@ -236,6 +249,52 @@ def _select(raw: list[Any], path: Path) -> tuple[list[dict[str, Any]], bool]:
     return chosen, not gpu
 
 
+def _origin(origin: Any, items: list[dict[str, Any]], path: Path) -> float:
+    """``otherData.time_origin_us`` (else the first event's time), checked: finite, not after
+    the first event and at most :data:`MAX_SPAN_US` before it (1e300 gave a makespan of
+    -1e300)."""
+    first = items[0]["ts"]
+    if origin is None:
+        return float(first)
+    ok = (isinstance(origin, (int, float)) and not isinstance(origin, bool)
+          and math.isfinite(origin) and 0 <= first - origin <= MAX_SPAN_US)
+    if not ok:
+        raise FormatError(f"{path}: otherData.time_origin_us = {origin!r:.60} is impossible (the "
+                          f"first event starts at {first:g} µs; the origin must be at most "
+                          f"{MAX_SPAN_US:g} µs before it)")
+    return float(origin)
+
+
+def _check_times(items: list[dict[str, Any]], streams: list[int], path: Path) -> None:
+    """One-line errors for a trace that no run can produce: a span over :data:`MAX_SPAN_US`, a
+    negative stream number (``stream_offset`` larger than a stream id), two kernels overlapping
+    on one GPU stream (a stream runs one kernel at a time).  O(events log events)."""
+    def named(item: dict[str, Any]) -> str:
+        return f"traceEvents[{item['k']}] ({str(item['name'])[:60]!r})"
+
+    start = min(i["ts"] for i in items)
+    end = max(i["ts"] + i["dur"] for i in items)
+    if end - start > MAX_SPAN_US:
+        last = max(items, key=lambda i: i["ts"] + i["dur"])
+        raise FormatError(f"{path}: the trace spans {end - start:g} µs (more than "
+                          f"{MAX_SPAN_US:g}); {named(last)} ends at {end:g} µs")
+    last_on: dict[int, dict[str, Any]] = {}
+    gpu = [(s, i) for i, s in zip(items, streams, strict=True) if i["cat"] in GPU_CATEGORIES]
+    for stream, item in sorted(gpu, key=lambda x: (x[0], x[1]["ts"], x[1]["k"])):
+        if stream < 0:
+            raise FormatError(f"{path}: {named(item)}: stream {stream} is negative "
+                              f"(otherData.stream_offset is larger than its stream id)")
+        prev = last_on.get(stream)
+        tolerance = 1e-3 * max(1.0, item["dur"])  # rounding of µs timestamps
+        if prev is not None and item["ts"] < prev["ts"] + prev["dur"] - tolerance:
+            raise FormatError(f"{path}: {named(item)} starts at {item['ts']:g} µs on stream "
+                              f"{stream}, before {named(prev)} ends "
+                              f"({prev['ts'] + prev['dur']:g} µs): kernels on one stream "
+                              f"cannot overlap")
+        if prev is None or item["ts"] + item["dur"] > prev["ts"] + prev["dur"]:
+            last_on[stream] = item
+
+
 def _streams(items: list[dict[str, Any]], offset: int) -> list[int]:
     """Stream number per event: GPU streams keep their ids (less ``offset``), host threads
     are numbered after them in order of appearance."""
@@ -304,10 +363,9 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
         outside, items = len(items) - len(keep), keep
         if not items:
             raise FormatError(f"{path}: ProfilerStep#{chosen.number} holds no kernel or op")
-    origin = other.get("time_origin_us")
-    t0 = float(origin) if isinstance(origin, (int, float)) and not isinstance(origin, bool) \
-        else items[0]["ts"]
+    t0 = _origin(other.get("time_origin_us"), items, path)
     streams = _streams(items, offset)
+    _check_times(items, streams, path)
     seen: dict[str, int] = {}
     rows: list[dict[str, Any]] = []
     for item, stream in zip(items, streams, strict=True):

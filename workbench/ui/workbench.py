@@ -385,7 +385,8 @@ class Workbench:
         results.show_figure(self.memory_out, memory_curve(
             comparison.traces, pools=comparison.pools,
             title=f"live activation memory of {html.escape(comparison.graph.name)}"))
-        options, best = results.select_options(comparison), comparison.best
+        options = results.select_options(comparison)
+        best = comparison.best or (options[0][1] if options else "serial")  # None: none ran
         self._quiet = True  # new options reset the values: render once, for the best policy
         try:
             self.selected.options = self.table_select.options = options
