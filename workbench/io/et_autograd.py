@@ -86,22 +86,49 @@ def inner_calls(nid: int, nodes: Mapping[int, Mapping[str, Any]],
     return sorted(out)
 
 
-def phase_of(nid: int, nodes: Mapping[int, Mapping[str, Any]], backward: bool) -> str:
+def _scope_phase(name: str) -> str | None:
+    """The phase a record-function scope gives the calls under it, if any."""
+    if _OPTIMIZER.match(name):
+        return "optimizer"
+    return "backward" if name.startswith(AUTOGRAD_PREFIX) else None
+
+
+def phases_below(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, str]:
+    """Per node id: the phase of a call whose ``ctrl_deps`` parent it is: that of the nearest
+    node on its ``ctrl_deps`` chain (itself included) that is an ``Optimizer.step#``/
+    ``zero_grad#`` scope (``optimizer``) or an autograd function (``backward``), else
+    ``forward``; the walk ends where the chain leaves the trace or repeats.  Memoised along each
+    walk, so a chain of n nested scopes costs O(n) in all, not O(n²)."""
+    memo: dict[int, str] = {}
+    for start in nodes:
+        path, seen, cur, result = [], set(), start, "forward"
+        while isinstance(cur, int) and cur in nodes and cur not in seen:
+            if cur in memo:
+                result = memo[cur]
+                break
+            path.append(cur)
+            own = _scope_phase(str(nodes[cur].get("name", "")))
+            if own is not None:
+                result = own
+                break
+            seen.add(cur)
+            cur = nodes[cur].get("ctrl_deps")
+        for node in path:
+            memo[node] = result
+    return memo
+
+
+def phase_of(nid: int, nodes: Mapping[int, Mapping[str, Any]], backward: bool,
+             below: Mapping[int, str]) -> str:
     """``optimizer`` when an ancestor is an ``Optimizer.step#``/``zero_grad#`` scope,
-    ``backward`` for an autograd function (or a call inside one), else ``forward``."""
+    ``backward`` for an autograd function (or a call inside one), else ``forward``; ``below``
+    is :func:`phases_below` of the same nodes.  O(1)."""
     if backward:
         return "backward"
-    seen = {nid}
-    cur = nodes[nid].get("ctrl_deps")
-    while isinstance(cur, int) and cur in nodes and cur not in seen:
-        name = str(nodes[cur].get("name", ""))
-        if _OPTIMIZER.match(name):
-            return "optimizer"
-        if name.startswith(AUTOGRAD_PREFIX):
-            return "backward"
-        seen.add(cur)
-        cur = nodes[cur].get("ctrl_deps")
-    return "forward"
+    parent = nodes[nid].get("ctrl_deps")
+    if not isinstance(parent, int) or parent == nid:
+        return "forward"
+    return below.get(parent, "forward")
 
 
 def _conv_backward(ins: Sequence[Info], outs: Sequence[Info], values: Sequence[Any]
@@ -140,4 +167,4 @@ def summed(costs: Sequence[ShapeCost]) -> ShapeCost:
 
 
 __all__ = ["AUTOGRAD_PREFIX", "backward_kind", "grad_fn_of", "inner_calls", "part_cost",
-           "phase_of", "scope_children", "summed"]
+           "phase_of", "phases_below", "scope_children", "summed"]

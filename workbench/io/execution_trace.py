@@ -42,6 +42,7 @@ from workbench.io.et_autograd import (
     inner_calls,
     part_cost,
     phase_of,
+    phases_below,
     scope_children,
     summed,
 )
@@ -172,6 +173,7 @@ def _calls(data: Any, path: Path) -> list[_Call]:
     nodes = {n["id"]: _normalise(n) for n in data["nodes"] if isinstance(n, dict) and isinstance(
         n.get("id"), int)}
     below_operator = _below_operator(nodes)
+    below = phases_below(nodes)
     children = scope_children(nodes)
     calls = []
     for nid in sorted(nodes):
@@ -187,7 +189,7 @@ def _calls(data: Any, path: Path) -> list[_Call]:
                      list(_tensors(outs.get("values"), outs.get("shapes"))),
                      values if isinstance(values, list) else [])
         call.grad_fn = grad_fn_of(call.name)
-        call.phase = phase_of(nid, nodes, call.grad_fn is not None)
+        call.phase = phase_of(nid, nodes, call.grad_fn is not None, below)
         if call.grad_fn is not None:
             _autograd_scope(call, [nodes[c] for c in inner_calls(nid, nodes, children,
                                                                  _is_operator)])
