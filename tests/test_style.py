@@ -29,3 +29,13 @@ def test_ruff_is_clean() -> None:
 def test_mypy_is_clean() -> None:
     run = subprocess.run([_tool("mypy"), "workbench"], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout[-3000:]
+
+
+MAX_MODULE_LINES = 500
+
+
+def test_every_module_stays_under_500_lines() -> None:
+    """Small modules with one job each (DEVELOPERS.md): a module past the limit is split."""
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "workbench").rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"

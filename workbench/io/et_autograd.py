@@ -101,7 +101,10 @@ def phases_below(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, str]:
     walk, so a chain of n nested scopes costs O(n) in all, not O(n²)."""
     memo: dict[int, str] = {}
     for start in nodes:
-        path, seen, cur, result = [], set(), start, "forward"
+        path: list[int] = []
+        seen: set[int] = set()
+        cur: Any = start
+        result = "forward"
         while isinstance(cur, int) and cur in nodes and cur not in seen:
             if cur in memo:
                 result = memo[cur]

@@ -46,15 +46,8 @@ from workbench.io.et_autograd import (
     scope_children,
     summed,
 )
-from workbench.io.pytorch_profile import (
-    GPU_CATEGORIES,
-    args_of,
-    duration,
-    gpu_name,
-    number,
-    read_trace_json,
-    trace_events,
-)
+from workbench.io.pytorch_profile import GPU_CATEGORIES, gpu_name
+from workbench.io.trace_events import args_of, duration, number, read_trace_json, trace_events
 from workbench.shape_costs import ShapeCost, TensorInfo, default_cost
 from workbench.trace import Trace
 

@@ -22,12 +22,8 @@ for a CPU run) on its matched ops.
 
 from __future__ import annotations
 
-import gzip
-import io
-import json
 import math
 import re
-import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -36,8 +32,6 @@ from typing import Any
 
 import pandas as pd
 
-from workbench._atomic import max_input_bytes, read_input
-from workbench._checks import unique_keys
 from workbench.errors import FormatError
 from workbench.graph import Graph, Op
 from workbench.io.kineto_links import (
@@ -47,6 +41,14 @@ from workbench.io.kineto_links import (
     link,
     profiler_steps,
     runtime_calls,
+)
+from workbench.io.trace_events import (
+    MAX_SPAN_US,
+    args_of,
+    duration,
+    number,
+    read_trace_json,
+    trace_events,
 )
 from workbench.ops import KERNEL_KINDS as _KERNEL_KINDS
 from workbench.trace import Trace
@@ -59,97 +61,6 @@ WRAPPERS = re.compile(r"^(ProfilerStep#\d+|## .* ##|\[pytorch\|.*|record_param_c
 #: Kernel-name fragments -> op kind, first match wins (cuDNN/cuBLAS/ATen kernel names): the
 #: ``kernel_names`` of the op-kind table in :data:`workbench.ops.KERNEL_MATCH_ORDER`.
 KERNEL_KINDS: tuple[tuple[str, str], ...] = _KERNEL_KINDS
-
-
-# ================================================================================ reading
-def read_trace_json(path: Path) -> Any:
-    """The parsed JSON of a (possibly gzipped) trace file; one-line errors."""
-    data = read_input(path, what="trace file")
-    if data[:2] == b"\x1f\x8b":
-        limit = max_input_bytes()
-        try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
-                data = unzipped.read(limit + 1)
-        except (OSError, EOFError, zlib.error):
-            raise FormatError(f"{path}: broken or truncated gzip file") from None
-        if len(data) > limit:
-            raise FormatError(f"{path}: unzips to over the input limit of {limit:,} bytes "
-                              f"(raise it with WORKBENCH_MAX_INPUT_BYTES)")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FormatError(f"{path}: not a text file (is it really a JSON trace?)") from None
-    if not text.strip():
-        raise FormatError(f"{path}: empty file (not a trace)")
-    try:
-        return json.loads(text, object_pairs_hook=unique_keys)
-    except FormatError as exc:
-        raise FormatError(f"{path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON "
-                          f"({exc.msg}; truncated file?)") from None
-    except RecursionError:
-        raise FormatError(f"{path}: JSON nested too deeply") from None
-
-
-def trace_events(data: Any, path: Path) -> list[Any]:
-    """The ``traceEvents`` list of a parsed trace (a bare list is accepted too)."""
-    if isinstance(data, dict):
-        if "traceEvents" not in data:
-            raise FormatError(f"{path}: not a Chrome/PyTorch trace (no 'traceEvents')")
-        raw = data["traceEvents"]
-    elif isinstance(data, list):
-        raw = data
-    else:
-        raise FormatError(f"{path}: not a Chrome/PyTorch trace (top level is "
-                          f"{type(data).__name__})")
-    if not isinstance(raw, list):
-        raise FormatError(f"{path}: 'traceEvents' must be a list, got {type(raw).__name__}")
-    return raw
-
-
-#: Largest magnitude of a trace time (µs): Unix-epoch microseconds are ~1.8e15; 1e17 is 3,000
-#: years.  Beyond it a value is corrupt (and sums of such values lose all precision).
-MAX_TRACE_US = 1e17
-#: Largest span of one trace (µs, ~28 hours): a kernel moved to ts=-5e9 or 5e12 is refused.
-MAX_SPAN_US = 1e11
-
-
-def number(event: dict[str, Any], key: str, k: int, path: Path) -> float:
-    """``event[key]`` as a finite float (numeric strings accepted) of magnitude at most
-    :data:`MAX_TRACE_US` (``ts``: not negative), else a one-line error naming the event."""
-    value = event.get(key)
-    if isinstance(value, (str, int)) and not isinstance(value, bool):
-        try:
-            value = float(value)
-        except (ValueError, OverflowError):
-            pass
-    if not isinstance(value, float) or not math.isfinite(value):
-        name = str(event.get("name", "?"))[:60]
-        raise FormatError(f"{path}: traceEvents[{k}] ({name!r}): '{key}' must be a number, "
-                          f"got {value!r}"[:300].replace("\n", "\\n"))
-    if abs(value) > MAX_TRACE_US or (key == "ts" and value < 0):
-        name = str(event.get("name", "?"))[:60]
-        need = "not negative" if value < 0 and key == "ts" else f"at most {MAX_TRACE_US:g} µs"
-        raise FormatError(f"{path}: traceEvents[{k}] ({name!r}): '{key}' = {value:g} is "
-                          f"impossible (must be {need})".replace("\n", "\\n"))
-    return float(value)
-
-
-def duration(event: dict[str, Any], k: int, path: Path) -> float:
-    """``event["dur"]`` as a finite non-negative float; a negative one (a corrupt or mis-merged
-    trace) is a one-line error naming the event, never silently clamped to 0."""
-    dur = number(event, "dur", k, path)
-    if dur < 0:
-        name = str(event.get("name", "?"))[:60]
-        raise FormatError(f"{path}: traceEvents[{k}] ({name!r}): negative duration {dur!r} µs "
-                          f"(a corrupt trace?)".replace("\n", "\\n"))
-    return dur
-
-
-def args_of(event: Mapping[str, Any]) -> dict[str, Any]:
-    args = event.get("args")
-    return args if isinstance(args, dict) else {}
 
 
 def _int(value: Any) -> int | None:
