@@ -66,3 +66,14 @@ def test_missing_or_failing_optimizer_warns(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.warns(UserWarning, match=r"optimizer failed \(ValueError: unsupported opset "
                                          r"second line\); imported unsimplified"):
         assert _same(load_onnx(BRANCHY, simplify=True), plain)
+
+
+def test_the_real_optimizer_keeps_the_model_and_folds() -> None:
+    """With onnxscript installed (the dev setup installs it): the optimised model imports with no
+    more ops and the same work to within 1% (constant folding may drop a bias-sized add;
+    Flatten may become a Reshape)."""
+    pytest.importorskip("onnxscript")
+    plain, simple = load_onnx(BRANCHY), load_onnx(BRANCHY, simplify=True)
+    assert len(simple.ops) <= len(plain.ops)
+    assert sum(o.flops for o in simple.ops) == pytest.approx(sum(o.flops for o in plain.ops),
+                                                           rel=0.01)
