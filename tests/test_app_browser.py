@@ -34,6 +34,7 @@ nbformat = pytest.importorskip("nbformat")
 
 import workbench as wb  # noqa: E402
 from workbench import gpu  # noqa: E402
+from workbench.execute import EXECUTORS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -174,8 +175,14 @@ def test_app_runs_in_voila(browser: Any, voila_url: str) -> None:
     run = page.wait_for_selector(".wb-app .wb-run", timeout=RUN_TIMEOUT_MS)
     shown = time.perf_counter() - t0
     assert run is not None and page.locator(".wb-app .lm-TabBar-tab").count() == 5
-    if not gpu.is_available():  # greyed out, with the reason beside it
-        assert page.locator(".wb-executor select").is_disabled()
+    measured = [name for name in EXECUTORS.names() if name != "simulator"
+                and EXECUTORS.available(name)]
+    menu = page.locator(".wb-executor select")
+    # the menu is live when a measured executor can run here (torch on the CPU counts), else
+    # greyed out; an executor that cannot run is named with its reason beside the menu
+    assert menu.is_disabled() == (not measured)
+    assert all(name in menu.inner_text() for name in measured)
+    if not gpu.is_available():
         assert "cupy unavailable" in page.inner_text(".wb-app")
 
     run.click()
