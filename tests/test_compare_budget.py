@@ -87,7 +87,7 @@ def test_a_policy_that_never_ends_is_a_row_that_says_so(test_policies: None,
 def test_budgeted_policies_get_the_budget_and_stop_with_their_best(test_policies: None) -> None:
     c = wb.compare(wb.models.nnc_diamond(), ["cooperative"], budget_s=TINY, show_progress=False)
     row = _row(c, "cooperative")
-    assert row["status"] == f"budget hit ({TINY:g} s): best so far"
+    assert row["status"] == f"budget hit ({TINY:g} s): best so far (depends on machine speed)"
     assert row["makespan_us"] == pytest.approx(_row(c, "serial")["makespan_us"])
 
 

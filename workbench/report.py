@@ -187,7 +187,8 @@ def unfinished_note(comparison: Comparison) -> str:
     items = []
     if "status" in table.columns:
         items = [f"<b>{escape(p)}</b>: {escape(st)}"
-                 for p, st in zip(table["policy"], table["status"], strict=True) if st != "ok"]
+                 for p, st in zip(table["policy"], table["status"], strict=True)
+                 if not str(st).startswith("ok")]   # "ok (work budget ...)" finished
     items += [escape(n) for n in (comparison.settings or {}).get("notes", [])]
     if not items:
         return ""
