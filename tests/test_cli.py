@@ -42,6 +42,25 @@ def test_listings(capsys: pytest.CaptureFixture[str]) -> None:
         assert expected in capsys.readouterr().out
 
 
+def test_listings_are_aligned_and_models_show_their_parameters(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["policies"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    # the summary column starts at one offset whatever the length of name and seed (issue 25)
+    from workbench.schedulers import POLICIES
+
+    starts = {line.index(info.summary) for line, info in
+              zip(lines, (info for _, info in POLICIES.items()), strict=True)}
+    assert len(starts) == 1, lines
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert "n_ops (required)" in out and "fused=False" in out and "seq_len=128" in out
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    help_text = capsys.readouterr().out
+    assert "``" not in help_text and "The workbench command" in help_text
+
+
 def test_model_parameters_and_usage_errors(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     report = str(tmp_path / "r.html")

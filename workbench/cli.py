@@ -142,7 +142,7 @@ def _formats() -> str:
 def _build_parser() -> argparse.ArgumentParser:
     from workbench import __version__
 
-    parser = _Parser(prog="workbench", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="workbench", description=_plain(__doc__.splitlines()[0]))
     parser.add_argument("--version", action="version", version=f"workbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     cmp = sub.add_parser("compare", help="compare scheduling policies on a graph, write a report")
@@ -367,23 +367,52 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plain(text: str) -> str:
+    """Help text without reST literal markup (````workbench```` → ``workbench``)."""
+    return text.replace("``", "")
+
+
+def _columns_text(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows as lines with every column but the last padded to its widest cell (two spaces
+    between columns), so long names never shift the columns after them."""
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip()
+            for r in rows]
+
+
+def _model_params(name: str) -> str:
+    """A built-in model's parameters and defaults, ``n_ops (required), seed=None``."""
+    from inspect import Parameter
+
+    from workbench.models import MODELS
+
+    params = MODELS.options(name) or {}
+    return ", ".join(f"{k} (required)" if v is Parameter.empty else f"{k}={v!r}"
+                     for k, v in params.items()) or "-"
+
+
 def _listing(command: str) -> int:
+    rows: list[tuple[str, ...]]
     if command == "policies":
         from workbench.schedulers import POLICIES
 
-        for name, info in POLICIES.items():
-            print(clean(f"{name:12s} {info.seed:16s} {info.summary}"))
+        rows = [(name, info.seed, info.summary) for name, info in POLICIES.items()]
     elif command == "models":
         from workbench.models import MODELS
 
-        for name, model in MODELS.items():
-            print(clean(f"{name:24s} {model.family:8s} {model.source}"))
+        rows = [(name, model.family, model.source, _model_params(name))
+                for name, model in MODELS.items()]
+        rows.insert(0, ("model", "family", "source", "parameters (--param NAME=VALUE)"))
     else:
         from workbench.costs import DEVICES
 
-        for name, spec in DEVICES.items():
-            print(clean(f"{name:16s} {spec.sm_count:4d} SMs {spec.peak_tflops:6.1f} TFLOP/s "
-                        f"{spec.bandwidth_gbps:6.0f} GB/s  {spec.description}"))
+        rows = [(name, f"{spec.sm_count} SMs", f"{spec.peak_tflops:.1f} TFLOP/s",
+                 f"{spec.bandwidth_gbps:.0f} GB/s", spec.description)
+                for name, spec in DEVICES.items()]
+    for line in _columns_text(rows):
+        print(clean(line))
     return 0
 
 
