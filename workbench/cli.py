@@ -46,8 +46,6 @@ from workbench.cli_profiles import (
     run_import,
     write_compare_outputs,
 )
-from workbench.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
-from workbench.compare_measured import MEASURED_COLUMNS
 from workbench.errors import OptionError, WorkbenchError
 
 EXIT_USAGE = 2
@@ -118,6 +116,8 @@ def _columns(text: str) -> tuple[str, ...]:
     """``--columns``: ``all`` or a comma-separated list of table columns (checked here, before
     any work)."""
     from workbench._checks import did_you_mean
+    from workbench.compare import TABLE_COLUMNS
+    from workbench.compare_measured import MEASURED_COLUMNS
 
     names = [c.strip() for c in text.split(",") if c.strip()]
     if names == ["all"]:
@@ -139,13 +139,42 @@ def _formats() -> str:
     return ", ".join(sorted(LOADERS))
 
 
-def _build_parser() -> argparse.ArgumentParser:
+#: Commands whose arguments need the heavy modules (pandas, the loaders): their sub-parsers are
+#: filled in only when one of them is run, so ``--help`` and the listings start fast.
+HEAVY_COMMANDS = ("compare",)
+COMPARE_HELP = "compare scheduling policies on a graph, write a report"
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command named on the command line (its first word not starting with ``-``)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _build_parser(command: str | None = "compare") -> argparse.ArgumentParser:
+    """The parser; the compare sub-parser gets its arguments only when ``command`` is compare
+    (or unknown: then argparse's own error names the choices)."""
     from workbench import __version__
 
     parser = _Parser(prog="workbench", description=_plain(__doc__.splitlines()[0]))
     parser.add_argument("--version", action="version", version=f"workbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    cmp = sub.add_parser("compare", help="compare scheduling policies on a graph, write a report")
+    light = command in ("calibrate", "import", "policies", "models", "devices", None)
+    cmp = sub.add_parser("compare", help=COMPARE_HELP)
+    if not light:
+        _compare_arguments(cmp)
+    _calibrate_parser(sub)
+    add_import_parser(sub)
+    sub.add_parser("policies", help="list scheduling policies")
+    sub.add_parser("models", help="list built-in graphs")
+    sub.add_parser("devices", help="list device models")
+    return parser
+
+
+def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
+    """The compare command's arguments (imports the loaders and the comparison's columns)."""
+    from workbench.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
+    from workbench.compare_measured import MEASURED_COLUMNS
+
     cmp.add_argument("graph", nargs="?",
                      help=f"a graph file ({_formats()}; the suffix picks the reader); "
                           f"or use --model")
@@ -195,12 +224,6 @@ def _build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--no-progress", action="store_true",
                      help="no progress bar and no per-policy lines on stderr")
     add_compare_options(cmp)
-    _calibrate_parser(sub)
-    add_import_parser(sub)
-    sub.add_parser("policies", help="list scheduling policies")
-    sub.add_parser("models", help="list built-in graphs")
-    sub.add_parser("devices", help="list device models")
-    return parser
 
 
 def _load_graph(args: argparse.Namespace) -> Any:
@@ -450,8 +473,10 @@ def _silence_stdout() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _sigterm_raises():
-            parser = _build_parser()  # inside: it imports the loaders (Ctrl-C lands here too)
-            args = parser.parse_args(argv)
+            words = sys.argv[1:] if argv is None else list(argv)
+            # inside: it imports the loaders (Ctrl-C lands here too)
+            parser = _build_parser(_command_of(words))
+            args = parser.parse_args(words)
             commands = {"compare": _compare, "calibrate": _calibrate, "import": run_import}
             code = commands[args.command](args) if args.command in commands \
                 else _listing(args.command)
