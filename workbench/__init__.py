@@ -13,6 +13,7 @@ and the ``workbench`` command start without loading pandas, numpy or the schedul
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import types
 from typing import TYPE_CHECKING, Any
@@ -53,8 +54,10 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """Import a public name on first use and keep it in the package namespace (PEP 562)."""
     where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+    if where is None:   # a submodule (``wb.costs``, ``wb.io`` ...), as the eager imports gave
+        if name.startswith("_") or importlib.util.find_spec(f"workbench.{name}") is None:
+            raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+        where = f"workbench.{name}"
     module = importlib.import_module(where)
     value = module if where == f"workbench.{name}" else getattr(module, name)
     globals()[name] = value
