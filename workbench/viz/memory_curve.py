@@ -31,7 +31,7 @@ from workbench.viz.style import (
     escape,
     legend_entries,
     legend_px,
-    stream_color,
+    policy_color,
 )
 
 MIB = float(2**20)
@@ -104,7 +104,7 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
     pools = dict(pools or {})
     fig = go.Figure()
     for i, (label, trace) in enumerate(items):
-        color = stream_color(i)
+        color = policy_color(i)   # one per policy, not repeating (issue 25)
         name = escape(label)
         frame = memory_curve_frame(trace)
         mib = (frame["live_bytes"] / MIB).to_numpy()
