@@ -85,3 +85,21 @@ def test_help_and_listings_start_without_the_heavy_imports(argv: list[str]) -> N
     out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
                          check=True)
     assert out.stderr.strip().splitlines()[-1] == "[]", out.stderr
+
+
+def test_the_lazy_package_behaves_as_the_eager_one() -> None:
+    """``workbench/__init__`` imports its names on first use: functions named like a submodule
+    stay functions once the submodule is imported, submodules are reachable as attributes, and
+    the package pickles by name (cloudpickle sends lambdas that use ``wb`` to Dask workers)."""
+    import importlib
+    import pickle
+
+    cloudpickle = pytest.importorskip("cloudpickle")
+    for name in ("compare", "schedule", "sweep", "simulate", "execute", "devices"):
+        importlib.import_module(f"workbench.{name}")
+        assert callable(getattr(wb, name)) and not isinstance(getattr(wb, name), type(wb))
+    assert wb.costs.DEVICES and wb.io.load is wb.load
+    assert pickle.loads(pickle.dumps(wb)) is wb
+    assert pickle.loads(cloudpickle.dumps(lambda: wb.models.nnc_diamond()))().name == "nnc_diamond"
+    with pytest.raises(AttributeError):
+        _ = wb.no_such_name

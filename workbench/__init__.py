@@ -98,6 +98,10 @@ class _Package(types.ModuleType):
     simulate = _shadowing("simulate")
     sweep = _shadowing("sweep")
 
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Pickled by name, as plain modules are (cloudpickle: lambdas that use ``wb``)."""
+        return importlib.import_module, (self.__name__,)
+
 
 sys.modules[__name__].__class__ = _Package
 
