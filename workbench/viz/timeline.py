@@ -175,7 +175,8 @@ def _add_trace(fig: go.Figure, trace: Trace, *, colors: Mapping[str, str], color
     where: dict[str, Any] = {} if row is None else {"row": row, "col": 1}
     if aggregated(trace, max_bars, max_rows):
         cells = utilisation_frame(trace, max_rows=max_rows)
-        fig.add_trace(utilisation_bars(cells, show_scale="busy" not in legend_seen), **where)
+        for part in utilisation_bars(cells, show_scale="busy" not in legend_seen):
+            fig.add_trace(part, **where)
         legend_seen.add("busy")
         rows = [label for label, _ in stream_groups(trace.df["stream"].tolist(), max_rows)]
     else:
