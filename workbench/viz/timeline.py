@@ -44,6 +44,8 @@ _ROW_PX = 28      # height of one stream row
 _PANEL_PX = 50    # fixed height of a panel (axis, padding)
 MAX_BARS = 5_000  # a trace with more ops than this is drawn aggregated (per time bin)
 MAX_ROWS = 48     # ... and so is one with more streams (consecutive streams share a row)
+MAX_SYNC_ARROWS = 300  # more syncs than this are drawn binned (one marker per stream and bin)
+SYNC_BINS = 120        # time bins of the binned syncs
 
 FRAME_COLUMNS = ("op", "kind", "stream", "stream_id", "start_us", "end_us", "duration_us", "phase",
                  "hover")
@@ -212,6 +214,9 @@ def _add_syncs(fig: go.Figure, trace: Trace, *, where: dict[str, Any],
     syncs = sync_frame(trace)
     if not len(syncs):
         return
+    if len(syncs) > MAX_SYNC_ARROWS:   # a thousand arrows paint a solid block: aggregate
+        _add_binned_syncs(fig, syncs, trace.makespan, where=where, legend_seen=legend_seen)
+        return
     xs: list[float | None] = []
     ys: list[str | None] = []
     texts: list[str | None] = []
@@ -228,6 +233,35 @@ def _add_syncs(fig: go.Figure, trace: Trace, *, where: dict[str, Any],
         marker={"symbol": np.tile(np.array(["circle", "arrow", "circle"]), n),
                 "size": np.tile(np.array([3, 9, 0]), n), "angleref": "previous",
                 "color": SYNC_COLOR},
+    ), **where)
+    legend_seen.add("sync")
+
+
+def _add_binned_syncs(fig: go.Figure, syncs: Any, makespan: float, *, where: dict[str, Any],
+                      legend_seen: set[str]) -> None:
+    """Syncs as one marker per (waiting stream, time bin): :data:`SYNC_BINS` bins over the
+    makespan, the marker's area growing with the count, the count and the streams waited on in
+    its hover.  O(syncs)."""
+    width = max(makespan, 1e-9) / SYNC_BINS
+    cells: dict[tuple[str, int], list[Any]] = {}
+    for r in syncs.itertuples(index=False):
+        cells.setdefault((r.stream_b, min(SYNC_BINS - 1, int(r.x1_us // width))), []).append(r)
+    xs, ys, sizes, texts = [], [], [], []
+    for (stream, k), rows in cells.items():
+        xs.append(sum(r.x1_us for r in rows) / len(rows))
+        ys.append(stream)
+        sizes.append(5 + 2.5 * len(rows) ** 0.5)
+        waited = sorted({str(r.stream_a) for r in rows})   # labels: escaped already
+        texts.append(f"<b>{len(rows)} sync(s)</b> into {stream}<br>"
+                     f"{k * width:,.1f}–{(k + 1) * width:,.1f} µs<br>waiting on: "
+                     + ", ".join(waited[:8]) + (" …" if len(waited) > 8 else ""))
+    fig.add_trace(go.Scatter(
+        x=np.array(xs, dtype=float), y=np.array(ys, dtype=object),
+        hovertext=np.array(texts, dtype=object), hoverinfo="text", mode="markers",
+        name=f"syncs ({len(syncs):,}, binned)", legendgroup="sync",
+        showlegend="sync" not in legend_seen,
+        marker={"symbol": "triangle-right", "size": np.array(sizes), "color": SYNC_COLOR,
+                "opacity": 0.7, "line": {"width": 0}},
     ), **where)
     legend_seen.add("sync")
 
