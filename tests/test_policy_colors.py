@@ -42,3 +42,16 @@ def test_many_syncs_are_drawn_binned_not_as_a_thousand_arrows(monkeypatch):
     assert len(binned.x) < n
     counts = [int(t.split("<b>")[1].split(" ")[0]) for t in binned.hovertext]
     assert sum(counts) == n   # every sync is in exactly one marker
+
+
+def test_timelines_label_every_time_axis_and_put_the_legend_on_top():
+    """Issue 25: twelve timelines shared one x-axis title and one legend, 2,700 px below the
+    first panel."""
+    cmp = wb.compare(wb.models.nnc_diamond(), ["nnc", "asap"], show_progress=False,
+                     planner=None)
+    fig = cmp.timelines()
+    axes = [fig.layout[k] for k in fig.layout if k.startswith("xaxis")]
+    assert len(axes) == 3 and all(a.title.text == "time (µs)" for a in axes)
+    assert all(a.showticklabels for a in axes)
+    assert fig.layout.legend.yref == "paper" and fig.layout.legend.y > 1.0
+    assert fig.layout.legend.yanchor == "bottom"

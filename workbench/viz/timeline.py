@@ -28,6 +28,7 @@ from workbench.trace import Trace
 from workbench.viz.style import (
     BARRIER_COLOR,
     LAYOUT_DEFAULTS,
+    LEGEND_BELOW,
     SYNC_COLOR,
     TIME_AXIS_TITLE,
     escape,
@@ -354,7 +355,7 @@ def timelines(traces: Sequence[Trace] | Mapping[str, Trace], *, shared_x: bool =
     if not items:
         raise ValueError("timelines() needs at least one trace")
     heights = [_PANEL_PX + _ROW_PX * _n_rows(t, max_bars, max_rows) for _, t in items]
-    gap_px = 60
+    gap_px = 90   # room for each panel's time axis title and the next panel's title
     total = sum(heights) + gap_px * (len(items) - 1)
     fig = make_subplots(
         rows=len(items), cols=1, shared_xaxes=shared_x,
@@ -370,10 +371,17 @@ def timelines(traces: Sequence[Trace] | Mapping[str, Trace], *, shared_x: bool =
         _add_trace(fig, t, colors=colors, color_by=color_by, show_syncs=show_syncs,
                    legend_seen=seen, row=i, max_bars=max_bars, max_rows=max_rows)
     fig.update_layout(**LAYOUT_DEFAULTS)
-    fig.update_layout(barmode="overlay", height=total + 140 + legend_px(legend_entries(fig)),
-                      title=title if title is not None else "timelines")
-    fig.update_xaxes(type="linear", rangemode="tozero")
-    fig.update_xaxes(title=TIME_AXIS_TITLE, row=len(items), col=1)
-    if not shared_x:
-        fig.update_xaxes(title=TIME_AXIS_TITLE)
+    legend = legend_px(legend_entries(fig))
+    # the legend at the top, between the title and the first panel (issue 25: below twelve
+    # panels it was 2,700 px from the first); every panel has its own labelled time axis
+    top = 80 + legend
+    fig.update_layout(
+        barmode="overlay", height=total + top + 60,
+        title={"text": title if title is not None else "timelines", "y": 1.0,
+               "yref": "container", "yanchor": "top", "pad": {"t": 12}},
+        margin={**LAYOUT_DEFAULTS["margin"], "t": top},
+        legend={**LEGEND_BELOW, "yref": "paper", "y": 1.0 + 30 / max(total, 1),
+                "yanchor": "bottom"})
+    fig.update_xaxes(type="linear", rangemode="tozero", title=TIME_AXIS_TITLE,
+                     showticklabels=True)
     return fig
