@@ -95,6 +95,13 @@ table.wb-table th, table.wb-table td { padding: 4px 10px; border-bottom: 1px sol
 table.wb-table th { vertical-align: bottom; }
 table.wb-table th:first-child, table.wb-table td:first-child,
 table.wb-table .wb-text { text-align: left; }
+details.wb-cols[open] + .wb-scroll table.wb-table { font-size: 0.86em; }
+details.wb-cols[open] + .wb-scroll table.wb-table th { white-space: normal; min-width: 4.5em;
+                                                        max-width: 7.5em; }
+details.wb-cols[open] + .wb-scroll table.wb-table th,
+details.wb-cols[open] + .wb-scroll table.wb-table td { padding: 3px 6px; }
+table.wb-table th:first-child, table.wb-table td:first-child { position: sticky; left: 0;
+                                                               background: #fff; }
 """
 
 
