@@ -90,8 +90,10 @@ def test_report_table_is_ranked_and_never_cut_off(browser: Any, inception_report
     visible = "() => [...document.querySelectorAll('#results table.wb-table thead th')]" \
               ".filter(th => th.offsetParent !== null).map(th => th.textContent)"
     headers = page.evaluate(visible)
+    # peak memory is the same for every policy on inception_v3 (its stem sets it): behind the
+    # toggle with the other columns that do not tell the rows apart (issue 25)
     assert headers == ["policy", "status", "makespan (µs)", "speedup vs serial", "streams",
-                       "syncs", "peak memory (MiB)"]
+                       "syncs"]
     box = _fits(page, "#results .wb-scroll")
     assert box["right"] <= box["page"] + 0.5 and box["scroll"] <= box["client"]  # fits
     page.click("#results details.wb-cols summary")  # all columns

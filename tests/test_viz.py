@@ -296,8 +296,21 @@ def test_comparison_styler_formats_and_highlights() -> None:
     assert BEST_ROW_CSS.split(":")[0] in html
 
 
-def test_ranking_sorts_by_makespan_with_essential_columns_first() -> None:
+def test_essential_columns_that_do_not_vary_go_behind_the_toggle() -> None:
+    """Issue 25: a peak memory equal for every policy took an essential place."""
     table = _table().assign(status="ok", streams=[1, 2, 2], syncs=[0, 1, 1], peak_live_mib=1.0)
+    ranked = ranking(table)
+    assert list(ranked.columns)[:6] == ["policy", "status", "makespan_us", "speedup", "streams",
+                                        "syncs"]
+    assert "peak_live_mib" in ranked.columns   # still there, behind the toggle
+    html = table_html(table)
+    assert "all columns (3 more)" in html
+    assert re.search(r'<th [^>]*wb-extra[^>]*>peak memory \(MiB\)</th>', html)
+
+
+def test_ranking_sorts_by_makespan_with_essential_columns_first() -> None:
+    table = _table().assign(status="ok", streams=[1, 2, 2], syncs=[0, 1, 1],
+                            peak_live_mib=[1.0, 1.5, 1.0])
     table.loc[1, "makespan_us"] = float("nan")  # no makespan (budget hit): last
     ranked = ranking(table)
     assert list(ranked["policy"]) == ["<b>x</b>", "serial", "nnc"]

@@ -112,6 +112,10 @@ def test_memory_curve_adds_dashed_pool_reserved_lines(inception_traces: dict) ->
         assert reserved.line.shape == "hv" and reserved.line.color == used.line.color
         assert max(reserved.y) == pytest.approx(pool.peak_reserved / MIB)
         assert max(reserved.y) >= max(used.y)  # the pool reserves at least what is live
+        # issue 25: the pool's flat chunks on their own axis, so the live curves keep theirs
+        assert reserved.yaxis == "y2" and used.yaxis in (None, "y")
+    assert fig.layout.yaxis2.overlaying == "y" and fig.layout.yaxis2.side == "right"
+    assert "reserved" in fig.layout.yaxis2.title.text
 
 
 def test_memory_curve_accepts_one_trace_or_a_sequence(inception_traces: dict) -> None:

@@ -4,35 +4,43 @@
 >>> g = wb.Graph.from_edges([("n1", "n2"), ("n1", "n3"), ("n2", "n4"), ("n3", "n4")])
 >>> wb.schedule(g, "nnc").streams
 {0: ('n1', 'n2', 'n4'), 1: ('n3',)}
+
+The public names are imported on first use (PEP 562 ``__getattr__``), so ``import workbench``
+and the ``workbench`` command start without loading pandas, numpy or the schedulers: ``workbench
+--help`` and the listings start in well under half a second.
 """
 
 from __future__ import annotations
 
-from workbench import memory, models, passes
+import importlib
+import importlib.util
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
 from workbench._version import __version__ as __version__
-from workbench.compare import Comparison, compare
-from workbench.costs import DEVICES, DeviceSpec, devices
-from workbench.device_calibration import calibrate_device
-from workbench.device_profile import DeviceProfile, load_profile, save_profile
-from workbench.errors import (
-    DeviceUnavailable,
-    FormatError,
-    GraphError,
-    MemoryPlanError,
-    OptionError,
-    OutputError,
-    ScheduleError,
-    WorkbenchError,
-)
-from workbench.execute import execute
-from workbench.graph import Graph, Op, Tensor
-from workbench.io import load, save
-from workbench.memory import plan_memory
-from workbench.schedule import Schedule
-from workbench.schedulers import policies, schedule
-from workbench.simulate import simulate
-from workbench.sweep import sweep
-from workbench.trace import Trace
+
+#: Public name -> the module that defines it (a submodule itself when the name is one).
+_LAZY = {
+    "memory": "workbench.memory", "models": "workbench.models", "passes": "workbench.passes",
+    "Comparison": "workbench.compare", "compare": "workbench.compare",
+    "DEVICES": "workbench.costs", "DeviceSpec": "workbench.costs", "devices": "workbench.costs",
+    "calibrate_device": "workbench.device_calibration",
+    "DeviceProfile": "workbench.device_profile", "load_profile": "workbench.device_profile",
+    "save_profile": "workbench.device_profile",
+    **{name: "workbench.errors" for name in (
+        "DeviceUnavailable", "FormatError", "GraphError", "MemoryPlanError", "OptionError",
+        "OutputError", "ScheduleError", "WorkbenchError")},
+    "execute": "workbench.execute",
+    "Graph": "workbench.graph", "Op": "workbench.graph", "Tensor": "workbench.graph",
+    "load": "workbench.io", "save": "workbench.io",
+    "plan_memory": "workbench.memory",
+    "Schedule": "workbench.schedule",
+    "policies": "workbench.schedulers", "schedule": "workbench.schedulers",
+    "simulate": "workbench.simulate",
+    "sweep": "workbench.sweep",
+    "Trace": "workbench.trace",
+}
 
 __all__ = [
     "DEVICES", "Comparison", "DeviceProfile", "DeviceSpec", "DeviceUnavailable", "FormatError",
@@ -41,3 +49,85 @@ __all__ = [
     "devices", "execute", "load", "load_profile", "memory", "models", "passes", "plan_memory",
     "policies", "save", "save_profile", "schedule", "simulate", "sweep",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use and keep it in the package namespace (PEP 562)."""
+    where = _LAZY.get(name)
+    if where is None:   # a submodule (``wb.costs``, ``wb.io`` ...), as the eager imports gave
+        if name.startswith("_") or importlib.util.find_spec(f"workbench.{name}") is None:
+            raise AttributeError(f"module 'workbench' has no attribute {name!r}")
+        where = f"workbench.{name}"
+    module = importlib.import_module(where)
+    value = module if where == f"workbench.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+def _shadowing(name: str) -> property:
+    """``workbench.<name>`` as the public function although a submodule has the same name: the
+    import system sets the package attribute to the submodule when it is first imported; this
+    property keeps the function (as the eager imports did) and ignores that assignment (any
+    other assignment, e.g. a monkeypatch, is kept)."""
+
+    key = f"_set_{name}"
+
+    def get(module: types.ModuleType) -> Any:
+        if key in module.__dict__:   # assigned by a user (e.g. a test's monkeypatch)
+            return module.__dict__[key]
+        return getattr(importlib.import_module(_LAZY[name]), name)
+
+    def assign(module: types.ModuleType, value: Any) -> None:
+        if not isinstance(value, types.ModuleType):   # the import system sets the submodule
+            module.__dict__[key] = value
+
+    return property(get, assign)
+
+
+class _Package(types.ModuleType):
+    """The package's module type: public functions named like a submodule stay functions."""
+
+    compare = _shadowing("compare")
+    devices = _shadowing("devices")
+    execute = _shadowing("execute")
+    schedule = _shadowing("schedule")
+    simulate = _shadowing("simulate")
+    sweep = _shadowing("sweep")
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Pickled by name, as plain modules are (cloudpickle: lambdas that use ``wb``)."""
+        return importlib.import_module, (self.__name__,)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+if TYPE_CHECKING:  # the names as mypy and editors see them
+    from workbench import memory, models, passes
+    from workbench.compare import Comparison, compare
+    from workbench.costs import DEVICES, DeviceSpec, devices
+    from workbench.device_calibration import calibrate_device
+    from workbench.device_profile import DeviceProfile, load_profile, save_profile
+    from workbench.errors import (
+        DeviceUnavailable,
+        FormatError,
+        GraphError,
+        MemoryPlanError,
+        OptionError,
+        OutputError,
+        ScheduleError,
+        WorkbenchError,
+    )
+    from workbench.execute import execute
+    from workbench.graph import Graph, Op, Tensor
+    from workbench.io import load, save
+    from workbench.memory import plan_memory
+    from workbench.schedule import Schedule
+    from workbench.schedulers import policies, schedule
+    from workbench.simulate import simulate
+    from workbench.sweep import sweep
+    from workbench.trace import Trace

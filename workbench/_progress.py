@@ -1,10 +1,11 @@
-"""Progress: bars in notebooks and terminals (tqdm.auto), and plain lines on stderr everywhere.
+"""Progress: bars in notebooks and terminals (tqdm.auto), and plain lines on stderr.
 
 * :func:`progress` wraps an iterable in a bar; no bar outside a terminal or notebook.
 * :class:`Progress` is what long comparisons use: one line on stderr per event (a policy starts,
   a policy ends with its time and status) whether or not stderr is a terminal, so logs, CI output
-  and piped runs say what is running; plus a bar when interactive (lines then go through
-  ``tqdm.write`` so they print above the bar instead of through it).
+  and piped runs say what is running; plus a bar when interactive (in a terminal the lines print
+  above it through ``tqdm.write``; in a notebook the latest one goes beside the bar instead of
+  under it, and the finished bar stays, so an exported notebook shows it at 100%).
 
 ``WORKBENCH_PROGRESS=0`` turns both off, as does ``enabled=False``.
 """
@@ -53,17 +54,23 @@ class Progress:
         if self.enabled and _interactive():
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=total, desc=desc, leave=False, unit=unit)
+            # in a notebook the finished bar stays (an exported notebook shows it at 100%, not
+            # frozen at its first state); in a terminal it is cleared for the output after it
+            self._bar = tqdm(total=total, desc=desc, leave=_in_kernel(), unit=unit)
 
     def line(self, text: str) -> None:
-        """Print ``workbench: <text>`` on the current ``sys.stderr`` (above the bar if any);
-        terminal escapes and control characters in ``text`` (a graph's name) are neutralised."""
+        """Print ``workbench: <text>`` on the current ``sys.stderr`` (above the bar in a
+        terminal); in a notebook, where lines would pile up under the bar, the text goes beside
+        the bar instead.  Terminal escapes and control characters in ``text`` (a graph's name)
+        are neutralised."""
         if not self.enabled:
             return
         from workbench._terminal import clean
 
         text = clean(text)
-        if self._bar is not None:
+        if self._bar is not None and _in_kernel():
+            self._bar.set_postfix_str(text, refresh=True)
+        elif self._bar is not None:
             self._bar.write(PREFIX + text, file=sys.stderr)
         else:
             print(PREFIX + text, file=sys.stderr, flush=True)

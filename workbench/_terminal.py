@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 #: The columns the CLI prints unless ``--columns`` says otherwise.
 ESSENTIAL_COLUMNS = ("policy", "status", "makespan_us", "speedup", "streams", "syncs",
@@ -62,6 +64,8 @@ def ranking_text(table: pd.DataFrame, columns: Sequence[str] = ESSENTIAL_COLUMNS
     ranked = table.sort_values("makespan_us", kind="stable", na_position="last")
     cells = [[_cell(row.get(c), c) for c in columns] for _, row in ranked.iterrows()]
     widths = [max([len(c), *(len(r[k]) for r in cells)]) for k, c in enumerate(columns)]
+    import pandas as pd  # here, not at the top: the CLI's --help and listings start fast
+
     numeric = [c in table.columns and pd.api.types.is_numeric_dtype(table[c]) for c in columns]
 
     def line(values: Sequence[str]) -> str:

@@ -46,8 +46,6 @@ from workbench.cli_profiles import (
     run_import,
     write_compare_outputs,
 )
-from workbench.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
-from workbench.compare_measured import MEASURED_COLUMNS
 from workbench.errors import OptionError, WorkbenchError
 
 EXIT_USAGE = 2
@@ -118,6 +116,8 @@ def _columns(text: str) -> tuple[str, ...]:
     """``--columns``: ``all`` or a comma-separated list of table columns (checked here, before
     any work)."""
     from workbench._checks import did_you_mean
+    from workbench.compare import TABLE_COLUMNS
+    from workbench.compare_measured import MEASURED_COLUMNS
 
     names = [c.strip() for c in text.split(",") if c.strip()]
     if names == ["all"]:
@@ -139,13 +139,42 @@ def _formats() -> str:
     return ", ".join(sorted(LOADERS))
 
 
-def _build_parser() -> argparse.ArgumentParser:
+#: Commands whose arguments need the heavy modules (pandas, the loaders): their sub-parsers are
+#: filled in only when one of them is run, so ``--help`` and the listings start fast.
+HEAVY_COMMANDS = ("compare",)
+COMPARE_HELP = "compare scheduling policies on a graph, write a report"
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command named on the command line (its first word not starting with ``-``)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _build_parser(command: str | None = "compare") -> argparse.ArgumentParser:
+    """The parser; the compare sub-parser gets its arguments only when ``command`` is compare
+    (or unknown: then argparse's own error names the choices)."""
     from workbench import __version__
 
-    parser = _Parser(prog="workbench", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="workbench", description=_plain(__doc__.splitlines()[0]))
     parser.add_argument("--version", action="version", version=f"workbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    cmp = sub.add_parser("compare", help="compare scheduling policies on a graph, write a report")
+    light = command in ("calibrate", "import", "policies", "models", "devices", None)
+    cmp = sub.add_parser("compare", help=COMPARE_HELP)
+    if not light:
+        _compare_arguments(cmp)
+    _calibrate_parser(sub)
+    add_import_parser(sub)
+    sub.add_parser("policies", help="list scheduling policies")
+    sub.add_parser("models", help="list built-in graphs")
+    sub.add_parser("devices", help="list device models")
+    return parser
+
+
+def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
+    """The compare command's arguments (imports the loaders and the comparison's columns)."""
+    from workbench.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
+    from workbench.compare_measured import MEASURED_COLUMNS
+
     cmp.add_argument("graph", nargs="?",
                      help=f"a graph file ({_formats()}; the suffix picks the reader); "
                           f"or use --model")
@@ -195,12 +224,6 @@ def _build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--no-progress", action="store_true",
                      help="no progress bar and no per-policy lines on stderr")
     add_compare_options(cmp)
-    _calibrate_parser(sub)
-    add_import_parser(sub)
-    sub.add_parser("policies", help="list scheduling policies")
-    sub.add_parser("models", help="list built-in graphs")
-    sub.add_parser("devices", help="list device models")
-    return parser
 
 
 def _load_graph(args: argparse.Namespace) -> Any:
@@ -307,7 +330,8 @@ def _compare(args: argparse.Namespace) -> int:
         print(clean(f"best: {best} ({speedup:.2f}x over serial); report: {path}"))
     for line in write_compare_outputs(result, args):
         print(clean(line))
-    unfinished = table.loc[~table["status"].isin(("ok", "measured")), ["policy", "status"]]
+    unfinished = table.loc[table["status"] != "measured", ["policy", "status"]]
+    unfinished = unfinished[unfinished["status"] != "ok"]   # work-budget rows say so as a note
     for row in unfinished.itertuples(index=False):
         print(clean(f"note: {row.policy}: {row.status}"))
     return 0 if best is not None else EXIT_NOTHING_RAN
@@ -366,23 +390,52 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plain(text: str) -> str:
+    """Help text without reST literal markup (````workbench```` → ``workbench``)."""
+    return text.replace("``", "")
+
+
+def _columns_text(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows as lines with every column but the last padded to its widest cell (two spaces
+    between columns), so long names never shift the columns after them."""
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip()
+            for r in rows]
+
+
+def _model_params(name: str) -> str:
+    """A built-in model's parameters and defaults, ``n_ops (required), seed=None``."""
+    from inspect import Parameter
+
+    from workbench.models import MODELS
+
+    params = MODELS.options(name) or {}
+    return ", ".join(f"{k} (required)" if v is Parameter.empty else f"{k}={v!r}"
+                     for k, v in params.items()) or "-"
+
+
 def _listing(command: str) -> int:
+    rows: list[tuple[str, ...]]
     if command == "policies":
         from workbench.schedulers import POLICIES
 
-        for name, info in POLICIES.items():
-            print(clean(f"{name:12s} {info.seed:16s} {info.summary}"))
+        rows = [(name, info.seed, info.summary) for name, info in POLICIES.items()]
     elif command == "models":
         from workbench.models import MODELS
 
-        for name, model in MODELS.items():
-            print(clean(f"{name:24s} {model.family:8s} {model.source}"))
+        rows = [(name, model.family, model.source, _model_params(name))
+                for name, model in MODELS.items()]
+        rows.insert(0, ("model", "family", "source", "parameters (--param NAME=VALUE)"))
     else:
         from workbench.costs import DEVICES
 
-        for name, spec in DEVICES.items():
-            print(clean(f"{name:16s} {spec.sm_count:4d} SMs {spec.peak_tflops:6.1f} TFLOP/s "
-                        f"{spec.bandwidth_gbps:6.0f} GB/s  {spec.description}"))
+        rows = [(name, f"{spec.sm_count} SMs", f"{spec.peak_tflops:.1f} TFLOP/s",
+                 f"{spec.bandwidth_gbps:.0f} GB/s", spec.description)
+                for name, spec in DEVICES.items()]
+    for line in _columns_text(rows):
+        print(clean(line))
     return 0
 
 
@@ -420,8 +473,10 @@ def _silence_stdout() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _sigterm_raises():
-            parser = _build_parser()  # inside: it imports the loaders (Ctrl-C lands here too)
-            args = parser.parse_args(argv)
+            words = sys.argv[1:] if argv is None else list(argv)
+            # inside: it imports the loaders (Ctrl-C lands here too)
+            parser = _build_parser(_command_of(words))
+            args = parser.parse_args(words)
             commands = {"compare": _compare, "calibrate": _calibrate, "import": run_import}
             code = commands[args.command](args) if args.command in commands \
                 else _listing(args.command)

@@ -187,7 +187,8 @@ def unfinished_note(comparison: Comparison) -> str:
     items = []
     if "status" in table.columns:
         items = [f"<b>{escape(p)}</b>: {escape(st)}"
-                 for p, st in zip(table["policy"], table["status"], strict=True) if st != "ok"]
+                 for p, st in zip(table["policy"], table["status"], strict=True)
+                 if not str(st).startswith("ok")]   # "ok (work budget ...)" finished
     items += [escape(n) for n in (comparison.settings or {}).get("notes", [])]
     if not items:
         return ""
@@ -195,6 +196,39 @@ def unfinished_note(comparison: Comparison) -> str:
     head = (f"Not everything finished within the budget of {budget:g} s per stage"
             if isinstance(budget, (int, float)) else "Not everything finished")
     return (f'<p class="note">{head} (empty cells): ' + "; ".join(items) + ".</p>")
+
+
+def slower_note(comparison: Comparison) -> str:
+    """A note for each executed policy slower than serial saying why, from its trace against
+    serial's: how much longer its ops ran side by side than one at a time (they share the SMs
+    and the memory bandwidth), the cross-stream syncs and barriers it added and the device's
+    idle time at barriers; empty when none is slower.  O(ops) per policy."""
+    table = comparison.table
+    base = comparison.traces.get("serial")
+    if base is None or "speedup" not in table.columns:
+        return ""
+    base_busy = float(base.df["duration_us"].sum())
+    items = []
+    for policy, speedup in zip(table["policy"], table["speedup"], strict=True):
+        trace, sched = comparison.traces.get(policy), comparison.schedules.get(policy)
+        if trace is None or sched is None or not speedup < 0.995:   # NaN: not executed
+            continue
+        why = []
+        busy = float(trace.df["duration_us"].sum())
+        if base_busy > 0 and busy > base_busy * 1.005:
+            why.append(f"its ops ran {100 * (busy / base_busy - 1):.1f}% longer side by side "
+                       "than one at a time (shared SMs and memory bandwidth)")
+        if sched.n_syncs:
+            why.append(f"{sched.n_syncs} cross-stream syncs")
+        if sched.n_barriers:
+            why.append(f"{sched.n_barriers} barriers (device idle {trace.barrier_idle_us():,.1f}"
+                       " µs at them)")
+        if not why:
+            why.append("its issue order delays the critical path")
+        items.append(f"<b>{escape(policy)}</b> ({speedup:.2f}×): " + ", ".join(why))
+    if not items:
+        return ""
+    return ('<p class="note">Slower than serial, and why: ' + "; ".join(items) + ".</p>")
 
 
 def barrier_note(comparison: Comparison) -> str:
@@ -281,6 +315,7 @@ def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
     sections = [
         _section("how", "How to read this", f'<p class="note">{HOW_TO_READ}</p>'),
         _section("results", "Results", measured_note(comparison) + unfinished_note(comparison)
+                 + slower_note(comparison)
                  + table_html(comparison.table, css=False) + plots[0]
                  + barrier_note(comparison)),
         _section("timelines", "Timelines", "".join(plots[1:n_main]) or "<p>No traces.</p>"),

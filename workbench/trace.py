@@ -10,13 +10,14 @@ memory_us, flops, bytes, phase``.  Times are microseconds from the moment the ho
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import OptionError
 from workbench.graph import Graph
 from workbench.schedule import Schedule
+
+if TYPE_CHECKING:   # pandas is imported where a trace is built: the CLI starts fast
+    import pandas as pd
 
 TRACE_COLUMNS = ("op", "kind", "stream", "device", "start_us", "end_us", "duration_us", "issue_us",
                  "alone_us", "compute_us", "memory_us", "flops", "bytes", "phase")
@@ -28,6 +29,8 @@ class Trace:
     def __init__(self, df: pd.DataFrame, *, graph: Graph, policy: str, device: str,
                  executor: str = "simulator", mode: str = "eager", schedule: Schedule | None = None,
                  meta: Mapping[str, Any] | None = None) -> None:
+        import pandas as pd
+
         if not isinstance(df, pd.DataFrame):
             raise OptionError(f"a Trace needs a pandas DataFrame, got {type(df).__name__}")
         if not isinstance(graph, Graph):
@@ -115,6 +118,8 @@ class Trace:
             level += d
             times.append(t)
             running.append(level)
+        import pandas as pd
+
         return pd.DataFrame({"time_us": times, "running": running})
 
     def __repr__(self) -> str:

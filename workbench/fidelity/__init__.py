@@ -102,7 +102,8 @@ def schedule_row(row: Row, graph: Graph, spec: DeviceSpec, model: GpuModel | Non
         return schedule(graph, "ios_greedy")
     if row.schedule in SEARCHED_SCHEDULES:
         options = {"device": spec, "merge": row.schedule == "ios", "sync": "device_sync",
-                   "time_budget_s": None, "show_progress": False, **(ios_options or {})}
+                   "time_budget_s": None, "max_states": None,   # the full search, as published
+                   "show_progress": False, **(ios_options or {})}
         return schedule(graph, "ios", **options)
     raise OptionError(f"fidelity row {row.id!r}: unknown schedule {row.schedule!r}")
 

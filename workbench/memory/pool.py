@@ -35,11 +35,13 @@ import math
 import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from workbench.errors import MemoryPlanError, OptionError
 from workbench.memory.plan import RecordLike, align_up, parse_records
+
+if TYPE_CHECKING:   # imported where a timeline is built: the CLI's listings start fast
+    import pandas as pd
 
 Event = tuple[float, str, str, int]  # (time_us, "alloc" | "free", tensor, size_bytes)
 Address = tuple[int, int]  # (block, offset inside the block)
@@ -231,6 +233,8 @@ def simulate_pool(
         largest = pool.largest_free()
         frag = 1.0 - largest / free_total if free_total else 0.0
         rows.append((time_us, action, tensor, size, pool.in_use, pool.reserved, largest, frag))
+    import pandas as pd
+
     timeline = pd.DataFrame(rows, columns=TIMELINE_COLUMNS)
     return PoolResult(
         timeline=timeline,

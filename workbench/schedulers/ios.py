@@ -19,12 +19,16 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
    paper's space is reached (its issue #10 fixed).  A part whose search exceeds ``part_work`` is
    split in halves, each searched on its own.  Stage latencies bound from below prune most
    evaluations without changing the result (with the simulator oracle).
-4. **Budgets.**  ``time_budget_s`` (default :data:`DEFAULT_TIME_BUDGET_S`) and ``max_states``
-   (default none) bound the whole search.  A part may use up to ``SHARE_BOOST`` (4) times its
-   share of the time left (its units over the units left; what it leaves unused goes to the
-   later ones), so one hard part cannot starve the rest; when a budget runs out, the part at
-   hand keeps its best solved prefix and is finished greedily, and ``notes["budget_hit"]`` says
-   which budget and where.  So ``wb.schedule(g, "ios")`` finishes in bounded time on any graph.
+4. **Budgets.**  The search is bounded by work, not time, so one command gives one schedule on
+   any machine however busy: ``max_states`` (default :data:`DEFAULT_MAX_STATES` DP states) bounds
+   the whole search, and a part may use up to ``SHARE_BOOST`` (4) times its share of the states
+   left (its units over the units left; what it leaves unused goes to the later ones), so one
+   hard part cannot starve the rest.  ``time_budget_s`` (default :data:`DEFAULT_TIME_BUDGET_S`)
+   is only a safety limit on wall time (with ``max_states=None`` it alone shares out the search,
+   by time, as before).  When a budget runs out, the part at hand keeps its best solved prefix
+   and is finished greedily, and ``notes["budget_hit"]`` says which budget and where (a
+   ``time_budget_s`` hit makes the result depend on the machine's speed; :mod:`workbench.compare`
+   says so in the row).  So ``wb.schedule(g, "ios")`` finishes in bounded time on any graph.
 5. **Stage latency** comes from a *cost oracle*: by default the workbench simulator runs the stage
    alone on the chosen device (:class:`~workbench.schedulers.ios_oracle.StageOracle`, which
    simulates structurally identical stages once); a user function ``cost_oracle(groups:
@@ -75,10 +79,14 @@ AFFINE_TAILS = EPILOGUE_KINDS
 UNIT_TAILS = UNIT_TAIL_KINDS
 Oracle = Callable[[list[list[OpId]]], float]
 
-DEFAULT_TIME_BUDGET_S = 60.0
-"""Wall-clock budget of one search unless ``time_budget_s`` says otherwise: a safety net; with
-the default ``part_work`` RandWire (182 units) searches in about 12 s and NASNet-A large (476)
-in about 45 s on one core of a shared 2-core machine (``benchmarks/ios_scaling.py``)."""
+DEFAULT_MAX_STATES = 10_000
+"""DP states one search may visit unless ``max_states`` says otherwise: the work budget that makes
+IOS deterministic.  Inception V3 needs 1,206 (0.7 s), RandWire 9,832 (12 s, unchanged by it);
+NASNet-A large would need 55,675 (42 s on one core of a shared 2-core machine; both fall back to
+the sequential schedule, which simulates faster) and stops at this budget in about 15 s."""
+DEFAULT_TIME_BUDGET_S = 300.0
+"""Wall-clock safety limit of one search unless ``time_budget_s`` says otherwise: never reached
+by the built-in models under :data:`DEFAULT_MAX_STATES` (``benchmarks/ios_scaling.py``)."""
 DEFAULT_PART_WORK = 500_000
 """Work (transitions, plus 16 per new stage) one attempt at a part may take before the part is
 split in halves: about 2–5 s of search.  Inception V3 never comes close (≈ 3,000 per block)."""
@@ -92,7 +100,8 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
                  oracle_options: dict[str, Any] | None = None,
                  merge: bool = False, max_streams: int | None = None,
                  time_budget_s: float | None = DEFAULT_TIME_BUDGET_S,
-                 max_states: int | None = None, part_work: int | None = DEFAULT_PART_WORK,
+                 max_states: int | None = DEFAULT_MAX_STATES,
+                 part_work: int | None = DEFAULT_PART_WORK,
                  engine: str | None = None, workers: int | None = None, client: Any = None,
                  show_progress: bool = True) -> Schedule:
     """Search the IOS schedule of ``graph`` (see the module docstring for the algorithm).
@@ -106,7 +115,8 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     the operator-merge strategy for endings made of convolutions on one input
     (:mod:`workbench.schedulers.ios_merge`); when a merge wins, the schedule is of the merged
     graph (``schedule.graph``), as IOS returns a new graph.
-    ``time_budget_s`` / ``max_states``: bounds on the whole search (``None``: unbounded);
+    ``max_states``: the work budget of the whole search (DP states; ``None``: unbounded, the
+    time budget then shares the search out); ``time_budget_s``: a wall-clock safety limit;
     ``part_work``: work one attempt at a part may take before the part is halved (``None``: no
     limit).  ``engine`` (``"local"``, ``"processes"``, ``"dask"``), ``workers``, ``client``: where
     parts are searched (default: this process; ``workers > 1`` alone means processes).

@@ -5,17 +5,20 @@ it pickles) searches one part with :class:`~workbench.schedulers.ios_search.Part
 
 - **Serial** (``engine="local"``): parts in order, sharing one stage oracle (so a stage seen in an
   earlier part is not simulated again); part ``i`` may use :data:`SHARE_BOOST` times its share
-  (its units over the units left) of the time left, and the states ``max_states`` leaves.
+  (its units over the units left) of the states ``max_states`` leaves (:func:`states_share`:
+  a count of work, so the schedule does not depend on how busy the machine is), and the same
+  share of the time left only when no state budget is given (a wall-clock budget alone).
 - **Parallel** (``"processes"``, ``"dask"``; :mod:`workbench._engines`): every part at once, each
   worker process with its own oracle.  Each part may use ``SHARE_BOOST`` × (workers) times its
   share of the budget, never past the deadline.  A state budget is reconciled afterwards in part
-  order: the first part that used more than the serial search would have left it is searched
-  again with what was left (and every later one with nothing), so the schedule is the serial
-  one.  Without a time budget running out, parallel and serial schedules are identical.
+  order: a part that used more than the serial search would have let it (:func:`states_share`
+  of what the parts before it left) is searched again with that cap, so the schedule is the
+  serial one.  Without a time budget running out, parallel and serial schedules are identical.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,7 +29,24 @@ from workbench.schedulers.ios_oracle import StageOracle
 from workbench.schedulers.ios_search import PartResult, PartSearch
 
 SHARE_BOOST = 4.0
-"""A part may take this many times its proportional share of the time left."""
+"""A part may take this many times its proportional share of the states (or time) left."""
+
+
+def states_share(max_states: int | None, used: int, part_units: int, left_units: int
+                 ) -> int | None:
+    """The states one part may search: :data:`SHARE_BOOST` times its share (its units over the
+    units left, this part's included) of what ``max_states`` leaves after ``used``, at most all
+    of it; ``None`` without a state budget.  Pure arithmetic on counts, so a search under a
+    state budget is the same on any machine however busy; one hard part cannot starve the
+    later ones, and what a part leaves unused goes to them.
+
+    >>> states_share(1000, 0, 10, 100), states_share(1000, 900, 10, 10), states_share(None, 0, 1, 1)
+    (400, 100, None)
+    """
+    if max_states is None:
+        return None
+    left = max(0, max_states - used)
+    return min(left, math.ceil(left * SHARE_BOOST * part_units / max(1, left_units)))
 
 Oracle = Callable[[list[list[OpId]]], float]
 
@@ -143,7 +163,7 @@ def _search_parts(ctx: SearchContext, engine: str, workers: int | None, client: 
         from workbench._engines import run_tasks
 
         width = max(1, min(workers or 2, n_parts))
-        tasks = [(ctx, i, deadline, None if budget_s is None else
+        tasks = [(ctx, i, deadline, None if budget_s is None or max_states is not None else
                   budget_s * min(1.0, SHARE_BOOST * width * len(p) / max(1, total_units)),
                   max_states) for i, p in enumerate(ctx.parts)]
 
@@ -153,13 +173,14 @@ def _search_parts(ctx: SearchContext, engine: str, workers: int | None, client: 
 
         results: list[PartResult] = run_tasks(search_part, tasks, engine=engine,
                                               workers=workers, client=client, on_done=done)
-    if max_states is not None:   # as the serial search: part i may use what i-1 parts left
-        used = 0
+    if max_states is not None:   # as the serial search: part i's share of what i-1 parts left
+        used, left_units = 0, total_units
         for i, res in enumerate(results):
-            cap = max(0, max_states - used)
-            if res.states > cap or res.budget_hit == "max_states":
+            cap = states_share(max_states, used, len(ctx.parts[i]), left_units)
+            if cap is not None and (res.states > cap or res.budget_hit == "max_states"):
                 results[i] = search_part(ctx, i, deadline, None, cap)
             used += results[i].states
+            left_units -= len(ctx.parts[i])
     return results
 
 
@@ -172,7 +193,7 @@ def _serial_parts(ctx: SearchContext, deadline: float | None, max_states: int | 
     last_note = [0.0]
     for i, part in enumerate(ctx.parts):
         share = None
-        if deadline is not None:   # what this part may take of the time left
+        if deadline is not None and max_states is None:   # its share of the time left
             share = max(0.0, deadline - time.time()) * min(1.0, SHARE_BOOST * len(part)
                                                            / left_units)
 
@@ -183,7 +204,7 @@ def _serial_parts(ctx: SearchContext, deadline: float | None, max_states: int | 
                 bar.note(f"part {i + 1}/{n_parts} ({len(part)} units): "
                          f"{search.result.states:,} states")
 
-        cap = None if max_states is None else max(0, max_states - used)
+        cap = states_share(max_states, used, len(part), left_units)
         res = search_part(ctx, i, deadline, share, cap, on_tick=tick)
         used += res.states
         left_units -= len(part)

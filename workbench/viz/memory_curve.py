@@ -31,7 +31,7 @@ from workbench.viz.style import (
     escape,
     legend_entries,
     legend_px,
-    stream_color,
+    policy_color,
 )
 
 MIB = float(2**20)
@@ -104,7 +104,7 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
     pools = dict(pools or {})
     fig = go.Figure()
     for i, (label, trace) in enumerate(items):
-        color = stream_color(i)
+        color = policy_color(i)   # one per policy, not repeating (issue 25)
         name = escape(label)
         frame = memory_curve_frame(trace)
         mib = (frame["live_bytes"] / MIB).to_numpy()
@@ -126,15 +126,21 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
             fig.add_trace(go.Scatter(
                 x=np.array(xs), y=np.array(ys), mode="lines", line_shape="hv",
                 line={"color": color, "width": 1.5, "dash": "dash"}, name=f"{name} reserved",
-                legendgroup=name,
+                legendgroup=name, yaxis="y2",
                 hovertemplate=(f"<b>{_template_text(name)}</b> (pool reserved)<br>"
                                "time: %{x:,.2f} µs<br>%{y:,.3f} MiB<extra></extra>"),
             ))
     fig.update_layout(**LAYOUT_DEFAULTS)
-    default = ("live activation memory" + (" (solid: in use, dashed: pool reserved)"
-                                           if pools else ""))
+    reserved = any(getattr(d, "yaxis", None) == "y2" for d in fig.data)
+    default = ("live activation memory" + (" (solid: in use, left axis; dashed: pool reserved, "
+                                           "right axis)" if reserved else ""))
     fig.update_layout(title=title if title is not None else default, hovermode="closest",
                       height=400 + legend_px(legend_entries(fig)))
     fig.update_xaxes(type="linear", title=TIME_AXIS_TITLE, rangemode="tozero")
     fig.update_yaxes(title="memory (MiB)", rangemode="tozero")
+    if reserved:   # the pool's flat chunks (e.g. 32 MiB) on their own axis, so they do not
+        # squash the 1-10 MiB curves of live memory (issue 25)
+        fig.update_layout(yaxis={"title": {"text": "in use (MiB)"}}, yaxis2={
+            "title": {"text": "pool reserved (MiB)"}, "overlaying": "y", "side": "right",
+            "rangemode": "tozero", "showgrid": False})
     return fig

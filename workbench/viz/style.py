@@ -27,6 +27,10 @@ KIND_PALETTE: tuple[str, ...] = (
     "#66c2a5", "#fc8d62", "#8da0cb", "#e78ac3", "#a6d854", "#ffd92f", "#e5c494", "#b3b3b3",
     "#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666",
 )
+#: Policy colours: the stream palette, then the kind palette, so that every policy of a comparison
+#: gets its own colour (26 before any repeats; 12 policies are registered).
+POLICY_PALETTE: tuple[str, ...] = STREAM_PALETTE + tuple(
+    c for c in KIND_PALETTE if c not in STREAM_PALETTE)
 
 FONT_FAMILY = "Inter, 'Segoe UI', Helvetica, Arial, sans-serif"
 TIME_AXIS_TITLE = "time (µs)"
@@ -93,6 +97,16 @@ def use_notebook_renderer() -> bool:
 def escape(text: object) -> str:
     """``html.escape(str(text), quote=True)``: the one escaping used for names in HTML/SVG/hover."""
     return html.escape(str(text), quote=True)
+
+
+def policy_color(i: int) -> str:
+    """The colour of the ``i``-th policy of a comparison or sweep: distinct for the first
+    ``len(POLICY_PALETTE)`` (26) policies, then cycling.
+
+    >>> len({policy_color(i) for i in range(26)})
+    26
+    """
+    return POLICY_PALETTE[int(i) % len(POLICY_PALETTE)]
 
 
 def stream_color(i: int) -> str:

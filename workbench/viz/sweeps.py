@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from workbench.viz.style import LAYOUT_DEFAULTS, STREAM_PALETTE, escape, legend_entries, legend_px
+from workbench.viz.style import LAYOUT_DEFAULTS, escape, legend_entries, legend_px, policy_color
 
 MIN_SCHEDULE_MS = 1e-3  # a log axis cannot show 0 ms: faster policies are drawn at 1 µs
 
@@ -30,7 +30,7 @@ def policy_colors(policies: Iterable[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for p in policies:
         if p not in out:
-            out[p] = STREAM_PALETTE[len(out) % len(STREAM_PALETTE)]
+            out[p] = policy_color(len(out))
     return out
 
 

@@ -40,6 +40,25 @@ FORMATS: dict[str, str] = {
 ESSENTIAL_COLUMNS: tuple[str, ...] = (
     "policy", "status", "makespan_us", "speedup", "streams", "syncs", "peak_live_mib")
 
+#: Essential columns shown first only when they tell the rows apart (issue 25: a peak memory
+#: that the graph's stem fixes for every policy took an essential place).
+VARYING_ONLY: tuple[str, ...] = ("streams", "syncs", "peak_live_mib")
+
+
+def essential_columns(table: pd.DataFrame) -> tuple[str, ...]:
+    """The essential columns of ``table`` shown up front: :data:`ESSENTIAL_COLUMNS` present in
+    it, less those of :data:`VARYING_ONLY` that hold one value in every row (of two or more);
+    they go behind the toggle with the others.  O(rows × columns).
+
+    >>> essential_columns(pd.DataFrame({"policy": ["a", "b"], "syncs": [0, 3],
+    ...                                 "peak_live_mib": [1.5, 1.5]}))
+    ('policy', 'syncs')
+    """
+    same = {c for c in VARYING_ONLY if c in table.columns and len(table) > 1
+            and table[c].nunique(dropna=False) <= 1}
+    return tuple(c for c in ESSENTIAL_COLUMNS if c in table.columns and c not in same)
+
+
 #: Column → header shown to people (columns not listed keep their name, ``_`` as spaces).
 COLUMN_LABELS: dict[str, str] = {
     "policy": "policy",
@@ -76,6 +95,13 @@ table.wb-table th, table.wb-table td { padding: 4px 10px; border-bottom: 1px sol
 table.wb-table th { vertical-align: bottom; }
 table.wb-table th:first-child, table.wb-table td:first-child,
 table.wb-table .wb-text { text-align: left; }
+details.wb-cols[open] + .wb-scroll table.wb-table { font-size: 0.86em; }
+details.wb-cols[open] + .wb-scroll table.wb-table th { white-space: normal; min-width: 4.5em;
+                                                        max-width: 7.5em; }
+details.wb-cols[open] + .wb-scroll table.wb-table th,
+details.wb-cols[open] + .wb-scroll table.wb-table td { padding: 3px 6px; }
+table.wb-table th:first-child, table.wb-table td:first-child { position: sticky; left: 0;
+                                                               background: #fff; }
 """
 
 
@@ -90,7 +116,7 @@ def column_label(column: str) -> str:
 
 def ranking(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` sorted by makespan (stable; rows without a makespan last), with the
-    :data:`ESSENTIAL_COLUMNS` first and the other columns in their order.  The index is kept.
+    :func:`essential_columns` first and the other columns in their order.  The index is kept.
 
     >>> t = pd.DataFrame({"speedup": [1.0, 2.0], "policy": ["serial", "nnc"],
     ...                   "makespan_us": [4.0, 2.0]})
@@ -99,8 +125,8 @@ def ranking(table: pd.DataFrame) -> pd.DataFrame:
     >>> list(ranking(t).columns)
     ['policy', 'makespan_us', 'speedup']
     """
-    cols = ([c for c in ESSENTIAL_COLUMNS if c in table.columns]
-            + [c for c in table.columns if c not in ESSENTIAL_COLUMNS])
+    first = essential_columns(table)
+    cols = [*first, *(c for c in table.columns if c not in first)]
     out = table[cols]
     if "makespan_us" in out.columns:
         key = pd.to_numeric(out["makespan_us"], errors="coerce")
@@ -160,13 +186,14 @@ def comparison_styler(table: pd.DataFrame) -> Any:
 
 def n_extra_columns(table: pd.DataFrame) -> int:
     """How many columns of ``table`` are not essential (hidden behind the toggle)."""
-    return sum(1 for c in table.columns if c not in ESSENTIAL_COLUMNS)
+    first = essential_columns(table)
+    return sum(1 for c in table.columns if c not in first)
 
 
 def _column_classes(table: pd.DataFrame, column: str) -> list[str]:
     """CSS classes of a column's cells: ``wb-extra`` (hidden behind the toggle), ``wb-text``
     (left-aligned: not a number)."""
-    out = [] if column in ESSENTIAL_COLUMNS else ["wb-extra"]
+    out = [] if column in essential_columns(table) else ["wb-extra"]
     if not pd.api.types.is_numeric_dtype(table[column]):
         out.append("wb-text")
     return out

@@ -28,6 +28,7 @@ from workbench.trace import Trace
 from workbench.viz.style import (
     BARRIER_COLOR,
     LAYOUT_DEFAULTS,
+    LEGEND_BELOW,
     SYNC_COLOR,
     TIME_AXIS_TITLE,
     escape,
@@ -44,6 +45,8 @@ _ROW_PX = 28      # height of one stream row
 _PANEL_PX = 50    # fixed height of a panel (axis, padding)
 MAX_BARS = 5_000  # a trace with more ops than this is drawn aggregated (per time bin)
 MAX_ROWS = 48     # ... and so is one with more streams (consecutive streams share a row)
+MAX_SYNC_ARROWS = 300  # more syncs than this are drawn binned (one marker per stream and bin)
+SYNC_BINS = 120        # time bins of the binned syncs
 
 FRAME_COLUMNS = ("op", "kind", "stream", "stream_id", "start_us", "end_us", "duration_us", "phase",
                  "hover")
@@ -175,7 +178,8 @@ def _add_trace(fig: go.Figure, trace: Trace, *, colors: Mapping[str, str], color
     where: dict[str, Any] = {} if row is None else {"row": row, "col": 1}
     if aggregated(trace, max_bars, max_rows):
         cells = utilisation_frame(trace, max_rows=max_rows)
-        fig.add_trace(utilisation_bars(cells, show_scale="busy" not in legend_seen), **where)
+        for part in utilisation_bars(cells, show_scale="busy" not in legend_seen):
+            fig.add_trace(part, **where)
         legend_seen.add("busy")
         rows = [label for label, _ in stream_groups(trace.df["stream"].tolist(), max_rows)]
     else:
@@ -211,6 +215,9 @@ def _add_syncs(fig: go.Figure, trace: Trace, *, where: dict[str, Any],
     syncs = sync_frame(trace)
     if not len(syncs):
         return
+    if len(syncs) > MAX_SYNC_ARROWS:   # a thousand arrows paint a solid block: aggregate
+        _add_binned_syncs(fig, syncs, trace.makespan, where=where, legend_seen=legend_seen)
+        return
     xs: list[float | None] = []
     ys: list[str | None] = []
     texts: list[str | None] = []
@@ -227,6 +234,35 @@ def _add_syncs(fig: go.Figure, trace: Trace, *, where: dict[str, Any],
         marker={"symbol": np.tile(np.array(["circle", "arrow", "circle"]), n),
                 "size": np.tile(np.array([3, 9, 0]), n), "angleref": "previous",
                 "color": SYNC_COLOR},
+    ), **where)
+    legend_seen.add("sync")
+
+
+def _add_binned_syncs(fig: go.Figure, syncs: Any, makespan: float, *, where: dict[str, Any],
+                      legend_seen: set[str]) -> None:
+    """Syncs as one marker per (waiting stream, time bin): :data:`SYNC_BINS` bins over the
+    makespan, the marker's area growing with the count, the count and the streams waited on in
+    its hover.  O(syncs)."""
+    width = max(makespan, 1e-9) / SYNC_BINS
+    cells: dict[tuple[str, int], list[Any]] = {}
+    for r in syncs.itertuples(index=False):
+        cells.setdefault((r.stream_b, min(SYNC_BINS - 1, int(r.x1_us // width))), []).append(r)
+    xs, ys, sizes, texts = [], [], [], []
+    for (stream, k), rows in cells.items():
+        xs.append(sum(r.x1_us for r in rows) / len(rows))
+        ys.append(stream)
+        sizes.append(5 + 2.5 * len(rows) ** 0.5)
+        waited = sorted({str(r.stream_a) for r in rows})   # labels: escaped already
+        texts.append(f"<b>{len(rows)} sync(s)</b> into {stream}<br>"
+                     f"{k * width:,.1f}–{(k + 1) * width:,.1f} µs<br>waiting on: "
+                     + ", ".join(waited[:8]) + (" …" if len(waited) > 8 else ""))
+    fig.add_trace(go.Scatter(
+        x=np.array(xs, dtype=float), y=np.array(ys, dtype=object),
+        hovertext=np.array(texts, dtype=object), hoverinfo="text", mode="markers",
+        name=f"syncs ({len(syncs):,}, binned)", legendgroup="sync",
+        showlegend="sync" not in legend_seen,
+        marker={"symbol": "triangle-right", "size": np.array(sizes), "color": SYNC_COLOR,
+                "opacity": 0.7, "line": {"width": 0}},
     ), **where)
     legend_seen.add("sync")
 
@@ -319,7 +355,7 @@ def timelines(traces: Sequence[Trace] | Mapping[str, Trace], *, shared_x: bool =
     if not items:
         raise ValueError("timelines() needs at least one trace")
     heights = [_PANEL_PX + _ROW_PX * _n_rows(t, max_bars, max_rows) for _, t in items]
-    gap_px = 60
+    gap_px = 90   # room for each panel's time axis title and the next panel's title
     total = sum(heights) + gap_px * (len(items) - 1)
     fig = make_subplots(
         rows=len(items), cols=1, shared_xaxes=shared_x,
@@ -335,10 +371,17 @@ def timelines(traces: Sequence[Trace] | Mapping[str, Trace], *, shared_x: bool =
         _add_trace(fig, t, colors=colors, color_by=color_by, show_syncs=show_syncs,
                    legend_seen=seen, row=i, max_bars=max_bars, max_rows=max_rows)
     fig.update_layout(**LAYOUT_DEFAULTS)
-    fig.update_layout(barmode="overlay", height=total + 140 + legend_px(legend_entries(fig)),
-                      title=title if title is not None else "timelines")
-    fig.update_xaxes(type="linear", rangemode="tozero")
-    fig.update_xaxes(title=TIME_AXIS_TITLE, row=len(items), col=1)
-    if not shared_x:
-        fig.update_xaxes(title=TIME_AXIS_TITLE)
+    legend = legend_px(legend_entries(fig))
+    # the legend at the top, between the title and the first panel (issue 25: below twelve
+    # panels it was 2,700 px from the first); every panel has its own labelled time axis
+    top = 80 + legend
+    fig.update_layout(
+        barmode="overlay", height=total + top + 60,
+        title={"text": title if title is not None else "timelines", "y": 1.0,
+               "yref": "container", "yanchor": "top", "pad": {"t": 12}},
+        margin={**LAYOUT_DEFAULTS["margin"], "t": top},
+        legend={**LEGEND_BELOW, "yref": "paper", "y": 1.0 + 30 / max(total, 1),
+                "yanchor": "bottom"})
+    fig.update_xaxes(type="linear", rangemode="tozero", title=TIME_AXIS_TITLE,
+                     showticklabels=True)
     return fig
