@@ -19,8 +19,8 @@ import pytest
 import workbench as wb
 from workbench import _atomic
 from workbench.cli import main
-from workbench.compare import TABLE_COLUMNS
 from workbench.io import LOADERS
+from workbench.orchestration.compare import TABLE_COLUMNS
 
 CLI = [sys.executable, "-m", "workbench.cli"]
 ROOT = Path(__file__).resolve().parents[1]

@@ -190,7 +190,7 @@ class _FakeTime:
 
 
 def test_exact_optimum_stops_at_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbench import optimum
+    from workbench.orchestration import optimum
 
     wide = wb.models.layered_dag(3, 3, seed=0)  # 9 ops, too wide to finish quickly
     monkeypatch.setattr(optimum, "time", _FakeTime())
@@ -204,7 +204,7 @@ def test_exact_optimum_stops_at_its_budget(monkeypatch: pytest.MonkeyPatch) -> N
 
 @needs_fork
 def test_compare_notes_an_unfinished_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbench import optimum
+    from workbench.orchestration import optimum
 
     def stopped(graph: wb.Graph, *args: Any, **kwargs: Any) -> optimum.Optimum:
         return optimum.Optimum(wb.schedule(graph, "nnc"), 99.0, 1, complete=False)

@@ -29,40 +29,41 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "workbench"
 
 # Lowest first.  A module may import its own layer and the layers below it.  An entry is a module
-# name or a package (``"workbench.gpu"`` covers ``workbench.gpu`` and everything under it); the
-# longest matching entry wins.  Names that do not exist yet (``workbench.ops``) are allowed.
+# name or a package (``"workbench.executors.gpu"`` covers ``workbench.executors.gpu`` and everything
+# under it); the
+# longest matching entry wins.  Names that do not exist yet (``workbench.values.ops``) are allowed.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("workbench.errors", "workbench._checks", "workbench._atomic", "workbench._terminal",
               "workbench.registry", "workbench._version",
               "workbench._progress", "workbench._engines", "workbench._bounded")),
-    ("values", ("workbench.control_checks", "workbench.graph", "workbench.graph_items",
-                "workbench.graph_nx", "workbench.ops",
-                "workbench.op_reference", "workbench.op_torch", "workbench.shape_costs",
-                "workbench.control", "workbench.schedule", "workbench.clocks", "workbench.trace",
-                "workbench.devices", "workbench.kernel_model", "workbench.launches",
-                "workbench.costs", "workbench.calibration", "workbench.reference",
-                "workbench.device_profile")),
+    ("values", ("workbench.values.control_checks", "workbench.graph", "workbench.values.graph_items",
+                "workbench.values.graph_nx", "workbench.values.ops",
+                "workbench.values.op_reference", "workbench.values.op_torch", "workbench.values.shape_costs",
+                "workbench.control", "workbench.schedule", "workbench.values.clocks", "workbench.trace",
+                "workbench.simulator.cost_model.devices", "workbench.simulator.cost_model.kernel_model", "workbench.simulator.cost_model.launches",
+                "workbench.simulator.cost_model.costs", "workbench.simulator.cost_model.calibration", "workbench.executors.reference",
+                "workbench.simulator.cost_model.device_profile")),
     ("graph transforms", ("workbench.passes", "workbench.models")),
-    ("engine", ("workbench.schedulers", "workbench.simulate", "workbench.sim_host",
-                "workbench.sim_engine", "workbench.control.expand",
+    ("engine", ("workbench.schedulers", "workbench.simulate", "workbench.simulator.host",
+                "workbench.simulator.engine", "workbench.control.expand",
                 "workbench.control.host", "workbench.control.trace", "workbench.memory",
                 "workbench.execute")),
-    ("backends", ("workbench.gpu", "workbench.io", "workbench.torch_exec",
-                  "workbench.device_probes")),
+    ("backends", ("workbench.executors.gpu", "workbench.io", "workbench.executors.torch_exec",
+                  "workbench.executors.device_probes")),
     ("views", ("workbench.viz",)),
-    ("orchestration", ("workbench.compare", "workbench.pipelines", "workbench.optimum",
-                       "workbench.sweep", "workbench.fidelity",
-                       "workbench.device_calibration", "workbench.compare_measured")),
-    ("report", ("workbench.report",)),
+    ("orchestration", ("workbench.compare", "workbench.orchestration.pipelines", "workbench.orchestration.optimum",
+                       "workbench.sweep", "workbench.simulator.fidelity",
+                       "workbench.executors.device_calibration", "workbench.orchestration.compare_measured")),
+    ("report", ("workbench.orchestration.report",)),
     ("public API", ("workbench",)),
-    ("apps", ("workbench.ui", "workbench.cli", "workbench.cli_profiles")),
+    ("apps", ("workbench.ui", "workbench.cli", "workbench.cli.profiles")),
 )
 
 # Upward imports that are allowed, (importer, imported) -> why.  Function-level imports of
 # ``workbench.viz.display`` (the rich-display hooks ``_repr_html_`` / ``_ipython_display_`` of
 # core values) are allowed without a line each; they are listed by ``display_hooks()``.
 ALLOWED_UP: dict[tuple[str, str], str] = {
-    ("workbench.compare", "workbench.report"):
+    ("workbench.compare", "workbench.orchestration.report"):
         "Comparison.to_html (DESIGN.md's public API) writes the report; imported inside the "
         "method so plotly loads only when a report is asked for (STYLE.md R9)",
 }
@@ -70,10 +71,10 @@ ALLOWED_UP: dict[tuple[str, str], str] = {
 # Type-only imports (under ``if TYPE_CHECKING:``) that would close a cycle if they ran, with the
 # reason; any other type-only import must be one that could just as well run.
 TYPE_ONLY_CYCLES: dict[tuple[str, str], str] = {
-    ("workbench.control_checks", "workbench.graph"):
+    ("workbench.values.control_checks", "workbench.graph"):
         "a control-flow op holds Graphs and a Graph checks its control-flow ops when built (a "
         "recursive data model); the graph module passes its Graph class in",
-    ("workbench.clocks", "workbench.schedule"):
+    ("workbench.values.clocks", "workbench.schedule"):
         "clocks computes a Schedule's happens-before clocks; schedule re-exports them and "
         "caches them on the Schedule",
 }
@@ -247,9 +248,9 @@ def test_type_only_imports_hide_only_listed_cycles() -> None:
 def test_device_files_know_the_gpu_model_fields() -> None:
     """``devices`` checks a device file's ``gpu_model`` keys against the library section of
     ``gpu_model.json`` (importing ``kernel_model`` there would close a cycle); those keys must be
-    exactly :class:`~workbench.kernel_model.GpuModel`'s fields."""
-    from workbench.devices import gpu_model_parameters
-    from workbench.kernel_model import GpuModel
+    exactly :class:`~workbench.simulator.cost_model.kernel_model.GpuModel`'s fields."""
+    from workbench.simulator.cost_model.devices import gpu_model_parameters
+    from workbench.simulator.cost_model.kernel_model import GpuModel
 
     assert set(gpu_model_parameters()["library"]) == set(GpuModel.__dataclass_fields__)
 

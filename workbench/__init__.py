@@ -10,10 +10,6 @@ from __future__ import annotations
 
 from workbench import memory, models, passes
 from workbench._version import __version__ as __version__
-from workbench.compare import Comparison, compare
-from workbench.costs import DEVICES, DeviceSpec, devices
-from workbench.device_calibration import calibrate_device
-from workbench.device_profile import DeviceProfile, load_profile, save_profile
 from workbench.errors import (
     DeviceUnavailable,
     FormatError,
@@ -24,15 +20,19 @@ from workbench.errors import (
     ScheduleError,
     WorkbenchError,
 )
-from workbench.execute import execute
-from workbench.graph import Graph, Op, Tensor
+from workbench.executors.device_calibration import calibrate_device
+from workbench.executors.execute import execute
 from workbench.io import load, save
 from workbench.memory import plan_memory
-from workbench.schedule import Schedule
+from workbench.orchestration.compare import Comparison, compare
+from workbench.orchestration.sweep import sweep
 from workbench.schedulers import policies, schedule
-from workbench.simulate import simulate
-from workbench.sweep import sweep
-from workbench.trace import Trace
+from workbench.simulator.cost_model.costs import DEVICES, DeviceSpec, devices
+from workbench.simulator.cost_model.device_profile import DeviceProfile, load_profile, save_profile
+from workbench.simulator.simulate import simulate
+from workbench.values.graph import Graph, Op, Tensor
+from workbench.values.schedule import Schedule
+from workbench.values.trace import Trace
 
 __all__ = [
     "DEVICES", "Comparison", "DeviceProfile", "DeviceSpec", "DeviceUnavailable", "FormatError",

@@ -31,11 +31,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.control.expand import Expansion
-from workbench.costs import DeviceSpec, OpCost, op_cost
 from workbench.errors import OptionError
-from workbench.graph import Op
-from workbench.schedule import Schedule
-from workbench.sim_host import LaunchCosts
+from workbench.simulator.cost_model.costs import DeviceSpec, OpCost, op_cost
+from workbench.simulator.host import LaunchCosts
+from workbench.values.graph import Op
+from workbench.values.schedule import Schedule
 
 CONTROL_MODES = ("coroutine", "blocking")
 

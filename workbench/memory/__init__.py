@@ -17,8 +17,8 @@ from workbench.memory.plan import MemoryPlan, UsageRecord, parse_records
 from workbench.memory.planners import PLANNERS, plan_usage, planners
 from workbench.memory.pool import PoolResult, simulate_pool
 from workbench.memory.somas_classes import communication_lists
-from workbench.schedule import Schedule
-from workbench.trace import Trace
+from workbench.values.schedule import Schedule
+from workbench.values.trace import Trace
 
 
 def plan_memory(run: Schedule | Trace, planner: str = "somas", **options: Any) -> MemoryPlan:

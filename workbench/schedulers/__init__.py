@@ -13,9 +13,7 @@ from typing import Any
 
 from workbench._checks import check_limit
 from workbench.errors import OptionError, ScheduleError
-from workbench.graph import Graph
 from workbench.registry import Registry, signature_options
-from workbench.schedule import Schedule, build_schedule, check_max_streams
 from workbench.schedulers import (
     asap,
     critical_path,
@@ -28,6 +26,8 @@ from workbench.schedulers import (
     serial,
     wavefront,
 )
+from workbench.values.graph import Graph
+from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
 
 @dataclass(frozen=True)

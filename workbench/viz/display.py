@@ -31,10 +31,10 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from workbench.graph import Graph
 from workbench.memory.plan import MemoryPlan
-from workbench.schedule import Schedule
-from workbench.trace import Trace
+from workbench.values.graph import Graph
+from workbench.values.schedule import Schedule
+from workbench.values.trace import Trace
 from workbench.viz.dag import dag_svg
 from workbench.viz.lifetimes import lifetime_chart
 from workbench.viz.style import escape, stream_color
