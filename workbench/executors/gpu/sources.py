@@ -43,7 +43,7 @@ def kernels_dir() -> Path:
         candidates.append(Path(str(packaged)))
     except (ModuleNotFoundError, TypeError):  # pragma: no cover - odd loaders
         pass
-    candidates.append(Path(__file__).resolve().parents[2] / "kernels")
+    candidates.append(Path(__file__).resolve().parents[3] / "kernels")
     for path in candidates:
         if (path / "common.cuh").is_file():
             return path
