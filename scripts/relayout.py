@@ -138,8 +138,9 @@ def _patterns() -> list[tuple[re.Pattern[str], str]]:
         name = old.removeprefix("workbench.")
         new_rel = new.removeprefix("workbench.")
         if name in AMBIGUOUS:
-            dotted = (rf"(?<![\w.])workbench\.{name}(?=\.[A-Za-z_])|"
-                      rf"(?<=import )workbench\.{name}\b|(?<=from )workbench\.{name}\b")
+            dotted = (rf"(?<![\w.])workbench\.{name}(?=[.:][A-Za-z_])|"
+                      rf"(?<=import )workbench\.{name}\b|(?<=from )workbench\.{name}\b|"
+                      rf"(?<=:mod:`)workbench\.{name}\b|(?<=[\"'])workbench\.{name}(?=[\"'])")
         else:
             dotted = rf"(?<![\w.])workbench\.{name}\b"
         out.append((re.compile(dotted), new))

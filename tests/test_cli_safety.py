@@ -46,7 +46,7 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*a: Any, **k: Any) -> None:
         raise AssertionError("compare() ran before the arguments were checked")
 
-    monkeypatch.setattr(sys.modules["workbench.compare"], "compare", refuse)
+    monkeypatch.setattr(sys.modules["workbench.orchestration.compare"], "compare", refuse)
 
 
 # ------------------------------------------------------------------ checks before any work

@@ -23,7 +23,8 @@ from workbench.schedulers.gpto import schedule_gpto
 from workbench.schedulers.serial import schedule_serial
 
 TINY = 1.0  # seconds: far below what the endless test policies take, far above the others
-compare_module = importlib.import_module("workbench.compare")  # `wb.compare` is the function
+# `wb.compare` is the function
+compare_module = importlib.import_module("workbench.orchestration.compare")
 needs_fork = pytest.mark.skipif(_bounded.start_method() != "fork",
                                 reason="monkeypatched stages reach the worker only through fork")
 

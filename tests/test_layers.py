@@ -34,53 +34,42 @@ PACKAGE = ROOT / "workbench"
 # longest matching entry wins.  Names that do not exist yet (``workbench.values.ops``) are allowed.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("workbench.errors", "workbench._checks", "workbench._atomic", "workbench._terminal",
-              "workbench.registry", "workbench._version",
-              "workbench._progress", "workbench._engines", "workbench._bounded")),
-    ("values", ("workbench.values.control_checks", "workbench.graph", "workbench.values.graph_items",
-                "workbench.values.graph_nx", "workbench.values.ops",
-                "workbench.values.op_reference", "workbench.values.op_torch", "workbench.values.shape_costs",
-                "workbench.control", "workbench.schedule", "workbench.values.clocks", "workbench.trace",
-                "workbench.simulator.cost_model.devices", "workbench.simulator.cost_model.kernel_model", "workbench.simulator.cost_model.launches",
-                "workbench.simulator.cost_model.costs", "workbench.simulator.cost_model.calibration", "workbench.executors.reference",
-                "workbench.simulator.cost_model.device_profile")),
+              "workbench.registry", "workbench._version", "workbench._aliases",
+              "workbench._progress", "workbench._engines", "workbench._bounded",
+              # the simulator's and the executors' __init__ import nothing
+              "workbench.simulator", "workbench.executors")),
+    ("values", ("workbench.values", "workbench.control", "workbench.executors.reference")),
+    ("cost model", ("workbench.simulator.cost_model",)),
     ("graph transforms", ("workbench.passes", "workbench.models")),
-    ("engine", ("workbench.schedulers", "workbench.simulate", "workbench.simulator.host",
-                "workbench.simulator.engine", "workbench.control.expand",
-                "workbench.control.host", "workbench.control.trace", "workbench.memory",
-                "workbench.execute")),
+    ("engine", ("workbench.schedulers", "workbench.simulator.simulate",
+                "workbench.simulator.host", "workbench.simulator.engine",
+                "workbench.control.expand", "workbench.control.host", "workbench.control.trace",
+                "workbench.memory", "workbench.executors.execute")),
     ("backends", ("workbench.executors.gpu", "workbench.io", "workbench.executors.torch_exec",
                   "workbench.executors.device_probes")),
     ("views", ("workbench.viz",)),
-    ("orchestration", ("workbench.compare", "workbench.orchestration.pipelines", "workbench.orchestration.optimum",
-                       "workbench.sweep", "workbench.simulator.fidelity",
-                       "workbench.executors.device_calibration", "workbench.orchestration.compare_measured")),
+    ("orchestration", ("workbench.orchestration", "workbench.simulator.fidelity",
+                       "workbench.executors.device_calibration")),
     ("report", ("workbench.orchestration.report",)),
     ("public API", ("workbench",)),
-    ("apps", ("workbench.ui", "workbench.cli", "workbench.cli.profiles")),
+    ("apps", ("workbench.ui", "workbench.cli")),
 )
 
-# Upward imports that are allowed, (importer, imported) -> why.  Function-level imports of
-# ``workbench.viz.display`` (the rich-display hooks ``_repr_html_`` / ``_ipython_display_`` of
-# core values) are allowed without a line each; they are listed by ``display_hooks()``.
-ALLOWED_UP: dict[tuple[str, str], str] = {
-    ("workbench.compare", "workbench.orchestration.report"):
-        "Comparison.to_html (DESIGN.md's public API) writes the report; imported inside the "
-        "method so plotly loads only when a report is asked for (STYLE.md R9)",
-}
+# Upward imports that are allowed, (importer, imported) -> why.  None: the rich-display hooks
+# of the core values and ``Comparison.to_html`` reach the views and the report through the
+# registry ``workbench.values.views``, which the view modules fill when imported.
+ALLOWED_UP: dict[tuple[str, str], str] = {}
 
 # Type-only imports (under ``if TYPE_CHECKING:``) that would close a cycle if they ran, with the
 # reason; any other type-only import must be one that could just as well run.
 TYPE_ONLY_CYCLES: dict[tuple[str, str], str] = {
-    ("workbench.values.control_checks", "workbench.graph"):
+    ("workbench.values.control_checks", "workbench.values.graph"):
         "a control-flow op holds Graphs and a Graph checks its control-flow ops when built (a "
         "recursive data model); the graph module passes its Graph class in",
-    ("workbench.values.clocks", "workbench.schedule"):
+    ("workbench.values.clocks", "workbench.values.schedule"):
         "clocks computes a Schedule's happens-before clocks; schedule re-exports them and "
         "caches them on the Schedule",
 }
-
-DISPLAY = "workbench.viz.display"
-
 
 @dataclass(frozen=True)
 class Import:
@@ -170,14 +159,6 @@ def layer_of(module: str) -> int | None:
     return rank
 
 
-def _is_display_hook(imp: Import) -> bool:
-    return imp.named == DISPLAY and imp.where == "function"
-
-
-def display_hooks() -> list[Import]:
-    return [i for i in imports() if _is_display_hook(i) and _upward(i)]
-
-
 def _upward(imp: Import) -> bool:
     a, b = layer_of(imp.source), layer_of(imp.target)
     return a is not None and b is not None and b > a
@@ -185,7 +166,7 @@ def _upward(imp: Import) -> bool:
 
 def upward_imports() -> list[Import]:
     """Imports of a higher layer that no exception allows."""
-    return [i for i in imports() if _upward(i) and not _is_display_hook(i)
+    return [i for i in imports() if _upward(i)
             and (i.source, i.target) not in ALLOWED_UP]
 
 
@@ -200,7 +181,7 @@ def _run_graph() -> nx.DiGraph:
     g = nx.DiGraph()
     g.add_nodes_from(modules())
     for i in imports():
-        if i.where != "type" and not _is_display_hook(i) \
+        if i.where != "type" \
                 and (i.source, i.target) not in ALLOWED_UP:
             g.add_edge(i.source, i.target)
     return g
@@ -229,10 +210,15 @@ def test_allowed_exceptions_are_used() -> None:
     assert not stale, f"ALLOWED_UP lists imports that no longer point up: {stale}"
 
 
-def test_display_hooks_are_lazy() -> None:
-    eager = [i for i in imports() if i.named == DISPLAY and i.where == "module"
-             and _upward(i)]
-    assert not eager, f"rich-display hooks must import viz.display inside the method: {eager}"
+def test_layers_name_packages() -> None:
+    """The layer table names packages (and the base modules at the root), not loose modules:
+    the tree shows the layers."""
+    root = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+    loose = [m for _, members in LAYERS for m in members
+             if m.count(".") == 1 and m.split(".")[1] not in root
+             and not (PACKAGE / m.split(".")[1]).is_dir()]
+    assert not loose, f"LAYERS names modules that are neither packages nor root modules: {loose}"
+    assert len(root) <= 10, f"workbench/ holds {len(root)} modules besides the packages: {root}"
 
 
 def test_type_only_imports_hide_only_listed_cycles() -> None:

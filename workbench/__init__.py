@@ -6,9 +6,9 @@
 {0: ('n1', 'n2', 'n4'), 1: ('n3',)}
 
 The modules live in packages named for their jobs (``values``, ``simulator``, ``executors``,
-``orchestration``; see docs/architecture.md).  Their old paths (``workbench.costs``,
-``workbench.gpu`` ...) still import: :mod:`workbench._aliases` maps each to the same module
-object under its new name.
+``orchestration``; see docs/architecture.md).  Their old paths (``costs``, ``gpu`` ... directly
+under ``workbench``) still import: :mod:`workbench._aliases` maps each to the same module object
+under its new name.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The host thread of a run with control flow: NNC's coroutines, or a host that blocks.
 
-The simulator (:mod:`workbench.simulate`) runs the flat schedule of :mod:`workbench.control.expand`
+The simulator (:mod:`workbench.simulator.simulate`) runs the flat schedule of
+:mod:`workbench.control.expand`
 with this host instead of its in-order one.  At a decision the host needs a value from the device:
 the op instance that computes it ends, a small device→host copy brings it over (the cost model's
 ``d2h`` copy of the flag's bytes) and the host syncs (``device_sync_us``); the value is *ready* at

@@ -42,12 +42,12 @@ def _torch_probe() -> str:
     return str(importlib.import_module("workbench.executors.torch_exec").probe())
 
 EXECUTORS = Registry[str]("executor", error=OptionError, params="after_first")
-EXECUTORS.register("simulator", "workbench.simulate:simulate")
+EXECUTORS.register("simulator", "workbench.simulator.simulate:simulate")
 EXECUTORS.register("cupy", "workbench.executors.gpu.executor:run", probe=_GPU)
 EXECUTORS.register("torch", "workbench.executors.torch_exec:run", probe=_torch_probe)
 
 OUTPUT_RUNNERS = Registry[str]("output runner", error=OptionError, params="after_first")
-OUTPUT_RUNNERS.register("reference", "workbench.execute:reference_outputs")
+OUTPUT_RUNNERS.register("reference", "workbench.executors.execute:reference_outputs")
 OUTPUT_RUNNERS.register("emulator", "workbench.executors.gpu.emulator:emulate_schedule")
 OUTPUT_RUNNERS.register("cupy", "workbench.executors.gpu.executor:run_outputs", probe=_GPU)
 OUTPUT_RUNNERS.register("torch", "workbench.executors.torch_exec:run_outputs", probe=_torch_probe)

@@ -91,9 +91,9 @@ class Comparison:
         """Write the HTML report.  ``plotlyjs="inline"`` (default): one self-contained file
         (plotly.js embedded once, ~4.8 MB; works offline); ``"directory"``: plotly.js in a shared
         ``plotly.min.js`` beside the report; ``"cdn"``: loaded from cdn.plot.ly when viewed."""
-        from workbench.orchestration import report
+        from workbench.values.views import view
 
-        return report.write(self, path, plotlyjs=plotlyjs)
+        return view("report")(self, path, plotlyjs=plotlyjs)
 
     def timelines(self) -> Any:
         """All traces on a shared time axis (a plotly Figure)."""
@@ -102,9 +102,9 @@ class Comparison:
         return timelines(self.traces)
 
     def _repr_html_(self) -> str:
-        from workbench.viz.display import comparison_html
+        from workbench.values.views import view
 
-        return comparison_html(self)
+        return view("comparison_html")(self)
 
     def __repr__(self) -> str:
         return (f"Comparison({self.graph.name!r} on {self.device}/{self.mode}: "

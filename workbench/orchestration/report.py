@@ -40,6 +40,7 @@ import plotly.graph_objects as go
 from workbench._atomic import check_output, write_text
 from workbench._version import __version__
 from workbench.orchestration.compare import Comparison
+from workbench.values.views import register_view
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import kv_table, memory_plan_summary, stream_table
 from workbench.viz.embed import (
@@ -324,3 +325,6 @@ def write(comparison: Comparison, path: str | os.PathLike[str], *,
     if plotlyjs == "directory":
         write_plotlyjs(out.parent)
     return write_text(out, html)
+
+
+register_view("report", write)  # Comparison.to_html finds it through workbench.values.views

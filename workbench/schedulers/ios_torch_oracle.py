@@ -38,7 +38,7 @@ def torch_available() -> str:
     except Exception as exc:  # ImportError, or a broken install
         return f"PyTorch is not installed ({type(exc).__name__})"
     try:
-        execute = importlib.import_module("workbench.execute")
+        execute = importlib.import_module("workbench.executors.execute")
         execute.EXECUTORS.get("torch")
     except Exception as exc:
         return f"the torch executor is not available ({exc})"

@@ -1,6 +1,6 @@
 """The baseline: every op on one stream in program order.
 
-The function itself lives in :mod:`workbench.schedule`
+The function itself lives in :mod:`workbench.values.schedule`
 (:func:`~workbench.values.schedule.schedule_serial`)
 because control-flow expansion, below the schedulers, schedules sub-graphs with it.
 """

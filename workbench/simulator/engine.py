@@ -1,9 +1,10 @@
 """The simulator's device: the discrete-event loop that runs kernels' phases on streams and shares
-each resource pool between them (part of :mod:`workbench.simulate`).
+each resource pool between them (part of :mod:`workbench.simulator.simulate`).
 
 :class:`Engine` keeps the event heap, readiness (stream order, syncs, barriers, host issue) and one
 :class:`Pool` per resource pool (FIFO slot allocation, interference); :func:`fair_rates` shares
-FLOP/s and DRAM bandwidth max-min fairly.  The module docstring of :mod:`workbench.simulate`
+FLOP/s and DRAM bandwidth max-min fairly.  The module docstring of
+:mod:`workbench.simulator.simulate`
 states the model.
 """
 

@@ -1,9 +1,10 @@
-"""The simulator's host thread(s): when each op is issued (part of :mod:`workbench.simulate`).
+"""The simulator's host thread(s): when each op is issued (part of
+:mod:`workbench.simulator.simulate`).
 
 Eager mode issues ops in the schedule's issue order on one host thread (or MindSpore's three-stage
 host pipeline), paying launch and event overheads; it stops at a ``python`` op until that op ends
 and at a device-sync barrier until the device is idle.  Graph mode issues everything at once after
-one graph launch.  The module docstring of :mod:`workbench.simulate` states the model.
+one graph launch.  The module docstring of :mod:`workbench.simulator.simulate` states the model.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ holds, their bindings to outer tensors, the size of an output, and the checks a
 :class:`~workbench.values.graph.Graph` runs on each of its control-flow ops.
 
 The layout of these ops is documented in :mod:`workbench.control.ops` (which builds them and
-re-exports these helpers).  This module sits below :mod:`workbench.graph` (a graph checks its
+re-exports these helpers).  This module sits below :mod:`workbench.values.graph` (a graph checks its
 control-flow ops with it, and control-flow ops hold graphs), so it imports the graph types for
 annotations only.
 """

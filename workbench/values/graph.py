@@ -441,9 +441,9 @@ class Graph:
 
     def _repr_html_(self) -> str:
         """Notebook display: summary and DAG as inline SVG (without ``dot``: built-in drawing)."""
-        from workbench.viz.display import graph_html
+        from workbench.values.views import view
 
-        return graph_html(self)
+        return view("graph_html")(self)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Graph):

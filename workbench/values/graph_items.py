@@ -1,7 +1,7 @@
 """The items a :class:`~workbench.values.graph.Graph` holds: :class:`Op` and :class:`Tensor`
 records,
 the checks on their figures and devices, and the priority-ordered topological sort the graph and
-the schedules share.  Re-exported by :mod:`workbench.graph`.
+the schedules share.  Re-exported by :mod:`workbench.values.graph`.
 """
 
 from __future__ import annotations

@@ -144,9 +144,9 @@ class Schedule:
                 f"{self.n_streams} streams, {self.n_syncs} syncs, {self.n_barriers} barriers)")
 
     def _repr_html_(self) -> str:
-        from workbench.viz.display import schedule_html
+        from workbench.values.views import view
 
-        return schedule_html(self)
+        return view("schedule_html")(self)
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> Schedule:

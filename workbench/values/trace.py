@@ -123,16 +123,16 @@ class Trace:
 
     def _repr_html_(self) -> str:
         """Static HTML: metrics and timeline (plotly.js embedded once per session)."""
-        from workbench.viz.display import trace_html
+        from workbench.values.views import view
 
-        return trace_html(self, include_plotlyjs=None)
+        return view("trace_html")(self, include_plotlyjs=None)
 
     def _ipython_display_(self) -> None:
         """Notebook display: the metrics table, then the timeline as a plotly mime bundle (see
         ``workbench.viz.display``)."""
-        from workbench.viz.display import display_trace
+        from workbench.values.views import view
 
-        display_trace(self)
+        view("display_trace")(self)
 
 
 def _union_length(starts: list[float], ends: list[float]) -> float:

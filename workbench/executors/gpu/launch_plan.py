@@ -7,7 +7,7 @@ kernel (name, grid, block, arguments as memory-space offsets and scalars), and t
 every tensor lives.  The executor only turns it into CuPy calls (STYLE.md R11); this module and
 its validator run on any machine.
 
-How a Schedule becomes steps (CUDA semantics as in :mod:`workbench.schedule`):
+How a Schedule becomes steps (CUDA semantics as in :mod:`workbench.values.schedule`):
 
 * An extra *origin* stream (:data:`ORIGIN`) forks every schedule stream at the start (one event
   recorded on the origin, waited on by each stream) and joins them all at the end (one event per

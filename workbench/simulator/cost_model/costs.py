@@ -7,7 +7,7 @@ timed by the occupancy / waves / tail-wave model of
 :class:`~workbench.simulator.cost_model.devices.DeviceSpec` (spec-sheet figures, one JSON file per
 device), plus the
 host time to issue them (``launch_overhead_us`` per kernel, eager mode).  The simulator
-(:mod:`workbench.simulate`) runs the kernels' phases, sharing the device between streams.
+(:mod:`workbench.simulator.simulate`) runs the kernels' phases, sharing the device between streams.
 
 * ``duration_us`` on an op pins its stand-alone time (one kernel on ``thread_blocks`` blocks) and
   overrides the model; a calibration table (:func:`calibrate`) does the same per op from

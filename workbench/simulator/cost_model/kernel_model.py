@@ -21,7 +21,8 @@ A :class:`Launch` is one kernel: its class (``gemm``, ``winograd``, ``direct``, 
    times (a roofline per block).
 4. **Phases.**  The full waves form one phase (all block slots held) and the tail wave another
    (``B_t / (P·r)`` of the slots held): the simulator lets other streams' kernels use the slots a
-   tail leaves free (:mod:`workbench.simulate`).  Each phase records what fraction of the device's
+   tail leaves free (:mod:`workbench.simulator.simulate`).  Each phase records what fraction of the
+   device's
    slots, peak FLOP/s and bandwidth it uses when running alone.
 
 Library kernels (GEMM-based convolutions and matmuls) are chosen as cuDNN's ``Find`` / cuBLAS's
