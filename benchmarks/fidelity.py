@@ -159,7 +159,8 @@ def _refit(write: bool, evaluations: int) -> None:
                             progress=lambda m: print(m, file=sys.stderr, flush=True))
     note = provenance_note("h200")
     h200 = device_file(spec, fitted_on=(
-        f"fitted by workbench.simulator.fidelity.refit.fit_measured_gpu (benchmarks/fidelity.py --refit) "
+        f"fitted by workbench.simulator.fidelity.refit.fit_measured_gpu "
+        f"(benchmarks/fidelity.py --refit) "
         f"on {note}; fitted: kernel_latency_us and interference, and in gpu_model "
         f"{', '.join(sorted(fitted_model))}; set to how PyTorch ran them (spec), not fitted: "
         f"concat_one_kernel, separate_epilogue, tensor_tiles; launch_overhead_us, "

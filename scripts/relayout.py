@@ -146,7 +146,7 @@ def _patterns() -> list[tuple[re.Pattern[str], str]]:
         out.append((re.compile(dotted), new))
         # ``from workbench import name`` (alone on the line, optionally ``as x``)
         out.append((re.compile(rf"\bfrom workbench import {name}\b(?=( as \w+)?\s*(\\n|$|#|\"))",
-                               re.M), f"from {new.rpartition('.')[0]} import {new.rpartition('.')[2]}"))
+                               re.M), "from {} import {}".format(*new.rsplit(".", 1))))
         path = "/".join(name.split("."))
         new_path = "/".join(new_rel.split("."))
         out.append((re.compile(rf"(?<![\w./])workbench/{path}(?=\.py\b|/)"),
@@ -215,7 +215,8 @@ def _long_prose_lines(text: str, limit: int) -> dict[int, str]:
         rows = range(tok.start[0] - 1, tok.end[0])
         if tok.type == tokenize.STRING and tok.start[0] != tok.end[0]:
             out.update({r: "string" for r in rows if r in long and r != tok.end[0] - 1})
-        elif tok.type == tokenize.COMMENT and rows[0] in long:
+        elif (tok.type == tokenize.COMMENT and rows[0] in long
+              and not tok.line[:tok.start[1]].strip()):  # whole-line comments only
             out[rows[0]] = "comment"
     return out
 

@@ -121,7 +121,8 @@ class _AddrMemory(Memory):
 
 
 class FakeCuPy(types.ModuleType):
-    """Just enough of CuPy for workbench.executors.gpu.executor and graph_capture (API as in CuPy 14)."""
+    """Just enough of CuPy for workbench.executors.gpu.executor and graph_capture (API as in
+    CuPy 14)."""
 
     uint8, uint64, float32 = np.uint8, np.uint64, np.float32
     __version__ = "fake-14"

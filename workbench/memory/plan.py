@@ -168,8 +168,7 @@ def _parse_one(i: int, item: object) -> UsageRecord:
             raise MemoryPlanError(f"{where}: {key} must be a non-negative integer, got {raw!r}")
     if values["last"] < values["first"]:  # type: ignore[operator]
         raise MemoryPlanError(f"{where}: last step {last} is before first step {first}")
-    return UsageRecord(values["size"], values["first"], values["last"], name)  # type:
-                                                                               # ignore[arg-type]
+    return UsageRecord(values["size"], values["first"], values["last"], name)  # type: ignore[arg-type]
 
 
 def parse_records(items: Iterable[RecordLike]) -> tuple[UsageRecord, ...]:

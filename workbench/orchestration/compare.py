@@ -37,7 +37,8 @@ from workbench.orchestration.compare_measured import (
     provenance,
 )
 from workbench.schedulers import POLICIES, PolicyInfo, schedule
-from workbench.simulator.cost_model.costs import DeviceSpec, get_device, lower_bound_us
+from workbench.simulator.cost_model.costs import DeviceSpec, lower_bound_us
+from workbench.simulator.cost_model.target import resolve_device
 from workbench.values.graph import Graph
 from workbench.values.schedule import Schedule
 from workbench.values.trace import Trace
@@ -175,7 +176,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     for name in options:
         if name not in names:
             raise OptionError(f"options given for {name!r}, which is not among the policies")
-    spec = get_device(device)
+    spec = resolve_device(device, precision=precision)  # the one resolution of the device
     measured_on = None if measured is None else check_measured_device(measured, graph, spec)
     executor, simulate_too = executor_plan(executor)
     exec_opts = execute_options(executor, spec, mode, precision, dict(executor_options or {}))

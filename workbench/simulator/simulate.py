@@ -80,10 +80,10 @@ from workbench.errors import OptionError, ScheduleError
 from workbench.simulator.cost_model.costs import (
     DeviceSpec,
     OpCost,
-    get_device,
     graph_costs,
 )
-from workbench.simulator.cost_model.kernel_model import GpuModel, check_precision, model_for
+from workbench.simulator.cost_model.kernel_model import GpuModel, model_for
+from workbench.simulator.cost_model.target import resolve_device
 from workbench.simulator.engine import Engine
 from workbench.values.graph import Graph, Op
 from workbench.values.schedule import Schedule
@@ -208,9 +208,8 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
     if host_pipeline not in HOST_PIPELINES:
         raise OptionError(f"unknown host pipeline {host_pipeline!r} "
                           f"(known: {', '.join(HOST_PIPELINES)})")
-    check_precision(precision)
-    spec = get_device(device)
-    model = model or model_for(spec)
+    spec = resolve_device(device, precision=precision, model=model)
+    model = model_for(spec)  # the target's own model: no lookup
     if calibration is not None:
         from workbench.simulator.cost_model.calibration import check_calibration
 
@@ -227,8 +226,7 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
             schedule = expansion.schedule
     graph = schedule.graph
     order = list(schedule.issue_order)
-    if calibration is None:  # a device profile's measured op times
-                             # (workbench.simulator.cost_model.device_profile)
+    if calibration is None:  # a device profile's measured op times (device_profile)
         from workbench.simulator.cost_model.device_profile import calibration_for
 
         calibration = calibration_for(spec, graph.name)

@@ -152,8 +152,7 @@ def make_call(module: str, kernel: str, grid: Sequence[int], block: Sequence[int
     for g in grid3:
         if g < 1:
             raise OptionError(f"kernel {kernel!r}: grid {grid3} has an empty dimension")
-    return Call(module, kernel, grid3, block3, tuple(named[n] for n in names), shared_mem,  # type:
-                                                                                            # ignore[arg-type]
+    return Call(module, kernel, grid3, block3, tuple(named[n] for n in names), shared_mem,  # type: ignore[arg-type]
                 source, fused)
 
 
@@ -186,7 +185,8 @@ class DeviceLimits:
 
     @classmethod
     def from_spec(cls, spec: Any, **changes: Any) -> DeviceLimits:
-        """Limits of a :class:`~workbench.simulator.cost_model.costs.DeviceSpec` (threads per SM default 2048)."""
+        """Limits of a :class:`~workbench.simulator.cost_model.costs.DeviceSpec` (threads per SM
+        default 2048)."""
         return cls(name=spec.name, sm_count=spec.sm_count, blocks_per_sm=spec.blocks_per_sm,
                    **changes)
 

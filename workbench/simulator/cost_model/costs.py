@@ -75,12 +75,12 @@ from workbench.simulator.cost_model.kernel_model import (
     KernelTime,
     Launch,
     Phase,
-    check_precision,
     kernel_precision,
     model_for,
     time_launch,
 )
 from workbench.simulator.cost_model.launches import op_launches
+from workbench.simulator.cost_model.target import resolve_device
 from workbench.values.graph import CONTROL_KINDS, Graph, Op
 from workbench.values.ops import ENGINE_COPY_KINDS, OPS
 
@@ -290,15 +290,15 @@ def op_cost(op: Op, spec: DeviceSpec | str, calibration: Mapping[str, float] | N
             model: GpuModel | None = None) -> OpCost:
     """The cost of ``op`` on ``spec`` (see the module docstring for the model).  Pass the
     ``graph`` so tensor shapes decide the kernels (without it an op is one generic kernel)."""
-    spec = get_device(spec)
-    check_precision(precision)
+    spec = resolve_device(spec, precision=precision, model=model)
+    model = model_for(spec)  # the target's own model: no lookup
     if op.kind in CONTROL_KINDS:
-        return _control_cost(op, spec, precision, model or model_for(spec))
+        return _control_cost(op, spec, precision, model)
     fn = COST_MODELS.get(op.device)
     if fn is None:
         check_op_device(op.device, where=f"op {op.id!r}")
         raise AssertionError  # unreachable
-    return fn(op, spec, calibration, graph, precision, model or model_for(spec))
+    return fn(op, spec, calibration, graph, precision, model)
 
 
 def _control_cost(op: Op, spec: DeviceSpec, precision: str, model: GpuModel) -> OpCost:
@@ -337,9 +337,8 @@ def graph_costs(graph: Graph, device: str | DeviceSpec,
                 model: GpuModel | None = None) -> list[OpCost]:
     """:func:`op_cost` for every op, in program order.  Cached on the graph (without a
     calibration), since schedulers, the simulator and IOS's oracle ask again and again.  O(V)."""
-    spec = get_device(device)
-    model = model or model_for(spec)
-    check_precision(precision)
+    spec = resolve_device(device, precision=precision, model=model)
+    model = model_for(spec)
     key = ("costs", spec, precision, model)
     cache: dict[Any, Any] = graph._cache  # the graph's own memo table
     if calibration is None and key in cache:

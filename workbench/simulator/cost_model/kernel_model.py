@@ -219,7 +219,11 @@ def _class_limits(kind: str, precision: str, model: GpuModel) -> tuple[float, fl
 
 def model_for(spec: DeviceSpec) -> GpuModel:
     """The :class:`GpuModel` for a device: the shipped parameters with the device file's
-    ``gpu_model`` overrides (e.g. fitted on measurements of that device) applied."""
+    ``gpu_model`` overrides (e.g. fitted on measurements of that device) applied; for a
+    resolved :class:`~workbench.simulator.cost_model.target.DeviceTarget`, the model it holds."""
+    held = getattr(spec, "gpu_model", None)
+    if held is not None:
+        return held
     return _model_for(spec.model_overrides)
 
 

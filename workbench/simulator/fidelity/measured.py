@@ -95,7 +95,8 @@ def load_measured_rows(gpu: str = "h200") -> list[MeasuredRow]:
 
 def alone_table(gpu: str = "h200") -> dict[tuple[str, str], float]:
     """Stand-alone op times: ``{(graph_key, op_id): µs}`` with ``graph_key`` like
-    ``"inception_v3_b16"`` (the plain mapping :func:`workbench.simulator.fidelity.fit_device` takes)."""
+    ``"inception_v3_b16"`` (the plain mapping :func:`workbench.simulator.fidelity.fit_device`
+    takes)."""
     raw = _json(gpu, "op_alone_us.json")["op_alone_us"]
     return {(key, op): float(us) for key, ops in raw.items() for op, us in ops.items()}
 
