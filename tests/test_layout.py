@@ -84,3 +84,13 @@ def test_a_target_is_not_resolved_again(monkeypatch: pytest.MonkeyPatch) -> None
                        device=t).makespan > 0
     with pytest.raises(wb.OptionError, match="precision"):
         target.resolve_device(t, precision="fp8x")
+
+
+def test_every_view_the_core_asks_for_is_registered() -> None:
+    import re
+
+    asked = {m for f in (ROOT / "workbench").rglob("*.py")
+             for m in re.findall(r'\bview\("(\w+)"\)', f.read_text(encoding="utf-8"))}
+    assert {"graph_html", "trace_html", "comparison_html", "report"} <= asked
+    for name in sorted(asked):
+        assert callable(view(name)), name
