@@ -66,9 +66,6 @@ TYPE_ONLY_CYCLES: dict[tuple[str, str], str] = {
     ("workbench.values.control_checks", "workbench.values.graph"):
         "a control-flow op holds Graphs and a Graph checks its control-flow ops when built (a "
         "recursive data model); the graph module passes its Graph class in",
-    ("workbench.values.clocks", "workbench.values.schedule"):
-        "clocks computes a Schedule's happens-before clocks; schedule re-exports them and "
-        "caches them on the Schedule",
 }
 
 @dataclass(frozen=True)

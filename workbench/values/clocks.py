@@ -11,16 +11,34 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from workbench.values.graph import OpId
-
-if TYPE_CHECKING:
-    from workbench.values.schedule import Schedule
+from workbench.values.graph import Graph, OpId
 
 StreamId = int
+
+
+class Ordered(Protocol):
+    """What the clocks read of a :class:`~workbench.values.schedule.Schedule` (which has all of
+    it).  Typed structurally so that this module stays below ``schedule``, which re-exports the
+    clocks and caches them on the Schedule."""
+
+    @property
+    def graph(self) -> Graph: ...
+    @property
+    def streams(self) -> Mapping[StreamId, tuple[OpId, ...]]: ...
+    @property
+    def syncs(self) -> tuple[tuple[OpId, OpId], ...]: ...
+    @property
+    def issue_order(self) -> tuple[OpId, ...]: ...
+    @property
+    def barriers(self) -> tuple[int, ...]: ...
+    @property
+    def _stream_of(self) -> dict[OpId, StreamId]: ...
+    @property
+    def _position(self) -> dict[OpId, int]: ...
 
 #: Above this many clock columns :class:`_HappensBefore` keeps sparse clocks.
 SPARSE_WIDTH = 256
@@ -46,7 +64,7 @@ class _SparseClock(dict[int, int]):
 Clock = np.ndarray | _SparseClock
 
 
-def _last_queries(schedule: Schedule) -> dict[StreamId, int]:
+def _last_queries(schedule: Ordered) -> dict[StreamId, int]:
     """Per stream, the issue index of the last op with a predecessor on it (-1 if none)."""
     graph = schedule.graph
     issue = {op: i for i, op in enumerate(schedule.issue_order)}
@@ -187,7 +205,7 @@ def _columns(streams: Mapping[StreamId, Sequence[OpId]], issue: Mapping[OpId, in
     return column, max(width, 1)
 
 
-def clock_matrix(schedule: Schedule) -> tuple[np.ndarray, dict[StreamId, int]]:
+def clock_matrix(schedule: Ordered) -> tuple[np.ndarray, dict[StreamId, int]]:
     """The vector clock *before* every op, one row per op in issue order, one column per stream
     (``int32``, no column sharing), entries are *positions* on the column's stream (-1: none).
 
@@ -224,7 +242,7 @@ def clock_matrix(schedule: Schedule) -> tuple[np.ndarray, dict[StreamId, int]]:
     return out, column
 
 
-def clocks_before(schedule: Schedule) -> tuple[dict[OpId, np.ndarray], dict[OpId, int],
+def clocks_before(schedule: Ordered) -> tuple[dict[OpId, np.ndarray], dict[OpId, int],
                                                dict[OpId, int]]:
     """The vector clock *before* every op (happens-before = stream order + syncs + barriers), the
     clock column of each op's stream, and each op's position on its stream.
