@@ -62,11 +62,8 @@ ALLOWED_UP: dict[tuple[str, str], str] = {}
 
 # Type-only imports (under ``if TYPE_CHECKING:``) that would close a cycle if they ran, with the
 # reason; any other type-only import must be one that could just as well run.
-TYPE_ONLY_CYCLES: dict[tuple[str, str], str] = {
-    ("workbench.values.control_checks", "workbench.values.graph"):
-        "a control-flow op holds Graphs and a Graph checks its control-flow ops when built (a "
-        "recursive data model); the graph module passes its Graph class in",
-}
+TYPE_ONLY_CYCLES: dict[tuple[str, str], str] = {}
+
 
 @dataclass(frozen=True)
 class Import:

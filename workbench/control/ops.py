@@ -35,18 +35,26 @@ Complexity: the checks are O(sub-graph tensors) per op; sub-graphs check themsel
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from workbench.values.control_checks import bindings as bindings
 from workbench.values.control_checks import branch_index as branch_index
 from workbench.values.control_checks import check_control_op as _check_control_op
 from workbench.values.control_checks import output_bytes as output_bytes
 from workbench.values.control_checks import result_names as result_names
-from workbench.values.control_checks import subgraphs as subgraphs
+from workbench.values.control_checks import subgraphs as _subgraphs
 from workbench.values.graph import CONTROL_KINDS, Graph, Op, OpId, Tensor, TensorId
 
 __all__ = ["CONTROL_KINDS", "branch_index", "bindings", "case_of_op", "check_control_op",
            "output_bytes", "result_names", "subgraphs", "while_op"]
+
+
+def subgraphs(op: Op) -> tuple[tuple[str, Graph], ...]:
+    """The named sub-graphs of a control-flow op (``cond``/``body``, or the branches; ``()`` for
+    any other op): :func:`workbench.values.control_checks.subgraphs`, typed with the Graph class
+    (a Graph checks on construction that they are Graphs).  O(branches)."""
+    return cast("tuple[tuple[str, Graph], ...]", _subgraphs(op))
+
 
 EMPTY = Graph([], name="empty")
 

@@ -3,28 +3,38 @@ holds, their bindings to outer tensors, the size of an output, and the checks a
 :class:`~workbench.values.graph.Graph` runs on each of its control-flow ops.
 
 The layout of these ops is documented in :mod:`workbench.control.ops` (which builds them and
-re-exports these helpers).  This module sits below :mod:`workbench.values.graph` (a graph checks its
-control-flow ops with it, and control-flow ops hold graphs), so it imports the graph types for
-annotations only.
+re-exports these helpers, ``subgraphs`` typed with the Graph class).  This module sits below
+:mod:`workbench.values.graph` (a graph checks its control-flow ops with it, and control-flow ops
+hold graphs), so it reads a sub-graph through the :class:`SubGraph` protocol (what a Graph has)
+and imports nothing of the graph module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from workbench.errors import GraphError, OptionError
+from workbench.values.graph_items import Op, Tensor, TensorId
 from workbench.values.ops import CONTROL_KINDS
 
-if TYPE_CHECKING:
-    from workbench.values.graph import Graph, Op, Tensor, TensorId
+
+class SubGraph(Protocol):
+    """What these helpers read of a sub-graph (a :class:`~workbench.values.graph.Graph`)."""
+
+    @property
+    def tensors(self) -> Mapping[TensorId, Tensor]: ...
+    @property
+    def outputs(self) -> tuple[TensorId, ...]: ...
+    def tensor(self, tensor_id: TensorId) -> Tensor: ...
+
 
 __all__ = ["bindings", "branch_index", "check_control_op", "control_output_bytes", "output_bytes",
            "result_names", "same_control",
            "subgraphs"]
 
 
-def subgraphs(op: Op) -> tuple[tuple[str, Graph], ...]:
+def subgraphs(op: Op) -> tuple[tuple[str, SubGraph], ...]:
     """The named sub-graphs of a control-flow op (``cond``/``body``, or the branches); ``()`` for
     any other op."""
     if op.kind == "while":
@@ -42,7 +52,7 @@ def result_names(op: Op) -> tuple[str, ...]:
     return tuple(results)
 
 
-def bindings(op: Op, sub: Graph) -> dict[TensorId, TensorId]:
+def bindings(op: Op, sub: SubGraph) -> dict[TensorId, TensorId]:
     """Sub-graph input → outer tensor for the inputs of ``sub`` that are neither loop states nor
     its own parameters (``bind``, else the same name)."""
     states = {c[0] for c in op.attrs.get("carried", ())}
@@ -90,7 +100,7 @@ def output_bytes(op: Op, tensor: TensorId) -> int:
         return 0  # malformed: check_control_op names the problem
 
 
-def check_control_op(op: Op, tensors: Mapping[TensorId, Tensor], graph_type: type[Graph]
+def check_control_op(op: Op, tensors: Mapping[TensorId, Tensor], graph_type: type[SubGraph]
                      ) -> None:
     """Check a control-flow op against the outer graph's ``tensors``; raise a one-line
     :class:`~workbench.errors.GraphError` naming the op and the tensor.  ``graph_type`` is
@@ -102,7 +112,7 @@ def check_control_op(op: Op, tensors: Mapping[TensorId, Tensor], graph_type: typ
         _check_case(op, tensors, graph_type)
 
 
-def _graph_attr(op: Op, key: str, graph_type: type[Graph]) -> Graph:
+def _graph_attr(op: Op, key: str, graph_type: type[SubGraph]) -> SubGraph:
     g = op.attrs.get(key)
     if not isinstance(g, graph_type):
         raise GraphError(f"{op.kind} {op.id!r}: attrs[{key!r}] must be a Graph, got "
@@ -114,7 +124,7 @@ def _size(t: Tensor | None) -> int:
     return t.size_bytes if t is not None else 0
 
 
-def _check_while(op: Op, tensors: Mapping[TensorId, Tensor], graph_type: type[Graph]) -> None:
+def _check_while(op: Op, tensors: Mapping[TensorId, Tensor], graph_type: type[SubGraph]) -> None:
     where = f"loop {op.id!r}"
     cond, body = _graph_attr(op, "cond", graph_type), _graph_attr(op, "body", graph_type)
     carried = op.attrs.get("carried", ())
@@ -170,7 +180,7 @@ def _check_while(op: Op, tensors: Mapping[TensorId, Tensor], graph_type: type[Gr
     _check_bindings(op, (("cond", cond), ("body", body)), where)
 
 
-def _check_case(op: Op, tensors: Mapping[TensorId, Tensor], graph_type: type[Graph]) -> None:
+def _check_case(op: Op, tensors: Mapping[TensorId, Tensor], graph_type: type[SubGraph]) -> None:
     where = f"case_of {op.id!r}"
     branches = op.attrs.get("branches")
     if not isinstance(branches, (list, tuple)) or not branches or not all(
@@ -199,7 +209,7 @@ def _check_case(op: Op, tensors: Mapping[TensorId, Tensor], graph_type: type[Gra
     _check_bindings(op, tuple((str(n), g) for n, g in branches), where)
 
 
-def _check_bindings(op: Op, subs: Sequence[tuple[str, Graph]], where: str) -> None:
+def _check_bindings(op: Op, subs: Sequence[tuple[str, SubGraph]], where: str) -> None:
     bind = op.attrs.get("bind") or {}
     if not isinstance(bind, Mapping):
         raise GraphError(f"{where}: bind must map sub-graph inputs to outer tensors")
