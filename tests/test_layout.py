@@ -94,3 +94,13 @@ def test_every_view_the_core_asks_for_is_registered() -> None:
     assert {"graph_html", "trace_html", "comparison_html", "report"} <= asked
     for name in sorted(asked):
         assert callable(view(name)), name
+
+
+def test_relayout_has_nothing_left_to_do() -> None:
+    """``scripts/relayout.py`` is idempotent and the tree uses only the new paths: a dry run
+    finds nothing to move or rewrite (an import of an old path written since fails here)."""
+    out = subprocess.run([sys.executable, "scripts/relayout.py", "--dry-run"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == \
+        "relayout: 0 moves, 0 files rewritten (dry run)", out.stdout[-2000:]
