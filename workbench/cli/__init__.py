@@ -24,6 +24,8 @@ checked before any work starts.  The report is written atomically (a failure lea
 Output piped into a command that stops reading (``| head``) ends quietly (exit 141); SIGTERM and
 Ctrl-C stop the run, its worker processes and any Graphviz child (exit 143 / 130).  Names from
 graph files are printed with control characters and terminal escapes neutralised.
+
+Apps layer: may import everything.
 """
 
 from __future__ import annotations

@@ -8,6 +8,9 @@
   ``"blocking"``).
 
 Only the data model is imported here, so ``workbench.graph`` can reach it lazily.
+
+Its op data model (``control.ops``) is values layer: base and the graph values only; ``expand``,
+``host`` and ``trace`` are engine layer.
 """
 
 from __future__ import annotations

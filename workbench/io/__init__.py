@@ -5,6 +5,9 @@ Also here: :func:`from_torch` (torch.fx import, needs the ``torch`` extra), Chro
 (:func:`to_chrome_trace`, :func:`save_chrome_trace`), PyTorch profiler import
 (:func:`load_pytorch_trace`) and Execution Trace + Kineto import (:func:`load_execution_trace`,
 :func:`execution_graph`).  onnx and torch are imported only inside those functions.
+
+I/O layer (backends): may import the values, the cost model, the graph transforms and the
+engine; never the views, orchestration or apps.
 """
 
 from __future__ import annotations

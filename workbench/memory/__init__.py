@@ -3,6 +3,9 @@
 >>> import workbench as wb
 >>> wb.memory.plan_usage([(32, 0, 1), (28, 1, 4), (36, 2, 5)], "greedy_by_size").arena_bytes
 64
+
+Engine layer: may import the values, the cost model and the graph transforms (and the schedulers
+beside it), nothing above.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 ``MODELS`` is the one table (name → builder); ``build(name, **params)`` builds by name, which is
 what the CLI and the notebook app use.
+
+Graph-transforms layer: may import the values and the cost model, nothing above (no scheduler,
+simulator or memory planner).
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ scheduler and no simulator: what runs them together
 >>> from workbench.passes import run_passes
 >>> run_passes(wb.models.textbook_side_effects(), ["side_effects"]).control_edges
 (('Assign_1', 'Assign_2'), ('Assign_2', 'Sub_1'))
+
+Graph-transforms layer: may import the values and the cost model, nothing above (no scheduler,
+simulator or memory planner).
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Every policy is a function ``schedule_<name>(graph, *, <keyword options>) -> Schedule`` and takes
 ``max_streams=`` (the cap a real device imposes).  ``POLICIES`` is the one table; the common test
 runs every entry through the shared invariants.
+
+Engine layer: may import the values, the cost model, the graph transforms, the simulator's
+engine and memory; never the executors' backends, views or orchestration.
 """
 
 from __future__ import annotations
