@@ -50,7 +50,8 @@ def test_packages_say_what_they_are_for() -> None:
     for init in sorted((ROOT / "workbench").glob("*/__init__.py")):
         doc = importlib.import_module(f"workbench.{init.parent.name}").__doc__ or ""
         assert len(doc.split()) >= 8, f"{init}: the package's docstring says too little"
-        assert "import" in doc.lower(), f"{init}: the docstring must say what it may import"
+        assert "may import" in doc or "imports nothing" in doc, \
+            f"{init}: the docstring must say what the package may import"
 
 
 def test_views_come_from_the_registry() -> None:

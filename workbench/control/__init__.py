@@ -9,7 +9,7 @@
 
 Only the data model is imported here, so ``workbench.graph`` can reach it lazily.
 
-Its op data model (``control.ops``) is values layer: base and the graph values only; ``expand``,
+Its op data model (``control.ops``) is values layer and may import only base and the graph values; ``expand``,
 ``host`` and ``trace`` are engine layer.
 """
 
