@@ -6,7 +6,7 @@ errors, the speedup error, the regret (measured time of the policy the simulator
 the measured best, minus 1) and Spearman's rank correlation of the policies; then the per-op
 stand-alone errors (median and 90th percentile of |error|, worst shape classes); ``--loo``
 fits on one network and predicts the other.  ``--refit --write`` refits ``h200`` and derives
-``h100`` and ``a100`` (``workbench.fidelity.refit``) and writes their device files.
+``h100`` and ``a100`` (``workbench.simulator.fidelity.refit``) and writes their device files.
 
 **Published rows** (V100): prints, for every row of ``workbench/data/fidelity.json`` (published
 latencies: IOS, MLSys 2021, V100), the simulated latency, the relative error and whether the row
@@ -30,9 +30,9 @@ import sys
 import time
 from pathlib import Path
 
-from workbench import fidelity as F
-from workbench.fidelity import judge as J
-from workbench.fidelity import measured as M
+from workbench.simulator import fidelity as F
+from workbench.simulator.fidelity import judge as J
+from workbench.simulator.fidelity import measured as M
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -119,7 +119,7 @@ def _print_measured(gpu: str, spec: object = None) -> list[str]:
 
 
 def _measured_loo(gpu: str, evaluations: int) -> None:
-    from workbench.fidelity.refit import NEUTRAL_START, fit_measured_gpu
+    from workbench.simulator.fidelity.refit import NEUTRAL_START, fit_measured_gpu
 
     nets = sorted({r.network for r in M.load_measured_rows(gpu)})
     print(f"\nleave-one-network-out on {gpu} (fit on one network's ops and makespans, predict "
@@ -144,8 +144,8 @@ def _measured_loo(gpu: str, evaluations: int) -> None:
 
 
 def _refit(write: bool, evaluations: int) -> None:
-    from workbench.fidelity.fit_device import KERNEL_PARAMETERS, RUN_PARAMETERS
-    from workbench.fidelity.refit import (
+    from workbench.simulator.fidelity.fit_device import KERNEL_PARAMETERS, RUN_PARAMETERS
+    from workbench.simulator.fidelity.refit import (
         derive_device,
         device_file,
         fit_measured_gpu,
@@ -159,7 +159,8 @@ def _refit(write: bool, evaluations: int) -> None:
                             progress=lambda m: print(m, file=sys.stderr, flush=True))
     note = provenance_note("h200")
     h200 = device_file(spec, fitted_on=(
-        f"fitted by workbench.fidelity.refit.fit_measured_gpu (benchmarks/fidelity.py --refit) "
+        f"fitted by workbench.simulator.fidelity.refit.fit_measured_gpu "
+        f"(benchmarks/fidelity.py --refit) "
         f"on {note}; fitted: kernel_latency_us and interference, and in gpu_model "
         f"{', '.join(sorted(fitted_model))}; set to how PyTorch ran them (spec), not fitted: "
         f"concat_one_kernel, separate_epilogue, tensor_tiles; launch_overhead_us, "

@@ -81,9 +81,9 @@ def _csv(text: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import workbench as wb
-    from workbench.fidelity import simulator_error
-    from workbench.gpu import calibration, executor
+    from workbench.executors.gpu import calibration, executor
     from workbench.schedulers import TEST_OPTIONS
+    from workbench.simulator.fidelity import simulator_error
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         spec.loader.exec_module(module)
         return int(module.main(_without_executor(argv)))
     args = _parse(_without_executor(argv))
-    from workbench import gpu
+    from workbench.executors import gpu
 
     if not gpu.is_available():
         print(f"benchmarks/gpu.py needs a CUDA GPU and CuPy ({gpu.unavailable_reason()}); "

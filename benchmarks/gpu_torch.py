@@ -7,7 +7,8 @@
 is first on ``sys.path``, so the venv's installed ``workbench`` would be imported otherwise.)
 
 Inception V3, SqueezeNet, RandWire and NASNet-A large (the IOS paper's networks, as
-:func:`workbench.fidelity.network` builds them) at batch 1 and 16; every policy; ``eager`` and
+:func:`workbench.simulator.fidelity.network` builds them) at batch 1 and 16; every policy; ``eager``
+and
 ``graph`` (one CUDA graph per schedule); ``fp32`` and ``tf32``; each run with ``verify=True``
 (outputs bitwise equal to the serial schedule's run, else the row's status says so), plus one row
 ``ios[oracle=torch]``: IOS searching with stages timed on the device
@@ -87,7 +88,7 @@ def _csv(text: str) -> list[str]:
 
 def build(net: str, batch: int, quick: bool) -> Any:
     from workbench import models
-    from workbench.fidelity import network
+    from workbench.simulator.fidelity import network
 
     if not quick:
         return network(net, batch)
@@ -128,7 +129,7 @@ def _graph_floor(args: argparse.Namespace) -> float:
 
     if str(args.device or "cuda").startswith("cpu") or not torch.cuda.is_available():
         return 0.0
-    from workbench.device_probes import TorchCuda, graph_floor_us
+    from workbench.executors.device_probes import TorchCuda, graph_floor_us
 
     return graph_floor_us(TorchCuda(args.device))
 
@@ -136,7 +137,7 @@ def _graph_floor(args: argparse.Namespace) -> float:
 def measure(sched: Any, mode: str, precision: str, args: argparse.Namespace) -> dict[str, Any]:
     """One row's measured cells (a failed verification or run is the row's status)."""
     from workbench.errors import WorkbenchError
-    from workbench.execute import execute
+    from workbench.executors.execute import execute
 
     try:
         trace = execute(sched, executor="torch", mode=mode, precision=precision,
@@ -225,7 +226,7 @@ def table_text(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    from workbench.execute import EXECUTORS
+    from workbench.executors.execute import EXECUTORS
 
     if "torch" not in EXECUTORS or not EXECUTORS.available("torch"):
         reason = EXECUTORS.unavailable_reason("torch") if "torch" in EXECUTORS else \

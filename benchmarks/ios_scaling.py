@@ -28,7 +28,7 @@ GRAPHS = {
 CHILD = """
 import json, os, resource, sys, time
 import workbench as wb
-from workbench.simulate import simulate_makespan
+from workbench.simulator.simulate import simulate_makespan
 
 def _light(name):
     import onnx

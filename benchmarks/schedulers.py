@@ -12,8 +12,8 @@ import time
 import pandas as pd
 
 import workbench as wb
-from workbench.costs import lower_bound_us
-from workbench.simulate import simulate
+from workbench.simulator.cost_model.costs import lower_bound_us
+from workbench.simulator.simulate import simulate
 
 NETWORKS = {
     "inception_v3 b1": lambda: wb.models.inception_v3(batch=1),

@@ -14,8 +14,8 @@ import time
 import pandas as pd
 
 import workbench as wb
-from workbench.costs import lower_bound_us
-from workbench.simulate import simulate
+from workbench.simulator.cost_model.costs import lower_bound_us
+from workbench.simulator.simulate import simulate
 
 
 def run(networks: list[str], batches: list[int], devices: list[str], r: int, s: int,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from workbench.errors import ScheduleError
-from workbench.graph import OpId
-from workbench.schedule import Schedule
+from workbench.values.graph import OpId
+from workbench.values.schedule import Schedule
 
 
 def drop_sync(schedule: Schedule, sync: tuple[OpId, OpId]) -> Schedule:

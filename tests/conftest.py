@@ -17,9 +17,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 def _gpu_available() -> tuple[bool, str]:
     try:
-        from workbench import gpu
+        from workbench.executors import gpu
     except ImportError:
-        return False, "workbench.gpu is not available"
+        return False, "workbench.executors.gpu is not available"
     ok = gpu.is_available()
     return ok, "" if ok else gpu.unavailable_reason()
 

@@ -33,8 +33,8 @@ from tests._browser import launch, legend_title_overlaps  # skips without Chromi
 nbformat = pytest.importorskip("nbformat")
 
 import workbench as wb  # noqa: E402
-from workbench import gpu  # noqa: E402
-from workbench.execute import EXECUTORS  # noqa: E402
+from workbench.executors import gpu  # noqa: E402
+from workbench.executors.execute import EXECUTORS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"

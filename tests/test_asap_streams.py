@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from workbench.graph import Graph
 from workbench.schedulers.asap import schedule_asap
+from workbench.values.graph import Graph
 
 
 def _graph(n: int, rng: random.Random) -> Graph:

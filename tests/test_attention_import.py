@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from workbench.io.fx import cost_of_call, from_torch
-from workbench.shape_costs import TensorInfo
+from workbench.values.shape_costs import TensorInfo
 
 torch = pytest.importorskip("torch")
 nn = torch.nn

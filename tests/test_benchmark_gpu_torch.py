@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from workbench.execute import EXECUTORS
+from workbench.executors.execute import EXECUTORS
 
 ROOT = Path(__file__).resolve().parents[1]
 

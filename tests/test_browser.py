@@ -18,7 +18,7 @@ import pytest
 
 import workbench as wb
 from tests._browser import launch  # skips this module without Chromium or Playwright
-from workbench.graph import Graph
+from workbench.values.graph import Graph
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 PAYLOAD = "<script>window.__pwned=1</script>"

@@ -1,4 +1,5 @@
-"""Device profiles (workbench.device_profile), calibrate_device() and the CUDA probes' timing loop,
+"""Device profiles (workbench.simulator.cost_model.device_profile), calibrate_device() and the CUDA
+probes' timing loop,
 on the CPU: a fake executor times ops, a fake CUDA device runs the probes."""
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from typing import Any
 import pytest
 
 import workbench as wb
-from workbench import device_probes as P
-from workbench.device_calibration import batch_of
-from workbench.device_profile import DeviceProfile, OpTiming, calibration_for
-from workbench.devices import device_to_dict
-from workbench.execute import EXECUTORS
-from workbench.trace import Trace
+from workbench.executors import device_probes as P
+from workbench.executors.device_calibration import batch_of
+from workbench.executors.execute import EXECUTORS
+from workbench.simulator.cost_model.device_profile import DeviceProfile, OpTiming, calibration_for
+from workbench.simulator.cost_model.devices import device_to_dict
+from workbench.values.trace import Trace
 
 
 def profile(**changes: Any) -> DeviceProfile:

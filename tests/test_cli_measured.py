@@ -12,7 +12,7 @@ import workbench as wb
 from tests.test_calibrate import fake_run
 from tests.test_compare_measured import fake_gpu_run
 from workbench.cli import main
-from workbench.execute import EXECUTORS
+from workbench.executors.execute import EXECUTORS
 
 
 @pytest.fixture(autouse=True)

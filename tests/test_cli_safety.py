@@ -19,8 +19,8 @@ import pytest
 import workbench as wb
 from workbench import _atomic
 from workbench.cli import main
-from workbench.compare import TABLE_COLUMNS
 from workbench.io import LOADERS
+from workbench.orchestration.compare import TABLE_COLUMNS
 
 CLI = [sys.executable, "-m", "workbench.cli"]
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,7 +46,7 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*a: Any, **k: Any) -> None:
         raise AssertionError("compare() ran before the arguments were checked")
 
-    monkeypatch.setattr(sys.modules["workbench.compare"], "compare", refuse)
+    monkeypatch.setattr(sys.modules["workbench.orchestration.compare"], "compare", refuse)
 
 
 # ------------------------------------------------------------------ checks before any work

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from workbench.devices import DEVICES, get_device, load_device, save_device
+from workbench.simulator.cost_model.devices import DEVICES, get_device, load_device, save_device
 
 
 @pytest.mark.parametrize("device", DEVICES.names())

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.execute import EXECUTORS, OUTPUT_RUNNERS, run_outputs
+from workbench.executors.execute import EXECUTORS, OUTPUT_RUNNERS, run_outputs
+from workbench.executors.reference import draw_inputs
 from workbench.passes import add_side_effect_edges, fuse_elementwise
-from workbench.reference import draw_inputs
 
 NEEDS_GPU = {"cupy"}   # entries whose probe asks for CuPy and a CUDA device
 

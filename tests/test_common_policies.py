@@ -8,9 +8,9 @@ from hypothesis import given, settings
 import workbench as wb
 from tests.strategies import control_flow_graphs, dags
 from workbench.control.expand import expand
-from workbench.costs import critical_path_us
 from workbench.schedulers import POLICIES, TEST_OPTIONS
-from workbench.simulate import simulate
+from workbench.simulator.cost_model.costs import critical_path_us
+from workbench.simulator.simulate import simulate
 
 POLICY_NAMES = wb.policies()
 

@@ -23,7 +23,8 @@ from workbench.schedulers.gpto import schedule_gpto
 from workbench.schedulers.serial import schedule_serial
 
 TINY = 1.0  # seconds: far below what the endless test policies take, far above the others
-compare_module = importlib.import_module("workbench.compare")  # `wb.compare` is the function
+# `wb.compare` is the function
+compare_module = importlib.import_module("workbench.orchestration.compare")
 needs_fork = pytest.mark.skipif(_bounded.start_method() != "fork",
                                 reason="monkeypatched stages reach the worker only through fork")
 
@@ -190,7 +191,7 @@ class _FakeTime:
 
 
 def test_exact_optimum_stops_at_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbench import optimum
+    from workbench.orchestration import optimum
 
     wide = wb.models.layered_dag(3, 3, seed=0)  # 9 ops, too wide to finish quickly
     monkeypatch.setattr(optimum, "time", _FakeTime())
@@ -204,7 +205,7 @@ def test_exact_optimum_stops_at_its_budget(monkeypatch: pytest.MonkeyPatch) -> N
 
 @needs_fork
 def test_compare_notes_an_unfinished_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
-    from workbench import optimum
+    from workbench.orchestration import optimum
 
     def stopped(graph: wb.Graph, *args: Any, **kwargs: Any) -> optimum.Optimum:
         return optimum.Optimum(wb.schedule(graph, "nnc"), 99.0, 1, complete=False)

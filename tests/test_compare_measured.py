@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 import workbench as wb
-from workbench.compare_measured import executor_plan, measured_utilisation
-from workbench.execute import EXECUTORS
-from workbench.trace import Trace
+from workbench.executors.execute import EXECUTORS
+from workbench.orchestration.compare_measured import executor_plan, measured_utilisation
+from workbench.values.trace import Trace
 
 
 def fake_gpu_run(schedule: wb.Schedule, *, mode: str = "eager", precision: str = "fp32",
@@ -109,7 +109,7 @@ def test_report_names_the_gpu_versions_and_what_the_kernels_are(fake: None,
                                                                  tmp_path: Any) -> None:
     from types import SimpleNamespace
 
-    from workbench.report import measured_note
+    from workbench.orchestration.report import measured_note
 
     g = wb.models.build("squeezenet", resolution=32)
     result = wb.compare(g, ["serial"], device="h200", executor="fake_gpu,simulator",

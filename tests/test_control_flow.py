@@ -14,10 +14,10 @@ from tests.strategies import control_flow_graphs
 from workbench.control import case_of_op, subgraphs, while_op
 from workbench.control.expand import expand
 from workbench.control.trace import decisions_frame, iteration_summary
-from workbench.costs import critical_path_us, op_cost, with_overrides
-from workbench.graph import Graph, Op, Tensor
 from workbench.memory import check_no_overlap, lifetimes
 from workbench.schedulers import TEST_OPTIONS
+from workbench.simulator.cost_model.costs import critical_path_us, op_cost, with_overrides
+from workbench.values.graph import Graph, Op, Tensor
 
 POLICIES = wb.policies()
 

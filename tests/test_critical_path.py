@@ -7,8 +7,8 @@ from hypothesis import given, settings
 
 import workbench as wb
 from tests.strategies import dags
-from workbench.costs import critical_path_us
 from workbench.schedulers.critical_path import schedule_critical_path
+from workbench.simulator.cost_model.costs import critical_path_us
 
 
 # The shared invariants (validate, every op once, dependencies, stream cap) are checked for every

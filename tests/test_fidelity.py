@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import workbench as wb
-from workbench import fidelity as F
+from workbench.simulator import fidelity as F
 
 ROWS = F.load_rows()
 TOL = F.tolerances()
@@ -77,7 +77,7 @@ def test_fit_recovers_a_perturbed_parameter() -> None:
 def test_every_parameter_says_where_it_comes_from() -> None:
     import json
 
-    from workbench.devices import data_text
+    from workbench.simulator.cost_model.devices import data_text
 
     data = json.loads(data_text("gpu_model.json"))
     for section in ("runtime", "library"):
@@ -93,7 +93,7 @@ def test_every_parameter_says_where_it_comes_from() -> None:
 def test_fit_measured_writes_a_device_file_the_simulator_reads(tmp_path) -> None:
     # "measured" runs made by the simulator itself with a known launch overhead: fitting the
     # overhead alone recovers it, and the device file round-trips
-    from workbench.devices import load_device, save_device, with_overrides
+    from workbench.simulator.cost_model.devices import load_device, save_device, with_overrides
 
     truth = with_overrides("h100", launch_overhead_us=11.0)
     g = wb.models.squeezenet(1)

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from workbench.errors import OptionError
-from workbench.fidelity import judge as J
-from workbench.fidelity import measured as M
-from workbench.fidelity.fit_device import fit_device, table_from_profile
+from workbench.simulator.fidelity import judge as J
+from workbench.simulator.fidelity import measured as M
+from workbench.simulator.fidelity.fit_device import fit_device, table_from_profile
 
 ROWS = M.load_measured_rows()
 TOL = J.CASE_TOLERANCE
@@ -146,9 +146,9 @@ def test_six_policies_are_bound_by_the_critical_path_on_inception_b1() -> None:
     # schedule runs at the graph's critical path (stand-alone times + op gaps + graph launch,
     # 2,057 us) plus the concurrency costs.  The shared parts are now right (each within 5% of
     # nnc's 2,120 us measured) but the six still simulate within 0.5% of each other.
-    from workbench.costs import graph_costs
-    from workbench.devices import get_device
-    from workbench.kernel_model import model_for
+    from workbench.simulator.cost_model.costs import graph_costs
+    from workbench.simulator.cost_model.devices import get_device
+    from workbench.simulator.cost_model.kernel_model import model_for
 
     spec = get_device("h200")
     gap = model_for(spec).op_gap_us
@@ -180,8 +180,8 @@ def test_six_policies_are_separated_as_the_gpu_separates_them() -> None:
 def test_fit_device_recovers_a_kernel_latency_from_a_stand_alone_table() -> None:
     # a table the model itself made with kernel_latency_us = 3.0: fitting that parameter alone
     # from 1.0 brings it back; the table goes in as a calibration profile's rows
-    from workbench.costs import graph_costs
-    from workbench.devices import with_overrides
+    from workbench.simulator.cost_model.costs import graph_costs
+    from workbench.simulator.cost_model.devices import with_overrides
 
     truth = with_overrides("h200", kernel_latency_us=3.0)
     g = M.load_graph("squeezenet", 1)
@@ -211,7 +211,7 @@ def test_bad_tables_are_one_line_errors() -> None:
 def loo() -> dict[str, tuple[Any, dict[str, Any]]]:
     """Leave one network out: fit on the other network's ops and makespans, predict this one's
     (case table, per-op summary).  About 20 s for both folds."""
-    from workbench.fidelity.refit import NEUTRAL_START, fit_measured_gpu
+    from workbench.simulator.fidelity.refit import NEUTRAL_START, fit_measured_gpu
 
     out = {}
     for held, train in (("squeezenet", "inception_v3"), ("inception_v3", "squeezenet")):

@@ -8,7 +8,7 @@ import pytest
 
 from workbench import models
 from workbench.errors import OptionError
-from workbench.fidelity import measured as M
+from workbench.simulator.fidelity import measured as M
 
 CASES = sorted({(r.network, r.batch) for r in M.load_measured_rows()})
 

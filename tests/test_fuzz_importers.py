@@ -234,7 +234,8 @@ def test_pytorch_trace_fuzz(workdir: Path, data: bytes) -> None:
 
 
 # ------------------------------------------------------------------------------- found by fuzzing
-# Inputs that once escaped the JSON reader (workbench/io/json_format.py, workbench/graph.py) as
+# Inputs that once escaped the JSON reader (workbench/io/json_format.py, workbench/values/graph.py)
+# as
 # OverflowError / RecursionError or a two-line message; now one-line WorkbenchErrors.
 JSON_ESCAPES = {
     "huge_int": '{"ops": [{"id": "a", "flops": ' + "9" * 400 + "}]}",  # OverflowError

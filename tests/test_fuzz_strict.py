@@ -32,13 +32,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import workbench as wb
-from workbench.devices import device_to_dict, get_device, load_device
 from workbench.errors import WorkbenchError
-from workbench.gpu.calibration import FORMAT, VERSION, load_calibration
+from workbench.executors.gpu.calibration import FORMAT, VERSION, load_calibration
 from workbench.io import load_execution_trace, load_pytorch_trace
 from workbench.io.dot_attrs import GRAPHVIZ_ATTRS, NODE_ATTRS
 from workbench.io.json_format import graph_to_dict
 from workbench.memory import check_no_overlap
+from workbench.simulator.cost_model.devices import device_to_dict, get_device, load_device
 
 SECONDS_PER_CASE = 10
 ROOT = Path(__file__).resolve().parents[1]
@@ -486,9 +486,10 @@ def test_cli_in_process(cli_files: dict[str, str], workdir: Path, data: st.DataO
     # The page (test_report.py, test_browser.py) and the exact optimum of tiny graphs
     # (test_optimum.py) are stand-ins here, to keep each run cheap; everything else (checks,
     # loading, scheduling, simulating, planning, the atomic write, the table) is real.
-    report = importlib.import_module("workbench.report")
+    report = importlib.import_module("workbench.orchestration.report")
     monkeypatch.setattr(report, "render", lambda c, **_: "<html></html>")
-    monkeypatch.setattr(sys.modules["workbench.compare"], "_optimum", lambda *a, **k: math.nan)
+    monkeypatch.setattr(sys.modules["workbench.orchestration.compare"], "_optimum",
+                        lambda *a, **k: math.nan)
     monkeypatch.chdir(workdir)  # a relative output name lands in the scratch folder
     argv = data.draw(command_lines(cli_files, str(workdir)))
     check_cli(argv, *run_main(argv))

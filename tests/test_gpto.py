@@ -10,7 +10,7 @@ from tests.strategies import dags
 from workbench.errors import OptionError
 from workbench.memory import plan_memory
 from workbench.schedulers.gpto import PRIORITIES, schedule_gpto
-from workbench.simulate import simulate
+from workbench.simulator.simulate import simulate
 
 MIB = 1 << 20
 

@@ -8,7 +8,8 @@
   real executor and graph-capture code run against :class:`FakeCuPy`, a small stand-in for the
   CuPy API surface they use (allocations with addresses, streams, events, stream capture with the
   CUDA membership rules, RawModule) whose kernels run the NumPy twins of
-  :mod:`workbench.gpu.reference` — so the issue loop, argument conversion, timing and trace code
+  :mod:`workbench.executors.gpu.reference` — so the issue loop, argument conversion, timing and
+  trace code
   are exercised on every machine.
 """
 
@@ -30,17 +31,18 @@ from hypothesis import strategies as st
 import workbench as wb
 from tests._schedules import drop_sync
 from tests.strategies import dags
-from workbench import fidelity, gpu
-from workbench.gpu import calibration as C
-from workbench.gpu import executor as E
-from workbench.gpu import kernels as K
-from workbench.gpu.emulator import TWINS, Memory, emulate_schedule
-from workbench.gpu.launch_plan import Ptr, build_launch_plan
-from workbench.gpu.reference import run_graph_reference
+from workbench.executors import gpu
+from workbench.executors.gpu import calibration as C
+from workbench.executors.gpu import executor as E
+from workbench.executors.gpu import kernels as K
+from workbench.executors.gpu.emulator import TWINS, Memory, emulate_schedule
+from workbench.executors.gpu.launch_plan import Ptr, build_launch_plan
+from workbench.executors.gpu.reference import run_graph_reference
+from workbench.executors.reference import outputs_of
 from workbench.passes.fusion import fuse_elementwise
-from workbench.reference import outputs_of
 from workbench.schedulers import TEST_OPTIONS
-from workbench.trace import TRACE_COLUMNS
+from workbench.simulator import fidelity
+from workbench.values.trace import TRACE_COLUMNS
 
 NETWORKS = [name for name in wb.models.models() if wb.models.MODELS.get(name).family == "network"]
 
@@ -119,7 +121,8 @@ class _AddrMemory(Memory):
 
 
 class FakeCuPy(types.ModuleType):
-    """Just enough of CuPy for workbench.gpu.executor and graph_capture (API as in CuPy 14)."""
+    """Just enough of CuPy for workbench.executors.gpu.executor and graph_capture (API as in
+    CuPy 14)."""
 
     uint8, uint64, float32 = np.uint8, np.uint64, np.float32
     __version__ = "fake-14"
@@ -385,7 +388,7 @@ def test_execute_routes_options_to_the_fake_executor(fake_gpu: Any) -> None:
 
 
 def test_calibration_round_trip_on_the_fake_device(fake_gpu: Any, tmp_path: Any) -> None:
-    from workbench.costs import calibrate, load_calibration, save_calibration
+    from workbench.simulator.cost_model.costs import calibrate, load_calibration, save_calibration
 
     g = wb.models.transformer_block(seq_len=6, d_model=16, heads=2, d_ff=32)
     fake_gpu(g)
@@ -403,7 +406,7 @@ def test_calibration_round_trip_on_the_fake_device(fake_gpu: Any, tmp_path: Any)
 
 # =============================================================================== calibration (CPU)
 def test_calibration_tables_and_simulator_error_on_the_cpu(tmp_path: Any) -> None:
-    from workbench.costs import calibrate
+    from workbench.simulator.cost_model.costs import calibrate
 
     g = wb.models.nnc_diamond()
     traces = {p: wb.simulate(wb.schedule(g, p), "h100") for p in ("serial", "nnc")}
@@ -522,7 +525,7 @@ def test_spin_durations_follow_duration_us() -> None:
 
 @pytest.mark.gpu
 def test_calibration_round_trip(tmp_path: Any) -> None:
-    from workbench.costs import calibrate, load_calibration, save_calibration
+    from workbench.simulator.cost_model.costs import calibrate, load_calibration, save_calibration
 
     g = _graph("squeezenet")
     table = C.calibrate_gpu(wb.schedule(g, "serial"), repeats=3)

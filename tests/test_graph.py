@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import workbench as wb
-from workbench.graph import Op, Tensor
+from workbench.values.graph import Op, Tensor
 
 
 def test_from_edges_program_order_and_successors() -> None:
@@ -80,7 +80,7 @@ def test_graph_is_a_value() -> None:
 
 
 def test_priority_topological_order() -> None:
-    from workbench.graph import priority_topological_order
+    from workbench.values.graph import priority_topological_order
 
     preds = {"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"]}
     priority = {"a": 0, "b": 2, "c": 1, "d": 3}

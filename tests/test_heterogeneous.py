@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.costs import get_device, op_cost, pool_of, with_overrides
-from workbench.graph import Graph, Op, Tensor
+from workbench.executors.reference import run_reference
+from workbench.orchestration.pipelines import merge_schedule, split_schedule
 from workbench.passes import insert_copies, min_subgraphs_lower_bound, partition
 from workbench.passes.partition import memory_space
-from workbench.pipelines import merge_schedule, split_schedule
-from workbench.reference import run_reference
-from workbench.simulate import simulate
+from workbench.simulator.cost_model.costs import get_device, op_cost, pool_of, with_overrides
+from workbench.simulator.simulate import simulate
+from workbench.values.graph import Graph, Op, Tensor
 
 H100 = get_device("h100")
 # hand-worked times use round host costs (4 µs per launch, 2 µs kernel latency), no interference

@@ -158,7 +158,7 @@ def test_one_seed_means_the_same_inputs_in_every_output_runner() -> None:
     different weights (outputs differed by up to 826 of ~830 on a transformer block)."""
     import numpy as np
 
-    from workbench.execute import run_outputs
+    from workbench.executors.execute import run_outputs
 
     sched = wb.schedule(wb.models.build("transformer_block"), "serial")
     ref, emu = run_outputs(sched, runner="reference"), run_outputs(sched, runner="emulator")

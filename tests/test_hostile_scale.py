@@ -164,9 +164,9 @@ def test_ios_on_an_empty_graph() -> None:
 def test_sparse_clocks_answer_like_dense_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """The wide-schedule clocks (validate, insert_syncs) agree with the dense ones, and a
     20,000-wide fan-in validates without the 3.2 GB dense events."""
-    import workbench.clocks as clocks
+    import workbench.values.clocks as clocks
     from workbench.models import random_dags
-    from workbench.schedule import Schedule
+    from workbench.values.schedule import Schedule
 
     graphs = [random_dags.random_dag(300, seed=4), random_dags.layered_dag(6, 40, seed=5)]
     dense = [wb.schedule(g, p) for g in graphs for p in ("nnc", "asap", "wavefront")]
@@ -188,7 +188,7 @@ def test_sparse_clocks_answer_like_dense_ones(monkeypatch: pytest.MonkeyPatch) -
 
 def _nested_loops(depth: int) -> wb.Graph:
     from workbench.control.ops import while_op
-    from workbench.graph import Graph, Op, Tensor
+    from workbench.values.graph import Graph, Op, Tensor
 
     body = Graph([Op("mm", kind="matmul", inputs=("h",), outputs=("h2",), duration_us=5.0)],
                  [Tensor("h", 64, role="input")])

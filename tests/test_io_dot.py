@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from workbench.graph import DEFAULT_TENSOR_BYTES
 from workbench.io.dot import graph_from_dot, load_dot, to_dot
+from workbench.values.graph import DEFAULT_TENSOR_BYTES
 
 
 def test_round_trip_inception(tmp_path: Path) -> None:

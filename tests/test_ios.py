@@ -303,8 +303,8 @@ def test_weight_making_ops_join_their_consumers_unit() -> None:
 
 
 def test_falls_back_to_the_sequential_schedule_when_that_is_faster() -> None:
-    from workbench.schedule import build_schedule
     from workbench.schedulers.ios import _no_slower_than_sequential
+    from workbench.values.schedule import build_schedule
 
     g = wb.models.squeezenet(batch=1)
     order = list(g.topo_order())

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import workbench as wb
-from workbench.execute import EXECUTORS
+from workbench.executors.execute import EXECUTORS
 from workbench.schedulers import ios_torch_oracle as T
-from workbench.trace import Trace
+from workbench.values.trace import Trace
 
 CALLS: list[Any] = []
 

@@ -1,4 +1,5 @@
-"""NumPy references of the GPU kernels on hand-computed cases; agreement with workbench.reference;
+"""NumPy references of the GPU kernels on hand-computed cases; agreement with
+workbench.executors.reference;
 kernel sources: loading, signatures, twins for every kernel; nvcc compile checks (skipped without
 nvcc) of every .cu file and of the generated fused kernels."""
 
@@ -14,12 +15,12 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.gpu import emulator as Em
-from workbench.gpu import kernels as K
-from workbench.gpu import reference as R
-from workbench.graph import Op, Tensor
+from workbench.executors.gpu import emulator as Em
+from workbench.executors.gpu import kernels as K
+from workbench.executors.gpu import reference as R
+from workbench.executors.reference import run_reference
 from workbench.passes.fusion import fuse_elementwise
-from workbench.reference import run_reference
+from workbench.values.graph import Op, Tensor
 
 F32 = np.float32
 
@@ -165,7 +166,7 @@ OVERLAP = ["add", "sub", "mul", "div", "relu", "gelu", "sigmoid", "tanh", "exp",
 
 @pytest.mark.parametrize("kind", OVERLAP)
 def test_agrees_with_workbench_reference(kind: str) -> None:
-    from workbench.reference import KERNELS
+    from workbench.executors.reference import KERNELS
 
     rng = np.random.default_rng(1)
     x = rng.uniform(0.5, 2.0, size=(2, 3, 4, 5)).astype(F32)
@@ -422,7 +423,7 @@ def test_sources_avoid_what_nvrtc_lacks() -> None:
 
 
 def test_add_softmax_fusion_emulates() -> None:
-    from workbench.gpu.launch_plan import build_launch_plan
+    from workbench.executors.gpu.launch_plan import build_launch_plan
 
     g = fuse_elementwise(_add_softmax())
     assert [op.kind for op in g.ops] == ["fused"]

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 import workbench as wb
 from tests._schedules import drop_sync
 from tests.strategies import dags
-from workbench.gpu import kernels as K
-from workbench.gpu.emulator import emulate
-from workbench.gpu.graph_capture import check_capturable
-from workbench.gpu.launch_plan import (
+from workbench.executors.gpu import kernels as K
+from workbench.executors.gpu.emulator import emulate
+from workbench.executors.gpu.graph_capture import check_capturable
+from workbench.executors.gpu.launch_plan import (
     ORIGIN,
     Launch,
     OpBegin,
@@ -31,7 +31,7 @@ from workbench.gpu.launch_plan import (
     step_frame,
     validate_plan,
 )
-from workbench.gpu.reference import run_graph_reference
+from workbench.executors.gpu.reference import run_graph_reference
 from workbench.memory import plan_memory
 from workbench.passes.fusion import fuse_elementwise
 from workbench.schedulers import TEST_OPTIONS
@@ -374,8 +374,8 @@ def test_emulation_with_pool_memory_and_copies() -> None:
 
 
 def test_emulation_agrees_with_workbench_reference() -> None:
-    from workbench.gpu.reference import draw_inputs
-    from workbench.reference import run_reference
+    from workbench.executors.gpu.reference import draw_inputs
+    from workbench.executors.reference import run_reference
 
     g = wb.models.transformer_block(seq_len=6, d_model=16, heads=2, d_ff=32)
     inputs = draw_inputs(g, 0)

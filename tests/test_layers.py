@@ -29,56 +29,40 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "workbench"
 
 # Lowest first.  A module may import its own layer and the layers below it.  An entry is a module
-# name or a package (``"workbench.gpu"`` covers ``workbench.gpu`` and everything under it); the
-# longest matching entry wins.  Names that do not exist yet (``workbench.ops``) are allowed.
+# name or a package (``"workbench.executors.gpu"`` covers ``workbench.executors.gpu`` and everything
+# under it); the
+# longest matching entry wins.  Names that do not exist yet (``workbench.values.ops``) are allowed.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("workbench.errors", "workbench._checks", "workbench._atomic", "workbench._terminal",
-              "workbench.registry", "workbench._version",
-              "workbench._progress", "workbench._engines", "workbench._bounded")),
-    ("values", ("workbench.control_checks", "workbench.graph", "workbench.graph_items",
-                "workbench.graph_nx", "workbench.ops",
-                "workbench.op_reference", "workbench.op_torch", "workbench.shape_costs",
-                "workbench.control", "workbench.schedule", "workbench.clocks", "workbench.trace",
-                "workbench.devices", "workbench.kernel_model", "workbench.launches",
-                "workbench.costs", "workbench.calibration", "workbench.reference",
-                "workbench.device_profile")),
+              "workbench.registry", "workbench._version", "workbench._aliases",
+              "workbench._progress", "workbench._engines", "workbench._bounded",
+              # the simulator's and the executors' __init__ import nothing
+              "workbench.simulator", "workbench.executors")),
+    ("values", ("workbench.values", "workbench.control", "workbench.executors.reference")),
+    ("cost model", ("workbench.simulator.cost_model",)),
     ("graph transforms", ("workbench.passes", "workbench.models")),
-    ("engine", ("workbench.schedulers", "workbench.simulate", "workbench.sim_host",
-                "workbench.sim_engine", "workbench.control.expand",
-                "workbench.control.host", "workbench.control.trace", "workbench.memory",
-                "workbench.execute")),
-    ("backends", ("workbench.gpu", "workbench.io", "workbench.torch_exec",
-                  "workbench.device_probes")),
+    ("engine", ("workbench.schedulers", "workbench.simulator.simulate",
+                "workbench.simulator.host", "workbench.simulator.engine",
+                "workbench.control.expand", "workbench.control.host", "workbench.control.trace",
+                "workbench.memory", "workbench.executors.execute")),
+    ("backends", ("workbench.executors.gpu", "workbench.io", "workbench.executors.torch_exec",
+                  "workbench.executors.device_probes")),
     ("views", ("workbench.viz",)),
-    ("orchestration", ("workbench.compare", "workbench.pipelines", "workbench.optimum",
-                       "workbench.sweep", "workbench.fidelity",
-                       "workbench.device_calibration", "workbench.compare_measured")),
-    ("report", ("workbench.report",)),
+    ("orchestration", ("workbench.orchestration", "workbench.simulator.fidelity",
+                       "workbench.executors.device_calibration")),
+    ("report", ("workbench.orchestration.report",)),
     ("public API", ("workbench",)),
-    ("apps", ("workbench.ui", "workbench.cli", "workbench.cli_profiles")),
+    ("apps", ("workbench.ui", "workbench.cli")),
 )
 
-# Upward imports that are allowed, (importer, imported) -> why.  Function-level imports of
-# ``workbench.viz.display`` (the rich-display hooks ``_repr_html_`` / ``_ipython_display_`` of
-# core values) are allowed without a line each; they are listed by ``display_hooks()``.
-ALLOWED_UP: dict[tuple[str, str], str] = {
-    ("workbench.compare", "workbench.report"):
-        "Comparison.to_html (DESIGN.md's public API) writes the report; imported inside the "
-        "method so plotly loads only when a report is asked for (STYLE.md R9)",
-}
+# Upward imports that are allowed, (importer, imported) -> why.  None: the rich-display hooks
+# of the core values and ``Comparison.to_html`` reach the views and the report through the
+# registry ``workbench.values.views``, which the view modules fill when imported.
+ALLOWED_UP: dict[tuple[str, str], str] = {}
 
 # Type-only imports (under ``if TYPE_CHECKING:``) that would close a cycle if they ran, with the
 # reason; any other type-only import must be one that could just as well run.
-TYPE_ONLY_CYCLES: dict[tuple[str, str], str] = {
-    ("workbench.control_checks", "workbench.graph"):
-        "a control-flow op holds Graphs and a Graph checks its control-flow ops when built (a "
-        "recursive data model); the graph module passes its Graph class in",
-    ("workbench.clocks", "workbench.schedule"):
-        "clocks computes a Schedule's happens-before clocks; schedule re-exports them and "
-        "caches them on the Schedule",
-}
-
-DISPLAY = "workbench.viz.display"
+TYPE_ONLY_CYCLES: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)
@@ -169,14 +153,6 @@ def layer_of(module: str) -> int | None:
     return rank
 
 
-def _is_display_hook(imp: Import) -> bool:
-    return imp.named == DISPLAY and imp.where == "function"
-
-
-def display_hooks() -> list[Import]:
-    return [i for i in imports() if _is_display_hook(i) and _upward(i)]
-
-
 def _upward(imp: Import) -> bool:
     a, b = layer_of(imp.source), layer_of(imp.target)
     return a is not None and b is not None and b > a
@@ -184,7 +160,7 @@ def _upward(imp: Import) -> bool:
 
 def upward_imports() -> list[Import]:
     """Imports of a higher layer that no exception allows."""
-    return [i for i in imports() if _upward(i) and not _is_display_hook(i)
+    return [i for i in imports() if _upward(i)
             and (i.source, i.target) not in ALLOWED_UP]
 
 
@@ -199,7 +175,7 @@ def _run_graph() -> nx.DiGraph:
     g = nx.DiGraph()
     g.add_nodes_from(modules())
     for i in imports():
-        if i.where != "type" and not _is_display_hook(i) \
+        if i.where != "type" \
                 and (i.source, i.target) not in ALLOWED_UP:
             g.add_edge(i.source, i.target)
     return g
@@ -228,10 +204,15 @@ def test_allowed_exceptions_are_used() -> None:
     assert not stale, f"ALLOWED_UP lists imports that no longer point up: {stale}"
 
 
-def test_display_hooks_are_lazy() -> None:
-    eager = [i for i in imports() if i.named == DISPLAY and i.where == "module"
-             and _upward(i)]
-    assert not eager, f"rich-display hooks must import viz.display inside the method: {eager}"
+def test_layers_name_packages() -> None:
+    """The layer table names packages (and the base modules at the root), not loose modules:
+    the tree shows the layers."""
+    root = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"}
+    loose = [m for _, members in LAYERS for m in members
+             if m.count(".") == 1 and m.split(".")[1] not in root
+             and not (PACKAGE / m.split(".")[1]).is_dir()]
+    assert not loose, f"LAYERS names modules that are neither packages nor root modules: {loose}"
+    assert len(root) <= 10, f"workbench/ holds {len(root)} modules besides the packages: {root}"
 
 
 def test_type_only_imports_hide_only_listed_cycles() -> None:
@@ -247,9 +228,9 @@ def test_type_only_imports_hide_only_listed_cycles() -> None:
 def test_device_files_know_the_gpu_model_fields() -> None:
     """``devices`` checks a device file's ``gpu_model`` keys against the library section of
     ``gpu_model.json`` (importing ``kernel_model`` there would close a cycle); those keys must be
-    exactly :class:`~workbench.kernel_model.GpuModel`'s fields."""
-    from workbench.devices import gpu_model_parameters
-    from workbench.kernel_model import GpuModel
+    exactly :class:`~workbench.simulator.cost_model.kernel_model.GpuModel`'s fields."""
+    from workbench.simulator.cost_model.devices import gpu_model_parameters
+    from workbench.simulator.cost_model.kernel_model import GpuModel
 
     assert set(gpu_model_parameters()["library"]) == set(GpuModel.__dataclass_fields__)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 import workbench as wb
-from workbench.costs import get_device, with_host_stages, with_overrides
+from workbench.orchestration.pipelines import run_level
 from workbench.passes import LEVELS, apply_level, levels
-from workbench.pipelines import run_level
-from workbench.simulate import simulate
+from workbench.simulator.cost_model.costs import get_device, with_host_stages, with_overrides
+from workbench.simulator.simulate import simulate
 
 H100 = get_device("h100")
 # hand-worked times use round host costs (4 µs per launch, 2 µs kernel latency), no interference

@@ -28,7 +28,7 @@ from workbench.memory.plan import MemoryPlan, interval_pairs, parse_records, pre
 from workbench.memory.planners import PLANNERS, planners
 from workbench.memory.static import breadth_order
 from workbench.memory.streams import buffer_conflicts
-from workbench.schedule import Schedule, build_schedule, clocks_before
+from workbench.values.schedule import Schedule, build_schedule, clocks_before
 
 FAST = [p for p in planners() if not PLANNERS.get(p).slow]
 
@@ -176,7 +176,8 @@ def test_ancestor_relation_on_a_policy_schedule(policy: str) -> None:
 @given(schedule=multi_stream_schedules(), data=st.data())
 def test_buffer_conflicts_with_several_writers_match_the_pairwise_rule(schedule: Schedule,
                                                                       data: st.DataObject) -> None:
-    """Buffers written by several ops (in-place concat slices, :mod:`workbench.gpu.layout`): the
+    """Buffers written by several ops (in-place concat slices,
+    :mod:`workbench.executors.gpu.layout`): the
     sweeps against the pairwise rule the launch-plan layout used to apply."""
     ops = list(schedule.issue_order)
     n = data.draw(st.integers(1, 12))

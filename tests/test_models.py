@@ -19,7 +19,6 @@ import networkx as nx
 import pytest
 
 from workbench.errors import GraphError, OptionError, WorkbenchError
-from workbench.graph import Graph
 from workbench.models import cnn
 from workbench.models._layers import OP_KINDS, GraphBuilder
 from workbench.models.cnn import (
@@ -31,6 +30,7 @@ from workbench.models.cnn import (
 )
 from workbench.models.random_dags import gnp_dag, layered_dag, random_dag, series_parallel_dag
 from workbench.models.transformer import transformer_block
+from workbench.values.graph import Graph
 
 JSON_PATH = Path(__file__).resolve().parent / "data" / "benchmark_networks.json"
 

@@ -1,4 +1,4 @@
-"""The op-kind table (:mod:`workbench.ops`): every entry checked in one common test.
+"""The op-kind table (:mod:`workbench.values.ops`): every entry checked in one common test.
 
 * every entry is well formed and every derived kind set comes from it;
 * every entry's NumPy reference runs on small shapes (right output shape, finite, float32);
@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.gpu.emulator import emulate
-from workbench.gpu.launch_plan import build_launch_plan
-from workbench.gpu.lowering import LOWERINGS
-from workbench.gpu.reference import REFERENCES, run_graph_reference
-from workbench.graph import Graph, Op, Tensor
-from workbench.ops import (
+from workbench.executors.gpu.emulator import emulate
+from workbench.executors.gpu.launch_plan import build_launch_plan
+from workbench.executors.gpu.lowering import LOWERINGS
+from workbench.executors.gpu.reference import REFERENCES, run_graph_reference
+from workbench.values.graph import Graph, Op, Tensor
+from workbench.values.ops import (
     CATEGORIES,
     FLOPS_PER_ELEMENT,
     IMPORT_ONLY,
@@ -159,7 +159,7 @@ def test_emulated_kernels_agree_with_the_reference(kind: str) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", GPU_KINDS)
 def test_gpu_kernels_agree_with_the_reference(kind: str) -> None:
-    from workbench.gpu import executor as E
+    from workbench.executors.gpu import executor as E
 
     g = _one_op_graph(kind, case(kind))
     got = E.run_outputs(wb.schedule(g, "serial"))
@@ -171,19 +171,19 @@ def test_gpu_kernels_agree_with_the_reference(kind: str) -> None:
 # ----------------------------------------------------------------------------- stray kind tables
 #: Module-level tables of op-kind names that may stay outside ``ops.py``: (module, name) -> why.
 ALLOWED_KIND_TABLES: dict[tuple[str, str], str] = {
-    ("workbench.gpu.lowering", "LOWERINGS"):
+    ("workbench.executors.gpu.lowering", "LOWERINGS"):
         "the CUDA lowering per kind (a platform rule beside its kernels; the table cannot "
         "import the GPU package)",
-    ("workbench.gpu.calls", "UNARY_CODES"):
+    ("workbench.executors.gpu.calls", "UNARY_CODES"):
         "the integer codes of kernels/common.cuh (an ABI with the .cu sources, checked by "
         "test_codes_match_the_cuda_tables)",
-    ("workbench.gpu.calls", "BINARY_CODES"): "as UNARY_CODES",
-    ("workbench.gpu.calls", "ACT_CODES"): "as UNARY_CODES (conv activations)",
-    ("workbench.gpu.emulator", "TWINS"):
+    ("workbench.executors.gpu.calls", "BINARY_CODES"): "as UNARY_CODES",
+    ("workbench.executors.gpu.calls", "ACT_CODES"): "as UNARY_CODES (conv activations)",
+    ("workbench.executors.gpu.emulator", "TWINS"):
         "NumPy twins keyed by CUDA kernel name (a kernel's name can match a kind's)",
-    ("workbench.gpu.reference", "REFERENCES"):
+    ("workbench.executors.gpu.reference", "REFERENCES"):
         "the table's references plus the GPU's own meaning of 'op' (spin kernel) and 'fused'",
-    ("workbench.gpu.fused", "FUSED_REDUCE"):
+    ("workbench.executors.gpu.fused", "FUSED_REDUCE"):
         "the reduce kinds the fused-kernel generator can emit (a GPU fact; a subset of "
         "ops.REDUCE_KINDS, the others stay opaque kernels)",
     ("workbench.models._layers", "OP_KINDS"):
@@ -212,7 +212,7 @@ def stray_kind_tables() -> dict[tuple[str, str], list[str]]:
     for path in sorted(PACKAGE.rglob("*.py")):
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
         module = module.removesuffix(".__init__")
-        if module == "workbench.ops":
+        if module == "workbench.values.ops":
             continue
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.Assign) and not any(
@@ -233,7 +233,7 @@ def stray_kind_tables() -> dict[tuple[str, str], list[str]]:
 def test_no_stray_kind_tables() -> None:
     found = stray_kind_tables()
     stray = {k: v for k, v in found.items() if k not in ALLOWED_KIND_TABLES}
-    assert not stray, ("op-kind facts belong in workbench/ops.py (or list the table in "
+    assert not stray, ("op-kind facts belong in workbench/values/ops.py (or list the table in "
                        f"ALLOWED_KIND_TABLES with the reason): {stray}")
     stale = [k for k in ALLOWED_KIND_TABLES if k not in found]
     assert not stale, f"ALLOWED_KIND_TABLES lists tables that are gone: {stale}"
@@ -312,7 +312,7 @@ def test_importers_keep_no_kind_tables() -> None:
                 used.add((name, statement))
             else:
                 stray[f"{name}: {statement}"] = what
-    assert not stray, f"kind facts belong in workbench/ops.py (OpKind fields): {stray}"
+    assert not stray, f"kind facts belong in workbench/values/ops.py (OpKind fields): {stray}"
     assert used == set(ALLOWED_IMPORTER_DISPLAYS), "stale ALLOWED_IMPORTER_DISPLAYS entries"
 
 
@@ -335,7 +335,7 @@ def f(y, ins, outs):
 
 def _rule_facts(rule: Any) -> tuple[str, float]:
     """(rule name, FLOPs per element of a ``unary`` rule else 0) of an ONNX cost rule."""
-    from workbench.shape_costs import TensorInfo
+    from workbench.values.shape_costs import TensorInfo
 
     name = rule.__qualname__.split(".")[0].lstrip("_")
     if name != "unary":

@@ -7,10 +7,10 @@ from hypothesis import given, settings
 
 import workbench as wb
 from tests.strategies import dags
-from workbench.costs import with_overrides
-from workbench.optimum import exact_optimum
+from workbench.orchestration.optimum import exact_optimum
 from workbench.schedulers import TEST_OPTIONS
-from workbench.simulate import simulate_makespan
+from workbench.simulator.cost_model.costs import with_overrides
+from workbench.simulator.simulate import simulate_makespan
 
 # hand-worked times use round host costs (2 µs kernel latency) and no interference
 # hand-worked: the shared library defaults, not the Hopper fit h100 carries (issue 23)

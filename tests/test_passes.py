@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.graph import Graph, Op, Tensor
+from workbench.executors.reference import run_reference
 from workbench.passes import (
     PASSES,
     add_side_effect_edges,
@@ -20,7 +20,7 @@ from workbench.passes import (
     fusion_groups,
     run_passes,
 )
-from workbench.reference import run_reference
+from workbench.values.graph import Graph, Op, Tensor
 
 XYZ = {k: np.array([v], dtype=np.float32) for k, v in (("x", 1.0), ("y", 0.2), ("z", 0.3))}
 

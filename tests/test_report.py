@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from workbench import report
-from workbench.graph import Graph
 from workbench.models import inception_v3, nnc_diamond
+from workbench.orchestration import report
+from workbench.values.graph import Graph
 from workbench.viz.embed import unpack
 
 PLOTLY_JS_MARKER = "* plotly.js v"  # the licence header line of the bundled plotly.min.js
@@ -21,7 +21,8 @@ POLICIES = ("serial", "bfs", "nnc", "wavefront", "asap")
 
 
 def make_comparison(graph: Graph, policies: tuple[str, ...] = POLICIES) -> wb.Comparison:
-    """A real :class:`workbench.compare.Comparison` (in-process, no memory planning: the report's
+    """A real :class:`workbench.orchestration.compare.Comparison` (in-process, no memory planning:
+    the report's
     memory section is not under test here), with a hostile setting to check escaping."""
     comparison = wb.compare(graph, list(policies), show_progress=False, budget_s=None,
                             planner=None)

@@ -12,9 +12,10 @@ import pytest
 from plotly.offline import get_plotlyjs
 
 import workbench as wb
-from workbench import cli, report
-from workbench.compare import Comparison
+from workbench import cli
 from workbench.errors import OptionError
+from workbench.orchestration import report
+from workbench.orchestration.compare import Comparison
 from workbench.viz.embed import PLOTLYJS_FILE, cdn_url, unpack
 
 PLOTLY_JS_MARKER = "* plotly.js v"

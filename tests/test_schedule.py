@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import workbench as wb
 from tests.strategies import dags
-from workbench.schedule import Schedule, build_schedule, fold_streams, insert_syncs
+from workbench.values.schedule import Schedule, build_schedule, fold_streams, insert_syncs
 
 DIAMOND = wb.Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
 
@@ -125,7 +125,7 @@ def test_validate_agrees_with_reachability(graph: wb.Graph, data: st.DataObject)
 def test_clock_width_is_the_streams_alive_at_once_not_the_streams() -> None:
     # Operation count, not time: nnc opens hundreds of short-lived streams on a random DAG; the
     # validator's clocks have one column per stream alive at once, so their width stays small.
-    from workbench.clocks import _columns, _last_queries
+    from workbench.values.clocks import _columns, _last_queries
 
     widths = {}
     for n in (1000, 4000):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import workbench as wb
-from workbench.costs import get_device, occupancy
-from workbench.simulate import simulate
+from workbench.simulator.cost_model.costs import get_device, occupancy
+from workbench.simulator.simulate import simulate
 
 
 def test_nnc_diamond_matches_the_seed() -> None:

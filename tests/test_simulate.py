@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import workbench as wb
-from workbench.costs import critical_path_us, lower_bound_us, with_overrides
-from workbench.simulate import simulate
+from workbench.simulator.cost_model.costs import critical_path_us, lower_bound_us, with_overrides
+from workbench.simulator.simulate import simulate
 
 # Hand-worked examples use round host costs: 4 µs per launch, 2 µs kernel latency.
 # hand-worked: the shared library defaults, not the Hopper fit h100 carries (issue 23)

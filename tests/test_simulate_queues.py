@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.devices import with_overrides
-from workbench.graph import Graph, Op
-from workbench.kernel_model import model_for
-from workbench.schedule import Schedule
-from workbench.sim_engine import hardware_queues
-from workbench.simulate import simulate, simulate_makespan
+from workbench.simulator.cost_model.devices import with_overrides
+from workbench.simulator.cost_model.kernel_model import model_for
+from workbench.simulator.engine import hardware_queues
+from workbench.simulator.simulate import simulate, simulate_makespan
+from workbench.values.graph import Graph, Op
+from workbench.values.schedule import Schedule
 
 # the h200 figures with the shared library defaults (no op gap, no event delay, 8 queues)
 SPEC = with_overrides("h200", interference=0.0, graph_launch_us=8.0, model_overrides=())

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import workbench as wb
-from workbench.costs import graph_costs, with_overrides
-from workbench.simulate import simulate, simulate_makespan
+from workbench.simulator.cost_model.costs import graph_costs, with_overrides
+from workbench.simulator.simulate import simulate, simulate_makespan
 
 
 def test_time_advances_exactly_at_any_magnitude() -> None:

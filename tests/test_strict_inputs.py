@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 import workbench as wb
-from workbench.costs import COST_MODELS
-from workbench.devices import device_to_dict, get_device, load_device
 from workbench.errors import WorkbenchError
-from workbench.gpu.calibration import load_calibration
-from workbench.graph import OP_DEVICES, Op
+from workbench.executors.gpu.calibration import load_calibration
 from workbench.io import load_execution_trace, load_pytorch_trace
+from workbench.simulator.cost_model.costs import COST_MODELS
+from workbench.simulator.cost_model.devices import device_to_dict, get_device, load_device
+from workbench.values.graph import OP_DEVICES, Op
 
 
 def one_line(exc: pytest.ExceptionInfo[WorkbenchError]) -> str:
@@ -176,7 +176,7 @@ def test_calibration_file_typo(tmp_path: Path) -> None:
     path = write_json(tmp_path, {"format": "workbench-calibration", "version": 1,
                                  "ops": {"a": 1.0}, "devce": "h100"}, "cal.json")
     table = json.loads(path.read_text())
-    from workbench.gpu.calibration import FORMAT, VERSION
+    from workbench.executors.gpu.calibration import FORMAT, VERSION
 
     path.write_text(json.dumps({**table, "format": FORMAT, "version": VERSION}))
     with pytest.raises(wb.FormatError) as exc:

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import workbench as wb
-from workbench.sweep import COLUMNS, TIMING_COLUMNS, sweep
+from workbench.orchestration.sweep import COLUMNS, TIMING_COLUMNS, sweep
 
 POLICIES = ["serial", "nnc", "asap", "wavefront", "min_streams"]
 DEVICES = ("h100", "v100")

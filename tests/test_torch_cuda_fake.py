@@ -1,6 +1,7 @@
 """The torch executor's CUDA paths, driven on the CPU by a fake ``torch.cuda`` that records calls.
 
-:class:`FakeCuda` implements what :class:`workbench.torch_exec.cuda.CudaLike` names (streams,
+:class:`FakeCuda` implements what :class:`workbench.executors.torch_exec.cuda.CudaLike` names
+(streams,
 events, ``stream`` contexts, CUDA graphs, ``synchronize``, the peak-memory counters) and logs
 every call; ops run as CPU tensors (or as a stub that logs them).  The log is checked by
 :func:`violations`, an independent oracle of CUDA's ordering rules (stream order, an event wait
@@ -21,11 +22,11 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from workbench.schedule import Schedule
+from workbench.executors.torch_exec import cuda as tcuda
+from workbench.executors.torch_exec import runner
+from workbench.executors.torch_exec.program import build_program
 from workbench.schedulers import TEST_OPTIONS
-from workbench.torch_exec import cuda as tcuda
-from workbench.torch_exec import runner
-from workbench.torch_exec.program import build_program
+from workbench.values.schedule import Schedule
 
 pytest.importorskip("torch")
 
@@ -302,7 +303,7 @@ def _transformer() -> wb.Graph:
 
 
 def _evaluator(graph: wb.Graph, cuda: FakeCuda) -> Any:
-    from workbench.torch_exec.values import Evaluator, initial_tensors
+    from workbench.executors.torch_exec.values import Evaluator, initial_tensors
 
     ev = Evaluator(graph, initial_tensors(graph, seed=0, inputs=None, device="cpu",
                                           precision="fp32"))

@@ -18,13 +18,13 @@ import pytest
 
 import workbench as wb
 from workbench.errors import DeviceUnavailable, OptionError, ScheduleError
-from workbench.execute import reference_outputs
-from workbench.execute import run_outputs as outputs_by
+from workbench.executors.execute import reference_outputs
+from workbench.executors.execute import run_outputs as outputs_by
+from workbench.executors.reference import draw_inputs
+from workbench.executors.torch_exec import run, run_outputs
+from workbench.executors.torch_exec import runner as torch_runner
 from workbench.passes import add_side_effect_edges, fuse_elementwise
-from workbench.reference import draw_inputs
 from workbench.schedulers import POLICIES, TEST_OPTIONS
-from workbench.torch_exec import run, run_outputs
-from workbench.torch_exec import runner as torch_runner
 
 torch = pytest.importorskip("torch")
 
@@ -202,7 +202,7 @@ def test_a_schedule_is_required() -> None:
 
 
 def test_the_probe_says_torch_is_here_and_the_tables_list_it() -> None:
-    from workbench.execute import EXECUTORS, OUTPUT_RUNNERS
+    from workbench.executors.execute import EXECUTORS, OUTPUT_RUNNERS
 
     assert EXECUTORS.available("torch") and OUTPUT_RUNNERS.available("torch")
     assert torch_runner.probe() == ""
@@ -212,8 +212,8 @@ def test_importing_the_executor_and_its_forms_does_not_import_torch() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, workbench, workbench.op_torch, workbench.torch_exec; "
-            "from workbench.execute import EXECUTORS; EXECUTORS.names(); "
+    code = ("import sys, workbench, workbench.values.op_torch, workbench.executors.torch_exec; "
+            "from workbench.executors.execute import EXECUTORS; EXECUTORS.names(); "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from workbench.errors import OptionError
-from workbench.graph import Op
-from workbench.ops import OPS, REFERENCE_KINDS, TORCH_FORM_KINDS
+from workbench.values.graph import Op
+from workbench.values.ops import OPS, REFERENCE_KINDS, TORCH_FORM_KINDS
 
 torch = pytest.importorskip("torch")
 

@@ -22,13 +22,13 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 import workbench as wb  # noqa: E402
-from workbench import gpu  # noqa: E402
 from workbench.errors import OptionError  # noqa: E402
-from workbench.execute import EXECUTORS  # noqa: E402
-from workbench.graph import Graph  # noqa: E402
+from workbench.executors import gpu  # noqa: E402
+from workbench.executors.execute import EXECUTORS  # noqa: E402
 from workbench.ui import Workbench  # noqa: E402
 from workbench.ui import results as ui_results  # noqa: E402
 from workbench.ui.forms import ParamForm  # noqa: E402
+from workbench.values.graph import Graph  # noqa: E402
 from workbench.viz import display  # noqa: E402
 from workbench.viz.tables import ranking  # noqa: E402
 

@@ -15,9 +15,9 @@ import plotly.graph_objects as go
 import pytest
 
 import workbench as wb
-from workbench.graph import Graph
 from workbench.models import inception_v3, nnc_diamond
-from workbench.simulate import simulate
+from workbench.simulator.simulate import simulate
+from workbench.values.graph import Graph
 from workbench.viz import (
     comparison_styler,
     dag,

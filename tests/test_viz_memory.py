@@ -12,12 +12,12 @@ import plotly.graph_objects as go
 import pytest
 
 import workbench as wb
-from workbench import report
-from workbench.compare import Comparison
-from workbench.graph import Graph
 from workbench.memory import plan_memory, replay_pool
 from workbench.models import inception_v3, nnc_diamond
-from workbench.simulate import simulate
+from workbench.orchestration import report
+from workbench.orchestration.compare import Comparison
+from workbench.simulator.simulate import simulate
+from workbench.values.graph import Graph
 from workbench.viz import lifetime_chart, lifetime_frame, memory_curve, memory_curve_frame
 from workbench.viz.display import comparison_html, memory_plan_html
 

@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 import pytest
 
 import workbench as wb
-from workbench.simulate import simulate
-from workbench.trace import Trace
+from workbench.simulator.simulate import simulate
+from workbench.values.trace import Trace
 from workbench.viz import dag_svg, dag_view, timeline, timelines
 from workbench.viz.timeline import aggregated, barrier_times
 from workbench.viz.utilisation import stream_groups, utilisation_frame

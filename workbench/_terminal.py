@@ -3,7 +3,8 @@
 :func:`clean` strips ANSI escape sequences and shows other control characters as escapes, so a
 graph or op name cannot move the cursor, recolour or retitle the user's terminal.
 :func:`ranking_text` prints a comparison table sorted by makespan with the essential columns only
-(about 90 characters wide); any other columns of :data:`workbench.compare.TABLE_COLUMNS` on
+(about 90 characters wide); any other columns of
+:data:`workbench.orchestration.compare.TABLE_COLUMNS` on
 request.
 """
 

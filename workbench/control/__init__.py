@@ -7,7 +7,10 @@
 * :mod:`workbench.control.host`: the simulator's host for such runs (``control="coroutine"`` or
   ``"blocking"``).
 
-Only the data model is imported here, so ``workbench.graph`` can reach it lazily.
+Only the data model is imported here, so ``workbench.values.graph`` can reach it lazily.
+
+Its op data model (``control.ops``) is values layer and may import only base and the graph
+values; ``expand``, ``host`` and ``trace`` are engine layer.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """One run of a Schedule with control flow, made flat: every executed op instance, in issue order.
 
 Implements the run-time side of NNC's ``while`` and ``case..of`` (seed 000; notes nnc_mindspore.md
-§A.2 step 9 and §A.3) as a plain :class:`~workbench.schedule.Schedule` the simulator and the memory
+§A.2 step 9 and §A.3) as a plain :class:`~workbench.values.schedule.Schedule` the simulator and the
+memory
 planners already understand, plus the points where the host must decide.
 
 * **Instances.**  Iteration ``k`` of loop ``L`` runs a copy of its ``cond`` and (unless it exits)
@@ -15,7 +16,7 @@ planners already understand, plus the points where the host must decide.
 * **Order.**  Each sub-graph copy is a unit: its sources wait for the previous copy's sinks (the
   iteration before, or the op's predecessors) and the op's successors wait for the last copy's sinks
   (NNC's begin/end signals).  Syncs: the policies' own (copied), plus what
-  :func:`~workbench.schedule.insert_syncs` adds for the rest, so the flat schedule validates.
+  :func:`~workbench.values.schedule.insert_syncs` adds for the rest, so the flat schedule validates.
 * **Decisions.**  Before each iteration the host reads the loop's ``flag`` (a device→host sync),
   and before a branch the ``selector``; an op with ``flag``/``selector`` ``None`` is decided on the
   host alone.  Each :class:`Decision` lists the instances it gates (the next run of the op; for the
@@ -28,7 +29,7 @@ Iteration counts and branches are inputs of the run: ``iterations`` is an int, a
 either; ``branch`` an index, a name, a callable of the enclosing iteration index, or a mapping.
 ``all_branches=True`` runs every branch of each ``case_of`` one after the other (a static memory
 plan valid whichever branch runs).  Complexity: O(I + E_I) for I instances and E_I instance edges,
-plus :func:`~workbench.schedule.insert_syncs` on the flat schedule.
+plus :func:`~workbench.values.schedule.insert_syncs` on the flat schedule.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from typing import Any, NamedTuple
 from workbench._checks import show
 from workbench.control.ops import bindings, branch_index, result_names, subgraphs
 from workbench.errors import OptionError
-from workbench.graph import CONTROL_KINDS, Graph, Op, OpId, Tensor, TensorId
-from workbench.schedule import Schedule, insert_syncs, schedule_serial
+from workbench.values.graph import CONTROL_KINDS, Graph, Op, OpId, Tensor, TensorId
+from workbench.values.schedule import Schedule, insert_syncs, schedule_serial
 
 __all__ = ["MAX_ITERATIONS", "MAX_TOTAL_ITERATIONS", "Decision", "Expansion", "expand"]
 

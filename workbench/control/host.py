@@ -1,6 +1,7 @@
 """The host thread of a run with control flow: NNC's coroutines, or a host that blocks.
 
-The simulator (:mod:`workbench.simulate`) runs the flat schedule of :mod:`workbench.control.expand`
+The simulator (:mod:`workbench.simulator.simulate`) runs the flat schedule of
+:mod:`workbench.control.expand`
 with this host instead of its in-order one.  At a decision the host needs a value from the device:
 the op instance that computes it ends, a small device→host copy brings it over (the cost model's
 ``d2h`` copy of the flag's bytes) and the host syncs (``device_sync_us``); the value is *ready* at
@@ -31,11 +32,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.control.expand import Expansion
-from workbench.costs import DeviceSpec, OpCost, op_cost
 from workbench.errors import OptionError
-from workbench.graph import Op
-from workbench.schedule import Schedule
-from workbench.sim_host import LaunchCosts
+from workbench.simulator.cost_model.costs import DeviceSpec, OpCost, op_cost
+from workbench.simulator.host import LaunchCosts
+from workbench.values.graph import Op
+from workbench.values.schedule import Schedule
 
 CONTROL_MODES = ("coroutine", "blocking")
 

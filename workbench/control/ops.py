@@ -1,8 +1,9 @@
 """NNC's ``while`` and ``case..of`` as graph ops: the data model, builders and checks (seed 000,
 "while and case..of"; notes nnc_mindspore.md §A.2 step 9, §A.3).
 
-A control-flow op is a plain :class:`~workbench.graph.Op` whose ``kind`` is ``"while"`` or
-``"case_of"`` and whose ``attrs`` hold :class:`~workbench.graph.Graph` values (immutable, like the
+A control-flow op is a plain :class:`~workbench.values.graph.Op` whose ``kind`` is ``"while"`` or
+``"case_of"`` and whose ``attrs`` hold :class:`~workbench.values.graph.Graph` values (immutable,
+like the
 outer graph) and the tensor mappings.  To the outer graph it is one op: it reads ``op.inputs``,
 produces ``op.outputs``, has one stream in the parent schedule (NNC: the sub-graph's stream 0 is
 the parent node's stream) and its own sub-schedules.
@@ -34,18 +35,26 @@ Complexity: the checks are O(sub-graph tensors) per op; sub-graphs check themsel
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
-from workbench.control_checks import bindings as bindings
-from workbench.control_checks import branch_index as branch_index
-from workbench.control_checks import check_control_op as _check_control_op
-from workbench.control_checks import output_bytes as output_bytes
-from workbench.control_checks import result_names as result_names
-from workbench.control_checks import subgraphs as subgraphs
-from workbench.graph import CONTROL_KINDS, Graph, Op, OpId, Tensor, TensorId
+from workbench.values.control_checks import bindings as bindings
+from workbench.values.control_checks import branch_index as branch_index
+from workbench.values.control_checks import check_control_op as _check_control_op
+from workbench.values.control_checks import output_bytes as output_bytes
+from workbench.values.control_checks import result_names as result_names
+from workbench.values.control_checks import subgraphs as _subgraphs
+from workbench.values.graph import CONTROL_KINDS, Graph, Op, OpId, Tensor, TensorId
 
 __all__ = ["CONTROL_KINDS", "branch_index", "bindings", "case_of_op", "check_control_op",
            "output_bytes", "result_names", "subgraphs", "while_op"]
+
+
+def subgraphs(op: Op) -> tuple[tuple[str, Graph], ...]:
+    """The named sub-graphs of a control-flow op (``cond``/``body``, or the branches; ``()`` for
+    any other op): :func:`workbench.values.control_checks.subgraphs`, typed with the Graph class
+    (a Graph checks on construction that they are Graphs).  O(branches)."""
+    return cast("tuple[tuple[str, Graph], ...]", _subgraphs(op))
+
 
 EMPTY = Graph([], name="empty")
 
@@ -152,6 +161,6 @@ def _branch_index_safe(items: Sequence[tuple[str, Graph]], choice: Any) -> int:
 
 def check_control_op(op: Op, tensors: Mapping[TensorId, Tensor]) -> None:
     """Check a control-flow op against the outer graph's ``tensors``
-    (:func:`workbench.control_checks.check_control_op`); a Graph runs this on each of its
+    (:func:`workbench.values.control_checks.check_control_op`); a Graph runs this on each of its
     control-flow ops when built."""
     _check_control_op(op, tensors, Graph)

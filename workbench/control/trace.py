@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.trace import Trace
+from workbench.values.trace import Trace
 
 __all__ = ["control_columns", "decisions_frame", "iteration_summary"]
 

@@ -5,6 +5,9 @@ Also here: :func:`from_torch` (torch.fx import, needs the ``torch`` extra), Chro
 (:func:`to_chrome_trace`, :func:`save_chrome_trace`), PyTorch profiler import
 (:func:`load_pytorch_trace`) and Execution Trace + Kineto import (:func:`load_execution_trace`,
 :func:`execution_graph`).  onnx and torch are imported only inside those functions.
+
+I/O layer (backends): may import the values, the cost model, the graph transforms and the
+engine; never the views, orchestration or apps.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from pathlib import Path
 
 from workbench._atomic import check_input
 from workbench.errors import FormatError, OptionError
-from workbench.graph import Graph
 from workbench.io.chrome_trace import load_pytorch_trace, save_chrome_trace, to_chrome_trace
 from workbench.io.dot import load_dot, save_dot, to_dot
 from workbench.io.execution_trace import execution_graph, load_execution_trace
@@ -22,6 +24,7 @@ from workbench.io.fx import from_torch
 from workbench.io.json_format import graph_from_dict, graph_to_dict, load_json, save_json
 from workbench.io.onnx import load_onnx
 from workbench.registry import Registry, needs_module
+from workbench.values.graph import Graph
 
 #: File suffix → loader.  An optional format's loader is registered with a probe that says whether
 #: its library is installed (``LOADERS.available(".onnx")``); the app's upload box reads this table.

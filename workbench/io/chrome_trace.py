@@ -1,4 +1,5 @@
-"""Chrome / Perfetto trace-event JSON of a :class:`~workbench.trace.Trace`, in the layout of a
+"""Chrome / Perfetto trace-event JSON of a :class:`~workbench.values.trace.Trace`, in the layout of
+a
 PyTorch profiler (Kineto) trace, so HTA, Perfetto, chrome://tracing and
 :func:`load_pytorch_trace` (re-exported here) all read it.
 
@@ -45,7 +46,7 @@ from typing import Any
 from workbench._atomic import write_bytes, write_text
 from workbench.errors import GraphError
 from workbench.io.pytorch_profile import kernel_kind, load_pytorch_trace
-from workbench.trace import TRACE_COLUMNS, Trace
+from workbench.values.trace import TRACE_COLUMNS, Trace
 
 MIN_DUR_US = 0.002
 NS_US = 0.001

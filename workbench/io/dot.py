@@ -33,8 +33,8 @@ from typing import Any
 from workbench._atomic import read_input, write_bytes
 from workbench._checks import show
 from workbench.errors import FormatError, GraphError
-from workbench.graph import DEFAULT_TENSOR_BYTES, Graph, Op, Tensor
 from workbench.io.dot_attrs import NUMBER_ATTRS, check_attr
+from workbench.values.graph import DEFAULT_TENSOR_BYTES, Graph, Op, Tensor
 
 
 def _q(text: str) -> str:

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.shape_costs import Info, ShapeCost, blocks, default_cost, numel, total_bytes
+from workbench.values.shape_costs import Info, ShapeCost, blocks, default_cost, numel, total_bytes
 
 AUTOGRAD_PREFIX = "autograd::engine::evaluate_function: "
 _OPTIMIZER = re.compile(r"^Optimizer\.(step|zero_grad)#")

@@ -35,7 +35,6 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import FormatError
-from workbench.graph import Graph, Op, Tensor
 from workbench.io.et_autograd import (
     backward_kind,
     grad_fn_of,
@@ -48,8 +47,9 @@ from workbench.io.et_autograd import (
 )
 from workbench.io.pytorch_profile import GPU_CATEGORIES, gpu_name
 from workbench.io.trace_events import args_of, duration, number, read_trace_json, trace_events
-from workbench.shape_costs import ShapeCost, TensorInfo, default_cost
-from workbench.trace import Trace
+from workbench.values.graph import Graph, Op, Tensor
+from workbench.values.shape_costs import ShapeCost, TensorInfo, default_cost
+from workbench.values.trace import Trace
 
 TensorKey = tuple[int, int]  # (tensor id, storage id)
 
@@ -407,7 +407,8 @@ def load_execution_trace(path: str | Path, kineto: str | Path, *,
                          name: str | None = None) -> Trace:
     """The measured run of an execution trace and its Kineto trace (module docstring).
 
-    Returns a :class:`~workbench.trace.Trace` (executor ``"measured"``, policy ``"measured"``)
+    Returns a :class:`~workbench.values.trace.Trace` (executor ``"measured"``, policy
+    ``"measured"``)
     whose ``graph`` has the run's ops, data dependencies and measured ``duration_us``; time 0 is
     the first op's start.  ``meta`` counts the calls, the kernels and the calls left out.
     """

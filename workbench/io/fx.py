@@ -1,4 +1,4 @@
-"""torch.fx import: a PyTorch ``nn.Module`` traced into a :class:`~workbench.graph.Graph`.
+"""torch.fx import: a PyTorch ``nn.Module`` traced into a :class:`~workbench.values.graph.Graph`.
 
 :func:`from_torch` traces the module with ``torch.fx.symbolic_trace`` (``torch.export`` when that
 fails, e.g. on Python control flow) and propagates shapes with
@@ -21,10 +21,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from workbench.errors import FormatError, GraphError, OptionError
-from workbench.graph import Graph, Op, Tensor
 from workbench.io import attention_costs
-from workbench.ops import FLOPS_PER_ELEMENT, TORCH_ALIASES
-from workbench.shape_costs import (
+from workbench.values.graph import Graph, Op, Tensor
+from workbench.values.ops import FLOPS_PER_ELEMENT, TORCH_ALIASES
+from workbench.values.shape_costs import (
     VIEW_COST,
     Info,
     ShapeCost,
@@ -44,7 +44,7 @@ TORCH_MISSING = "importing a torch module needs torch: pip install 'schedule-wor
 #: A cost formula: ``(per-element FLOPs, input infos, output infos, called module or None, call
 #: args, call kwargs) -> shape cost`` (``None``: shapes unknown).  Formulas read torch's argument
 #: conventions (``F.linear``'s weight, ``addmm``'s second operand, pooling windows), so they stay
-#: with this importer; kinds and per-element FLOPs come from :mod:`workbench.ops`.
+#: with this importer; kinds and per-element FLOPs come from :mod:`workbench.values.ops`.
 Formula = Callable[[float, Sequence[Info], Sequence[Info], Any, Sequence[Any], Mapping[str, Any]],
                    ShapeCost | None]
 
@@ -128,7 +128,7 @@ def _gather(per_element: float, ins: Sequence[Info], outs: Sequence[Info], modul
     return ShapeCost(0, y.nbytes + min(known), y.nbytes, max(1, math.ceil(y.elements / 1024)))
 
 
-#: The formula of each torch name in :data:`workbench.ops.TORCH_ALIASES` (names not listed:
+#: The formula of each torch name in :data:`workbench.values.ops.TORCH_ALIASES` (names not listed:
 #: :func:`_elementwise`, with the kind's ``flops_per_element``).
 _FORMULA_OF: dict[str, Formula] = {name: formula for formula, names in (
     (_conv, "Conv1d Conv2d Conv3d conv1d conv2d conv3d convolution"), (_conv_t, "ConvTranspose2d"),
@@ -161,7 +161,7 @@ def _entry(name: str) -> tuple[str, str, float]:
 
 assert set(_FORMULA_OF) <= set(TORCH_ALIASES), set(_FORMULA_OF) - set(TORCH_ALIASES)
 #: Module type name -> (op kind, cost formula, per-element FLOPs where it applies), derived from
-#: :data:`workbench.ops.TORCH_ALIASES` (the capitalised names) and the formulas here.
+#: :data:`workbench.values.ops.TORCH_ALIASES` (the capitalised names) and the formulas here.
 MODULES: dict[str, tuple[str, str, float]] = {
     n: _entry(n) for n in TORCH_ALIASES if n[:1].isupper()}
 #: Function / method / aten op name -> (op kind, cost formula, per-element FLOPs).

@@ -26,7 +26,7 @@ from typing import Any
 from workbench._atomic import read_input, write_text
 from workbench._checks import check_choice, check_keys, did_you_mean, show, unique_keys
 from workbench.errors import FormatError, GraphError
-from workbench.graph import CONTROL_KINDS, Graph, Op, Tensor
+from workbench.values.graph import CONTROL_KINDS, Graph, Op, Tensor
 
 FORMAT_NAME = "schedule-workbench-graph"
 FORMAT_VERSION = 1

@@ -3,7 +3,7 @@
 :func:`load_onnx` reads a ``.onnx`` file (the ``onnx`` package is imported inside the function),
 sets the symbolic input dimensions (``dims=``), runs ``onnx.shape_inference.infer_shapes`` and
 turns every node that computes on activations, in file order, into an
-:class:`~workbench.graph.Op`.  Nodes that compute only from weights (``Constant``,
+:class:`~workbench.values.graph.Op`.  Nodes that compute only from weights (``Constant``,
 ``ConstantOfShape``, ``Identity``/``Cast``/``Unsqueeze`` of initializers, shape arithmetic on
 static shapes) are folded, as an inference compiler does (:mod:`workbench.io.onnx_fold`): their
 outputs are parameters and no kernel is scheduled for them.  ``If``/``Loop``/``Scan`` become
@@ -32,7 +32,6 @@ from typing import Any
 from workbench._atomic import read_input
 from workbench._checks import warn_line
 from workbench.errors import FormatError, GraphError, OptionError
-from workbench.graph import Graph, Op, Tensor
 from workbench.io.onnx_control import (
     CONTROL_FLOW,
     Body,
@@ -50,7 +49,8 @@ from workbench.io.onnx_rules import (
     kind_of,
 )
 from workbench.io.onnx_simplify import simplify as _simplify
-from workbench.shape_costs import (
+from workbench.values.graph import Graph, Op, Tensor
+from workbench.values.shape_costs import (
     VIEW_COST,
     Info,
     ShapeCost,
@@ -75,7 +75,7 @@ _ValueInfo = tuple[tuple[int, ...] | None, str, int]
 # ================================================================================ the loader
 def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
               simplify: bool = False) -> Graph:
-    """Read an ONNX model into a :class:`~workbench.graph.Graph`.
+    """Read an ONNX model into a :class:`~workbench.values.graph.Graph`.
 
     ``dims`` gives values for symbolic input dimensions (``{"batch": 8}``); the others are set to
     1 (with a warning) so that shape inference can reach every node; a name that is not a

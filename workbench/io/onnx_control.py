@@ -1,6 +1,7 @@
 """ONNX control flow (``If``, ``Loop``, ``Scan``) as real sub-graphs (:mod:`workbench.control`).
 
-Each body ``GraphProto`` becomes a :class:`~workbench.graph.Graph` (:func:`body_graphs`, which
+Each body ``GraphProto`` becomes a :class:`~workbench.values.graph.Graph` (:func:`body_graphs`,
+which
 imports nested bodies the same way), and the node one control-flow op:
 
 * ``If`` → ``case_of`` with branches ``then_branch`` and ``else_branch`` on the selector ``cond``
@@ -29,8 +30,8 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from workbench.control.ops import case_of_op, while_op
-from workbench.graph import Graph, Op
 from workbench.io.onnx_rules import ShapeCost
+from workbench.values.graph import Graph, Op
 
 #: Op type -> the attributes that hold its body graphs.
 CONTROL_FLOW: dict[str, tuple[str, ...]] = {"If": ("then_branch", "else_branch"),

@@ -1,7 +1,7 @@
 """ONNX op type -> (op kind, shape-cost rule): :data:`RULES`.
 
 The cost functions themselves (FLOPs, bytes and thread blocks from tensor shapes, the builders'
-conventions) live in :mod:`workbench.shape_costs`, shared with :mod:`workbench.io.fx`,
+conventions) live in :mod:`workbench.values.shape_costs`, shared with :mod:`workbench.io.fx`,
 :mod:`workbench.io.execution_trace` and the model builders; this module adapts them to ONNX
 attributes.  Every rule is O(rank of its tensors).
 """
@@ -12,13 +12,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.ops import FLOPS_PER_ELEMENT, ONNX_ALIASES
-from workbench.shape_costs import VIEW_COST as VIEW_COST  # re-exported
-from workbench.shape_costs import Info as Info  # re-exported
-from workbench.shape_costs import Rule as Rule  # re-exported
-from workbench.shape_costs import ShapeCost as ShapeCost  # re-exported
-from workbench.shape_costs import TensorInfo as TensorInfo  # re-exported
-from workbench.shape_costs import (
+from workbench.values.ops import FLOPS_PER_ELEMENT, ONNX_ALIASES
+from workbench.values.shape_costs import VIEW_COST as VIEW_COST  # re-exported
+from workbench.values.shape_costs import Info as Info  # re-exported
+from workbench.values.shape_costs import Rule as Rule  # re-exported
+from workbench.values.shape_costs import ShapeCost as ShapeCost  # re-exported
+from workbench.values.shape_costs import TensorInfo as TensorInfo  # re-exported
+from workbench.values.shape_costs import (
     blocks,
     conv_cost,
     copy_cost,
@@ -29,7 +29,7 @@ from workbench.shape_costs import (
     total_bytes,
     window_cost,
 )
-from workbench.shape_costs import default_cost as default_cost  # re-exported
+from workbench.values.shape_costs import default_cost as default_cost  # re-exported
 
 MAX_ELEMENTS = 1 << 53  # larger tensors are treated as "shape unknown" (corrupt or absurd files)
 
@@ -124,7 +124,7 @@ def kind_of(op_type: str) -> str:
 
 
 #: The cost rule of each ONNX op type named here (:data:`RULES` adds the kind: the alias in
-#: :data:`workbench.ops.ONNX_ALIASES`, else the type's snake_case spelling; :func:`kind_of`).
+#: :data:`workbench.values.ops.ONNX_ALIASES`, else the type's snake_case spelling; :func:`kind_of`).
 _COSTS: dict[str, Rule] = {
     "Conv": _conv,
     "ConvTranspose": _conv_t,
@@ -153,7 +153,8 @@ _COSTS: dict[str, Rule] = {
     "Size": _view,
 }
 #: ONNX op types costed per output element (:func:`_unary`), with the FLOPs per element of their
-#: kind (:data:`workbench.ops.FLOPS_PER_ELEMENT`: arithmetic and simple maps 1, clip and leaky
+#: kind (:data:`workbench.values.ops.FLOPS_PER_ELEMENT`: arithmetic and simple maps 1, clip and
+# leaky
 #: relu 2, exp-based maps 3, sigmoid 4, tanh 5, gelu 8; batch norm 2, layer/instance/group norm
 #: 8, softmax 5, log-softmax 6).
 _ELEMENTWISE = (

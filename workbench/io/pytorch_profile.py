@@ -33,7 +33,6 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import FormatError
-from workbench.graph import Graph, Op
 from workbench.io.kineto_links import (
     Links,
     Step,
@@ -50,8 +49,9 @@ from workbench.io.trace_events import (
     read_trace_json,
     trace_events,
 )
-from workbench.ops import KERNEL_KINDS as _KERNEL_KINDS
-from workbench.trace import Trace
+from workbench.values.graph import Graph, Op
+from workbench.values.ops import KERNEL_KINDS as _KERNEL_KINDS
+from workbench.values.trace import Trace
 
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
 HOST_CATEGORIES = frozenset({"cpu_op"})
@@ -59,7 +59,7 @@ HOST_CATEGORIES = frozenset({"cpu_op"})
 WRAPPERS = re.compile(r"^(ProfilerStep#\d+|## .* ##|\[pytorch\|.*|record_param_comms)$")
 
 #: Kernel-name fragments -> op kind, first match wins (cuDNN/cuBLAS/ATen kernel names): the
-#: ``kernel_names`` of the op-kind table in :data:`workbench.ops.KERNEL_MATCH_ORDER`.
+#: ``kernel_names`` of the op-kind table in :data:`workbench.values.ops.KERNEL_MATCH_ORDER`.
 KERNEL_KINDS: tuple[tuple[str, str], ...] = _KERNEL_KINDS
 
 

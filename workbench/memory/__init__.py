@@ -3,6 +3,9 @@
 >>> import workbench as wb
 >>> wb.memory.plan_usage([(32, 0, 1), (28, 1, 4), (36, 2, 5)], "greedy_by_size").arena_bytes
 64
+
+Engine layer: may import the values, the cost model and the graph transforms (and the schedulers
+beside it), nothing above.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ from workbench.memory.plan import MemoryPlan, UsageRecord, parse_records
 from workbench.memory.planners import PLANNERS, plan_usage, planners
 from workbench.memory.pool import PoolResult, simulate_pool
 from workbench.memory.somas_classes import communication_lists
-from workbench.schedule import Schedule
-from workbench.trace import Trace
+from workbench.values.schedule import Schedule
+from workbench.values.trace import Trace
 
 
 def plan_memory(run: Schedule | Trace, planner: str = "somas", **options: Any) -> MemoryPlan:

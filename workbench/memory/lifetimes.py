@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from workbench.errors import MemoryPlanError
-from workbench.graph import NO_TASK_KINDS as NO_TASK_KINDS  # re-exported
-from workbench.graph import Graph, OpId
 from workbench.memory.plan import UsageRecord
-from workbench.schedule import Schedule
-from workbench.trace import Trace
+from workbench.values.graph import NO_TASK_KINDS as NO_TASK_KINDS  # re-exported
+from workbench.values.graph import Graph, OpId
+from workbench.values.schedule import Schedule
+from workbench.values.trace import Trace
 
 LIFELONG_ROLES = frozenset({"input", "parameter"})
 

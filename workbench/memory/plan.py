@@ -115,16 +115,16 @@ class MemoryPlan:
 
     def _repr_html_(self) -> str:
         """Static HTML: headline numbers and the lifetime chart (plotly.js once per session)."""
-        from workbench.viz.display import memory_plan_html
+        from workbench.values.views import view
 
-        return memory_plan_html(self, include_plotlyjs=None)
+        return view("memory_plan_html")(self, include_plotlyjs=None)
 
     def _ipython_display_(self) -> None:
         """Notebook display: the headline numbers, then the lifetime chart as a plotly mime bundle
         (see ``workbench.viz.display``)."""
-        from workbench.viz.display import display_memory_plan
+        from workbench.values.views import view
 
-        display_memory_plan(self)
+        view("display_memory_plan")(self)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per tensor: name, size, first, last, offset, end (= offset + size)."""

@@ -37,7 +37,7 @@ import numpy as np
 
 from workbench.errors import MemoryPlanError
 from workbench.memory.conflicts import ConflictGraph, _csr, expand_ranges
-from workbench.schedule import Schedule
+from workbench.values.schedule import Schedule
 
 #: Largest ops x streams product the ancestor rule builds clocks for (~1.5 GB at the peak);
 #: raise it here for bigger multi-stream schedules.
@@ -74,7 +74,7 @@ def _dead_frontier(schedule: Schedule, users: Sequence[Sequence[str]], alive: np
                    ) -> tuple[list[np.ndarray], list[int], list[np.ndarray]]:
     """Per stream: ``end[t]`` for the tensors ``alive`` (first position of the stream after all
     users of ``t``), the stream's length and its ops' issue indices (``issue``: op -> index)."""
-    from workbench.clocks import clock_matrix
+    from workbench.values.clocks import clock_matrix
 
     n_streams = sum(1 for ops in schedule.streams.values() if ops)
     entries = len(schedule.issue_order) * n_streams

@@ -2,6 +2,9 @@
 
 ``MODELS`` is the one table (name → builder); ``build(name, **params)`` builds by name, which is
 what the CLI and the notebook app use.
+
+Graph-transforms layer: may import the values and the cost model, nothing above (no scheduler,
+simulator or memory planner).
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from typing import Any
 
 from workbench._checks import show
 from workbench.errors import GraphError, WorkbenchError
-from workbench.graph import Graph
 from workbench.models.cnn import inception_v3, nasnet_a_large, randwire, squeezenet
 from workbench.models.control_flow import nnc_case_of, nnc_while_loop, rnn_loop
 from workbench.models.random_dags import gnp_dag, layered_dag, random_dag, series_parallel_dag
@@ -28,6 +30,7 @@ from workbench.models.seeds import (
 )
 from workbench.models.transformer import transformer_block
 from workbench.registry import Registry, signature_options
+from workbench.values.graph import Graph
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """A small graph builder for DNN layers: tracks activation shapes and derives op costs from them.
 
-:class:`GraphBuilder` emits one :class:`~workbench.graph.Op` per layer call and returns the id of
+:class:`GraphBuilder` emits one :class:`~workbench.values.graph.Op` per layer call and returns the
+id of
 the op's output tensor, so networks read like forward passes::
 
     b = GraphBuilder("tiny")
@@ -31,13 +32,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.errors import GraphError
-from workbench.graph import Graph, Op, Tensor
-from workbench.ops import ACTIVATION_FLOPS as _ACTIVATION_FLOPS
-from workbench.shape_costs import ELEMENTS_PER_BLOCK as ELEMENTS_PER_BLOCK  # re-exported
-from workbench.shape_costs import GEMM_TILE as GEMM_TILE  # re-exported
-from workbench.shape_costs import blocks as _blocks
-from workbench.shape_costs import gemm_blocks as _gemm_blocks
-from workbench.shape_costs import numel as numel  # re-exported
+from workbench.values.graph import Graph, Op, Tensor
+from workbench.values.ops import ACTIVATION_FLOPS as _ACTIVATION_FLOPS
+from workbench.values.shape_costs import ELEMENTS_PER_BLOCK as ELEMENTS_PER_BLOCK  # re-exported
+from workbench.values.shape_costs import GEMM_TILE as GEMM_TILE  # re-exported
+from workbench.values.shape_costs import blocks as _blocks
+from workbench.values.shape_costs import gemm_blocks as _gemm_blocks
+from workbench.values.shape_costs import numel as numel  # re-exported
 
 ELEMENT_BYTES = 4  # float32
 
@@ -49,7 +50,7 @@ OP_KINDS: tuple[str, ...] = (
 )
 
 #: FLOPs per output element of the elementwise activations (``gelu``: tanh approximation).
-ACTIVATION_FLOPS: dict[str, int] = dict(_ACTIVATION_FLOPS)  # from workbench.ops.OPS
+ACTIVATION_FLOPS: dict[str, int] = dict(_ACTIVATION_FLOPS)  # from workbench.values.ops.OPS
 
 Shape = tuple[int, ...]
 Pair = tuple[int, int]

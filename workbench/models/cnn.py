@@ -1,6 +1,7 @@
 """Built-in CNN graphs: the IOS benchmark networks Inception V3, SqueezeNet, RandWire-WS, NASNet-A.
 
-Each builder returns an immutable :class:`~workbench.graph.Graph` whose op costs come from layer
+Each builder returns an immutable :class:`~workbench.values.graph.Graph` whose op costs come from
+layer
 shapes (see :mod:`workbench.models._layers` for the FLOP, byte and thread-block conventions).
 Op ids are hierarchical and readable (``"Mixed_5b/branch5x5_1/conv"``).  Building is O(ops); nothing
 is read from disk.  The structures follow the IOS repository (mit-han-lab/inter-operator-scheduler,
@@ -10,8 +11,8 @@ is read from disk.  The structures follow the IOS repository (mit-han-lab/inter-
 from __future__ import annotations
 
 from workbench.errors import GraphError, OptionError
-from workbench.graph import Graph
 from workbench.models._layers import GraphBuilder
+from workbench.values.graph import Graph
 
 __all__ = ["inception_v3", "nasnet_a_large", "randwire", "squeezenet"]
 

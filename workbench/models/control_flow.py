@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from workbench.control.ops import case_of_op, while_op
 from workbench.errors import OptionError
-from workbench.graph import Graph, Op, Tensor
 from workbench.models._layers import GraphBuilder
+from workbench.values.graph import Graph, Op, Tensor
 
 __all__ = ["nnc_case_of", "nnc_while_loop", "rnn_loop"]
 

@@ -18,7 +18,7 @@ import random
 from collections import deque
 
 from workbench.errors import OptionError
-from workbench.graph import Graph, Op, Tensor
+from workbench.values.graph import Graph, Op, Tensor
 
 __all__ = ["gnp_dag", "layered_dag", "random_dag", "series_parallel_dag"]
 

@@ -6,7 +6,7 @@ docstring states what was assumed.
 
 from __future__ import annotations
 
-from workbench.graph import Graph, Op, Tensor
+from workbench.values.graph import Graph, Op, Tensor
 
 GIB = 1 << 30
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 
 from workbench.errors import OptionError
-from workbench.graph import Graph
 from workbench.models._layers import GraphBuilder
+from workbench.values.graph import Graph
 
 __all__ = ["transformer_block"]
 

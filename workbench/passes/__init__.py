@@ -4,14 +4,19 @@ Every pass is a pure function ``fn(graph) -> Graph`` that returns a new graph an
 input (STYLE.md R1).  ``run_passes(graph, names)`` applies registered passes in order; an unknown
 name raises a one-line :class:`~workbench.errors.OptionError` listing the known ones.  The
 heterogeneous helper :func:`partition` is re-exported here but is not a pass.  Passes call no
-scheduler and no simulator: what runs them together (:func:`~workbench.pipelines.run_level`,
-:func:`~workbench.pipelines.split_schedule`, :func:`~workbench.pipelines.merge_schedule`) is in
-:mod:`workbench.pipelines`.
+scheduler and no simulator: what runs them together
+(:func:`~workbench.orchestration.pipelines.run_level`,
+:func:`~workbench.orchestration.pipelines.split_schedule`,
+:func:`~workbench.orchestration.pipelines.merge_schedule`) is in
+:mod:`workbench.orchestration.pipelines`.
 
 >>> import workbench as wb
 >>> from workbench.passes import run_passes
 >>> run_passes(wb.models.textbook_side_effects(), ["side_effects"]).control_edges
 (('Assign_1', 'Assign_2'), ('Assign_2', 'Sub_1'))
+
+Graph-transforms layer: may import the values and the cost model, nothing above (no scheduler,
+simulator or memory planner).
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from workbench.errors import OptionError
-from workbench.graph import Graph
 from workbench.passes.fusion import fuse_elementwise, fusion_groups, pattern_of
 from workbench.passes.levels import LEVELS, Level, levels
 from workbench.passes.no_task import drop_no_task_ops
@@ -32,6 +36,7 @@ from workbench.passes.partition import (
 )
 from workbench.passes.side_effects import add_side_effect_edges, state_effects
 from workbench.registry import Registry
+from workbench.values.graph import Graph
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ exists).
 The fused op: id = member ids joined by ``+``, kind ``"fused"``, ``attrs["members"]`` (ids in
 topological order), ``attrs["pattern"]`` (``"elemwise"`` or ``"reduce"``), ``attrs["expr"]`` (one
 dict per member: ``op, kind, inputs, outputs, attrs`` — the expression list a code generator turns
-into one kernel, and :func:`workbench.reference.run_reference` evaluates), ``attrs["saved_bytes"]``.
+into one kernel, and :func:`workbench.executors.reference.run_reference` evaluates),
+``attrs["saved_bytes"]``.
 Costs: ``flops`` = sum of the members; ``bytes_read`` = the group's external inputs,
 ``bytes_written`` = its kept outputs (tensors used outside the group or graph outputs; an
 intermediate consumed outside stays an output), so the intermediate traffic is the gain;
@@ -46,7 +47,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workbench.graph import (
+from workbench.values.graph import (
     NO_TASK_KINDS,
     Graph,
     Op,
@@ -55,10 +56,10 @@ from workbench.graph import (
     TensorId,
     priority_topological_order,
 )
-from workbench.ops import BROADCAST_KINDS as BROADCAST_KINDS  # re-exported
-from workbench.ops import ELEMWISE_KINDS as ELEMWISE_KINDS  # re-exported
-from workbench.ops import IO_KINDS, WRITE_KINDS
-from workbench.ops import REDUCE_KINDS as REDUCE_KINDS  # re-exported
+from workbench.values.ops import BROADCAST_KINDS as BROADCAST_KINDS  # re-exported
+from workbench.values.ops import ELEMWISE_KINDS as ELEMWISE_KINDS  # re-exported
+from workbench.values.ops import IO_KINDS, WRITE_KINDS
+from workbench.values.ops import REDUCE_KINDS as REDUCE_KINDS  # re-exported
 
 FUSABLE_DEVICES = frozenset({"gpu", "npu"})
 

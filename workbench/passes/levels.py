@@ -17,7 +17,8 @@ through runtime multistage pipeline", so their ``host_pipeline`` is ``"pipelined
 Simplified: O2's extra whole-graph optimisations (UB fusion, communication fusion, its own memory
 reuse) are not modelled; LazyInline and the compilation cache do not apply here.
 
-:func:`workbench.passes.apply_level` runs a level's passes; :func:`workbench.pipelines.run_level`
+:func:`workbench.passes.apply_level` runs a level's passes;
+:func:`workbench.orchestration.pipelines.run_level`
 also schedules and simulates the result.
 
 >>> import workbench as wb

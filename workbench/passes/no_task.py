@@ -4,14 +4,15 @@ Reshape, ExpandDims, Squeeze, Flatten, FlattenGrad, Reformat (and views) compute
 the memory layout: MindSpore turns them into *ref nodes* whose output has the input's address, and
 skips their launch.  Here the op is removed from the graph and its consumers read its input tensor
 directly, so there is no launch and no memory for it.  The kinds are
-:data:`workbench.graph.NO_TASK_KINDS` (the memory planners alias the same ops).
+:data:`workbench.values.graph.NO_TASK_KINDS` (the memory planners alias the same ops).
 
 What is recorded, so an executor can still give each consumer the shape it expects:
 
 * ``consumer.attrs["aliases"]``: ``{removed tensor id: tensor id now read}`` (chains of no-task ops
   are followed to the first real tensor);
 * ``consumer.attrs["view_shapes"]``: ``{input position: shape of the removed tensor}`` (only where
-  that shape is known), which :func:`workbench.reference.run_reference` applies as a reshape.
+  that shape is known), which :func:`workbench.executors.reference.run_reference` applies as a
+  reshape.
 
 A graph output produced by a no-task op is replaced by the tensor it aliases.  Control edges into or
 out of a removed op are re-linked to its predecessors / successors.  Ops with no input (nothing to
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workbench.graph import NO_TASK_KINDS, Graph, OpId, TensorId
+from workbench.values.graph import NO_TASK_KINDS, Graph, OpId, TensorId
 
 
 def no_task_ops(graph: Graph) -> list[OpId]:

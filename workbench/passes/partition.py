@@ -31,15 +31,16 @@ a data edge crosses memory spaces: kind ``h2d`` (host → device), ``d2h`` (devi
 copy's output ``"<tensor>@<space>"``.  Graph inputs are assumed to be resident where they are read.
 
 **Split vs merge** execution of the partitioned graph runs a scheduler on it, so it lives one layer
-up, in :mod:`workbench.pipelines` (:func:`~workbench.pipelines.split_schedule`,
-:func:`~workbench.pipelines.merge_schedule`).
+up, in :mod:`workbench.orchestration.pipelines`
+(:func:`~workbench.orchestration.pipelines.split_schedule`,
+:func:`~workbench.orchestration.pipelines.merge_schedule`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from workbench.graph import Graph, Op, OpId, Tensor, TensorId
+from workbench.values.graph import Graph, Op, OpId, Tensor, TensorId
 
 DEVICE_CLASS = {"cpu": "cpu", "python": "cpu", "gpu": "gpu", "npu": "npu", "copy": "copy"}
 LABELS = {"cpu": "CPU", "gpu": "GPU", "npu": "Ascend"}

@@ -39,13 +39,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from workbench.graph import Graph, Op, OpId
-from workbench.ops import IO_KINDS as IO_KINDS  # re-exported
-from workbench.ops import WRITE_KINDS as WRITE_KINDS  # re-exported
+from workbench.values.graph import Graph, Op, OpId
+from workbench.values.ops import IO_KINDS as IO_KINDS  # re-exported
+from workbench.values.ops import WRITE_KINDS as WRITE_KINDS  # re-exported
 
 #: The virtual state that orders the I/O kinds among themselves.  ``WRITE_KINDS`` (write their
 #: first input in place) and ``IO_KINDS`` are ``side_effect="write"`` / ``"io"`` in
-#: :data:`workbench.ops.OPS`.
+#: :data:`workbench.values.ops.OPS`.
 IO_STATE = "io"
 
 

@@ -3,6 +3,9 @@
 Every policy is a function ``schedule_<name>(graph, *, <keyword options>) -> Schedule`` and takes
 ``max_streams=`` (the cap a real device imposes).  ``POLICIES`` is the one table; the common test
 runs every entry through the shared invariants.
+
+Engine layer: may import the values, the cost model, the graph transforms, the simulator's
+engine and memory; never the executors' backends, views or orchestration.
 """
 
 from __future__ import annotations
@@ -13,9 +16,7 @@ from typing import Any
 
 from workbench._checks import check_limit
 from workbench.errors import OptionError, ScheduleError
-from workbench.graph import Graph
 from workbench.registry import Registry, signature_options
-from workbench.schedule import Schedule, build_schedule, check_max_streams
 from workbench.schedulers import (
     asap,
     critical_path,
@@ -28,6 +29,8 @@ from workbench.schedulers import (
     serial,
     wavefront,
 )
+from workbench.values.graph import Graph
+from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """DAG helpers shared by the schedulers: transitive reduction, depths, visit orders, ancestor
 clocks.
 
-All functions work on the integer views of a :class:`~workbench.graph.Graph` (``succ_index``,
+All functions work on the integer views of a :class:`~workbench.values.graph.Graph` (``succ_index``,
 ``pred_index``, ``topo_index``) so they stay near-linear on graphs with 100k ops.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from workbench.graph import Graph
 from workbench.schedulers._tails import StreamTails
+from workbench.values.graph import Graph
 
 __all__ = ["StreamTails", "longest_chain_after", "mindspore_bfs_order", "nnc_visit_order",
            "post_dfs_order", "transitive_reduction"]

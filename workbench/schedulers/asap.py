@@ -18,7 +18,8 @@
    input.  RAF also emits waits for light inputs that ended up on the same stream (after reuse); we
    drop those (they are redundant) and count them in ``notes["same_stream_light_edges"]``.
 
-With ``max_streams`` the streams are folded afterwards (:func:`workbench.schedule.fold_streams`).
+With ``max_streams`` the streams are folded afterwards
+(:func:`workbench.values.schedule.fold_streams`).
 Complexity: O(V log V) per pop for the re-sort as in RAF (we use a heap: O((V + E) log V)), and
 O(V + E·L) for the reach checks, with L the unreused chain endings an op's inputs reach (a handful
 on DNN and random graphs; see :func:`_assign_streams`).  A million-op random DAG takes ~16 s.
@@ -28,9 +29,9 @@ from __future__ import annotations
 
 import heapq
 
-from workbench.graph import Graph
-from workbench.schedule import Schedule, build_schedule, check_max_streams
 from workbench.schedulers._dag import post_dfs_order, transitive_reduction
+from workbench.values.graph import Graph
+from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
 
 def schedule_asap(graph: Graph, *, max_streams: int | None = None) -> Schedule:

@@ -9,7 +9,8 @@
    sooner than the end of its last predecessor, using the first idle gap long enough to hold it
    (an op may slide in before ops placed earlier).  Ties: the lowest stream id.
 4. **Events**: the issue order is the ops sorted by planned (start, end); each stream runs its ops
-   in that order; syncs come from :func:`~workbench.schedule.insert_syncs` (transitively reduced).
+   in that order; syncs come from :func:`~workbench.values.schedule.insert_syncs` (transitively
+   reduced).
 
 The plan assumes every stream runs at stand-alone speed; the simulator then shares SMs and
 bandwidth between concurrent kernels, so the simulated makespan is usually longer than
@@ -28,9 +29,9 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from workbench.costs import DeviceSpec, get_device, graph_costs
-from workbench.graph import Graph
-from workbench.schedule import Schedule, build_schedule, check_max_streams
+from workbench.simulator.cost_model.costs import DeviceSpec, get_device, graph_costs
+from workbench.values.graph import Graph
+from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
 _EPS = 1e-9
 

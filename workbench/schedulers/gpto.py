@@ -10,7 +10,7 @@ Objective: the smallest makespan whose memory fits a limit.  For each priority o
    (``graph_costs``: shape-aware kernels).
 2. **Events** (ScheduleToEvents, simplified): ops are issued in (start, end) order, each PE is a
    stream running its ops in that order, and the syncs are the transitively reduced cross-stream
-   dependencies (:func:`~workbench.schedule.insert_syncs`).
+   dependencies (:func:`~workbench.values.schedule.insert_syncs`).
 3. **Memory**: the candidate schedule's activation arena, as
    ``plan_memory(schedule, "greedy_by_size").arena_bytes`` (happens-before conflicts across
    streams); identical placements are planned once, and what the lifetimes take from the graph
@@ -33,7 +33,8 @@ wl), ``cost_max``, ``cost_min``, ``memory_greedy`` (smallest memory impact first
 allocates minus the inputs it is the last to read, updated as consumers are placed).
 
 Simplified against MindSpore's ``gpto.cc``: one device (no cross-device communication groups);
-no subgraph/ConditionSwitch/Gather/if-block handling; costs from :mod:`workbench.costs` instead of
+no subgraph/ConditionSwitch/Gather/if-block handling; costs from
+:mod:`workbench.simulator.cost_model.costs` instead of
 MindSpore's integer formulas; two PE types (compute, copy; no "cube" PEs); the PE is chosen by
 earliest start over all PEs of the type rather than least-loaded first; the memory limit filters
 whole candidates (MindSpore also skips ready tasks that would exceed a soft limit while list
@@ -54,18 +55,23 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from workbench._checks import check_limit, show
-from workbench.costs import DeviceSpec, critical_path_us, get_device, graph_costs
 from workbench.errors import OptionError
-from workbench.graph import Graph
 from workbench.memory.lifetimes import Usage
-from workbench.ops import OFF_DEVICE_TRANSFER_KINDS
-from workbench.schedule import MAX_STREAMS_LIMIT, Schedule, check_max_streams
 from workbench.schedulers.critical_path import (
     _list_schedule,
     bottom_levels,
     placement_schedule,
     topo_positions,
 )
+from workbench.simulator.cost_model.costs import (
+    DeviceSpec,
+    critical_path_us,
+    get_device,
+    graph_costs,
+)
+from workbench.values.graph import Graph
+from workbench.values.ops import OFF_DEVICE_TRANSFER_KINDS
+from workbench.values.schedule import MAX_STREAMS_LIMIT, Schedule, check_max_streams
 
 #: The kinds GPTO sends to the communication PE: every transfer that leaves a device.
 COPY_KINDS = OFF_DEVICE_TRANSFER_KINDS

@@ -66,14 +66,14 @@ from dataclasses import replace
 from typing import Any
 
 from workbench.errors import OptionError
-from workbench.graph import Graph, OpId
-from workbench.ops import EPILOGUE_KINDS, GEMM_KINDS, UNIT_TAIL_KINDS
-from workbench.schedule import Schedule, build_schedule, check_max_streams
 from workbench.schedulers.ios_oracle import StageOracle
 from workbench.schedulers.ios_parts import SearchContext, describe_hit, search_parts
+from workbench.values.graph import Graph, OpId
+from workbench.values.ops import EPILOGUE_KINDS, GEMM_KINDS, UNIT_TAIL_KINDS
+from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
 #: Unit heads, the tails a unit goes on after, and every tail (``gemm`` / ``epilogue`` /
-#: activations in :data:`workbench.ops.OPS`).
+#: activations in :data:`workbench.values.ops.OPS`).
 UNIT_HEADS = GEMM_KINDS
 AFFINE_TAILS = EPILOGUE_KINDS
 UNIT_TAILS = UNIT_TAIL_KINDS
@@ -322,7 +322,7 @@ def ios_units(graph: Graph) -> list[list[OpId]]:
         unit.sort(key=position.__getitem__)
     if not host:
         return [[ops[k].id for k in unit] for unit in members]
-    from workbench.graph import priority_topological_order
+    from workbench.values.graph import priority_topological_order
 
     for i, h in host.items():
         unit_of[i] = unit_of[h]
@@ -411,7 +411,7 @@ def _no_slower_than_sequential(graph: Graph, sched: Schedule, device: str,
     """The better of the IOS schedule and the sequential one on the simulator (the search can
     lose to it when a budget ran out or when barriers cost more than the model of a stage)."""
     from workbench.schedulers.serial import schedule_serial
-    from workbench.simulate import simulate_makespan
+    from workbench.simulator.simulate import simulate_makespan
 
     ios_us = simulate_makespan(sched, device, mode=mode)
     seq = schedule_serial(graph)

@@ -16,8 +16,8 @@ as one unit).  Complexity O(V + E).
 from __future__ import annotations
 
 from workbench.errors import OptionError
-from workbench.graph import Graph, OpId
-from workbench.schedule import Schedule, build_schedule, check_max_streams
+from workbench.values.graph import Graph, OpId
+from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
 
 def schedule_ios_greedy(graph: Graph, *, max_streams_per_stage: int = 10,

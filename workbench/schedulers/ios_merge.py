@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from workbench.graph import Graph, Op, OpId, Tensor
+from workbench.values.graph import Graph, Op, OpId, Tensor
 
 MERGEABLE = "conv2d"
 

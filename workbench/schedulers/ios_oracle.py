@@ -25,9 +25,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from workbench.costs import get_device
-from workbench.graph import Graph, Op, OpId
-from workbench.schedule import Schedule
+from workbench.simulator.cost_model.costs import get_device
+from workbench.values.graph import Graph, Op, OpId
+from workbench.values.schedule import Schedule
 
 MAX_ENTRIES = 200_000
 
@@ -37,7 +37,8 @@ class StageOracle:
     stream ``j``, issued group by group (IOS's runtime order).
 
     Groups of a stage are independent, so the stage needs no syncs; it is simulated with
-    :func:`workbench.simulate.simulate_makespan` as a partial schedule of the whole graph.  With
+    :func:`workbench.simulator.simulate.simulate_makespan` as a partial schedule of the whole graph.
+     With
     ``sync="device_sync"`` (IOS's runtime, eager mode) a stage of several groups also pays the
     ``cudaDeviceSynchronize`` that ends it (``device_sync_us``), as IOS's own profiler measures
     multi-group stages with a synchronisation after each run (notes ios.md §4.1).
@@ -64,7 +65,7 @@ class StageOracle:
         if hit is not None:
             self.reused += 1
             return hit
-        from workbench.simulate import simulate_makespan
+        from workbench.simulator.simulate import simulate_makespan
 
         streams = {j: tuple(g) for j, g in enumerate(groups)}
         order = tuple(op for g in groups for op in g)

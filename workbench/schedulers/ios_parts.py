@@ -24,9 +24,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.graph import Graph, OpId
 from workbench.schedulers.ios_oracle import StageOracle
 from workbench.schedulers.ios_search import PartResult, PartSearch
+from workbench.values.graph import Graph, OpId
 
 SHARE_BOOST = 4.0
 """A part may take this many times its proportional share of the states (or time) left."""

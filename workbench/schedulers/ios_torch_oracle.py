@@ -25,8 +25,8 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from workbench.errors import DeviceUnavailable, OptionError
-from workbench.graph import Graph, OpId
 from workbench.schedulers.ios_oracle import MAX_ENTRIES, StageOracle
+from workbench.values.graph import Graph, OpId
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 
@@ -38,7 +38,7 @@ def torch_available() -> str:
     except Exception as exc:  # ImportError, or a broken install
         return f"PyTorch is not installed ({type(exc).__name__})"
     try:
-        execute = importlib.import_module("workbench.execute")
+        execute = importlib.import_module("workbench.executors.execute")
         execute.EXECUTORS.get("torch")
     except Exception as exc:
         return f"the torch executor is not available ({exc})"
@@ -60,7 +60,8 @@ class TorchStageOracle(StageOracle):
     OptionError, which IOS's search turns into its greedy finish only through its own budgets,
     so set ``time_budget_s`` or ``max_states`` to bound a search); ``floor_us``: subtracted from
     every measurement (clamped at 0), e.g. the ``graph_floor_us`` probe of
-    :mod:`workbench.device_probes`: each stage timed alone pays a graph launch that the whole
+    :mod:`workbench.executors.device_probes`: each stage timed alone pays a graph launch that the
+    whole
     schedule pays once.  ``executor`` names the ``workbench.execute`` entry that times a stage
     (tests pass a fake).
     """
@@ -121,8 +122,8 @@ class TorchStageOracle(StageOracle):
 
     def measure(self, groups: Sequence[Sequence[OpId]]) -> float:
         """Run the stage alone with the executor; its median makespan in µs."""
-        from workbench.calibration import measured_makespan_us
-        from workbench.execute import execute
+        from workbench.executors.execute import execute
+        from workbench.simulator.cost_model.calibration import measured_makespan_us
 
         trace = execute(self.stage_schedule(groups), executor=self.executor, mode=self.mode,
                         precision=self.precision, warmup=self.warmup, repeats=self.repeats,
@@ -131,8 +132,8 @@ class TorchStageOracle(StageOracle):
 
     def time_schedule(self, schedule: Any) -> float:
         """A whole schedule's median makespan (µs) with this oracle's executor settings."""
-        from workbench.calibration import measured_makespan_us
-        from workbench.execute import execute
+        from workbench.executors.execute import execute
+        from workbench.simulator.cost_model.calibration import measured_makespan_us
 
         t0 = time.perf_counter()
         trace = execute(schedule, executor=self.executor, mode=self.mode,
@@ -169,7 +170,7 @@ class TorchStageOracle(StageOracle):
     def stage_schedule(self, groups: Sequence[Sequence[OpId]]) -> Any:
         """The stage as a schedule of its own graph: group ``j`` on stream ``j``, issued group
         by group, syncs only where a group reads another's output (never, within a stage)."""
-        from workbench.schedule import build_schedule
+        from workbench.values.schedule import build_schedule
 
         ops = [op for g in groups for op in g]
         sub = self.graph.subgraph(ops, name=f"{self.graph.name}[stage]")

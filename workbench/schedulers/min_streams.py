@@ -33,7 +33,7 @@ Steps, as in Nimble's AutoStream pass:
    default ``minimize="syncs"`` their number is ``#MEG edges - |M|``, the minimum among
    maximum-concurrency assignments (Nimble's Theorem 2); ``notes["syncs_check"]`` records that
    equality (``notes["extra_syncs"]`` counts what ``minimize="streams"`` paid).  The syncs are
-   passed to :func:`~workbench.schedule.build_schedule` explicitly (none is dropped).
+   passed to :func:`~workbench.values.schedule.build_schedule` explicitly (none is dropped).
 
 Determinism and tie-breaks: matchings start from a greedy pass (left vertices in topological order;
 for ops, successors with the longest chain after them first, then program order; for chains, the
@@ -42,7 +42,8 @@ matching gives the same counts; the greedy start only makes chains follow long p
 order is the graph's topological order closest to program order.
 
 With ``max_streams`` below the number of streams, streams are folded onto physical ones
-(:func:`workbench.schedule.fold_streams`), which gives up maximum logical concurrency; the syncs
+(:func:`workbench.values.schedule.fold_streams`), which gives up maximum logical concurrency; the
+syncs
 between ops that end up on one stream are dropped (stream order covers them).
 
 Complexity: O(E·H/64) for the reduction (H = longest edge span in topological order),
@@ -57,9 +58,9 @@ from __future__ import annotations
 import numpy as np
 
 from workbench.errors import OptionError
-from workbench.graph import Graph
-from workbench.schedule import Schedule, build_schedule, check_max_streams
 from workbench.schedulers._dag import longest_chain_after, transitive_reduction
+from workbench.values.graph import Graph
+from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
 #: Graphs up to this many ops get the width refinement (reachability bitsets take V²/8 bytes).
 REFINE_MAX_OPS = 20_000

@@ -22,7 +22,8 @@ in chain following never fires (notes §A.5), so chains follow the first listed 
 its descendant, with an artificial ordering "tail before node".  Simplification: we only accept
 tails that were already visited (which implies "not a descendant" and keeps the visit order a valid
 issue order).  The cap is soft in NNC; if no stream qualifies a new one is opened and the streams
-are then folded onto ``max_streams`` physical streams (:func:`workbench.schedule.fold_streams`).
+are then folded onto ``max_streams`` physical streams
+(:func:`workbench.values.schedule.fold_streams`).
 The graph-boundary begin/end signals to the caller's stream (§A.2 step 6: the distinct
 non-default streams of the sources wait on ``begin``; every sink on a non-default stream signals
 stream 0 before ``end``) are counted in ``notes["boundary_waits"]`` rather than emitted as
@@ -35,14 +36,14 @@ rank, visit order and chains, O((V + E)·S) for the recycling checks, O(E) for s
 from __future__ import annotations
 
 from workbench.errors import OptionError
-from workbench.graph import Graph
-from workbench.schedule import Schedule, build_schedule, check_max_streams
 from workbench.schedulers._dag import (
     StreamTails,
     longest_chain_after,
     nnc_visit_order,
     transitive_reduction,
 )
+from workbench.values.graph import Graph
+from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
 VARIANTS = ("documented", "as_coded")
 

@@ -6,9 +6,9 @@ MindSpore reports that on its six-kernel example the BFS order peaks at 5G and t
 
 from __future__ import annotations
 
-from workbench.graph import Graph
-from workbench.schedule import Schedule, build_schedule, check_max_streams
 from workbench.schedulers._dag import mindspore_bfs_order, post_dfs_order
+from workbench.values.graph import Graph
+from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
 
 def schedule_bfs(graph: Graph, *, max_streams: int | None = None) -> Schedule:

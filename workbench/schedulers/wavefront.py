@@ -15,9 +15,9 @@ Complexity O(V + E) after the reduction.
 
 from __future__ import annotations
 
-from workbench.graph import Graph
-from workbench.schedule import Schedule, build_schedule, check_max_streams
 from workbench.schedulers._dag import post_dfs_order, transitive_reduction
+from workbench.values.graph import Graph
+from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
 
 def schedule_wavefront(graph: Graph, *, max_streams: int | None = None) -> Schedule:

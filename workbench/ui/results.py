@@ -1,6 +1,7 @@
 """What the Workbench app shows: merging per-policy comparisons and rendering the result tabs.
 
-Everything here is a plain function of a :class:`~workbench.compare.Comparison` (HTML strings,
+Everything here is a plain function of a :class:`~workbench.orchestration.compare.Comparison` (HTML
+strings,
 display bundles), so the app's views are testable without a browser.  Every name from a graph
 goes through :func:`~workbench.viz.style.escape`.
 """
@@ -18,7 +19,7 @@ import ipywidgets as widgets
 import pandas as pd
 import plotly.graph_objects as go
 
-from workbench.compare import BASELINE, Comparison
+from workbench.orchestration.compare import BASELINE, Comparison
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import figure_bundle, stream_table
 from workbench.viz.style import escape

@@ -36,7 +36,7 @@ import ipywidgets as widgets
 
 import workbench as wb
 from workbench.errors import OptionError, WorkbenchError
-from workbench.execute import EXECUTORS
+from workbench.executors.execute import EXECUTORS
 from workbench.schedulers import POLICIES
 from workbench.ui import results
 from workbench.ui.forms import ParamForm

@@ -9,6 +9,9 @@ Importing this package loads plotly and graphviz; the core (``import workbench``
 Importing it inside a Jupyter kernel also makes plotly's figures survive static HTML export
 (:func:`~workbench.viz.style.use_notebook_renderer`), so the figures these functions return
 render in every notebook front end and in nbconvert HTML without setting a renderer.
+
+Views layer: may import everything below it (values, simulator, executors, io), never
+orchestration or the apps; it fills the view registry ``workbench.values.views``.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ from typing import Any
 import graphviz
 import plotly.graph_objects as go
 
-from workbench.graph import Graph, OpId
-from workbench.schedule import Schedule
+from workbench.values.graph import Graph, OpId
+from workbench.values.schedule import Schedule
 from workbench.viz.style import LAYOUT_DEFAULTS, SYNC_COLOR, escape, stream_color, tint
 
 NO_DOT_MESSAGE = ("Graphviz 'dot' not found: drawing the DAG with plotly "

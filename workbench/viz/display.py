@@ -31,10 +31,11 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from workbench.graph import Graph
 from workbench.memory.plan import MemoryPlan
-from workbench.schedule import Schedule
-from workbench.trace import Trace
+from workbench.values.graph import Graph
+from workbench.values.schedule import Schedule
+from workbench.values.trace import Trace
+from workbench.values.views import register_view
 from workbench.viz.dag import dag_svg
 from workbench.viz.lifetimes import lifetime_chart
 from workbench.viz.style import escape, stream_color
@@ -230,3 +231,8 @@ def comparison_html(comparison: Any) -> str:
             "policies": list(comparison.schedules), "best": comparison.best}
     return (f"<div {_BOX}><h4>Comparison on {escape(comparison.graph.name)}</h4>"
             f"{kv_table(info)}{table_html(comparison.table)}</div>")
+
+
+for _view in (graph_html, schedule_html, trace_html, display_trace, memory_plan_html,
+              display_memory_plan, comparison_html):
+    register_view(_view.__name__, _view)

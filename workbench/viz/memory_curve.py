@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from workbench.trace import Trace
+from workbench.values.trace import Trace
 from workbench.viz.style import (
     LAYOUT_DEFAULTS,
     TIME_AXIS_TITLE,

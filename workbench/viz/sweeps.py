@@ -1,4 +1,5 @@
-"""Figures of a :func:`workbench.sweep.sweep` table: speedup against batch size, and schedule
+"""Figures of a :func:`workbench.orchestration.sweep.sweep` table: speedup against batch size, and
+schedule
 quality against the time the policy spent searching.
 
 Two layers (STYLE.md R10): :func:`speedup_frame` and :func:`quality_frame` pick and order the rows

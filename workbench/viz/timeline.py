@@ -1,4 +1,5 @@
-"""Gantt timelines of a :class:`~workbench.trace.Trace`: one row per stream on a linear µs axis.
+"""Gantt timelines of a :class:`~workbench.values.trace.Trace`: one row per stream on a linear µs
+axis.
 
 Two layers (STYLE.md R10): the pure data functions :func:`timeline_frame`, :func:`sync_frame` and
 :func:`barrier_times` compute what is drawn (testable without plotly), and :func:`timeline` /
@@ -24,7 +25,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from workbench.trace import Trace
+from workbench.values.trace import Trace
 from workbench.viz.style import (
     BARRIER_COLOR,
     LAYOUT_DEFAULTS,

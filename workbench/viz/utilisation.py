@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workbench.trace import Trace
+from workbench.values.trace import Trace
 from workbench.viz.style import escape, stream_label
 
 UTILISATION_COLUMNS = ("stream", "row", "x0_us", "x1_us", "busy", "ops", "hover")

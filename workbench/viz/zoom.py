@@ -175,7 +175,7 @@ def zoomable(svg: str, *, label: str = "") -> str:
     """``svg`` (an inline ``<svg>`` element) in the zoom/pan markup of :data:`ZOOM_JS`.
 
     ``label`` is HTML shown at the start of the toolbar (escape names yourself).  The page needs
-    :data:`ZOOM_CSS` and :data:`ZOOM_JS` once (see :func:`workbench.report.render`).
+    :data:`ZOOM_CSS` and :data:`ZOOM_JS` once (see :func:`workbench.orchestration.report.render`).
 
     >>> html = zoomable('<svg viewBox="0 0 10 10"></svg>')
     >>> html.count('data-wb-zoom="'), '<svg viewBox="0 0 10 10"></svg>' in html

@@ -1,0 +1,504 @@
+"""The ``workbench`` command: compare policies on a graph and write an HTML report.
+
+    workbench compare --model inception_v3 --device h100 -o report.html
+    workbench compare GRAPH.json --policies serial,nnc,asap --budget 30 -o report.html
+    workbench compare --model inception_v3 --executor torch,simulator --mode graph -o r.html
+    workbench calibrate --model inception_v3 --model squeezenet --batch 1 -o profile.json
+    workbench import PROFILE.json [--et ET.json] -o graph.json
+    workbench compare --measured PROFILE.json --export-trace out.json --table out.csv
+    workbench policies | models | devices
+    workbench --version
+
+``compare`` always finishes: every stage of every policy (schedule, execute, plan memory) gets
+``--budget`` seconds (default 60), after which its worker is stopped and the policy's row says
+``budget hit (60 s): ...``.  One line per policy goes to stderr as it starts and ends.  The ranking
+printed on stdout is sorted by makespan with the essential columns (``--columns`` picks others,
+``--columns all`` shows every one).  ``--executor torch`` (or ``cupy``) measures every schedule on
+the device; ``--executor torch,simulator`` also sets the simulator's prediction beside each
+measured row.  ``--device`` takes a device name or the path of a device file or of a profile
+written by ``workbench calibrate`` (each op of the chosen graphs timed alone, plus small probes).
+
+Every user error is one line on stderr (``workbench: error: ...``) and exit code 2, and the
+arguments and the output path (``-o``: not a directory, its folder must exist, writable) are
+checked before any work starts.  The report is written atomically (a failure leaves the old one).
+Output piped into a command that stops reading (``| head``) ends quietly (exit 141); SIGTERM and
+Ctrl-C stop the run, its worker processes and any Graphviz child (exit 143 / 130).  Names from
+graph files are printed with control characters and terminal escapes neutralised.
+
+Apps layer: may import everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, NoReturn
+
+from workbench._terminal import ESSENTIAL_COLUMNS, clean, ranking_text
+from workbench.cli.profiles import (
+    add_compare_options,
+    add_import_parser,
+    check_compare_outputs,
+    load_profile,
+    run_import,
+    write_compare_outputs,
+)
+from workbench.errors import OptionError, WorkbenchError
+from workbench.orchestration.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
+from workbench.orchestration.compare_measured import MEASURED_COLUMNS
+
+EXIT_USAGE = 2
+EXIT_NOTHING_RAN = 1  # the report is written, but no policy was executed
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+class _Terminated(BaseException):
+    """Raised by the SIGTERM handler, so that ``finally`` blocks run: worker processes and the
+    Graphviz child are killed, temporary files removed."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``workbench: error: ...``, exit 2), like every other
+    user error of the command."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"workbench: error: {clean(message)} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _parse_value(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _params(pairs: Sequence[str], option: str = "--param") -> dict[str, Any]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise OptionError(f"{option} expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = _parse_value(value.strip())
+    return out
+
+
+def _budget(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value or None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if not 1 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected a positive integer below 2**63, got "
+                                         f"{text[:80]!r}")
+    return value
+
+
+def _columns(text: str) -> tuple[str, ...]:
+    """``--columns``: ``all`` or a comma-separated list of table columns (checked here, before
+    any work)."""
+    from workbench._checks import did_you_mean
+    from workbench.compare import TABLE_COLUMNS
+    from workbench.compare_measured import MEASURED_COLUMNS
+
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    if names == ["all"]:
+        return TABLE_COLUMNS
+    known = (*TABLE_COLUMNS, *MEASURED_COLUMNS)
+    for name in names:
+        if name not in known:
+            raise argparse.ArgumentTypeError(
+                f"unknown column {name!r}{did_you_mean(name, known)} "
+                f"(known: all, {', '.join(known)})")
+    if not names:
+        raise argparse.ArgumentTypeError("expected column names or 'all'")
+    return tuple(dict.fromkeys(names))
+
+
+def _formats() -> str:
+    from workbench.io import LOADERS
+
+    return ", ".join(sorted(LOADERS))
+
+
+#: Commands whose arguments need the heavy modules (pandas, the loaders): their sub-parsers are
+#: filled in only when one of them is run, so ``--help`` and the listings start fast.
+HEAVY_COMMANDS = ("compare",)
+COMPARE_HELP = "compare scheduling policies on a graph, write a report"
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command named on the command line (its first word not starting with ``-``)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def _build_parser(command: str | None = "compare") -> argparse.ArgumentParser:
+    """The parser; the compare sub-parser gets its arguments only when ``command`` is compare
+    (or unknown: then argparse's own error names the choices)."""
+    from workbench import __version__
+
+    parser = _Parser(prog="workbench", description=_plain(__doc__.splitlines()[0]))
+    parser.add_argument("--version", action="version", version=f"workbench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    light = command in ("calibrate", "import", "policies", "models", "devices", None)
+    cmp = sub.add_parser("compare", help=COMPARE_HELP)
+    if not light:
+        _compare_arguments(cmp)
+    _calibrate_parser(sub)
+    add_import_parser(sub)
+    sub.add_parser("policies", help="list scheduling policies")
+    sub.add_parser("models", help="list built-in graphs")
+    sub.add_parser("devices", help="list device models")
+    return parser
+
+
+def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
+    """The compare command's arguments (imports the loaders and the comparison's columns)."""
+    from workbench.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
+    from workbench.compare_measured import MEASURED_COLUMNS
+
+    cmp.add_argument("graph", nargs="?",
+                     help=f"a graph file ({_formats()}; the suffix picks the reader); "
+                          f"or use --model")
+    cmp.add_argument("--model", help="a built-in graph (see `workbench models`)")
+    cmp.add_argument("--batch", type=_positive_int, help="batch size for built-in networks")
+    cmp.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                     help="a builder parameter of the built-in model (repeatable)")
+    cmp.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
+                     help="a symbolic dimension of an ONNX graph file (repeatable)")
+    cmp.add_argument("--policies", help="comma-separated policies (default: all)")
+    cmp.add_argument("--device", default="h100",
+                     help="device model (see `workbench devices`), or the path of a device file "
+                          "or of a profile written by `workbench calibrate`")
+    cmp.add_argument("--executor", default="simulator", metavar="NAMES",
+                     help="simulator (default), torch (PyTorch's kernels: CUDA, else the CPU), "
+                          "cupy (the project's hand-written CUDA kernels, about 6x slower than "
+                          "cuDNN), or a measured one with the simulator beside it: "
+                          "torch,simulator")
+    cmp.add_argument("--ios-oracle", choices=("simulator", "torch"),
+                     help="what times IOS's candidate stages: the simulator (default) or the "
+                          "device with PyTorch's kernels (torch)")
+    cmp.add_argument("--repeats", type=_positive_int,
+                     help="timed runs per schedule on a measured executor")
+    cmp.add_argument("--verify", action="store_true",
+                     help="measured executors: require outputs bitwise equal to serial")
+    cmp.add_argument("--mode", default="eager", choices=("eager", "graph"),
+                     help="eager: per-op host launches; graph: whole-graph sink (CUDA graph)")
+    cmp.add_argument("--max-streams", type=_positive_int, help="cap on streams for every policy")
+    cmp.add_argument("--precision", default="auto",
+                     choices=("auto", "fp32", "tf32", "fp16", "bf16"),
+                     help="simulated precision (auto: FP32 tensors, TF32 convolutions where the "
+                          "device has tensor cores, as cuDNN 8 does by default)")
+    cmp.add_argument("-o", "--output", default="report.html",
+                     help="HTML report path; its folder must exist (default: %(default)s)")
+    cmp.add_argument("--plotlyjs", default="inline", choices=("inline", "directory", "cdn"),
+                     help="where the report gets plotly.js: inline (one offline file, ~5 MB), "
+                          "directory (a shared plotly.min.js beside it) or cdn (cdn.plot.ly, "
+                          "needs the network to view; ~100 kB files) (default: %(default)s)")
+    cmp.add_argument("--columns", type=_columns, default=ESSENTIAL_COLUMNS, metavar="COLS",
+                     help=f"columns of the printed ranking, comma-separated, or 'all' (default: "
+                          f"{','.join(ESSENTIAL_COLUMNS)}; known: "
+                          f"{', '.join((*TABLE_COLUMNS, *MEASURED_COLUMNS))})")
+    cmp.add_argument("--budget", type=_budget, default=DEFAULT_BUDGET_S, metavar="SECONDS",
+                     help="wall-clock seconds each stage of each policy may take (schedule, "
+                          "execute, plan memory); a stage that overruns is stopped and its row "
+                          "says 'budget hit'; 0 means no limit (default: %(default)g)")
+    cmp.add_argument("--no-progress", action="store_true",
+                     help="no progress bar and no per-policy lines on stderr")
+    add_compare_options(cmp)
+
+
+def _load_graph(args: argparse.Namespace) -> Any:
+    from workbench import models
+    from workbench.io import load
+
+    if bool(args.graph) == bool(args.model):
+        if args.measured is not None and not args.model:
+            return None  # the measured run's own graph
+        raise OptionError("give either a graph file or --model NAME (not both, not neither)")
+    if args.graph:
+        if args.param or args.batch is not None:
+            raise OptionError("--batch/--param apply to --model only")
+        return load(args.graph, dims=_params(args.dim, "--dim") or None)
+    if args.dim:
+        raise OptionError("--dim applies to graph files only")
+    params = _params(args.param)
+    if args.batch is not None:
+        params["batch"] = args.batch
+    return models.build(args.model, **params)
+
+
+def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
+    """Everything that can be checked before any work: the output path, the policies, the
+    device, the model's name and parameters' syntax, the graph file's existence and type."""
+    from workbench._atomic import check_input, check_output
+    from workbench.io import LOADERS
+    from workbench.models import MODELS
+    from workbench.schedulers import POLICIES
+    from workbench.simulator.cost_model.costs import get_device
+
+    output = check_output(args.output, what="-o")
+    names = None
+    if args.policies is not None:
+        names = [p.strip() for p in args.policies.split(",") if p.strip()]
+        if not names:
+            raise OptionError("--policies expects comma-separated policy names")
+        for name in names:
+            POLICIES.get(name)
+    get_device(args.device)
+    from workbench.orchestration.compare_measured import executor_plan
+
+    executor_plan(args.executor)
+    check_compare_outputs(args)
+    if not args.graph and not args.model and args.measured is not None:
+        return output, names
+    if bool(args.graph) == bool(args.model):
+        raise OptionError("give either a graph file or --model NAME (not both, not neither)")
+    if args.model:
+        MODELS.get(args.model)
+        _params(args.param)
+    else:
+        path = Path(args.graph)
+        if path.suffix.lower() in LOADERS:
+            check_input(path, what="graph file")
+        if path.resolve() == output.resolve():
+            raise OptionError("-o names the graph file itself; pick another report path")
+    return output, names
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from workbench.orchestration.compare import compare
+    from workbench.schedulers import POLICIES
+
+    output, names = _check_arguments(args)
+    graph = _load_graph(args)
+    measured = None
+    if args.measured is not None:
+        measured = load_profile(args.measured, args.et, args.step, graph)
+        graph = measured.graph if graph is None else graph
+    options = None
+    if args.max_streams is not None:
+        options = {p: {"max_streams": args.max_streams} for p in (names or POLICIES.names())}
+        options.setdefault("serial", {"max_streams": args.max_streams})
+    if args.ios_oracle is not None and "ios" in (names or POLICIES.names()):
+        options = options or {}
+        options.setdefault("ios", {})["oracle"] = args.ios_oracle
+    measured_options: dict[str, Any] = {}
+    if args.repeats is not None:
+        measured_options["repeats"] = args.repeats
+    if args.verify:
+        measured_options["verify"] = True
+    result = compare(graph, names, device=args.device, mode=args.mode, options=options,
+                     precision=args.precision, executor=args.executor,
+                     executor_options=measured_options or None,
+                     show_progress=not args.no_progress, budget_s=args.budget,
+                     measured=measured)
+    path = result.to_html(output, plotlyjs=args.plotlyjs)
+    table = result.table
+    print(clean(f"{graph.name}: {len(graph)} ops on {result.device} ({result.mode})"))
+    columns = args.columns
+    if result.settings["executor"] != "simulator":
+        on = result.settings.get("measured_on", {})
+        print(clean("measured on " + ", ".join(f"{k} {v}" for k, v in on.items())))
+        if columns == ESSENTIAL_COLUMNS:
+            extra = ("simulated_us", "sim_error") if result.settings["simulated_beside"] else ()
+            columns = (*ESSENTIAL_COLUMNS[:3], *extra, *ESSENTIAL_COLUMNS[3:])
+    print(ranking_text(table, columns))
+    best = result.best
+    if best is None:
+        print(clean(f"best: none (no policy was executed); report: {path}"))
+    else:
+        speedup = table.loc[table["policy"] == best, "speedup"].max()
+        print(clean(f"best: {best} ({speedup:.2f}x over serial); report: {path}"))
+    for line in write_compare_outputs(result, args):
+        print(clean(line))
+    unfinished = table.loc[table["status"] != "measured", ["policy", "status"]]
+    unfinished = unfinished[unfinished["status"] != "ok"]   # work-budget rows say so as a note
+    for row in unfinished.itertuples(index=False):
+        print(clean(f"note: {row.policy}: {row.status}"))
+    return 0 if best is not None else EXIT_NOTHING_RAN
+
+
+def _calibrate_parser(sub: Any) -> None:
+    cal = sub.add_parser("calibrate", help="time every op of some graphs alone on this device, "
+                                           "write a device profile (--device PATH reads it)")
+    cal.add_argument("--model", action="append", required=True,
+                     help="a built-in graph to time (repeatable)")
+    cal.add_argument("--batch", type=_positive_int, action="append",
+                     help="batch size(s) for built-in networks (repeatable; default: the "
+                          "model's own)")
+    cal.add_argument("--precision", default="fp32", choices=("fp32", "tf32", "fp16", "bf16"))
+    cal.add_argument("--repeats", type=_positive_int, default=20,
+                     help="timed runs per op and probe (default: %(default)s)")
+    cal.add_argument("--warmup", type=int, default=3, help="untimed runs first")
+    cal.add_argument("--base-device", help="the cost-model device the profile refines "
+                                           "(default: the one the GPU's name matches)")
+    cal.add_argument("--executor", default="torch", help="executor that times (default: torch)")
+    cal.add_argument("-o", "--output", default="profile.json",
+                     help="profile path (default: %(default)s)")
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    from workbench._atomic import check_output
+    from workbench.executors.device_calibration import calibrate_device
+    from workbench.models import MODELS, build
+    from workbench.simulator.cost_model.device_profile import save_profile
+
+    output = check_output(args.output, what="-o")
+    for name in args.model:
+        MODELS.get(name)
+    if args.base_device is not None:
+        from workbench.simulator.cost_model.costs import get_device
+
+        get_device(args.base_device)
+    if args.warmup < 0:
+        raise OptionError(f"--warmup must be >= 0, got {args.warmup}")
+    graphs = [build(name) for name in args.model] if not args.batch else \
+        [build(name, batch=b) for name in args.model for b in args.batch]
+    profile = calibrate_device(graphs, executor=args.executor, precision=args.precision,
+                               warmup=args.warmup, repeats=args.repeats,
+                               base_device=args.base_device)
+    path = save_profile(profile, output)
+    print(clean(f"{len(profile.ops)} ops of {len(graphs)} graph(s) timed on "
+                f"{profile.provenance.get('gpu', '?')} ({profile.provenance.get('timing', '')})"))
+    for key, value in profile.probes.items():
+        print(clean(f"probe {key}: {value:.3f}" if isinstance(value, float)
+                    else f"probe {key}: {value}"))
+    skipped = profile.provenance.get("skipped_ops", [])
+    if skipped:
+        print(clean(f"skipped {len(skipped)} op(s) the executor cannot run, e.g. {skipped[0]} "
+                    f"(all listed in the profile's provenance)"))
+    print(clean(f"profile: {path} (base device {profile.base_device}); use --device {path}"))
+    return 0
+
+
+def _plain(text: str) -> str:
+    """Help text without reST literal markup (````workbench```` → ``workbench``)."""
+    return text.replace("``", "")
+
+
+def _columns_text(rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows as lines with every column but the last padded to its widest cell (two spaces
+    between columns), so long names never shift the columns after them."""
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip()
+            for r in rows]
+
+
+def _model_params(name: str) -> str:
+    """A built-in model's parameters and defaults, ``n_ops (required), seed=None``."""
+    from inspect import Parameter
+
+    from workbench.models import MODELS
+
+    params = MODELS.options(name) or {}
+    return ", ".join(f"{k} (required)" if v is Parameter.empty else f"{k}={v!r}"
+                     for k, v in params.items()) or "-"
+
+
+def _listing(command: str) -> int:
+    rows: list[tuple[str, ...]]
+    if command == "policies":
+        from workbench.schedulers import POLICIES
+
+        rows = [(name, info.seed, info.summary) for name, info in POLICIES.items()]
+    elif command == "models":
+        from workbench.models import MODELS
+
+        rows = [(name, model.family, model.source, _model_params(name))
+                for name, model in MODELS.items()]
+        rows.insert(0, ("model", "family", "source", "parameters (--param NAME=VALUE)"))
+    else:
+        from workbench.simulator.cost_model.costs import DEVICES
+
+        rows = [(name, f"{spec.sm_count} SMs", f"{spec.peak_tflops:.1f} TFLOP/s",
+                 f"{spec.bandwidth_gbps:.0f} GB/s", spec.description)
+                for name, spec in DEVICES.items()]
+    for line in _columns_text(rows):
+        print(clean(line))
+    return 0
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """While the command runs, SIGTERM raises :class:`_Terminated` (in the main thread only;
+    the previous handler is restored afterwards, for callers that run :func:`main` in-process)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush does not
+    print another traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a real file (captured in-process): nothing to silence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        with _sigterm_raises():
+            words = sys.argv[1:] if argv is None else list(argv)
+            # inside: it imports the loaders (Ctrl-C lands here too)
+            parser = _build_parser(_command_of(words))
+            args = parser.parse_args(words)
+            commands = {"compare": _compare, "calibrate": _calibrate, "import": run_import}
+            code = commands[args.command](args) if args.command in commands \
+                else _listing(args.command)
+            sys.stdout.flush()
+            return code
+    except WorkbenchError as exc:
+        print(f"workbench: error: {clean(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        print("workbench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except _Terminated:
+        print("workbench: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

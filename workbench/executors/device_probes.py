@@ -1,0 +1,226 @@
+"""Small probes of a CUDA device, timed inside CUDA graphs, and the provenance of a measurement.
+
+What the simulator's launch, synchronisation and sharing parameters stand for, measured on the
+device at hand (``workbench calibrate``;
+:func:`workbench.executors.device_calibration.calibrate_device`):
+
+* ``graph_floor_us``: a CUDA graph holding one 1-element kernel, launched and timed with two
+  events (the fixed cost every timed graph carries);
+* ``launch_in_graph_us``: one more back-to-back kernel inside a graph, ``(T(33) - T(1)) / 32``;
+* ``event_wait_us``: a kernel whose successor runs on another stream after an event wait, minus
+  the same two kernels on one stream;
+* ``concurrent_k_us`` / ``serial_k_us`` / ``overlap_k`` for k = 1, 2, 4: ``k`` independent
+  matrix products (1024², fp32) on ``k`` streams at once vs one after another on one stream
+  (``overlap_k`` = serial / concurrent: 1.0 when kernels cannot share the GPU, k when they do
+  perfectly).
+
+Each probe is the median of ``repeats`` replays after ``warmup`` (CUDA events around the replay).
+The probes see the device through a small interface (:class:`TorchCuda` over ``torch.cuda``) so
+the timing loop and the probe arithmetic run on the CPU against a fake (tests/test_calibrate.py);
+torch is imported only when a :class:`TorchCuda` is made (STYLE.md R11).
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import statistics
+import subprocess
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from workbench.errors import DeviceUnavailable
+
+Body = Callable[[Any], None]
+
+
+class ProbeDevice(Protocol):
+    """What the probes need of a device (``TorchCuda``, or a fake in tests)."""
+
+    def capture(self, body: Body) -> Any: ...
+    def replay(self, graph: Any) -> None: ...
+    def event(self) -> Any: ...
+    def synchronize(self) -> None: ...
+    def tiny(self) -> None: ...
+    def busy(self, k: int) -> None: ...
+    def fork(self, n: int) -> list[Any]: ...
+    def on(self, stream: Any) -> Any: ...
+    def join(self, streams: list[Any]) -> None: ...
+
+
+class TorchCuda:
+    """:class:`ProbeDevice` over ``torch.cuda`` (one device; tensors made once, before capture)."""
+
+    def __init__(self, device: Any = None, size: int = 1024) -> None:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise DeviceUnavailable("device probes need a CUDA GPU (torch.cuda.is_available() "
+                                    "is False)")
+        self.torch, self.cuda = torch, torch.cuda
+        self.device = torch.device(device or "cuda")
+        self.x = torch.zeros(1, device=self.device)
+        self.a = torch.randn(size, size, device=self.device)
+        self.b = torch.randn(size, size, device=self.device)
+        self.out = [torch.empty(size, size, device=self.device) for _ in range(4)]
+
+    def capture(self, body: Body) -> Any:
+        graph = self.cuda.CUDAGraph()
+        body(self)                         # warm the kernels up outside the capture
+        self.cuda.synchronize()
+        with self.cuda.graph(graph):
+            body(self)
+        return graph
+
+    def replay(self, graph: Any) -> None:
+        graph.replay()
+
+    def event(self) -> Any:
+        return self.cuda.Event(enable_timing=True)
+
+    def synchronize(self) -> None:
+        self.cuda.synchronize()
+
+    def tiny(self) -> None:
+        self.x.add_(1.0)
+
+    def busy(self, k: int) -> None:
+        self.torch.mm(self.a, self.b, out=self.out[k % len(self.out)])
+
+    def fork(self, n: int) -> list[Any]:
+        here = self.cuda.current_stream()
+        streams = [self.cuda.Stream(device=self.device) for _ in range(n)]
+        for s in streams:
+            s.wait_stream(here)
+        return streams
+
+    def on(self, stream: Any) -> Any:
+        return self.cuda.stream(stream)
+
+    def join(self, streams: list[Any]) -> None:
+        here = self.cuda.current_stream()
+        for s in streams:
+            here.wait_stream(s)
+
+
+def time_graph_us(dev: ProbeDevice, body: Body, *, warmup: int = 5,
+                  repeats: int = 20) -> list[float]:
+    """Replay times (µs) of ``body`` captured once as a CUDA graph: ``warmup`` untimed replays,
+    then ``repeats`` replays each between two events on the current stream."""
+    graph = dev.capture(body)
+    for _ in range(warmup):
+        dev.replay(graph)
+    dev.synchronize()
+    times = []
+    for _ in range(repeats):
+        start, end = dev.event(), dev.event()
+        start.record()
+        dev.replay(graph)
+        end.record()
+        end.synchronize()
+        times.append(float(start.elapsed_time(end)) * 1000.0)
+    return times
+
+
+def _tiny(n: int) -> Body:
+    def body(dev: Any) -> None:
+        for _ in range(n):
+            dev.tiny()
+    return body
+
+
+def _cross_stream(dev: Any) -> None:
+    dev.tiny()
+    (other,) = dev.fork(1)
+    with dev.on(other):
+        dev.tiny()
+    dev.join([other])
+
+
+def _concurrent(k: int) -> Body:
+    def body(dev: Any) -> None:
+        streams = dev.fork(k)
+        for i, s in enumerate(streams):
+            with dev.on(s):
+                dev.busy(i)
+        dev.join(streams)
+    return body
+
+
+def _serial(k: int) -> Body:
+    def body(dev: Any) -> None:
+        for i in range(k):
+            dev.busy(i)
+    return body
+
+
+def graph_floor_us(dev: ProbeDevice, *, warmup: int = 5, repeats: int = 20) -> float:
+    """The ``graph_floor_us`` probe alone: a graph of one 1-element kernel (median µs)."""
+    return float(statistics.median(time_graph_us(dev, _tiny(1), warmup=warmup,
+                                                 repeats=repeats)))
+
+
+def run_probes(dev: ProbeDevice, *, warmup: int = 5, repeats: int = 20) -> dict[str, float]:
+    """Every probe of the module docstring (µs, or ratios for ``overlap_k``)."""
+    def med(body: Body) -> float:
+        return float(statistics.median(time_graph_us(dev, body, warmup=warmup,
+                                                     repeats=repeats)))
+
+    one, many = med(_tiny(1)), med(_tiny(33))
+    out = {"graph_floor_us": one, "launch_in_graph_us": max(0.0, (many - one) / 32),
+           "event_wait_us": max(0.0, med(_cross_stream) - med(_tiny(2)))}
+    for k in (1, 2, 4):
+        together, alone = med(_concurrent(k)), med(_serial(k))
+        out[f"concurrent_{k}_us"], out[f"serial_{k}_us"] = together, alone
+        out[f"overlap_{k}"] = alone / together if together > 0 else float("nan")
+    return out
+
+
+def _driver_version() -> str:
+    """The NVIDIA driver version from ``nvidia-smi`` ("" when it cannot be asked)."""
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout else ""
+
+
+def provenance(*, timing: str = "") -> dict[str, Any]:
+    """Where and with what a measurement was made: GPU, driver, CUDA, torch, cuDNN, host, date
+    (UTC); ``gpu`` is ``"cpu (<processor>)"`` without CUDA."""
+    out: dict[str, Any] = {"date": datetime.datetime.now(datetime.timezone.utc)
+                           .strftime("%Y-%m-%dT%H:%M:%SZ"),
+                           "host": platform.node(), "python": platform.python_version()}
+    try:
+        import torch
+    except ImportError:
+        out["gpu"] = f"cpu ({platform.processor() or platform.machine()})"
+    else:
+        out["torch"] = str(torch.__version__)
+        if torch.cuda.is_available():
+            out["gpu"] = torch.cuda.get_device_name()
+            out["cuda"] = str(torch.version.cuda)
+            out["cudnn"] = str(torch.backends.cudnn.version())
+            out["driver"] = _driver_version()
+        else:
+            out["gpu"] = f"cpu ({platform.processor() or platform.machine()})"
+    if timing:
+        out["timing"] = timing
+    return out
+
+
+def base_device_for(gpu_name: str, default: str = "h100") -> str:
+    """The registered cost-model device a GPU's name matches (``"NVIDIA H200"`` -> ``h200``),
+    else ``default``."""
+    from workbench.simulator.cost_model.devices import devices
+
+    text = gpu_name.lower().replace(" ", "")
+    for name in devices():
+        if name in text:
+            return name
+    return default
+
+
+__all__ = ["ProbeDevice", "TorchCuda", "base_device_for", "graph_floor_us", "provenance",
+           "run_probes", "time_graph_us"]

@@ -1,0 +1,252 @@
+"""``run`` and ``run_outputs``: a Schedule executed with PyTorch's kernels (the ``"torch"`` entries
+of :data:`workbench.executors.execute.EXECUTORS` and
+:data:`workbench.executors.execute.OUTPUT_RUNNERS`).
+
+On CUDA the issue program runs on one ``torch.cuda.Stream`` per schedule stream
+(:mod:`workbench.executors.torch_exec.cuda`); without CUDA, or with ``device="cpu"``, on the CPU in
+issue
+order (:mod:`workbench.executors.torch_exec.host`), so the op mapping and every policy are tested
+anywhere.
+``mode="graph"`` on the CPU runs eager (there are no CUDA graphs) and says so: ``trace.mode`` is
+``"eager"`` and ``meta["requested_mode"]`` is ``"graph"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from workbench.errors import DeviceUnavailable, OptionError, ScheduleError
+from workbench.executors.torch_exec import cuda as cuda_run
+from workbench.executors.torch_exec.frame import device_info, makespan_stats, trace_frame
+from workbench.executors.torch_exec.host import run_host
+from workbench.executors.torch_exec.program import build_program
+from workbench.executors.torch_exec.values import (
+    PRECISIONS,
+    Evaluator,
+    compare_outputs,
+    dtype_of,
+    initial_tensors,
+    to_numpy,
+)
+from workbench.simulator.cost_model.devices import DEVICES, DeviceSpec, get_device
+from workbench.values.op_torch import torch_module
+from workbench.values.schedule import Schedule, schedule_serial
+from workbench.values.trace import Trace
+
+MODES = ("eager", "graph")
+
+
+def probe() -> str:
+    """"" when PyTorch imports (a CPU build counts: it runs on the CPU), else one line saying
+    what to install."""
+    try:
+        torch_module()
+    except OptionError:
+        return "executor 'torch' needs PyTorch; pip install torch (a CPU build runs on the CPU)"
+    return ""
+
+
+def _torch() -> Any:
+    reason = probe()
+    if reason:
+        raise DeviceUnavailable(reason)
+    return torch_module()
+
+
+def _cuda_api() -> Any:
+    """``torch.cuda``: the one place the runner takes its CUDA calls from (the fake CUDA of
+    ``tests/test_torch_cuda_fake.py`` stands in here)."""
+    return torch_module().cuda
+
+
+def _tensor_device(device: str) -> str:
+    """Where a run on ``device`` keeps its tensors: ``device`` itself (the fake CUDA keeps them on
+    the CPU)."""
+    return device
+
+
+def resolve_device(device: Any) -> tuple[str, DeviceSpec | None]:
+    """The torch device to run on and the cost-model spec of the ``compute_us`` columns.
+
+    ``None``: CUDA when available, else the CPU.  ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or a
+    ``torch.device``: that device.  A cost-model device (a name of
+    ``workbench.simulator.cost_model.devices`` such as
+    ``"h100"``, or a :class:`DeviceSpec`, as ``compare`` passes): run on the default device and
+    fill ``compute_us`` / ``memory_us`` from that spec.
+    """
+    torch = _torch()
+    api = _cuda_api()
+    auto = "cuda" if api.is_available() else "cpu"
+    if device is None:
+        return auto, _gpu_spec(auto) if auto == "cuda" else None
+    if isinstance(device, DeviceSpec):
+        return auto, device
+    text = str(device).lower() if isinstance(device, (str, torch.device)) else None
+    if text in ("cpu", "cuda") or (text or "").startswith("cuda:"):
+        assert text is not None
+        if text != "cpu" and not api.is_available():
+            raise DeviceUnavailable(f"executor 'torch': device {device!r} needs a CUDA GPU and a "
+                                    f"CUDA build of torch ({torch.__version__} sees none); use "
+                                    f"device='cpu'")
+        return text, _gpu_spec(text) if text != "cpu" else None
+    if text is not None and text in DEVICES:
+        return auto, get_device(text)
+    raise OptionError(f"executor 'torch': unknown device {device!r} (a torch device: cpu, cuda, "
+                      f"cuda:N; or a cost-model device: {', '.join(DEVICES.names())})")
+
+
+def _gpu_spec(device: str) -> DeviceSpec:
+    """The cost-model spec whose name the GPU's name contains (``NVIDIA H200`` -> ``h200``),
+    else ``h100``."""
+    name = str(_cuda_api().get_device_name(device)).lower().replace(" ", "")
+    for known in DEVICES.names():
+        if known in name:
+            return get_device(known)
+    return get_device("h100")
+
+
+@contextmanager
+def precision_flags(precision: str) -> Iterator[None]:
+    """TF32 on for ``"tf32"``, off otherwise (cuBLAS matmuls and cuDNN convolutions), and cuDNN's
+    heuristics (``benchmark = False``), as the H200 measurements ran; restored afterwards."""
+    torch = torch_module()
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    saved = (matmul.allow_tf32, cudnn.allow_tf32, cudnn.benchmark)
+    matmul.allow_tf32 = cudnn.allow_tf32 = precision == "tf32"
+    cudnn.benchmark = False
+    try:
+        yield
+    finally:
+        matmul.allow_tf32, cudnn.allow_tf32, cudnn.benchmark = saved
+
+
+def _check(schedule: Any, mode: str, precision: str, warmup: Any, repeats: Any) -> None:
+    if not isinstance(schedule, Schedule):
+        raise ScheduleError(f"executor 'torch' needs a Schedule, got {type(schedule).__name__}")
+    if mode not in MODES:
+        raise OptionError(f"executor 'torch': unknown mode {mode!r} (known: {', '.join(MODES)})")
+    if precision not in PRECISIONS:
+        raise OptionError(f"executor 'torch': unknown precision {precision!r} (known: "
+                          f"{', '.join(PRECISIONS)})")
+    for name, value, low in (("warmup", warmup, 0), ("repeats", repeats, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise OptionError(f"executor 'torch': {name} must be an integer >= {low}, "
+                              f"got {value!r}")
+
+
+def run_outputs(schedule: Schedule, *, seed: int = 0, precision: str = "fp32",
+                device: Any = None, inputs: Mapping[str, Any] | None = None
+                ) -> dict[str, np.ndarray]:
+    """The graph outputs of one eager run of ``schedule`` with torch, as float32 NumPy arrays
+    (fp16 / bf16 values widened exactly).  Inputs as
+    :func:`workbench.executors.reference.draw_inputs`
+    (``seed``; ``inputs`` overrides some).  O(V) torch calls."""
+    _check(schedule, "eager", precision, 0, 1)
+    dev, _ = resolve_device(device)
+    program = build_program(schedule)
+    with precision_flags(precision):
+        evaluator = Evaluator(schedule.graph, initial_tensors(
+            schedule.graph, seed=seed, inputs=inputs, device=_tensor_device(dev),
+            precision=precision))
+        if dev == "cpu":
+            for step in program.steps:
+                evaluator.run_op(step.op)
+        else:
+            api = _cuda_api()
+            with api.device(dev):
+                rt = cuda_run.Streams(api, program)
+                api.synchronize()
+                cuda_run.issue(rt, evaluator.run_op)
+                api.synchronize()
+        return to_numpy(evaluator.outputs())
+
+
+def run(schedule: Schedule, *, mode: str = "eager", precision: str = "fp32", warmup: int = 3,
+        repeats: int = 20, verify: bool = False, seed: int = 0, device: Any = None,
+        barrier_kind: str | None = None, inputs: Mapping[str, Any] | None = None,
+        return_outputs: bool = False) -> Trace:
+    """Execute ``schedule`` with PyTorch and return the measured
+    :class:`~workbench.values.trace.Trace`.
+
+    ``mode``: ``"eager"`` (the host issues every op each run) or ``"graph"`` (the whole
+    multi-stream run captured once as a CUDA graph and replayed; eager on the CPU, see the module
+    docstring).  ``precision``: ``"fp32"`` (TF32 off), ``"tf32"``, ``"fp16"`` or ``"bf16"``
+    (inputs and weights cast).  ``warmup`` runs, then ``repeats`` timed runs: the makespan's
+    median and quartiles are in ``meta`` (CUDA events on a GPU, ``perf_counter_ns`` on the CPU).
+    The rows are one run's per-op start and end, so ``trace.makespan`` is that run's end: on the
+    CPU the lower-median timed run; in graph mode the lower-median replay of a capture with
+    timing events inside; in eager mode on CUDA one more run with events around every op (their
+    host cost included).  ``meta["makespan_median_us"]`` (runs timed by two events only) is the
+    figure to compare between schedules.  ``device``: see
+    :func:`resolve_device`.  ``barrier_kind``: ``"join"`` or ``"device_sync"`` (``None``: the
+    schedule's).  ``verify``: require outputs bitwise equal to the serial schedule's torch run
+    (one-line :class:`ScheduleError` naming the first differing output otherwise).
+    ``return_outputs``: keep the outputs (NumPy) in ``meta["outputs"]``.
+    """
+    _check(schedule, mode, precision, warmup, repeats)
+    dev, spec = resolve_device(device)
+    program = build_program(schedule, barrier_kind)
+    notes: dict[str, Any] = {}
+    with precision_flags(precision):
+        initial = initial_tensors(schedule.graph, seed=seed, inputs=inputs,
+                                  device=_tensor_device(dev), precision=precision)
+        evaluator = Evaluator(schedule.graph, initial)
+        peak = None
+        if dev == "cpu":
+            ran = "eager"
+            if mode == "graph":
+                notes["mode_note"] = "no CUDA graphs on the CPU: ran eager"
+            timing = run_host(program, evaluator, warmup=warmup, repeats=repeats)
+            outputs = evaluator.outputs()
+        else:
+            ran = mode
+            api = _cuda_api()
+            with api.device(dev):
+                rt = cuda_run.Streams(api, program)
+                api.reset_peak_memory_stats()
+                if mode == "eager":
+                    timing = cuda_run.time_eager(rt, evaluator, warmup=warmup, repeats=repeats)
+                    outputs = evaluator.outputs()
+                else:
+                    timing, captured = cuda_run.time_graph(rt, evaluator, warmup=warmup,
+                                                           repeats=repeats)
+                    merged = {**captured.values, **captured.state}
+                    outputs = {t: merged[t] for t in schedule.graph.outputs}
+                api.synchronize()
+                peak = int(api.max_memory_allocated())
+                notes["barriers_as_joins"] = rt.barriers_as_joins
+        got = to_numpy(outputs)
+        storages = {v.untyped_storage().data_ptr(): v.untyped_storage().nbytes()
+                    for v in evaluator.values.values()}
+        live = int(sum(storages.values()))
+    if verify:
+        want = run_outputs(schedule_serial(schedule.graph), seed=seed, precision=precision,
+                           device=dev, inputs=inputs)
+        compare_outputs(got, want, what=f"executor 'torch', policy {schedule.policy!r} "
+                                          f"({ran}, {precision})")
+    info = device_info(dev, _cuda_api())
+    meta: dict[str, Any] = {
+        "executor": "torch", "mode": ran, "requested_mode": mode, "precision": precision,
+        "dtype": str(dtype_of(precision)).replace("torch.", ""), "repeats": repeats,
+        "warmup": warmup, "seed": seed, **makespan_stats(timing.spans_us),
+        "timeline": timing.timeline, "timeline_makespan_us": max(timing.end_us, default=0.0),
+        "host_us_median": float(np.median(timing.host_us)) if timing.host_us else None,
+        "peak_memory_bytes": peak, "live_bytes": live, "torch_device": dev,
+        "memory_note": "every tensor is kept until the run ends (no frees between streams)",
+        "device_info": info, "simulated_device": spec.name if spec is not None else None,
+        "barrier_kind": program.barrier_kind, "streams": len(program.streams),
+        "syncs": program.n_waits, "events": len(program.sources),
+        "barriers": program.n_barriers, "verified": bool(verify), **notes, **timing.notes,
+    }
+    if return_outputs:
+        meta["outputs"] = got
+    df = trace_frame(schedule, timing, spec=spec, device_column="cpu" if dev == "cpu" else "gpu")
+    return Trace(df, graph=schedule.graph, policy=schedule.policy, device=str(info["name"]),
+                 executor="torch", mode=ran, schedule=schedule, meta=meta)
+
+
+__all__ = ["MODES", "precision_flags", "probe", "resolve_device", "run", "run_outputs"]

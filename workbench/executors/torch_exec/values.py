@@ -1,0 +1,169 @@
+"""Tensor values of a torch run: inputs, the op-by-op evaluator, outputs and their comparison.
+
+The evaluator computes ops exactly as :func:`workbench.executors.reference.run_reference` does
+(state of the
+``assign`` family, ``fused`` ops member by member, ``view_shapes`` aliases), with each kind's
+PyTorch form (:attr:`workbench.values.ops.OpKind.torch_form`) instead of its NumPy reference.
+Inputs
+and parameters are :func:`workbench.executors.reference.draw_inputs` (``init="scaled"``, as the CuPy
+executor and the launch-plan emulator draw them: same seed, same values in every runner),
+converted with ``torch.from_numpy`` and cast to the precision's dtype.
+
+Every tensor stays referenced until the run ends (nothing is freed while side streams may still
+read it), so no ``record_stream`` bookkeeping is needed; the peak memory is that of keeping every
+tensor of the graph.  Complexity: one torch form per op, O(V + E) bookkeeping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from workbench.errors import OptionError, ScheduleError
+from workbench.executors.reference import draw_inputs
+from workbench.values.graph import Graph, Op, TensorId
+from workbench.values.op_torch import torch_module
+from workbench.values.ops import ASSIGN_KINDS, OPS, TORCH_FORM_KINDS
+
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
+
+
+def dtype_of(precision: str) -> Any:
+    """The torch dtype values are cast to under ``precision`` (fp32 and tf32: float32)."""
+    torch = torch_module()
+    return {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
+
+
+def initial_tensors(graph: Graph, *, seed: int, inputs: Mapping[TensorId, Any] | None,
+                    device: str, precision: str) -> dict[TensorId, Any]:
+    """The graph inputs and parameters as tensors on ``device`` (floating ones cast to the
+    precision's dtype); values as :func:`workbench.executors.reference.draw_inputs` draws them."""
+    torch = torch_module()
+    given = dict(inputs or {})
+    for k in given:
+        if k not in graph.tensors:
+            raise OptionError(f"input {k!r} is not a tensor of graph {graph.name!r}")
+    dtype = dtype_of(precision)
+    out = {}
+    for t, value in draw_inputs(graph, seed, given).items():
+        tensor = torch.from_numpy(np.ascontiguousarray(value)).to(device)
+        out[t] = tensor.to(dtype) if tensor.is_floating_point() else tensor
+    return out
+
+
+class Evaluator:
+    """Runs the ops of one graph on tensors, one call of :meth:`run_op` per op; :meth:`start`
+    begins a fresh run from the initial values (the state of parameters included)."""
+
+    def __init__(self, graph: Graph, initial: Mapping[TensorId, Any]) -> None:
+        self.graph = graph
+        self.initial = dict(initial)
+        self._params = [t.id for t in graph.tensors.values() if t.role == "parameter"
+                        and t.id in self.initial]
+        tensors = graph.tensors
+        self._shapes = {t: tuple(tt.shape) if tt.shape else None for t, tt in tensors.items()}
+        self.values: dict[TensorId, Any] = {}
+        self.state: dict[TensorId, Any] = {}
+        self.start()
+
+    def start(self) -> None:
+        self.values = dict(self.initial)
+        self.state = {t: self.initial[t] for t in self._params}
+
+    def shape_of(self, t: TensorId) -> tuple[int, ...] | None:
+        return self._shapes.get(t)
+
+    def run_op(self, op_id: str) -> None:
+        """Compute op ``op_id`` from the current values (on the current torch stream)."""
+        op = self.graph.op(op_id)
+        args = []
+        for t in op.inputs:
+            if t in self.state:
+                args.append(self.state[t])
+            elif t in self.values:
+                args.append(self.values[t])
+            else:
+                raise ScheduleError(f"op {op_id!r} runs before its input {t!r} is computed (the "
+                                    f"order violates a dependency)")
+        self.values.update(zip(op.outputs, self._compute(op, args), strict=True))
+
+    def _compute(self, op: Op, args: list[Any]) -> list[Any]:
+        views = op.attrs.get("view_shapes") or {}
+        for pos, shape in views.items():
+            args[int(pos)] = args[int(pos)].reshape(tuple(shape))
+        if op.kind in ASSIGN_KINDS:
+            return self._assign(op, args)
+        if op.kind == "fused":
+            return self._fused(op, args)
+        info = OPS.get(op.kind)
+        form = info.torch_form if info is not None else None
+        if form is None:
+            known = ", ".join(sorted([*TORCH_FORM_KINDS, "fused"]))
+            raise OptionError(f"torch executor: op {op.id!r} has kind {op.kind!r}, which has no "
+                              f"torch form (known: {known})")
+        try:
+            return form(op, args, self.shape_of)
+        except (IndexError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise OptionError(f"torch executor: op {op.id!r} ({op.kind}) cannot run on inputs "
+                              f"of shapes {[tuple(a.shape) for a in args]}: {first}") from None
+
+    def _assign(self, op: Op, args: list[Any]) -> list[Any]:
+        target = op.attrs.get("writes") or op.inputs[0]
+        if not isinstance(target, str):
+            target = list(target)[0]
+        value = args[1] if len(args) > 1 else args[0]
+        if op.kind == "assign_add":
+            value = self.state.get(target, args[0]) + value
+        elif op.kind == "assign_sub":
+            value = self.state.get(target, args[0]) - value
+        self.state[target] = value.clone()
+        return [value.clone() for _ in op.outputs]
+
+    def _fused(self, op: Op, args: list[Any]) -> list[Any]:
+        env = dict(zip(op.inputs, args, strict=True))
+        for e in op.attrs["expr"]:
+            member = Op(e["op"], kind=e["kind"], inputs=tuple(e["inputs"]),
+                        outputs=tuple(e["outputs"]), attrs=e.get("attrs", {}) or {})
+            outs = self._compute(member, [env[t] for t in member.inputs])
+            env.update(zip(member.outputs, outs, strict=True))
+        return [env[t] for t in op.outputs]
+
+    def outputs(self) -> dict[TensorId, Any]:
+        """The graph outputs of the last run, as tensors (parameters: their final state)."""
+        merged = {**self.values, **self.state}
+        missing = [t for t in self.graph.outputs if t not in merged]
+        if missing:
+            raise ScheduleError(f"torch executor: output {missing[0]!r} was not computed")
+        return {t: merged[t] for t in self.graph.outputs}
+
+
+def to_numpy(tensors: Mapping[TensorId, Any]) -> dict[TensorId, np.ndarray]:
+    """Tensors as float32 NumPy arrays on the host (fp16 / bf16 widen exactly)."""
+    out = {}
+    for t, x in tensors.items():
+        x = x.detach()
+        out[t] = (x.float() if x.is_floating_point() else x).cpu().numpy()
+    return out
+
+
+def compare_outputs(got: Mapping[TensorId, np.ndarray], want: Mapping[TensorId, np.ndarray], *,
+                    what: str) -> None:
+    """Require bitwise-equal outputs (NaN patterns included); a one-line ScheduleError naming the
+    first differing output otherwise.  O(total elements)."""
+    for t, expected in want.items():
+        actual = got.get(t)
+        if actual is None:
+            raise ScheduleError(f"{what}: output {t!r} is missing")
+        a, b = np.ascontiguousarray(actual), np.ascontiguousarray(expected)
+        if a.shape != b.shape or a.dtype != b.dtype or a.tobytes() != b.tobytes():
+            diff = (float(np.nanmax(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+                    if a.shape == b.shape and a.size else float("nan"))
+            raise ScheduleError(f"{what}: output {t!r} differs from the serial torch run "
+                                f"(max |diff| {diff:.3g}): a missing sync or a stream race")
+
+
+__all__ = ["PRECISIONS", "Evaluator", "compare_outputs", "dtype_of", "initial_tensors",
+           "to_numpy"]

@@ -1,0 +1,465 @@
+"""compare(): run several policies on one graph, execute each schedule, rank them in one table.
+
+The result, a :class:`Comparison`, keeps every Schedule and Trace so views, notebooks and the HTML
+report can show them side by side.  Plotting is imported only when a figure or report is asked for.
+
+Every comparison finishes: each policy's stages (schedule; validate and execute; plan memory) run
+in a worker process (:mod:`workbench._bounded`) and each stage gets ``budget_s`` seconds of wall
+time, after which the worker is killed and the row's ``status`` says which stage overran and the
+budget.  Policies registered with ``budgeted=True`` also get ``time_budget_s``
+(:data:`COOPERATIVE_SHARE` of ``budget_s``, leaving the rest for wrapping up: IOS schedules the
+parts it did not search greedily) and stop cooperatively with their best schedule so far (their
+hard limit is then a little longer: :func:`hard_limit_s`).  The exact optimum of tiny graphs is
+bounded the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workbench._bounded import Outcome, run_stages
+from workbench._progress import Progress
+from workbench.errors import OptionError
+from workbench.orchestration.compare_measured import (
+    MEASURED_COLUMNS,
+    check_measured_device,
+    execute_options,
+    executor_plan,
+    measured_cells,
+    provenance,
+)
+from workbench.schedulers import POLICIES, PolicyInfo, schedule
+from workbench.simulator.cost_model.costs import DeviceSpec, lower_bound_us
+from workbench.simulator.cost_model.target import resolve_device
+from workbench.values.graph import Graph
+from workbench.values.schedule import Schedule
+from workbench.values.trace import Trace
+
+BASELINE = "serial"
+#: Wall-clock seconds each stage of each policy may take in ``compare()`` (and the CLI).
+DEFAULT_BUDGET_S = 60.0
+STAGES = ("schedule", "execute", "memory")
+TABLE_COLUMNS = ("policy", "status", "makespan_us", "speedup", "streams", "syncs", "barriers",
+                 "avg_concurrency", "utilisation", "critical_path_us", "work_us", "lower_bound_us",
+                 "ratio_to_lb", "optimum_us", "ratio_to_optimum",
+                 "peak_live_mib", "arena_mib", "arena_ratio", "pool_reserved_mib", "schedule_ms")
+
+
+class Comparison:
+    """Policies side by side on one graph: ``table`` (one row per policy), ``schedules``,
+    ``traces``, ``best`` (smallest makespan) and the ``settings`` used."""
+
+    def __init__(self, graph: Graph, device: str, mode: str, schedules: Mapping[str, Schedule],
+                 traces: Mapping[str, Trace], table: pd.DataFrame, settings: Mapping[str, Any],
+                 lower_bounds: Mapping[str, float],
+                 memory_plans: Mapping[str, Any] | None = None,
+                 pools: Mapping[str, Any] | None = None) -> None:
+        self.graph = graph
+        self.device = device
+        self.mode = mode
+        self.schedules = dict(schedules)
+        self.traces = dict(traces)
+        self.table = table
+        self.settings = dict(settings)
+        self.lower_bounds = dict(lower_bounds)
+        self.memory_plans = dict(memory_plans or {})
+        self.pools = dict(pools or {})
+
+    @property
+    def best(self) -> str | None:
+        """The policy with the smallest makespan (ties: the first in the table); a measured
+        run's row is not a policy.  None when no policy was executed (every one stopped
+        before: a budget, an error)."""
+        table = self.table[self.table["policy"].isin(list(self.schedules))
+                           & (self.table["makespan_us"] < float("inf"))]
+        if table.empty:
+            return None
+        return str(table.sort_values("makespan_us", kind="stable").iloc[0]["policy"])
+
+    @property
+    def policies(self) -> list[str]:
+        return list(self.schedules)
+
+    def to_html(self, path: str | os.PathLike[str], *, plotlyjs: str = "inline") -> Path:
+        """Write the HTML report.  ``plotlyjs="inline"`` (default): one self-contained file
+        (plotly.js embedded once, ~4.8 MB; works offline); ``"directory"``: plotly.js in a shared
+        ``plotly.min.js`` beside the report; ``"cdn"``: loaded from cdn.plot.ly when viewed."""
+        from workbench.values.views import view
+
+        return view("report")(self, path, plotlyjs=plotlyjs)
+
+    def timelines(self) -> Any:
+        """All traces on a shared time axis (a plotly Figure)."""
+        from workbench.viz import timelines
+
+        return timelines(self.traces)
+
+    def _repr_html_(self) -> str:
+        from workbench.values.views import view
+
+        return view("comparison_html")(self)
+
+    def __repr__(self) -> str:
+        return (f"Comparison({self.graph.name!r} on {self.device}/{self.mode}: "
+                f"{len(self.schedules)} policies, best {self.best!r})")
+
+
+def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str = "h100",
+            mode: str = "eager", executor: str | Iterable[str] = "simulator",
+            executor_options: Mapping[str, Any] | None = None,
+            options: Mapping[str, Mapping[str, Any]] | None = None,
+            planner: str | None = "somas", pool_chunk_bytes: int = 32 << 20,
+            optimum_max_ops: int = 8, show_progress: bool = True,
+            budget_s: float | None = DEFAULT_BUDGET_S,
+            measured: Trace | None = None, precision: str = "auto") -> Comparison:
+    """Schedule ``graph`` with each policy, execute each schedule, and rank them.
+
+    ``options`` maps a policy name to its keyword options.  ``planner`` plans each schedule's
+    activation memory (SOMAS conflicts for multi-stream schedules; ``None`` skips memory), and
+    each trace is replayed through the BestFit pool growing in ``pool_chunk_bytes`` chunks.
+    Graphs of at most ``optimum_max_ops`` ops (simulator only) also get the exact optimum
+    (:func:`workbench.orchestration.optimum.exact_optimum`) so each policy's distance to it is
+    shown.
+    ``executor`` is ``"simulator"`` (any machine), ``"torch"`` (PyTorch's kernels: a CUDA GPU,
+    or the CPU in issue order) or ``"cupy"`` (the project's own CUDA kernels), or a measured one
+    with ``"simulator"`` (``"torch,simulator"`` or a list): then every row also holds the
+    simulator's prediction (``simulated_us``, ``sim_error``); measured rows carry ``executor``,
+    ``gpu`` and a utilisation computed from the measured trace
+    (:mod:`workbench.orchestration.compare_measured`); ``executor_options`` go to the measured
+    executor
+    (``repeats``, ``warmup``, ``verify`` ...).  ``device`` is a device name or a device file or
+    profile path (:func:`workbench.simulator.cost_model.devices.get_device`).  Speedups are over
+    ``serial`` (which is always run, and listed first).  Every schedule is validated before it is
+    executed.  ``precision`` (simulator): ``auto``, ``fp32``, ``tf32``, ``fp16`` or ``bf16``
+    (:mod:`workbench.simulator.cost_model.costs`).  ``measured``, a recorded run of ``graph`` (e.g.
+    from
+    :func:`workbench.io.load_execution_trace`), is added as the row ``"measured"`` beside the
+    what-if schedules (and to ``traces``).
+
+    ``budget_s`` (default :data:`DEFAULT_BUDGET_S`) bounds every stage of every policy: its
+    scheduling, its validation and execution, its memory planning (see the module docstring).  A
+    stage that overruns leaves empty cells and a ``status`` such as ``"budget hit (60 s): no
+    schedule"``; the other rows and the report are unaffected.  ``budget_s=None`` runs everything
+    in this process without limits.  With ``executor="cupy"`` the stages run in this process
+    (CUDA does not survive a fork) and only budgeted policies are bounded.  Policy errors (bad
+    options, invalid schedules) are raised as before.
+
+    ``show_progress`` prints one line on stderr per policy as it starts and ends (time, status),
+    also when stderr is not a terminal, and shows a bar in terminals and notebooks.
+    """
+    if not isinstance(graph, Graph):
+        raise OptionError(f"compare() needs a Graph, got {type(graph).__name__}")
+    if len(graph) == 0:
+        raise OptionError(f"graph {graph.name!r} has no ops: nothing to compare")
+    if isinstance(policies, str):
+        raise OptionError(f"policies must be a list of names, got the string {policies!r} "
+                          f"(use [{policies!r}])")
+    budget = _check_budget(budget_s)
+    if (isinstance(optimum_max_ops, bool) or not isinstance(optimum_max_ops, int)
+            or not 0 <= optimum_max_ops <= 64):
+        raise OptionError(f"optimum_max_ops must be an integer in [0, 64] (the exact search is "
+                          f"exponential), got {optimum_max_ops!r:.80}")
+    names = list(policies) if policies is not None else POLICIES.names()
+    for name in names:
+        POLICIES.get(name)
+    if BASELINE not in names:
+        names.insert(0, BASELINE)
+    options = dict(options or {})
+    for name in options:
+        if name not in names:
+            raise OptionError(f"options given for {name!r}, which is not among the policies")
+    spec = resolve_device(device, precision=precision)  # the one resolution of the device
+    measured_on = None if measured is None else check_measured_device(measured, graph, spec)
+    executor, simulate_too = executor_plan(executor)
+    exec_opts = execute_options(executor, spec, mode, precision, dict(executor_options or {}))
+    # imported here, once, so that forked workers inherit them instead of each importing them
+    import workbench.executors.execute
+    import workbench.memory
+    import workbench.orchestration.optimum  # noqa: F401
+
+    notes: list[str] = []
+    from workbench.simulator.cost_model.kernel_model import check_precision
+
+    check_precision(precision)
+    bounds = lower_bound_us(graph, spec, precision=precision)
+    bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops, budget, notes,
+                                    precision)
+    results: dict[str, list[Outcome]] = {}
+    rows = []
+    per_stage = "no budget" if budget is None else f"budget {_secs(budget)} per stage"
+    with Progress(len(names), desc=f"comparing on {graph.name}", enabled=show_progress) as bar:
+        bar.line(f"comparing {len(names)} policies on {graph.name} ({len(graph)} ops, "
+                 f"{per_stage})")
+        for i, name in enumerate(names, start=1):
+            tag = f"[{i}/{len(names)}] {name}"
+            bar.describe(name)
+            bar.line(f"{tag}: started")
+            t0 = time.perf_counter()
+            results[name] = _run_policy(graph, name, _policy_options(name, options, spec, mode),
+                                        spec=spec, precision=precision,
+                                        mode=mode, executor=executor, planner=planner,
+                                        pool_chunk_bytes=pool_chunk_bytes, budget=budget,
+                                        exec_opts=exec_opts, simulate_too=simulate_too)
+            rows.append(_row(name, results[name], bounds, budget))
+            if executor != "simulator" and len(results[name]) > 1 and results[name][1].ok:
+                trace, m = results[name][1].value
+                rows[-1].update(measured_cells(trace, spec, precision, m.get("simulated_us"),
+                                               bounds))
+            span = rows[-1]["makespan_us"]
+            bar.line(f"{tag}: {rows[-1]['status']} in {time.perf_counter() - t0:.2f} s"
+                     + ("" if math.isnan(span) else f" (makespan {span:,.1f} µs)"))
+            bar.advance()
+    if measured is not None:
+        rows.append(_measured_row(measured, graph, bounds))
+        rows[-1].update(measured_cells(measured, spec, precision, None, bounds))
+    settings = {"policies": names, "options": {k: dict(v) for k, v in options.items()},
+                "device": spec.name, "device_description": spec.description, "mode": mode,
+                "executor": executor, "simulated_beside": simulate_too,
+                "memory_planner": planner,
+                "pool_chunk_mib": pool_chunk_bytes / 2**20,
+                "budget_s_per_stage": budget, **({"notes": notes} if notes else {}),
+                **({"measured_device": measured_on} if measured_on else {})}
+    first = next((out[1].value[0] for out in results.values() if len(out) > 1 and out[1].ok),
+                 None)
+    if executor != "simulator" and first is not None:
+        settings["measured_on"] = provenance(first)
+    comparison = _comparison(graph, spec, mode, results, rows, settings, bounds)
+    if measured is not None:
+        comparison.traces["measured"] = measured
+    return comparison
+
+
+def _comparison(graph: Graph, spec: DeviceSpec, mode: str, results: dict[str, list[Outcome]],
+                rows: list[dict[str, Any]], settings: dict[str, Any],
+                bounds: dict[str, float]) -> Comparison:
+    """The Comparison of the finished stages: values of the stages that ended, the table with
+    speedups over the baseline (NaN when the baseline has no makespan)."""
+    def values(stage: int) -> dict[str, Any]:
+        return {name: out[stage].value for name, out in results.items()
+                if len(out) > stage and out[stage].ok}
+
+    table = pd.DataFrame(rows)
+    base_rows = table.loc[table["policy"] == BASELINE, "makespan_us"]
+    base = float(base_rows.iloc[0]) if len(base_rows) else float("nan")
+    table["speedup"] = base / table["makespan_us"]
+    table = table[[c for c in (*TABLE_COLUMNS, *MEASURED_COLUMNS) if c in table.columns]]
+    memory = values(2)
+    return Comparison(graph, spec.name, mode, {k: v[0] for k, v in values(0).items()},
+                      {k: v[0] for k, v in values(1).items()}, table, settings, bounds,
+                      {k: v[0] for k, v in memory.items()}, {k: v[1] for k, v in memory.items()})
+
+
+#: The share of a stage's budget a budgeted policy is told it may search; the rest is for turning
+#: its best partial result into a schedule, so the stage as a whole keeps to the budget.
+COOPERATIVE_SHARE = 0.9
+
+
+def hard_limit_s(budget_s: float, *, cooperative: bool) -> float:
+    """When compare() kills a stage: at ``budget_s`` for a stage that cannot stop by itself; a
+    quarter later plus one second for one that was told its budget (time to wrap up its best
+    result)."""
+    return budget_s * 1.25 + 1.0 if cooperative else budget_s
+
+
+#: Budgets above this (about 11.6 days; ``inf`` included) mean no limit.
+MAX_BUDGET_S = 1e6
+
+
+def _check_budget(budget_s: Any) -> float | None:
+    if budget_s is None:
+        return None
+    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not budget_s > 0:
+        raise OptionError(f"budget_s must be a positive number of seconds or None, "
+                          f"got {budget_s!r}")
+    if budget_s > MAX_BUDGET_S:  # inf, 1e308: no limit (timeouts that large overflow)
+        return None
+    return float(budget_s)
+
+
+def _secs(seconds: float) -> str:
+    return f"{seconds:g} s"
+
+
+# ---------------------------------------------------------------------------------- stages
+def _policy_options(name: str, options: Mapping[str, Mapping[str, Any]], spec: DeviceSpec,
+                    mode: str) -> dict[str, Any]:
+    """The policy's options, with the comparison's device and mode for policies that model the
+    device themselves (IOS's oracle, gpto, critical_path) unless the caller chose otherwise."""
+    opts = dict(options.get(name, {}))
+    known = POLICIES.get(name).options()
+    if "device" in known:
+        opts.setdefault("device", spec)
+    if "mode" in known:
+        opts.setdefault("mode", mode)
+    return opts
+
+
+def _stage_schedule(graph: Graph, name: str, opts: dict[str, Any]) -> tuple[Schedule, float]:
+    t0 = time.perf_counter()
+    sched = schedule(graph, name, **opts)
+    return sched, (time.perf_counter() - t0) * 1e3
+
+
+def _stage_execute(executor: str, options: dict[str, Any], simulate_too: bool, spec: DeviceSpec,
+                   mode: str, precision: str,
+                   scheduled: tuple[Schedule, float]) -> tuple[Trace, dict[str, float]]:
+    from workbench.executors.execute import execute
+
+    sched = scheduled[0]
+    sched.validate()
+    trace = execute(sched, executor=executor, **options)
+    metrics = trace.metrics()
+    if simulate_too:
+        from workbench.simulator.simulate import simulate
+
+        metrics["simulated_us"] = simulate(sched, device=spec, mode=mode,
+                                           precision=precision).makespan
+    return trace, metrics
+
+
+def _stage_memory(planner: str, chunk_bytes: int, scheduled: tuple[Schedule, float],
+                  executed: tuple[Trace, dict[str, float]]) -> tuple[Any, Any]:
+    from workbench.memory import plan_memory, replay_pool
+
+    return (plan_memory(scheduled[0], planner),
+            replay_pool(executed[0], chunk_bytes=chunk_bytes))
+
+
+def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSpec, mode: str,
+                executor: str, planner: str | None, pool_chunk_bytes: int,
+                budget: float | None, precision: str = "auto",
+                exec_opts: dict[str, Any] | None = None,
+                simulate_too: bool = False) -> list[Outcome]:
+    """The policy's stages under their budgets (see the module docstring)."""
+    if exec_opts is None:
+        exec_opts = execute_options(executor, spec, mode, precision, {})
+    info: PolicyInfo = POLICIES.get(name)
+    cooperative = info.budgeted and budget is not None
+    if budget is not None and cooperative:
+        opts.setdefault("time_budget_s", budget * COOPERATIVE_SHARE)
+    stages: list[Any] = [partial(_stage_schedule, graph, name, opts),
+                         partial(_stage_execute, executor, exec_opts, simulate_too, spec, mode,
+                                 precision)]
+    budgets: list[float | None] = [
+        None if budget is None else hard_limit_s(budget, cooperative=cooperative), budget]
+    if planner is not None:
+        stages.append(partial(_stage_memory, planner, pool_chunk_bytes))
+        budgets.append(budget)
+    return run_stages(stages, budgets, isolate=executor == "simulator", shared=(graph, spec))
+
+
+def _status(outcomes: list[Outcome], budget: float | None) -> str:
+    """``ok``; ``budget hit (60 s): <what is missing>``; ``failed in <stage>: <why>``."""
+    missing = {"schedule": "no schedule", "execute": "not executed",
+               "memory": "memory not planned"}
+    label = f"budget hit ({_secs(budget or 0.0)})"
+    for stage, out in zip(STAGES, outcomes, strict=False):
+        if out.status == "budget":
+            return f"{label}: {missing[stage]}"
+        if out.status == "died":
+            return f"failed in {stage}: {out.message}"
+    first = outcomes[0]
+    hit = first.value[0].notes.get("budget_hit") if first.ok else None
+    if hit:
+        if isinstance(hit, dict) and hit.get("budget") not in (None, "time_budget_s"):
+            # a work budget (states): the same result on any machine, so the row stays "ok"
+            return f"ok ({hit['budget']}={hit['limit']:,} hit)"
+        if isinstance(hit, dict) and isinstance(hit.get("limit"), (int, float)):
+            label = f"budget hit ({_secs(hit['limit'])})"
+        return f"{label}: best so far (depends on machine speed)"
+    return "ok"
+
+
+def _row(name: str, outcomes: list[Outcome], bounds: Mapping[str, float],
+         budget: float | None) -> dict[str, Any]:
+    nan = float("nan")
+    row: dict[str, Any] = {"policy": name, "status": _status(outcomes, budget),
+                           "makespan_us": nan,
+                           "streams": nan, "syncs": nan, "barriers": nan,
+                           "avg_concurrency": nan, "utilisation": nan,
+                           "critical_path_us": bounds["critical_path_us"],
+                           "work_us": bounds["work_us"],
+                           "lower_bound_us": bounds["lower_bound_us"],
+                           "optimum_us": bounds["optimum_us"], "ratio_to_optimum": nan,
+                           "ratio_to_lb": nan, "schedule_ms": nan}
+    if outcomes[0].ok:
+        sched, ms = outcomes[0].value
+        row.update(streams=sched.n_streams, syncs=sched.n_syncs, barriers=sched.n_barriers,
+                   schedule_ms=ms)
+    if outcomes[1].ok:
+        trace, m = outcomes[1].value
+        lb = bounds["lower_bound_us"]
+        row.update(makespan_us=trace.makespan, avg_concurrency=m["avg_concurrency"],
+                   utilisation=m["utilisation"],
+                   ratio_to_optimum=trace.makespan / bounds["optimum_us"],
+                   ratio_to_lb=trace.makespan / lb if lb > 0 else nan)
+    if len(outcomes) > 2:
+        row.update(peak_live_mib=nan, arena_mib=nan, arena_ratio=nan, pool_reserved_mib=nan)
+        if outcomes[2].ok:
+            plan, pool = outcomes[2].value
+            row.update(peak_live_mib=plan.lower_bound / 2**20,
+                       arena_mib=plan.arena_bytes / 2**20, arena_ratio=plan.ratio,
+                       pool_reserved_mib=pool.peak_reserved / 2**20)
+    return row
+
+
+# ---------------------------------------------------------------------------------- optimum
+def _stage_optimum(graph: Graph, spec: DeviceSpec, mode: str, budget: float | None,
+                   precision: str = "auto") -> tuple[float, bool]:
+    from workbench.orchestration.optimum import exact_optimum
+
+    best = exact_optimum(graph, spec, mode=mode, time_budget_s=budget, precision=precision)
+    return best.makespan_us, best.complete
+
+
+def _optimum(graph: Graph, spec: DeviceSpec, mode: str, executor: str, max_ops: int,
+             budget: float | None, notes: list[str], precision: str = "auto") -> float:
+    """The exact optimum when the graph is small enough and the search ends within the budget,
+    else NaN (with a line in ``notes`` saying why)."""
+    from workbench.errors import WorkbenchError
+
+    if executor != "simulator" or len(graph) > max_ops:
+        return float("nan")
+    hard = None if budget is None else hard_limit_s(budget, cooperative=True)
+    try:
+        (out,) = run_stages([partial(_stage_optimum, graph, spec, mode, budget, precision)],
+                            [hard],
+                            shared=(graph, spec))
+    except WorkbenchError as exc:
+        notes.append(f"exact optimum not found: {exc}")
+        return float("nan")
+    if not out.ok:
+        notes.append(f"exact optimum: {out.message}")
+        return float("nan")
+    makespan, complete = out.value
+    if not complete:
+        notes.append(f"exact optimum: search stopped at its budget of {_secs(budget or 0.0)} "
+                     f"(best schedule found: {makespan:,.1f} µs)")
+        return float("nan")
+    return float(makespan)
+
+
+def _measured_row(trace: Trace, graph: Graph, bounds: Mapping[str, float]) -> dict[str, Any]:
+    """The table row of a recorded run of ``graph``."""
+    unknown = [op for op in trace.df["op"] if op not in graph]
+    if unknown:
+        raise OptionError(f"measured trace has op {unknown[0]!r}, which is not in graph "
+                          f"{graph.name!r}")
+    m = trace.metrics()
+    lb = bounds["lower_bound_us"]
+    return {"policy": "measured", "makespan_us": trace.makespan,
+            "streams": int(trace.df["stream"].nunique()), "syncs": 0, "barriers": 0,
+            "avg_concurrency": m["avg_concurrency"], "utilisation": m["utilisation"],
+            "critical_path_us": bounds["critical_path_us"], "work_us": bounds["work_us"],
+            "lower_bound_us": lb, "optimum_us": bounds["optimum_us"],
+            "ratio_to_optimum": trace.makespan / bounds["optimum_us"],
+            "ratio_to_lb": trace.makespan / lb if lb > 0 else float("nan"),
+            "status": "measured"}

@@ -1,0 +1,343 @@
+"""Which kernels an op launches on a GPU, with their grids: op → list of :class:`Launch`.
+
+The rules follow a cuDNN-based inference engine such as IOS's runtime (notes ios.md §4,
+``src/ios/ios_runtime.cu`` of mit-han-lab/inter-operator-scheduler), so that an op costs the kernels
+it really runs:
+
+* ``conv2d``: a ``pre_act`` (IOS's ``ReluConv``) is its own elementwise kernel on the input; the
+  convolution is the fastest of the implicit-GEMM tile/split-K candidates and, for 3×3 stride-1
+  convolutions, Winograd F(2×2, 3×3), and explicit GEMM (im2col + GEMM tiles, no split-K: cuDNN's
+  convolution algorithms do not split K)
+  (:func:`workbench.simulator.cost_model.kernel_model.fastest`, as
+  ``cudnnFindConvolutionForwardAlgorithmEx``); a depthwise convolution (``groups == cin ==
+  cout``) is a direct kernel (one thread per output); other grouped convolutions are a batched
+  GEMM over the groups.  A bias without a fused activation is one more kernel (``cudnnAddTensor``,
+  as IOS's runtime does for convolutions whose activation is ``identity``); bias + activation is
+  fused (``cudnnConvolutionBiasActivationForward``).
+* ``sepconv`` (IOS's ``ReluSepConv``): ReLU, depthwise convolution (+ bias kernel), pointwise 1×1
+  convolution (+ bias kernel): three to five kernels.
+* ``matmul``: the fastest GEMM candidate, plus a bias kernel when it has a bias.
+* ``concat``: one strided copy per input (IOS's ``assign_with_stride_src``).
+* views (``attrs["view"]``, reshape/flatten): one empty kernel (launch cost, no work): the
+  engine still launches it unless the no-task pass (seed 004, MindSpore's no-task nodes) turns it
+  into an alias of its input.
+* every other op with a known output shape: one elementwise-class kernel over its output elements
+  with the op's FLOPs and bytes (pools, activations, norms, adds, softmax ...).
+* ops with no shape information (toy graphs, random DAGs, imported traces), or whose launch
+  shape is given (``attrs["launch"] == "given"``, e.g. the RAF seed's 48-block example): one
+  ``generic`` kernel with the op's FLOPs and bytes on ``thread_blocks`` blocks, ``blocks_per_sm``
+  resident per SM; ``duration_us`` (or a calibration entry) pins its time.
+
+Bytes of the graph's tensors are scaled from their dtype to the run's ``precision``.  Complexity:
+O(candidates) per op; timings are cached per distinct kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from workbench.simulator.cost_model.devices import PRECISION_BYTES, DeviceSpec
+from workbench.simulator.cost_model.kernel_model import (
+    GpuModel,
+    Launch,
+    elementwise_launch,
+    fastest,
+    gemm_candidates,
+    kernel_precision,
+)
+from workbench.values.graph import Graph, Op
+from workbench.values.ops import OPS, SHAPE_ONLY_KINDS
+
+_DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float64": 8,
+                "double": 8, "int8": 1, "uint8": 1, "int32": 4, "int64": 8, "bool": 1}
+#: Kinds that launch nothing when they move no bytes (``shape_only`` in
+# :data:`workbench.values.ops.OPS`).
+VIEW_KINDS = SHAPE_ONLY_KINDS
+
+
+def op_launches(op: Op, graph: Graph | None, spec: DeviceSpec, model: GpuModel, *,
+                precision: str = "fp32", fixed_us: float | None = None) -> list[Launch]:
+    """The kernels ``op`` launches on ``spec`` (module docstring).  ``fixed_us`` pins the total
+    stand-alone time (one generic kernel)."""
+    if fixed_us is not None:
+        return [_generic(op, spec, model, fixed_us=fixed_us)]
+    if op.attrs.get("launch") == "given":
+        return [_generic(op, spec, model, scale=_byte_scale(op, graph, precision),
+                         precision=precision)]
+    if op.attrs.get("view") or op.kind in VIEW_KINDS and op.bytes_read + op.bytes_written == 0:
+        return [Launch(f"{op.kind} (view)", "elementwise", 0.0, 0.0, 1, 32, 16, 0,
+                       detail="no work: shape metadata only")]
+    out = graph.tensors.get(op.outputs[0]) if graph is not None and op.outputs else None
+    scale = _scale_for(out.dtype if out is not None else "float32", precision)
+    rule = _RULES.get(op.kind)
+    if rule is not None:
+        shapes = _Shapes(op, graph)
+        if shapes.known:
+            launches = rule(op, shapes, spec, model, precision, scale)
+            if launches is not None:
+                return launches
+    if out is not None and out.shape and op.kind != "op":
+        elements = math.prod(out.shape)
+        info = OPS.get(op.kind)
+        if info is not None and info.category == "reduction" and graph is not None:
+            # a reduction's grid spans what it reads (a block per slice), not its output
+            elements = max(elements, _Shapes(op, graph).numel(0))
+        return [elementwise_launch(op.kind, elements,
+                                   (op.bytes_read + op.bytes_written) * scale, model,
+                                   flops=op.flops)]
+    return [_generic(op, spec, model, scale=scale, precision=precision)]
+
+
+class _Shapes:
+    """Input and output tensor shapes of an op, where the graph knows them."""
+
+    def __init__(self, op: Op, graph: Graph | None) -> None:
+        self.ins: list[tuple[int, ...] | None] = []
+        self.out: tuple[int, ...] | None = None
+        if graph is None:
+            self.known = False
+            return
+        tensors = graph.tensors
+        for t in op.inputs:
+            shape = tensors[t].shape if t in tensors else ()
+            self.ins.append(tuple(shape) if shape else None)
+        if op.outputs and op.outputs[0] in tensors:
+            shape = tensors[op.outputs[0]].shape
+            self.out = tuple(shape) if shape else None
+        self.known = self.out is not None and bool(self.ins) and self.ins[0] is not None
+
+    def numel(self, i: int) -> int:
+        shape = self.ins[i] if i < len(self.ins) else None
+        return math.prod(shape) if shape else 0
+
+
+def _byte_scale(op: Op, graph: Graph | None, precision: str) -> float:
+    """Bytes of the run's precision per byte of the op's output dtype (fp16 run of an fp32 graph:
+    0.5)."""
+    dtype = "float32"
+    if graph is not None and op.outputs and op.outputs[0] in graph.tensors:
+        dtype = graph.tensors[op.outputs[0]].dtype
+    return _scale_for(dtype, precision)
+
+
+def _scale_for(dtype: str, precision: str) -> float:
+    have = _DTYPE_BYTES.get(str(dtype).lower(), 4)
+    if have != 2 and have != 4:  # integer or double tensors keep their size
+        return 1.0
+    return PRECISION_BYTES[precision] / have
+
+
+def _generic(op: Op, spec: DeviceSpec, model: GpuModel, *, scale: float = 1.0,
+             fixed_us: float | None = None, precision: str = "fp32") -> Launch:
+    """A kernel known only by its FLOPs, bytes and grid: ``thread_blocks`` blocks with
+    ``spec.blocks_per_sm`` resident per SM (the RAF seed's occupancy assumption).  Unknown grid:
+    as many blocks as the device has such slots (it fills the device).  A convolution or matmul
+    runs at the precision its shape-aware kernels would (``auto``: TF32 convolutions where the
+    device has them), so the same op costs the same arithmetic with or without its graph."""
+    blocks = op.thread_blocks or spec.sm_count * spec.blocks_per_sm
+    info = OPS.get(op.kind)
+    rule = info.launch_rule if info is not None else None
+    run = "fp32"
+    if rule in ("convolution", "separable_convolution", "gemm") and fixed_us is None:
+        run = kernel_precision(precision, spec, convolution=rule != "gemm")
+    return Launch(op.kind, "gemm" if run != "fp32" else "generic", float(op.flops),
+                  (op.bytes_read + op.bytes_written) * scale, blocks, model.generic_threads, 0,
+                  0, run, fixed_us=fixed_us, resident=spec.blocks_per_sm,
+                  detail="given duration" if fixed_us is not None else "from op figures")
+
+
+def _pair(value: Any, default: int) -> tuple[int, int]:
+    if value is None:
+        return (default, default)
+    if isinstance(value, (int, float)):
+        return (int(value), int(value))
+    seq = list(value)
+    if len(seq) == 1:
+        return (int(seq[0]), int(seq[0]))
+    return (int(seq[0]), int(seq[1]))
+
+
+def _conv_geometry(op: Op, shapes: _Shapes) -> dict[str, int] | None:
+    """N, Cin, H, W, Cout, Ho, Wo, kh, kw, stride, groups of a 2-D convolution from the builder's
+    attrs or ONNX's (``kernel_shape``, ``strides``, ``group``); None if unknown."""
+    x, out = shapes.ins[0], shapes.out
+    if x is None or out is None or len(x) != 4 or len(out) != 4:
+        return None
+    a = op.attrs
+    kernel = a.get("kernel") or a.get("kernel_shape")
+    if kernel is None and len(shapes.ins) > 1 and shapes.ins[1] is not None \
+            and len(shapes.ins[1]) == 4:
+        kernel = shapes.ins[1][2:]
+    if kernel is None:
+        return None
+    kh, kw = _pair(kernel, 1)
+    sh, sw = _pair(a.get("stride", a.get("strides")), 1)
+    groups = int(a.get("groups", a.get("group", 1)) or 1)
+    n, cin, h, w = x
+    _, cout, ho, wo = out
+    cin = int(a.get("cin", cin))  # a consumer may read a channel slice of a wider tensor
+    return {"n": n, "cin": cin, "h": h, "w": w, "cout": cout, "ho": ho, "wo": wo, "kh": kh,
+            "kw": kw, "sh": sh, "sw": sw, "groups": groups}
+
+
+def _conv_kernels(g: dict[str, int], name: str, spec: DeviceSpec, model: GpuModel,
+                  precision: str, eb: int) -> list[Launch]:
+    n, cin, cout, groups = g["n"], g["cin"], g["cout"], g["groups"]
+    kh, kw, ho, wo = g["kh"], g["kw"], g["ho"], g["wo"]
+    in_bytes = eb * n * cin * g["h"] * g["w"]
+    out_elems = n * cout * ho * wo
+    if groups > 1 and groups == cin and cout % cin == 0:
+        flops = 2.0 * out_elems * kh * kw
+        nbytes = in_bytes + eb * (out_elems + cout * kh * kw)
+        blocks = max(1, math.ceil(out_elems / 256))
+        return [Launch(f"{name} depthwise {kh}x{kw}", "direct", flops, nbytes, blocks, 256, 32,
+                       0, "fp32", detail=f"{out_elems} outputs")]
+    # "auto": cuDNN benchmarks its FP32 and its TF32 tensor-core algorithms alike
+    precisions = {"fp32", kernel_precision(precision, spec, convolution=True)} \
+        if precision == "auto" else {precision}
+    candidates: list[list[Launch]] = []
+    for p in sorted(precisions):
+        candidates += _conv_candidates(g, name, model, p, eb, in_bytes)
+    return fastest(candidates, spec, model)
+
+
+def _conv_candidates(g: dict[str, int], name: str, model: GpuModel, precision: str, eb: int,
+                     in_bytes: int) -> list[list[Launch]]:
+    """cuDNN's convolution algorithms at one precision, each as the launches it takes."""
+    n, cin, cout, groups = g["n"], g["cin"], g["cout"], g["groups"]
+    kh, kw, ho, wo = g["kh"], g["kw"], g["ho"], g["wo"]
+    tag = "" if precision == "fp32" else f" {precision}"
+    m = n * ho * wo
+    kdim = cin // groups * kh * kw
+    w_bytes = eb * cout * (cin // groups) * kh * kw
+    # implicit GEMM ...
+    candidates = gemm_candidates(m, cout // groups, kdim, batch=groups, precision=precision,
+                                 model=model, element_bytes=eb,
+                                 name=f"{name} implicit-gemm{tag}",
+                                 operand_bytes=in_bytes + w_bytes, conv=True)
+    # ... explicit GEMM (an im2col unfold unless 1x1 stride 1, then GEMM tiles, no split-K) ...
+    pointwise = kh == kw == 1 and g["sh"] == g["sw"] == 1
+    unfold = [] if pointwise else [elementwise_launch(
+        f"{name} im2col", m * kdim * groups, eb * (n * cin * g["h"] * g["w"] + m * kdim * groups),
+        model)]
+    candidates += gemm_candidates(m, cout // groups, kdim, batch=groups, precision=precision,
+                                  model=model, element_bytes=eb, name=f"{name} gemm{tag}",
+                                  split=False, prefix=unfold)
+    # ... and Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions
+    if groups == 1 and kh == kw == 3 and g["sh"] == g["sw"] == 1:
+        tiles = n * math.ceil(ho / 2) * math.ceil(wo / 2)
+        candidates += gemm_candidates(
+            tiles, cout, cin, batch=16, precision=precision, model=model, element_bytes=eb,
+            name=f"{name} winograd{tag}", operand_bytes=in_bytes * 16 / 4 + w_bytes * 16 / 9,
+            kind="winograd", conv=True)
+    return candidates
+
+
+def _bias_kernel(name: str, elems: int, channels: int, eb: int, model: GpuModel) -> Launch:
+    return elementwise_launch(f"{name} bias", elems, eb * (2 * elems + channels), model,
+                              flops=elems)
+
+
+def _relu_kernel(name: str, elems: int, eb: int, model: GpuModel) -> Launch:
+    return elementwise_launch(f"{name} relu", elems, eb * 2 * elems, model, flops=elems)
+
+
+def _conv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
+          scale: float) -> list[Launch] | None:
+    g = _conv_geometry(op, shapes)
+    if g is None:
+        return None
+    eb = max(1, round(4 * scale))
+    out: list[Launch] = []
+    if op.attrs.get("pre_act"):
+        out.append(_relu_kernel(op.kind, g["n"] * g["cin"] * g["h"] * g["w"], eb, model))
+    out += _conv_kernels(g, "conv", spec, model, precision, eb)
+    bias = op.attrs.get("bias", len(op.inputs) > 2)
+    act = op.attrs.get("act")
+    elems = g["n"] * g["cout"] * g["ho"] * g["wo"]
+    if bias and (not act or model.separate_epilogue):
+        out.append(_bias_kernel("conv", elems, g["cout"], eb, model))
+    if act and model.separate_epilogue:  # PyTorch: the activation is its own op
+        out.append(_relu_kernel(f"conv {act}", elems, eb, model))
+    return out
+
+
+def _sepconv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
+             scale: float) -> list[Launch] | None:
+    x, out_shape = shapes.ins[0], shapes.out
+    if x is None or out_shape is None or len(x) != 4:
+        return None
+    a = op.attrs
+    n, cin, h, w = x
+    _, cout, ho, wo = out_shape
+    kh, kw = _pair(a.get("kernel"), 3)
+    sh, sw = _pair(a.get("stride"), 1)
+    eb = max(1, round(4 * scale))
+    bias = bool(a.get("bias"))
+    out: list[Launch] = []
+    if a.get("pre_act"):
+        out.append(_relu_kernel("sepconv", n * cin * h * w, eb, model))
+    dw = {"n": n, "cin": cin, "h": h, "w": w, "cout": cin, "ho": ho, "wo": wo, "kh": kh, "kw": kw,
+          "sh": sh, "sw": sw, "groups": cin}
+    out += _conv_kernels(dw, "sepconv", spec, model, precision, eb)
+    if bias and not model.separate_epilogue:  # PyTorch's sepconv: the depthwise has no bias
+        out.append(_bias_kernel("sepconv dw", n * cin * ho * wo, cin, eb, model))
+    pw = {"n": n, "cin": cin, "h": ho, "w": wo, "cout": cout, "ho": ho, "wo": wo, "kh": 1,
+          "kw": 1, "sh": 1, "sw": 1, "groups": 1}
+    out += _conv_kernels(pw, "sepconv pointwise", spec, model, precision, eb)
+    if bias:
+        out.append(_bias_kernel("sepconv pw", n * cout * ho * wo, cout, eb, model))
+    return out
+
+
+def _matmul(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
+            scale: float) -> list[Launch] | None:
+    a = op.attrs
+    if not all(k in a for k in ("m", "k", "n")):
+        out = shapes.out
+        x = shapes.ins[0]
+        if out is None or x is None or len(out) < 2:
+            return None
+        m, n, k = math.prod(out[:-1]), out[-1], x[-1]
+        batch = 1
+    else:
+        m, k, n, batch = int(a["m"]), int(a["k"]), int(a["n"]), int(a.get("batch", 1))
+    eb = max(1, round(4 * scale))
+    precision = kernel_precision(precision, spec, convolution=False)
+    launches = fastest(gemm_candidates(m, n, k, batch=batch, precision=precision, model=model,
+                                       element_bytes=eb, name="gemm"), spec, model)
+    if a.get("bias"):
+        launches = [*launches, _bias_kernel("gemm", batch * m * n, n, eb, model)]
+    return launches
+
+
+def _concat(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
+            scale: float) -> list[Launch] | None:
+    eb = max(1, round(4 * scale))
+    out = []
+    for i, t in enumerate(op.inputs):
+        elems = shapes.numel(i)
+        if elems == 0:
+            return None
+        out.append(elementwise_launch(f"concat copy {i}", elems, eb * 2 * elems, model))
+        del t
+    if model.concat_one_kernel and len(out) > 1:  # PyTorch's batched cat: one launch for all
+        elems = sum(shapes.numel(i) for i in range(len(op.inputs)))
+        return [elementwise_launch(f"concat batched copy of {len(out)}", elems, eb * 2 * elems,
+                                   model)]
+    return out
+
+
+_Rule = Any
+#: The GPU model's kernel rules by name; an op kind picks one with ``launch_rule`` in
+#: :data:`workbench.values.ops.OPS`.
+LAUNCH_RULES: Mapping[str, _Rule] = {
+    "convolution": _conv,
+    "separable_convolution": _sepconv,
+    "gemm": _matmul,
+    "copy_each_input": _concat,
+}
+_RULES: Mapping[str, _Rule] = {name: LAUNCH_RULES[info.launch_rule] for name, info in OPS.items()
+                               if info.launch_rule is not None}

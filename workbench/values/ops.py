@@ -1,0 +1,443 @@
+"""One entry per op kind: every fact the workbench keeps about a kind, in one table.
+
+In the style of JAX's per-primitive rules, each known kind has a small frozen :class:`OpKind`
+registered in :data:`OPS`, keyed by its canonical spelling.  The sets the rest of the package
+tests ``op.kind in ...`` against (:data:`NO_TASK_KINDS`, the fusion patterns, the side-effect
+kinds, the copy kinds of each use) are *derived* from the table by named predicates, so a new
+kind is one entry here (plus its GPU lowering and kernel, if it runs on the GPU).
+
+Categories (:data:`CATEGORIES`), one per kind:
+
+* ``compute``: launches its own kernel(s) and is none of the below (conv2d, matmul, pools, ...);
+* ``elementwise``: one output element from the same element of each input (broadcast included);
+* ``reduction``: reduces along an axis (softmax, norms, global pools, ``reduce_*``);
+* ``view``: shape metadata over its input (reshape, flatten, ...);
+* ``copy``: moves bytes between devices or ranks (h2d, d2h, d2d, send, recv, allreduce, ...);
+* ``state``: writes a parameter in place (assign, scatter, optimizer updates);
+* ``io``: an I/O side effect (print, summaries, save);
+* ``control``: control flow and barriers (while, case_of, join, device_sync).
+
+Kind names are matched case- and separator-insensitively: :func:`canonical_kind` maps
+``ExpandDims``, ``FLATTEN_GRAD`` or ``MaxPool`` to the table's spelling, and
+:class:`workbench.values.graph.Op` stores that spelling, so table lookups need no normalising.
+Kinds the
+table does not know are kept exactly as given.
+
+>>> canonical_kind("ExpandDims"), canonical_kind("FLATTEN_GRAD"), canonical_kind("MaxPool")
+('expand_dims', 'flatten_grad', 'maxpool')
+>>> canonical_kind("MyCustomOp")
+'MyCustomOp'
+>>> OPS["relu"].category, OPS["relu"].fuse, "reshape" in NO_TASK_KINDS
+('elementwise', 'elemwise', True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from workbench.values import op_reference as ref
+from workbench.values import op_torch
+
+CATEGORIES = ("compute", "elementwise", "reduction", "view", "copy", "state", "io", "control")
+
+
+@dataclass(frozen=True, slots=True)
+class OpKind:
+    """What the workbench knows of one op kind.
+
+    ``fuse``: the O1 fusion pattern (``"elemwise"``, ``"broadcast"`` or ``"reduce"``; ``None``:
+    opaque).  ``no_task``: a view that launches no kernel and owns no memory (the no-task pass
+    drops it, the memory planners alias it, the GPU lowering skips it).  ``shape_only``: costs
+    no kernel on the GPU model when it moves no bytes.  ``engine_copy``: a host/device copy that
+    runs on the copy engine of its direction (the kind is the direction); ``within_device``: a
+    copy that stays in one device's memory (``d2d``).  ``communication``:
+    a collective or point-to-point transfer (SOMAS lays its inputs and outputs out contiguously).
+    ``side_effect``: ``"write"`` (writes its first input in place) or ``"io"`` (ordered through
+    the virtual ``"io"`` state).  ``assigns``: writes its target wholesale from one value (the
+    ``assign`` family the references and the GPU lowering compute).  ``passthrough``: its output
+    is its input (``print``: the GPU lowers it as a copy).  ``subgraphs``: holds sub-graphs.
+    ``activation``: a builder activation (fused into conv too; :data:`ACTIVATION_FLOPS`).
+    ``flops_per_element``: FLOPs per output element of an elementwise or normalisation kind, as
+    every importer and the builders count it (``None``: not counted per element; the importers'
+    cost rules read it through :data:`FLOPS_PER_ELEMENT`).
+    ``gemm``: a GEMM-like kernel (conv2d, sepconv, matmul) that heads an IOS unit; ``epilogue``:
+    a per-channel affine step a unit goes on after (batchnorm, bias, mul, add).
+    ``launch_rule``: the GPU model's kernel rule for this kind (a name in
+    :data:`workbench.simulator.cost_model.launches.LAUNCH_RULES`; ``None``: one generic kernel from
+    its figures).
+    ``onnx``: the ONNX op types that import as this kind when their snake_case spelling is not
+    the kind's (``Conv`` -> ``conv2d``; ``LeakyRelu`` is ``leaky_relu`` by spelling alone).
+    ``torch``: every torch ``nn.Module`` type name (``Conv2d``, capitalised) and function / method
+    / aten op name (``conv2d``, ``add_``, ``view``; lower case) the torch.fx import maps to this
+    kind (:data:`TORCH_ALIASES`), the kind's own spelling included when torch uses it; the cost
+    formula of each name stays with the importer (:mod:`workbench.io.fx`).
+    ``kernel_names``: fragments of CUDA kernel names (cuDNN/cuBLAS/ATen) that mark a profiled
+    kernel as this kind (:data:`KERNEL_KINDS`, tried in :data:`KERNEL_MATCH_ORDER`).
+
+    ``reference``: the NumPy reference ``(op, inputs, shape_of) -> outputs``
+    (:mod:`workbench.values.op_reference`; ``None``: no reference, e.g. ``fused``, which the
+    executors
+    evaluate member by member).  ``unary`` / ``binary``: the elementwise map of an elementwise
+    kind (``unary`` doubles as a conv activation and an emulator code's meaning).
+    ``torch_form``: the same function with PyTorch's kernels, ``(op, tensors, shape_of) ->
+    tensors`` (:mod:`workbench.values.op_torch`, torch imported only when one runs); every kind with
+    a
+    ``reference`` has one (the torch executor, :mod:`workbench.executors.torch_exec`, runs them).
+    """
+
+    name: str
+    category: str
+    fuse: str | None = None
+    no_task: bool = False
+    shape_only: bool = False
+    engine_copy: bool = False
+    within_device: bool = False
+    communication: bool = False
+    side_effect: str | None = None
+    assigns: bool = False
+    passthrough: bool = False
+    subgraphs: bool = False
+    activation: bool = False
+    flops_per_element: int | None = None
+    gemm: bool = False
+    epilogue: bool = False
+    launch_rule: str | None = None
+    onnx: tuple[str, ...] = ()
+    torch: tuple[str, ...] = ()
+    kernel_names: tuple[str, ...] = ()
+    reference: ref.Reference | None = None
+    unary: ref.UnaryFn | None = None
+    binary: Callable[[Any, Any], Any] | None = None
+    torch_form: op_torch.TorchForm | None = None
+
+    def __post_init__(self) -> None:
+        assert self.category in CATEGORIES, self
+        assert self.fuse in (None, "elemwise", "broadcast", "reduce"), self
+        assert self.side_effect in (None, "write", "io"), self
+
+
+def _entries() -> dict[str, OpKind]:
+    out: dict[str, OpKind] = {}
+
+    def add(category: str, names: str, **facts: object) -> None:
+        for name in names.split():
+            assert name not in out, f"op kind {name!r} registered twice"
+            out[name] = OpKind(name, category, **facts)  # type: ignore[arg-type]
+
+    # elementwise (fused by O1 as ELEMWISE); the builder's activations first, in their order
+    add("elementwise", "relu sigmoid tanh gelu", fuse="elemwise", activation=True)
+    add("elementwise", "add mul", fuse="elemwise", epilogue=True)
+    add("elementwise", "relu6 leaky_relu silu swish atan elu sub div neg abs exp log "
+        "sqrt rsqrt square pow maximum minimum clip cast erf reciprocal sin cos",
+        fuse="elemwise")
+    # broadcast a per-channel operand (fused by O1 as BROADCAST)
+    add("elementwise", "batchnorm bias", fuse="broadcast", epilogue=True)
+    add("elementwise", "bias_add scale broadcast_to", fuse="broadcast")
+    # reductions
+    add("reduction", "softmax log_softmax layernorm global_avgpool reduce_sum reduce_mean "
+        "reduce_max reduce_min", fuse="reduce")
+    add("reduction", "argmax max min mean global_maxpool groupnorm instancenorm")
+    # views
+    add("view", "reshape flatten squeeze unsqueeze expand_dims view", no_task=True,
+        shape_only=True)
+    add("view", "flatten_grad reformat identity dropout", no_task=True)
+    add("view", "identity_view", shape_only=True)
+    # copies and communication
+    add("copy", "h2d d2h", engine_copy=True)
+    add("copy", "d2d", engine_copy=True, within_device=True)
+    add("copy", "copy memcpy")
+    add("copy", "allreduce recv", communication=True)
+    add("copy", "send", communication=True, side_effect="io")
+    # state
+    add("state", "assign assign_add assign_sub", side_effect="write", assigns=True)
+    add("state", "scatter_update scatter_add scatter_sub scatter_nd_update apply_momentum "
+        "apply_adam sgd_update update_state", side_effect="write")
+    # I/O
+    add("io", "print", side_effect="io", passthrough=True)
+    add("io", "summary image_summary scalar_summary save", side_effect="io")
+    # control flow and barriers
+    add("control", "while case_of", subgraphs=True)
+    add("control", "join device_sync")
+    # compute (``op``: the generic kind of Graph.from_edges; ``fused``: an O1 fusion group)
+    add("compute", "conv2d", gemm=True, launch_rule="convolution")
+    add("compute", "sepconv", gemm=True, launch_rule="separable_convolution")
+    add("compute", "matmul", gemm=True, launch_rule="gemm")
+    add("compute", "concat", launch_rule="copy_each_input")
+    add("compute", "conv_transpose maxpool avgpool lrn transpose gather slice constant shape "
+        "size fused op")
+    _bind_references(out)
+    onnx = {"conv2d": ("Conv",), "matmul": ("Gemm", "MatMul"), "add": ("Sum",),
+            "maxpool": ("MaxPool",), "avgpool": ("AveragePool",),
+            "global_avgpool": ("GlobalAveragePool",), "global_maxpool": ("GlobalMaxPool",),
+            "batchnorm": ("BatchNormalization",), "layernorm": ("LayerNormalization",),
+            "instancenorm": ("InstanceNormalization",), "groupnorm": ("GroupNormalization",),
+            "constant": ("ConstantOfShape",)}
+    for name, types in onnx.items():
+        out[name] = replace(out[name], onnx=types)
+    return out
+
+
+def _import_only() -> dict[str, OpKind]:
+    """Kinds the importers emit that the rest of the workbench does not know: not in :data:`OPS`
+    (so not in :data:`KNOWN_KINDS`; :func:`canonical_kind` keeps them as given and no derived
+    kind set holds them), registered only for the importer facts (``torch``,
+    ``flops_per_element``, ``kernel_names``; ``onnx`` where the snake_case spelling would be
+    wrong: ``IsNaN`` imports as ``isnan``, not ``is_na_n``)."""
+    out: dict[str, OpKind] = {}
+    for category, names in (
+            ("elementwise", "hard_swish hard_sigmoid where mod floor ceil round sign not and or "
+                            "xor equal greater less greater_or_equal less_or_equal isnan "
+                            "thresholded_relu prelu selu celu softplus softsign elementwise"),
+            ("compute", "conv1d conv3d embedding stack contiguous clone pad memset sort attention "
+                        "transformer_layer"),
+            ("copy", "collective"),
+            ("view", "expand getitem split"), ("reduction", "reduce")):
+        for name in names.split():
+            assert name not in out and name not in _KNOWN, f"op kind {name!r} registered twice"
+            out[name] = OpKind(name, category)
+    out["isnan"] = replace(out["isnan"], onnx=("IsNaN",))
+    return out
+
+
+def _importer_facts(entries: dict[str, OpKind]) -> None:
+    """Attach the importers' facts (torch names, FLOPs per element, kernel-name fragments)."""
+    torch = {  # module type names (capitalised), then function / method / aten names
+        "conv1d": "Conv1d conv1d", "conv2d": "Conv2d conv2d convolution",
+        "conv3d": "Conv3d conv3d", "conv_transpose": "ConvTranspose2d",
+        "matmul": "Linear linear matmul mm bmm addmm",
+        "batchnorm": "BatchNorm1d BatchNorm2d BatchNorm3d batch_norm",
+        "layernorm": "LayerNorm layer_norm", "groupnorm": "GroupNorm group_norm",
+        "instancenorm": "InstanceNorm2d", "relu": "ReLU relu relu_", "relu6": "ReLU6",
+        "gelu": "GELU gelu", "sigmoid": "Sigmoid sigmoid", "tanh": "Tanh tanh",
+        "silu": "SiLU silu", "leaky_relu": "LeakyReLU leaky_relu",
+        "hard_swish": "Hardswish hardswish", "hard_sigmoid": "Hardsigmoid",
+        "softmax": "Softmax softmax", "log_softmax": "LogSoftmax log_softmax",
+        "maxpool": "MaxPool2d max_pool2d", "avgpool": "AvgPool2d avg_pool2d",
+        "global_avgpool": "AdaptiveAvgPool2d adaptive_avg_pool2d",
+        "global_maxpool": "AdaptiveMaxPool2d adaptive_max_pool2d",
+        "dropout": "Dropout dropout", "flatten": "Flatten flatten",
+        "identity": "Identity identity", "embedding": "Embedding embedding",
+        "reduce_mean": "mean", "reduce_sum": "sum", "reduce_max": "amax",
+        "concat": "cat concat concatenate", "stack": "stack", "contiguous": "contiguous",
+        "clone": "clone", "cast": "to float half", "pad": "pad", "gather": "index_select",
+        "reshape": "view reshape unflatten", "squeeze": "squeeze", "unsqueeze": "unsqueeze",
+        "transpose": "permute transpose t", "expand": "expand",
+        "getitem": "getitem slice select", "split": "split chunk", "exp": "exp", "sqrt": "sqrt",
+        "rsqrt": "rsqrt", "pow": "pow", "erf": "erf", "clip": "clamp", "neg": "neg",
+        "add": "add iadd add_", "sub": "sub isub", "mul": "mul imul mul_",
+        "div": "truediv div itruediv floordiv", "max": "maximum", "min": "minimum",
+        "where": "where", "attention": "MultiheadAttention scaled_dot_product_attention "
+                                       "_native_multi_head_attention",
+        "transformer_layer": "TransformerEncoderLayer _transformer_encoder_layer_fwd"}
+    flops = {  # 1 for arithmetic and simple maps, 2 for two-step maps (clip, leaky relu) and
+        # folded batch norm (x*a + b), 3 for exp-based maps, 5/6 for (log-)softmax, 8 for norms
+        1: "relu exp sqrt rsqrt pow erf neg add sub mul div max min where mod log reciprocal "
+           "abs floor ceil round sign sin cos not and or xor equal greater less "
+           "greater_or_equal less_or_equal isnan thresholded_relu",
+        2: "relu6 leaky_relu clip prelu batchnorm", 3: "hard_sigmoid elu selu celu softplus "
+        "softsign", 4: "sigmoid hard_swish", 5: "tanh silu softmax", 6: "log_softmax",
+        8: "gelu layernorm groupnorm instancenorm"}
+    kernels = {  # lower-case fragments of real kernel names (H200, A100 and MI250 profiles)
+        "memcpy": "memcpy", "memset": "memset",
+        # cuDNN's layout transforms around NHWC convolutions
+        "transpose": "nchwtonhwc nhwctonchw permute transpose",
+        # cuDNN / CUTLASS convolutions: forward (fprop), grad-input (dgrad), grad-weight
+        # (wgrad), implicit GEMMs, FFT, the scudnn engines and cask's offset kernels
+        "conv2d": "conv winograd fprop dgrad wgrad implicit_gemm fft2d scudnn cask_cudnn "
+                  "cutlass_cudnn",
+        # cuBLAS(Lt) / CUTLASS / rocBLAS (Tensile ``Cijk_``) GEMMs, cuBLASLt's epilogue kernel,
+        # Triton's GEMM templates
+        "matmul": "gemm gemv matmul cublas cutlass cijk_ epilogue::impl triton_tem",
+        # FBGEMM's FP8 / HFP8 conversions (before ``gemm``, which ``fbgemm`` contains)
+        "cast": "quantize fp8",
+        "batchnorm": "batch_norm batchnorm bn_fw bn_bw",
+        "layernorm": "layer_norm layernorm rowwisemoments gammabetabackward",
+        "softmax": "softmax", "maxpool": "max_pool maxpool",
+        "avgpool": "avg_pool avgpool adaptive_average_pool", "concat": "concat cat_ catarray",
+        "embedding": "split_embedding bounds_check_indices linearize_index bucketize_sparse "
+                     "offsets_range embedding", "gather": "indexselect index_select gather",
+        "collective": "nccl rccl", "sort": "radixsort sort",
+        "relu": "relu", "gelu": "gelu", "sigmoid": "sigmoid", "tanh": "tanh",
+        # reductions, cub's scans, Triton's reduction and persistent-reduction kernels
+        "reduce": "reduce scan triton_red triton_per",
+        # PyTorch's elementwise / foreach (optimizer) / dropout kernels, Triton pointwise
+        "elementwise": "elementwise dropout multi_tensor_apply scalepackedtensor triton_poi "
+                       "fill_kernel copy_kernel",
+        # any other Triton kernel: an Inductor fusion group
+        "fused": "triton"}
+    for name, names in torch.items():
+        entries[name] = replace(entries[name], torch=tuple(names.split()))
+    for count, kinds in flops.items():
+        for name in kinds.split():
+            entries[name] = replace(entries[name], flops_per_element=count)
+    for name, fragments in kernels.items():
+        entries[name] = replace(entries[name], kernel_names=tuple(fragments.split()))
+
+
+def _bind_references(out: dict[str, OpKind]) -> None:
+    """Attach the NumPy references (:mod:`workbench.values.op_reference`) to the entries."""
+    unary: dict[str, ref.UnaryFn] = {
+        "identity": ref.identity, "relu": ref.relu, "gelu": ref.gelu, "sigmoid": ref.sigmoid,
+        "tanh": np.tanh, "exp": np.exp, "log": np.log, "neg": np.negative, "abs": np.abs,
+        "sqrt": np.sqrt, "atan": np.arctan}
+    binary = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+
+    def activation(name: str | None) -> ref.UnaryFn:
+        """A conv's ``act`` / ``pre_act`` by name (``None``: identity); KeyError if unknown."""
+        return ref.identity if name is None else unary[name]
+
+    references: dict[str, ref.Reference] = {
+        "conv2d": partial(ref.conv, unary=activation),
+        "sepconv": partial(ref.sepconv, unary=activation),
+        "maxpool": ref.pool, "avgpool": ref.pool, "global_avgpool": ref.global_avgpool,
+        "batchnorm": ref.batchnorm_reference, "concat": ref.concat,
+        "matmul": ref.matmul_reference, "softmax": ref.softmax_reference,
+        "layernorm": ref.layernorm_reference, "transpose": ref.transpose, "op": ref.generic,
+        "add": ref.add, **{k: ref.binary_reference(fn) for k, fn in binary.items() if k != "add"},
+        **{k: ref.unary_reference(fn) for k, fn in unary.items() if k != "identity"},
+    }
+    for name, info in out.items():
+        fn = references.get(name)
+        if info.category == "view":
+            fn = ref.view
+        elif info.engine_copy or info.passthrough:
+            fn = ref.copy
+        elif info.assigns:
+            fn = ref.assign
+        out[name] = replace(info, reference=fn, unary=unary.get(name), binary=binary.get(name),
+                            torch_form=_torch_form(name, info))
+
+
+def _torch_form(name: str, info: OpKind) -> op_torch.TorchForm | None:
+    """The PyTorch form of a kind (:mod:`workbench.values.op_torch`), chosen as the reference is."""
+    t = op_torch
+    forms: dict[str, op_torch.TorchForm] = {
+        "conv2d": t.conv, "sepconv": t.sepconv, "maxpool": t.pool, "avgpool": t.pool,
+        "global_avgpool": t.global_avgpool, "batchnorm": t.batchnorm, "concat": t.concat,
+        "matmul": t.matmul, "softmax": t.softmax, "layernorm": t.layernorm,
+        "transpose": t.transpose, "op": t.generic, "add": t.add,
+        **{k: t.binary_form(k) for k in ("sub", "mul", "div")},
+        **{k: t.unary_form(k) for k in ("relu", "gelu", "sigmoid", "tanh", "exp", "log", "neg",
+                                        "abs", "sqrt", "atan")}}
+    if info.category == "view":
+        return t.view
+    if info.engine_copy or info.passthrough:
+        return t.copy
+    if info.assigns:
+        return t.assign
+    return forms.get(name)
+
+
+_KNOWN = _entries()
+_ALL = {**_KNOWN, **_import_only()}
+_importer_facts(_ALL)
+#: Every known op kind, by canonical name.
+OPS: Mapping[str, OpKind] = {name: _ALL[name] for name in _KNOWN}
+#: Kinds only the importers name (:func:`_import_only`): their entries hold importer facts.
+IMPORT_ONLY: Mapping[str, OpKind] = {n: k for n, k in _ALL.items() if n not in _KNOWN}
+
+
+def kinds_where(predicate: Callable[[OpKind], bool]) -> frozenset[str]:
+    """The names of the kinds whose entry satisfies ``predicate``."""
+    return frozenset(name for name, info in OPS.items() if predicate(info))
+
+
+#: Every op kind the workbench knows, in its canonical spelling.
+KNOWN_KINDS = frozenset(OPS)
+#: Op kinds that hold sub-graphs (NNC's ``while`` and ``case..of``; see workbench.control).
+CONTROL_KINDS = kinds_where(lambda k: k.subgraphs)
+#: Barrier kinds a Schedule may realise its barriers with.
+BARRIER_KINDS = tuple(n for n, k in OPS.items() if k.category == "control" and not k.subgraphs)
+#: No-task (ref) op kinds: views of their input that launch no kernel and own no memory.
+NO_TASK_KINDS = kinds_where(lambda k: k.no_task)
+#: Kinds the GPU model costs as metadata only when they move no bytes.
+SHAPE_ONLY_KINDS = kinds_where(lambda k: k.shape_only)
+#: O1 fusion patterns.
+ELEMWISE_KINDS = kinds_where(lambda k: k.fuse == "elemwise")
+BROADCAST_KINDS = kinds_where(lambda k: k.fuse == "broadcast")
+REDUCE_KINDS = kinds_where(lambda k: k.fuse == "reduce")
+#: Side effects: kinds that write their first input in place, and I/O kinds.
+WRITE_KINDS = kinds_where(lambda k: k.side_effect == "write")
+IO_KINDS = kinds_where(lambda k: k.side_effect == "io")
+#: The ``assign`` family: writes its target from one value.
+ASSIGN_KINDS = kinds_where(lambda k: k.assigns)
+#: Host/device copies, one copy engine per direction.
+ENGINE_COPY_KINDS = kinds_where(lambda k: k.engine_copy)
+#: Every kind that moves bytes rather than computing (copies and communication).
+TRANSFER_KINDS = kinds_where(lambda k: k.category == "copy")
+#: Transfers that leave a device (GPTO's communication PE): every transfer but ``d2d``.
+OFF_DEVICE_TRANSFER_KINDS = kinds_where(lambda k: k.category == "copy" and not k.within_device)
+#: Collectives and point-to-point transfers.
+COMMUNICATION_KINDS = kinds_where(lambda k: k.communication)
+#: Kinds the GPU lowers as a plain copy of their input: engine copies and pass-through I/O.
+GPU_COPY_KINDS = kinds_where(lambda k: k.engine_copy or k.passthrough)
+#: Kinds with a NumPy reference, and the elementwise maps of the unary and binary kinds.
+REFERENCE_KINDS = kinds_where(lambda k: k.reference is not None)
+#: Kinds with a PyTorch form (:mod:`workbench.values.op_torch`): the same set.
+TORCH_FORM_KINDS = kinds_where(lambda k: k.torch_form is not None)
+#: IOS units: GEMM-like heads, the affine epilogues a unit goes on after, and every tail (the
+#: epilogues and the builder's activations).
+GEMM_KINDS = kinds_where(lambda k: k.gemm)
+EPILOGUE_KINDS = kinds_where(lambda k: k.epilogue)
+UNIT_TAIL_KINDS = kinds_where(lambda k: k.epilogue or k.activation)
+#: ONNX op type -> kind, where the kind is not the type's snake_case spelling.
+ONNX_ALIASES: Mapping[str, str] = {t: n for n, k in _ALL.items() for t in k.onnx}
+#: FLOPs per element of the builder's activations, in the builder's order.
+ACTIVATION_FLOPS: Mapping[str, int] = {n: k.flops_per_element or 0 for n, k in OPS.items()
+                                       if k.activation}
+#: FLOPs per output element of each elementwise / normalisation kind (known or import-only).
+FLOPS_PER_ELEMENT: Mapping[str, int] = {n: k.flops_per_element for n, k in _ALL.items()
+                                        if k.flops_per_element is not None}
+#: torch module type / function / method / aten name -> kind (the torch.fx import's kinds).
+TORCH_ALIASES: Mapping[str, str] = {t: n for n, k in _ALL.items() for t in k.torch}
+#: The order kinds are tried in when a kernel name is matched against their ``kernel_names``
+#: (first match wins).  Explicit because the table's order would not do: ``relu`` comes first
+#: there, and ``cudnn::conv_relu``-style names must stay ``conv2d``; ``memcpy``/``memset`` must
+#: beat ``conv``/``gemm`` in ``memcpy_...`` names; convolutions (``implicit_gemm``, CUTLASS
+#: ``fprop``) and FBGEMM's kernels (``fbgemm`` holds ``gemm``) before ``matmul``; the catch-alls
+#: ``reduce``, ``elementwise`` and ``fused`` (any other Triton kernel) come last.  Fragments are
+#: from real profiles: the H200 traces of tests/data and HolisticTraceAnalysis's public A100 /
+#: MI250 traces (under 1% of their kernels stay the generic ``kernel``).
+KERNEL_MATCH_ORDER = ("memcpy", "memset", "collective", "conv2d", "embedding", "cast",
+                      "transpose", "matmul", "batchnorm", "layernorm", "softmax", "maxpool",
+                      "avgpool", "concat", "gather", "sort", "relu", "gelu", "sigmoid", "tanh",
+                      "reduce", "elementwise", "fused")
+assert set(KERNEL_MATCH_ORDER) == {n for n, k in _ALL.items() if k.kernel_names}
+#: (kernel-name fragment, kind) pairs, first match wins (:func:`workbench.io.pytorch_profile
+#: .kernel_kind`).
+KERNEL_KINDS: tuple[tuple[str, str], ...] = tuple(
+    (fragment, name) for name in KERNEL_MATCH_ORDER for fragment in _ALL[name].kernel_names)
+assert len(TORCH_ALIASES) == sum(len(k.torch) for k in _ALL.values()), "a torch name twice"
+
+
+def kind_key(kind: str) -> str:
+    """The matching key of a kind: lower case, without ``_``, ``-`` or spaces.  O(len(kind))."""
+    return kind.lower().replace("_", "").replace("-", "").replace(" ", "")
+
+
+_CANONICAL = {kind_key(k): k for k in KNOWN_KINDS}
+assert len(_CANONICAL) == len(KNOWN_KINDS), "two known kinds share a matching key"
+
+
+def canonical_kind(kind: str) -> str:
+    """The canonical spelling of ``kind`` when it names a known kind, else ``kind`` unchanged."""
+    if kind in KNOWN_KINDS:
+        return kind
+    return _CANONICAL.get(kind_key(kind), kind)
+
+
+__all__ = [
+    "ACTIVATION_FLOPS", "ASSIGN_KINDS", "BARRIER_KINDS", "BROADCAST_KINDS", "CATEGORIES",
+    "COMMUNICATION_KINDS", "CONTROL_KINDS", "ELEMWISE_KINDS", "ENGINE_COPY_KINDS",
+    "EPILOGUE_KINDS", "FLOPS_PER_ELEMENT", "GEMM_KINDS", "IMPORT_ONLY", "KERNEL_KINDS",
+    "KERNEL_MATCH_ORDER", "TORCH_ALIASES", "TORCH_FORM_KINDS", "UNIT_TAIL_KINDS",
+    "GPU_COPY_KINDS", "IO_KINDS", "KNOWN_KINDS", "NO_TASK_KINDS", "OFF_DEVICE_TRANSFER_KINDS",
+    "ONNX_ALIASES",
+    "OPS", "REDUCE_KINDS", "REFERENCE_KINDS", "SHAPE_ONLY_KINDS", "TRANSFER_KINDS",
+    "WRITE_KINDS", "OpKind", "canonical_kind", "kind_key", "kinds_where",
+]
