@@ -80,7 +80,7 @@ def test_help_and_listings_start_without_the_heavy_imports(argv: list[str]) -> N
     depend on the machine's speed."""
     code = ("import sys\nfrom workbench.cli import main\ntry:\n    main(sys.argv[1:])\n"
             "except SystemExit:\n    pass\n"
-            "print(sorted({'pandas', 'workbench.compare', 'workbench.io'} & "
+            "print(sorted({'pandas', 'workbench.orchestration.compare', 'workbench.io'} & "
             "set(sys.modules)), file=sys.stderr)")
     out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
                          check=True)

@@ -25,8 +25,8 @@ def _tiny() -> wb.Graph:
 @cache
 def _level(level: str) -> wb.Trace:
     """Notebook 04 §1: the tiny transformer at ``level`` on an H100 with a 12 µs host."""
-    from workbench.costs import with_overrides
-    from workbench.pipelines import run_level
+    from workbench.orchestration.pipelines import run_level
+    from workbench.simulator.cost_model.costs import with_overrides
 
     return run_level(_tiny(), level, device=with_overrides("h100", launch_overhead_us=12.0))
 

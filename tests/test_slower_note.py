@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import workbench as wb
-from workbench.report import slower_note
+from workbench.orchestration.report import slower_note
 
 
 def test_a_policy_slower_than_serial_is_named_with_its_reasons(tmp_path):

@@ -29,25 +29,25 @@ from workbench._version import __version__ as __version__
 _aliases.install()
 
 #: Public name -> the module that defines it (a submodule itself when the name is one).
+_ORCH, _COST = "workbench.orchestration", "workbench.simulator.cost_model"
 _LAZY = {
     "memory": "workbench.memory", "models": "workbench.models", "passes": "workbench.passes",
-    "Comparison": "workbench.compare", "compare": "workbench.compare",
-    "DEVICES": "workbench.costs", "DeviceSpec": "workbench.costs", "devices": "workbench.costs",
-    "calibrate_device": "workbench.device_calibration",
-    "DeviceProfile": "workbench.device_profile", "load_profile": "workbench.device_profile",
-    "save_profile": "workbench.device_profile",
+    "Comparison": f"{_ORCH}.compare", "compare": f"{_ORCH}.compare",
+    "sweep": f"{_ORCH}.sweep",
+    "DEVICES": f"{_COST}.costs", "DeviceSpec": f"{_COST}.costs", "devices": f"{_COST}.costs",
+    "DeviceProfile": f"{_COST}.device_profile", "load_profile": f"{_COST}.device_profile",
+    "save_profile": f"{_COST}.device_profile",
+    "calibrate_device": "workbench.executors.device_calibration",
+    "execute": "workbench.executors.execute",
     **{name: "workbench.errors" for name in (
         "DeviceUnavailable", "FormatError", "GraphError", "MemoryPlanError", "OptionError",
         "OutputError", "ScheduleError", "WorkbenchError")},
-    "execute": "workbench.execute",
-    "Graph": "workbench.graph", "Op": "workbench.graph", "Tensor": "workbench.graph",
+    **{name: "workbench.values.graph" for name in ("Graph", "Op", "Tensor")},
+    "Schedule": "workbench.values.schedule", "Trace": "workbench.values.trace",
     "load": "workbench.io", "save": "workbench.io",
     "plan_memory": "workbench.memory",
-    "Schedule": "workbench.schedule",
     "policies": "workbench.schedulers", "schedule": "workbench.schedulers",
-    "simulate": "workbench.simulate",
-    "sweep": "workbench.sweep",
-    "Trace": "workbench.trace",
+    "simulate": "workbench.simulator.simulate",
 }
 
 __all__ = [
@@ -116,10 +116,6 @@ sys.modules[__name__].__class__ = _Package
 
 if TYPE_CHECKING:  # the names as mypy and editors see them
     from workbench import memory, models, passes
-    from workbench.compare import Comparison, compare
-    from workbench.costs import DEVICES, DeviceSpec, devices
-    from workbench.device_calibration import calibrate_device
-    from workbench.device_profile import DeviceProfile, load_profile, save_profile
     from workbench.errors import (
         DeviceUnavailable,
         FormatError,
@@ -130,12 +126,20 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
         ScheduleError,
         WorkbenchError,
     )
-    from workbench.execute import execute
-    from workbench.graph import Graph, Op, Tensor
+    from workbench.executors.device_calibration import calibrate_device
+    from workbench.executors.execute import execute
     from workbench.io import load, save
     from workbench.memory import plan_memory
-    from workbench.schedule import Schedule
+    from workbench.orchestration.compare import Comparison, compare
+    from workbench.orchestration.sweep import sweep
     from workbench.schedulers import policies, schedule
-    from workbench.simulate import simulate
-    from workbench.sweep import sweep
-    from workbench.trace import Trace
+    from workbench.simulator.cost_model.costs import DEVICES, DeviceSpec, devices
+    from workbench.simulator.cost_model.device_profile import (
+        DeviceProfile,
+        load_profile,
+        save_profile,
+    )
+    from workbench.simulator.simulate import simulate
+    from workbench.values.graph import Graph, Op, Tensor
+    from workbench.values.schedule import Schedule
+    from workbench.values.trace import Trace

@@ -120,8 +120,6 @@ def _columns(text: str) -> tuple[str, ...]:
     """``--columns``: ``all`` or a comma-separated list of table columns (checked here, before
     any work)."""
     from workbench._checks import did_you_mean
-    from workbench.compare import TABLE_COLUMNS
-    from workbench.compare_measured import MEASURED_COLUMNS
 
     names = [c.strip() for c in text.split(",") if c.strip()]
     if names == ["all"]:
@@ -176,8 +174,6 @@ def _build_parser(command: str | None = "compare") -> argparse.ArgumentParser:
 
 def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
     """The compare command's arguments (imports the loaders and the comparison's columns)."""
-    from workbench.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
-    from workbench.compare_measured import MEASURED_COLUMNS
 
     cmp.add_argument("graph", nargs="?",
                      help=f"a graph file ({_formats()}; the suffix picks the reader); "

@@ -27,7 +27,8 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
    is only a safety limit on wall time (with ``max_states=None`` it alone shares out the search,
    by time, as before).  When a budget runs out, the part at hand keeps its best solved prefix
    and is finished greedily, and ``notes["budget_hit"]`` says which budget and where (a
-   ``time_budget_s`` hit makes the result depend on the machine's speed; :mod:`workbench.compare`
+   ``time_budget_s`` hit makes the result depend on the machine's speed;
+   :mod:`workbench.orchestration.compare`
    says so in the row).  So ``wb.schedule(g, "ios")`` finishes in bounded time on any graph.
 5. **Stage latency** comes from a *cost oracle*: by default the workbench simulator runs the stage
    alone on the chosen device (:class:`~workbench.schedulers.ios_oracle.StageOracle`, which
