@@ -49,8 +49,6 @@ from workbench.cli.profiles import (
     write_compare_outputs,
 )
 from workbench.errors import OptionError, WorkbenchError
-from workbench.orchestration.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
-from workbench.orchestration.compare_measured import MEASURED_COLUMNS
 
 EXIT_USAGE = 2
 EXIT_NOTHING_RAN = 1  # the report is written, but no policy was executed
@@ -120,6 +118,8 @@ def _columns(text: str) -> tuple[str, ...]:
     """``--columns``: ``all`` or a comma-separated list of table columns (checked here, before
     any work)."""
     from workbench._checks import did_you_mean
+    from workbench.orchestration.compare import TABLE_COLUMNS
+    from workbench.orchestration.compare_measured import MEASURED_COLUMNS
 
     names = [c.strip() for c in text.split(",") if c.strip()]
     if names == ["all"]:
@@ -174,6 +174,8 @@ def _build_parser(command: str | None = "compare") -> argparse.ArgumentParser:
 
 def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
     """The compare command's arguments (imports the loaders and the comparison's columns)."""
+    from workbench.orchestration.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
+    from workbench.orchestration.compare_measured import MEASURED_COLUMNS
 
     cmp.add_argument("graph", nargs="?",
                      help=f"a graph file ({_formats()}; the suffix picks the reader); "
