@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from workbench._terminal import ESSENTIAL_COLUMNS, clean, ranking_text
+from workbench.cli.calibrate import calibrate_parser, run_calibrate
 from workbench.cli.profiles import (
     add_compare_options,
     add_import_parser,
@@ -164,7 +165,7 @@ def _build_parser(command: str | None = "compare") -> argparse.ArgumentParser:
     cmp = sub.add_parser("compare", help=COMPARE_HELP)
     if not light:
         _compare_arguments(cmp)
-    _calibrate_parser(sub)
+    calibrate_parser(sub, _positive_int)
     add_import_parser(sub)
     sub.add_parser("policies", help="list scheduling policies")
     sub.add_parser("models", help="list built-in graphs")
@@ -339,59 +340,6 @@ def _compare(args: argparse.Namespace) -> int:
     return 0 if best is not None else EXIT_NOTHING_RAN
 
 
-def _calibrate_parser(sub: Any) -> None:
-    cal = sub.add_parser("calibrate", help="time every op of some graphs alone on this device, "
-                                           "write a device profile (--device PATH reads it)")
-    cal.add_argument("--model", action="append", required=True,
-                     help="a built-in graph to time (repeatable)")
-    cal.add_argument("--batch", type=_positive_int, action="append",
-                     help="batch size(s) for built-in networks (repeatable; default: the "
-                          "model's own)")
-    cal.add_argument("--precision", default="fp32", choices=("fp32", "tf32", "fp16", "bf16"))
-    cal.add_argument("--repeats", type=_positive_int, default=20,
-                     help="timed runs per op and probe (default: %(default)s)")
-    cal.add_argument("--warmup", type=int, default=3, help="untimed runs first")
-    cal.add_argument("--base-device", help="the cost-model device the profile refines "
-                                           "(default: the one the GPU's name matches)")
-    cal.add_argument("--executor", default="torch", help="executor that times (default: torch)")
-    cal.add_argument("-o", "--output", default="profile.json",
-                     help="profile path (default: %(default)s)")
-
-
-def _calibrate(args: argparse.Namespace) -> int:
-    from workbench._atomic import check_output
-    from workbench.executors.device_calibration import calibrate_device
-    from workbench.models import MODELS, build
-    from workbench.simulator.cost_model.device_profile import save_profile
-
-    output = check_output(args.output, what="-o")
-    for name in args.model:
-        MODELS.get(name)
-    if args.base_device is not None:
-        from workbench.simulator.cost_model.costs import get_device
-
-        get_device(args.base_device)
-    if args.warmup < 0:
-        raise OptionError(f"--warmup must be >= 0, got {args.warmup}")
-    graphs = [build(name) for name in args.model] if not args.batch else \
-        [build(name, batch=b) for name in args.model for b in args.batch]
-    profile = calibrate_device(graphs, executor=args.executor, precision=args.precision,
-                               warmup=args.warmup, repeats=args.repeats,
-                               base_device=args.base_device)
-    path = save_profile(profile, output)
-    print(clean(f"{len(profile.ops)} ops of {len(graphs)} graph(s) timed on "
-                f"{profile.provenance.get('gpu', '?')} ({profile.provenance.get('timing', '')})"))
-    for key, value in profile.probes.items():
-        print(clean(f"probe {key}: {value:.3f}" if isinstance(value, float)
-                    else f"probe {key}: {value}"))
-    skipped = profile.provenance.get("skipped_ops", [])
-    if skipped:
-        print(clean(f"skipped {len(skipped)} op(s) the executor cannot run, e.g. {skipped[0]} "
-                    f"(all listed in the profile's provenance)"))
-    print(clean(f"profile: {path} (base device {profile.base_device}); use --device {path}"))
-    return 0
-
-
 def _plain(text: str) -> str:
     """Help text without reST literal markup (````workbench```` → ``workbench``)."""
     return text.replace("``", "")
@@ -479,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # inside: it imports the loaders (Ctrl-C lands here too)
             parser = _build_parser(_command_of(words))
             args = parser.parse_args(words)
-            commands = {"compare": _compare, "calibrate": _calibrate, "import": run_import}
+            commands = {"compare": _compare, "calibrate": run_calibrate, "import": run_import}
             code = commands[args.command](args) if args.command in commands \
                 else _listing(args.command)
             sys.stdout.flush()
