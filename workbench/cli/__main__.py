@@ -1,7 +1,8 @@
-"""``python -m workbench.cli``: the ``workbench`` command."""
+"""``python -m workbench.cli``: the ``workbench`` command (importing this module runs nothing)."""
 
 import sys
 
 from workbench.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())
