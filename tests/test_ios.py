@@ -263,7 +263,8 @@ def test_stage_latency_never_drops_when_a_group_joins_last() -> None:
     from workbench.schedulers.ios_search import BOUND_SLACK
 
     rng = random.Random(0)
-    for g in (wb.models.inception_v3(batch=1, fused=False), wb.models.randwire(), wb.models.random_dag(40)):
+    for g in (wb.models.inception_v3(batch=1, fused=False), wb.models.randwire(),
+              wb.models.random_dag(40)):
         for mode in ("eager", "graph"):
             oracle = StageOracle(g, mode=mode)
             ids = list(g.op_ids)

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-
 ROOT = Path(__file__).resolve().parents[1]
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 CELLS = [

@@ -224,7 +224,8 @@ def test_fusion_rules_for_reduces() -> None:
 
 
 @pytest.mark.parametrize("graph", [
-    wb.models.inception_v3(fused=False), wb.models.transformer_block(), wb.models.transformer_block(layers=2)],
+    wb.models.inception_v3(fused=False), wb.models.transformer_block(),
+    wb.models.transformer_block(layers=2)],
     ids=["inception_v3", "transformer_block", "transformer_2"])
 def test_fusion_on_networks_is_acyclic_and_moves_fewer_bytes(graph: Graph) -> None:
     fused = fuse_elementwise(graph)

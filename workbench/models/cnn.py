@@ -130,9 +130,9 @@ def inception_v3(batch: int = 1, *, resolution: int = 299, fused: bool = True,
     → ``batchnorm`` → ``relu``: 307 ops.  The default is ``True`` as for every IOS network
     (``randwire``, ``nasnet_a_large``, ``squeezenet``): the simulator is fitted to IOS's published
     measurements of these graphs (``workbench/data/fidelity.json``), so ``--model inception_v3``
-    is the graph the README's fidelity table speaks of.  ``classifier=True`` appends ``flatten`` and ``fc`` (2048 → 1000,
-    kind ``matmul``).  Simplified: no AuxLogits, no dropout, no input transform.  Raises
-    :class:`GraphError` below resolution 75.  Complexity: O(ops).
+    is the graph the README's fidelity table speaks of.  ``classifier=True`` appends ``flatten``
+    and ``fc`` (2048 → 1000, kind ``matmul``).  Simplified: no AuxLogits, no dropout, no input
+    transform.  Raises :class:`GraphError` below resolution 75.  Complexity: O(ops).
 
     Examples
     --------
