@@ -36,7 +36,7 @@ PLANNERS = ("naive", "greedy_by_size", "greedy_by_breadth", "somas")
 
 def networks(batch: int) -> dict[str, wb.Graph]:
     return {
-        "inception_v3": wb.models.inception_v3(batch=batch),
+        "inception_v3": wb.models.inception_v3(batch=batch, fused=False),
         "squeezenet": wb.models.squeezenet(batch=batch),
         "randwire": wb.models.randwire(batch=batch),
         "nasnet_a_large": wb.models.nasnet_a_large(batch=batch),

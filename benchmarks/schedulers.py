@@ -16,8 +16,8 @@ from workbench.simulator.cost_model.costs import lower_bound_us
 from workbench.simulator.simulate import simulate
 
 NETWORKS = {
-    "inception_v3 b1": lambda: wb.models.inception_v3(batch=1),
-    "inception_v3 b16": lambda: wb.models.inception_v3(batch=16),
+    "inception_v3 b1": lambda: wb.models.inception_v3(batch=1, fused=False),
+    "inception_v3 b16": lambda: wb.models.inception_v3(batch=16, fused=False),
     "squeezenet b1": lambda: wb.models.squeezenet(batch=1),
     "randwire b1": lambda: wb.models.randwire(batch=1),
     "transformer b1": lambda: wb.models.transformer_block(batch=1),

@@ -317,3 +317,64 @@ def test_hostile_names_stay_text_in_the_app(browser: Any,
         assert "<script>window.__pwned=1</script>" in text  # shown literally, not run
         assert not view.page_errors, view.page_errors
         page.close()
+
+
+#: Overflow on a 1,280 px wide page: every visible element of the app that holds text directly
+#: (not inside an intended scroll container: the table box, the DAG box, plotly's own SVG) is
+#: wider inside than its box; and every plotly title lies within its figure.
+OVERFLOW_JS = """root => {
+    const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+    const out = [];
+    for (const e of root.querySelectorAll('*')) {
+        if (e.offsetParent === null || e.closest('svg') || scrolls(e)) continue;
+        const text = [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+        if (text && e.scrollWidth > e.clientWidth + 1)
+            out.push(`${e.tagName}.${e.className}: ${e.innerText.slice(0, 40)} `
+                     + `(${e.scrollWidth} > ${e.clientWidth})`);
+    }
+    for (const svg of root.querySelectorAll('.js-plotly-plot .main-svg')) {
+        if (svg.getBoundingClientRect().width === 0) continue;
+        const box = svg.getBoundingClientRect();
+        for (const t of svg.querySelectorAll('.gtitle, .g-gtitle text')) {
+            const r = t.getBoundingClientRect();
+            if (r.left < box.left - 1 || r.right > box.right + 1)
+                out.push(`plot title cut: ${t.textContent.slice(0, 40)}`);
+        }
+    }
+    return out;
+}"""
+
+
+def test_app_at_1280_px_has_no_overflowing_element(browser: Any, voila_url: str) -> None:
+    view = Page(browser, width=1280, height=900)
+    page = view.page
+    page.goto(voila_url, timeout=RUN_TIMEOUT_MS)
+    page.wait_for_selector(".wb-app .wb-run", timeout=RUN_TIMEOUT_MS).click()
+    page.wait_for_selector(".wb-app table.wb-table", timeout=RUN_TIMEOUT_MS)
+    bad: dict[str, list[str]] = {}
+    for title, figures in (("Table", 0), ("Timelines", 1), ("Memory", 2), ("DAG", 0),
+                           ("Report", 0)):
+        view.tab(title)
+        if figures:
+            view.wait_for_figures(figures)
+        page.wait_for_timeout(300)
+        found = page.eval_on_selector(".wb-app", OVERFLOW_JS)
+        if found:
+            bad[title] = found
+    ARTIFACTS.mkdir(exist_ok=True)
+    view.tab("Table")
+    view.screenshot(ARTIFACTS / "app_1280.png")
+    app = page.eval_on_selector(".wb-app", "e => [e.scrollWidth, e.clientWidth]")
+    assert app[0] <= app[1] + 1, f"the app is {app[0]} px wide in a {app[1]} px page"
+    assert not bad, bad
+    # the labels of the "Run on" controls end at one x and sit on their control's line
+    labels = page.eval_on_selector_all(
+        ".wb-app .widget-label", """els => els.filter(e => ['device', 'executor', 'mode',
+            'memory'].includes(e.innerText.trim())).map(e => {
+                const r = e.getBoundingClientRect(), c = e.nextElementSibling
+                    .getBoundingClientRect();
+                return [e.innerText.trim(), Math.round(r.right), Math.round(r.top - c.top)];
+            })""")
+    assert len(labels) == 4 and len({right for _, right, _ in labels}) == 1, labels
+    assert all(abs(dy) <= 6 for _, _, dy in labels), labels
+    page.close()

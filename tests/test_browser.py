@@ -105,7 +105,7 @@ def _first_bold(hover: str) -> str:
 
 
 def test_report_renders_offline_with_working_hover(browser: Any, tmp_path: Path) -> None:
-    graph = wb.models.inception_v3()
+    graph = wb.models.inception_v3(fused=False)
     path = _write_report(graph, tmp_path / "report.html", ["serial", "nnc", "wavefront"])
     view = Page(browser, path)
     page = view.page

@@ -23,7 +23,7 @@ def _strict_json(text: str) -> Any:
 
 @pytest.fixture(scope="module")
 def nnc_trace() -> wb.Trace:
-    g = wb.models.inception_v3()
+    g = wb.models.inception_v3(fused=False)
     return wb.simulate(wb.schedule(g, "nnc"))
 
 
@@ -74,7 +74,7 @@ def test_export_inception(nnc_trace: wb.Trace, tmp_path: Path) -> None:
 
 
 def test_export_barriers_and_host_ops(tmp_path: Path) -> None:
-    g = wb.models.inception_v3()
+    g = wb.models.inception_v3(fused=False)
     ios = wb.simulate(wb.schedule(g, "wavefront"), "h100")
     events = to_chrome_trace(ios)["traceEvents"]
     barriers = [e for e in events if e["ph"] == "i"]
@@ -205,7 +205,7 @@ def test_kernel_kinds() -> None:
 
 @pytest.mark.parametrize("policy", ["nnc", "wavefront", "serial"])
 def test_round_trip_every_op(policy: str, tmp_path: Path) -> None:
-    g = wb.models.inception_v3()
+    g = wb.models.inception_v3(fused=False)
     host = wb.Graph.from_edges([("load", "a"), ("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")],
                                devices={"load": "cpu"})
     for graph in (g, host):

@@ -54,7 +54,7 @@ def test_listings_are_aligned_and_models_show_their_parameters(
     assert len(starts) == 1, lines
     assert main(["models"]) == 0
     out = capsys.readouterr().out
-    assert "n_ops (required)" in out and "fused=False" in out and "seq_len=128" in out
+    assert "n_ops (required)" in out and "fused=True" in out and "seq_len=128" in out
     with pytest.raises(SystemExit):
         main(["--help"])
     help_text = capsys.readouterr().out

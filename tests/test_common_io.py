@@ -12,7 +12,7 @@ import workbench as wb
 from workbench.io import LOADERS, SAVERS
 
 GRAPHS = {
-    "inception_v3": lambda: wb.models.inception_v3(1),
+    "inception_v3": lambda: wb.models.inception_v3(1, fused=False),
     "side_effects": lambda: wb.passes.add_side_effect_edges(wb.models.textbook_side_effects()),
     "transformer": lambda: wb.models.transformer_block(seq_len=6, d_model=16, heads=2, d_ff=32),
 }

@@ -169,7 +169,7 @@ def test_cli_rejects_a_bad_budget(tmp_path: Path) -> None:
 
 
 def test_gpto_stops_its_portfolio_at_the_budget() -> None:
-    g = wb.models.inception_v3(batch=1)
+    g = wb.models.inception_v3(batch=1, fused=False)
     s = schedule_gpto(g, time_budget_s=1e-9)  # spent before the first priority ends
     assert s.notes["budget_hit"] and s.notes["priorities_tried"] == 1
     assert s.notes["winner"] == "bottom_level"

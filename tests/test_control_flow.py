@@ -261,7 +261,7 @@ def test_schedule_validate_covers_the_subgraphs() -> None:
 
 
 def test_graphs_without_control_flow_run_as_before() -> None:
-    g = wb.models.inception_v3()
+    g = wb.models.inception_v3(fused=False)
     s = wb.schedule(g, "nnc")
     t = wb.simulate(s)
     assert "iteration" not in t.df and "control" not in t.meta and t.schedule is s

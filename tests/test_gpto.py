@@ -24,7 +24,7 @@ def test_estimate_is_at_least_the_lower_bound(graph: wb.Graph) -> None:
 
 
 def test_portfolio_notes_list_every_priority() -> None:
-    s = schedule_gpto(wb.models.inception_v3(batch=1))
+    s = schedule_gpto(wb.models.inception_v3(batch=1, fused=False))
     rows = s.notes["portfolio"]
     assert [r["priority"] for r in rows] == list(PRIORITIES)
     assert all(r["makespan_us"] > 0 and r["arena_bytes"] > 0 and r["fits"] for r in rows)
@@ -120,7 +120,7 @@ def test_memory_limit_tries_fewer_streams_before_giving_up() -> None:
 
 
 def test_single_priority_and_determinism() -> None:
-    g = wb.models.inception_v3(batch=1)
+    g = wb.models.inception_v3(batch=1, fused=False)
     a = schedule_gpto(g, priorities=["depth_min"])
     b = schedule_gpto(g, priorities=["depth_min"])
     assert a.notes["winner"] == "depth_min" and len(a.notes["portfolio"]) == 1

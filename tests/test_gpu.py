@@ -330,7 +330,7 @@ def fake_gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 def _tiny_graphs() -> dict[str, wb.Graph]:
     tiny = {"seq_len": 6, "d_model": 16, "heads": 2, "d_ff": 32}
-    return {"inception75": wb.models.inception_v3(resolution=75),
+    return {"inception75": wb.models.inception_v3(resolution=75, fused=False),
             "transformer_fused": fuse_elementwise(wb.models.transformer_block(**tiny)),
             "diamond": wb.models.nnc_diamond()}
 

@@ -62,7 +62,7 @@ def test_error_messages_are_one_line() -> None:
 
 
 def test_networkx_round_trip_and_control_edges() -> None:
-    g = wb.models.inception_v3(batch=1)
+    g = wb.models.inception_v3(batch=1, fused=False)
     back = wb.Graph.from_networkx(g.to_networkx())
     assert back.op_ids == g.op_ids and set(back.edges) == set(g.edges)
     c = wb.Graph.from_edges([("a", "b"), ("a", "c")]).replace(control_edges=[("b", "c")])

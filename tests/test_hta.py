@@ -57,7 +57,7 @@ def test_hta_temporal_breakdown_matches_metrics(policy: str, tmp_path: Path,
 
 def test_hta_reads_inception_and_the_project_reimports_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    trace = wb.simulate(wb.schedule(wb.models.inception_v3(), "nnc"), "h100")
+    trace = wb.simulate(wb.schedule(wb.models.inception_v3(fused=False), "nnc"), "h100")
     analysis = _analysis(trace, tmp_path / "traces", monkeypatch)
     row = analysis.get_temporal_breakdown(visualize=False).iloc[0]
     busy_us = trace.metrics()["busy_fraction"] * trace.makespan
@@ -76,7 +76,7 @@ def test_hta_reads_the_us_export_without_any_switch(tmp_path: Path,
     from hta.trace_analysis import TraceAnalysis
 
     monkeypatch.delenv("HTA_DISABLE_NS_ROUNDING", raising=False)
-    trace = wb.simulate(wb.schedule(wb.models.inception_v3(), "nnc"), "h100")
+    trace = wb.simulate(wb.schedule(wb.models.inception_v3(fused=False), "nnc"), "h100")
     folder = tmp_path / "traces"
     folder.mkdir()
     path = save_chrome_trace(trace, folder / "rank0.json", time_unit="us")

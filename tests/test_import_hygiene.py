@@ -7,7 +7,7 @@ import sys
 
 
 def test_core_import_is_light() -> None:
-    code = ("import sys, workbench as wb; g = wb.models.inception_v3(); "
+    code = ("import sys, workbench as wb; g = wb.models.inception_v3(fused=False); "
             "t = wb.simulate(wb.schedule(g, 'nnc')); "
             "print(sorted({'plotly', 'ipywidgets', 'graphviz', 'cupy', 'matplotlib', 'torch'}"
             " & set(sys.modules)))")

@@ -11,7 +11,7 @@ from workbench.schedulers.ios import ios_units, partition_blocks, schedule_ios
 
 
 def test_units_collapse_conv_bn_relu() -> None:
-    g = wb.models.inception_v3(batch=1)
+    g = wb.models.inception_v3(batch=1, fused=False)
     units = ios_units(g)
     assert len(units) == 119  # the IOS paper's operator count for Inception V3
     assert ["Conv2d_1a_3x3/conv", "Conv2d_1a_3x3/bn", "Conv2d_1a_3x3/relu"] in units
@@ -61,7 +61,7 @@ def test_r_and_s_limit_groups() -> None:
 
 
 def test_inception_search_space_matches_the_paper() -> None:
-    s = wb.schedule(wb.models.inception_v3(batch=1), "ios").validate()
+    s = wb.schedule(wb.models.inception_v3(batch=1, fused=False), "ios").validate()
     assert s.notes["units"] == 119
     assert s.notes["states"] == 1206  # IOS's own DP visits 1,206 states on Inception V3
     assert s.notes["stages_evaluated"] + s.notes["cache_hits"] == s.notes["transitions"]
@@ -79,7 +79,7 @@ def test_events_variant_and_options() -> None:
 def test_operator_merge_reproduces_the_papers_mixed_5b_merge() -> None:
     # notes ios.md §2: in Inception V3 the three 1x1 convs reading the block input (64 + 48 + 64
     # channels) become one 176-channel 1x1 conv.
-    g = wb.models.inception_v3(batch=1)
+    g = wb.models.inception_v3(batch=1, fused=False)
     s = wb.schedule(g, "ios", merge=True).validate()
     first = ["Mixed_5b/branch1x1/conv", "Mixed_5b/branch5x5_1/conv", "Mixed_5b/branch3x3dbl_1/conv"]
     assert first in s.notes["merges"]
@@ -263,7 +263,8 @@ def test_stage_latency_never_drops_when_a_group_joins_last() -> None:
     from workbench.schedulers.ios_search import BOUND_SLACK
 
     rng = random.Random(0)
-    for g in (wb.models.inception_v3(batch=1), wb.models.randwire(), wb.models.random_dag(40)):
+    for g in (wb.models.inception_v3(batch=1, fused=False), wb.models.randwire(),
+              wb.models.random_dag(40)):
         for mode in ("eager", "graph"):
             oracle = StageOracle(g, mode=mode)
             ids = list(g.op_ids)

@@ -21,7 +21,7 @@ GRAPHS = {
     "nnc_diamond": wb.models.nnc_diamond,
     "mindspore_six_kernels": wb.models.mindspore_six_kernels,
     "raf_three_branches": wb.models.raf_three_branches,
-    "inception_v3": lambda: wb.models.inception_v3(batch=1),
+    "inception_v3": lambda: wb.models.inception_v3(batch=1, fused=False),
     "squeezenet": lambda: wb.models.squeezenet(batch=1),
     "randwire": lambda: wb.models.randwire(batch=1),
     "transformer_block": lambda: wb.models.transformer_block(batch=1),
@@ -89,7 +89,7 @@ def test_sync_makes_reuse_safe_again() -> None:
 
 
 def test_no_task_ops_alias_their_input() -> None:
-    g = wb.models.inception_v3(batch=1, classifier=True)
+    g = wb.models.inception_v3(batch=1, classifier=True, fused=False)
     lt = lifetimes(wb.schedule(g, "serial"))
     flatten_outputs = [t for op in g.ops if op.kind == "flatten" for t in op.outputs]
     assert flatten_outputs and all(t in lt.aliases for t in flatten_outputs)

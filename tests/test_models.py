@@ -71,9 +71,9 @@ def producers(g: Graph, op_id: str) -> list[str]:
 
 
 ALL_BUILDERS: dict[str, Callable[..., Graph]] = {
-    "inception": lambda batch=1: inception_v3(batch),
+    "inception": lambda batch=1: inception_v3(batch, fused=False),
     "inception_fused": lambda batch=1: inception_v3(batch, fused=True),
-    "inception_classifier": lambda batch=1: inception_v3(batch, classifier=True),
+    "inception_classifier": lambda batch=1: inception_v3(batch, classifier=True, fused=False),
     "squeezenet": lambda batch=1: squeezenet(batch),
     "squeezenet_unfused": lambda batch=1: squeezenet(batch, fused=False),
     "randwire": lambda batch=1: randwire(batch),
@@ -173,7 +173,7 @@ def test_inception_fused_matches_ios_spec(spec: dict[str, Any]) -> None:
 
 
 def test_inception_unfused_is_conv_bn_relu() -> None:
-    g = inception_v3(1)
+    g = inception_v3(1, fused=False)
     kinds = g.summary()["op_kinds"]
     # 94 BasicConv2d x 3 ops + 13 pools + 11 concats + 1 global pool
     assert len(g) == 307
@@ -189,13 +189,13 @@ def test_inception_unfused_is_conv_bn_relu() -> None:
 
 
 def test_inception_fused_and_unfused_have_the_same_conv_work() -> None:
-    fused, plain = inception_v3(2, fused=True), inception_v3(2)
+    fused, plain = inception_v3(2, fused=True), inception_v3(2, fused=False)
     assert conv_macs(fused) == conv_macs(plain) == 2 * 5_711_168_096
     assert out_shape(fused, "Mixed_7c/concat") == out_shape(plain, "Mixed_7c/concat")
 
 
 def test_inception_classifier_appends_flatten_and_fc() -> None:
-    g = inception_v3(2, classifier=True)
+    g = inception_v3(2, classifier=True, fused=False)
     assert g.op_ids[-2:] == ("flatten", "fc")
     assert out_shape(g, "flatten") == (2, 2048)
     fc = g.op("fc")

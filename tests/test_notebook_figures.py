@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-
-from workbench.viz import style
 
 ROOT = Path(__file__).resolve().parents[1]
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -29,21 +29,40 @@ CELLS = [
 ]
 
 
-def test_renderer_is_switched_only_from_plotlys_kernel_default(
+def test_importing_viz_leaves_plotlys_renderer_alone() -> None:
+    """A fresh interpreter that looks like a kernel (plotly's kernel default set before the
+    import): importing ``workbench.viz`` and building a figure changes no renderer setting."""
+    code = ("import plotly.io as pio; pio.renderers.default = 'plotly_mimetype'; "
+            "import workbench as wb, workbench.viz as v; "
+            "v.timeline(wb.simulate(wb.schedule(wb.models.build('nnc_diamond'), 'nnc'))); "
+            "print(pio.renderers.default)")
+    env = {k: val for k, val in os.environ.items() if k != "PLOTLY_RENDERER"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=ROOT, check=True, timeout=120).stdout
+    assert out.strip().splitlines()[-1] == "plotly_mimetype"
+
+
+def test_figures_build_their_own_bundle_unless_a_renderer_was_chosen(
         monkeypatch: pytest.MonkeyPatch) -> None:
     pio = pytest.importorskip("plotly.io")
+    import workbench as wb
+    from workbench import viz
+
     monkeypatch.delenv("PLOTLY_RENDERER", raising=False)
+    fig = viz.timeline(wb.simulate(wb.schedule(wb.models.build("nnc_diamond"), "nnc")))
+    assert isinstance(fig, viz.NotebookFigure)
     before = pio.renderers.default
     try:
-        pio.renderers.default = "plotly_mimetype"  # what plotly picks inside a Jupyter kernel
-        assert style.use_notebook_renderer()
-        assert pio.renderers.default == "plotly_mimetype+notebook"
-        pio.renderers.default = "vscode"           # plotly's choice elsewhere, or the user's
-        assert not style.use_notebook_renderer() and pio.renderers.default == "vscode"
+        pio.renderers.default = "plotly_mimetype"   # what plotly picks inside a Jupyter kernel
+        bundle = fig._repr_mimebundle_()
+        assert PLOTLY_MIME in bundle and "plotly-graph-div" in bundle["text/html"]
+        pio.renderers.default = "json"              # the user's (or plotly's) choice is kept
+        assert set(fig._repr_mimebundle_()) == {"application/json"}
+        assert pio.renderers.default == "json"
         pio.renderers.default = "plotly_mimetype"
         monkeypatch.setenv("PLOTLY_RENDERER", "plotly_mimetype")  # chosen on purpose
-        assert not style.use_notebook_renderer()
-        assert pio.renderers.default == "plotly_mimetype"
+        assert "text/html" not in fig._repr_mimebundle_()
     finally:
         pio.renderers.default = before
 
@@ -71,7 +90,7 @@ def test_returned_figures_survive_nbconvert_html(tmp_path: Path,
     figures = [o for o in outputs if PLOTLY_MIME in o.get("data", {})]
     assert len(figures) == 3  # JupyterLab, Notebook 7, Voilà and VS Code draw this JSON
     assert all("text/html" in o.data for o in figures)  # static exports draw this
-    assert "plotly_mimetype+notebook" in nb.cells[-1].outputs[0].data["text/plain"]
+    assert nb.cells[-1].outputs[0].data["text/plain"] == "'plotly_mimetype'"  # left alone
 
     html, _ = nbconvert.HTMLExporter(template_name="lab").from_notebook_node(nb)
     (tmp_path / "figures.html").write_text(html, encoding="utf-8")

@@ -144,7 +144,7 @@ def test_no_task_graph_output_is_replaced_by_its_alias() -> None:
 
 
 def test_no_task_removes_flatten_from_inception_classifier() -> None:
-    g = wb.models.inception_v3(classifier=True)
+    g = wb.models.inception_v3(classifier=True, fused=False)
     g2 = drop_no_task_ops(g)
     assert "flatten" in g and "flatten" not in g2
     assert len(g2) == len(g) - 1
@@ -224,7 +224,8 @@ def test_fusion_rules_for_reduces() -> None:
 
 
 @pytest.mark.parametrize("graph", [
-    wb.models.inception_v3(), wb.models.transformer_block(), wb.models.transformer_block(layers=2)],
+    wb.models.inception_v3(fused=False), wb.models.transformer_block(),
+    wb.models.transformer_block(layers=2)],
     ids=["inception_v3", "transformer_block", "transformer_2"])
 def test_fusion_on_networks_is_acyclic_and_moves_fewer_bytes(graph: Graph) -> None:
     fused = fuse_elementwise(graph)
@@ -238,7 +239,7 @@ def test_fusion_on_networks_is_acyclic_and_moves_fewer_bytes(graph: Graph) -> No
 
 
 def test_inception_fuses_every_batchnorm_with_its_relu() -> None:
-    groups = fusion_groups(wb.models.inception_v3())
+    groups = fusion_groups(wb.models.inception_v3(fused=False))
     assert len(groups) == 94
     assert all(len(m) == 2 and m[0].endswith("/bn") and m[1].endswith("/relu") for m in groups)
     assert fusion_groups(wb.models.transformer_block()) == [["block0/residual1", "block0/ln2"]]

@@ -90,7 +90,7 @@ def test_report_without_dot_still_has_an_svg(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_write_inception_report(tmp_path: Path) -> None:
-    comparison = make_comparison(inception_v3(batch=1), POLICIES + ("dfs",))
+    comparison = make_comparison(inception_v3(batch=1, fused=False), POLICIES + ("dfs",))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         path = report.write(comparison, tmp_path / "report.html")

@@ -65,7 +65,7 @@ def test_insert_syncs_skips_implied_dependencies() -> None:
 
 
 def test_fold_streams_respects_the_cap_and_stays_valid() -> None:
-    g = wb.models.inception_v3()
+    g = wb.models.inception_v3(fused=False)
     s = wb.schedule(g, "nnc", max_streams=2).validate()
     assert s.n_streams <= 2
     stream_of = {f"n{i}": i for i in range(5)}

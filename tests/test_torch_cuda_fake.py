@@ -188,7 +188,7 @@ def _stub(cuda: FakeCuda) -> Any:
 
 @functools.cache
 def _inception() -> wb.Graph:
-    return wb.models.inception_v3(resolution=75)
+    return wb.models.inception_v3(resolution=75, fused=False)
 
 
 def _issue(schedule: Schedule, **kw: Any) -> tuple[FakeCuda, tcuda.Streams]:

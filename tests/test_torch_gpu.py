@@ -18,7 +18,7 @@ pytestmark = pytest.mark.torch_gpu
 
 @pytest.fixture(scope="module")
 def inception() -> wb.Graph:
-    return wb.models.inception_v3(batch=1)
+    return wb.models.inception_v3(batch=1, fused=False)
 
 
 @pytest.mark.parametrize("policy", ["serial", "nnc", "wavefront", "asap", "ios_greedy"])

@@ -208,7 +208,7 @@ def test_dag_escapes_names_for_dot() -> None:
 
 
 def test_dag_large_graph_is_drawn_with_a_note() -> None:
-    g = inception_v3(batch=1)
+    g = inception_v3(batch=1, fused=False)
     source = dag(g, max_nodes=100).source
     assert "large graph" in source
     assert source.count("[label=") >= len(g)
@@ -255,7 +255,7 @@ def test_dag_falls_back_when_the_backend_raises(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_dag_layout_is_layered() -> None:
-    g = inception_v3(batch=1)
+    g = inception_v3(batch=1, fused=False)
     pos = dag_layout(g)
     assert set(pos) == set(g.op_ids)
     assert all(pos[b][1] > pos[a][1] for a, b in g.edges)

@@ -114,7 +114,7 @@ def _inception_e(b: GraphBuilder, x: str, *, fused: bool, name: str) -> str:
     return b.concat([b1, b3a, b3b, bda, bdb, bp], name=f"{name}/concat")
 
 
-def inception_v3(batch: int = 1, *, resolution: int = 299, fused: bool = False,
+def inception_v3(batch: int = 1, *, resolution: int = 299, fused: bool = True,
                  classifier: bool = False) -> Graph:
     """Inception V3 as in torchvision, ``Conv2d_1a_3x3`` through ``Mixed_7c`` and the global pool.
 
@@ -124,12 +124,15 @@ def inception_v3(batch: int = 1, *, resolution: int = 299, fused: bool = False,
     6-way concat) and the global average pool, at ``resolution`` × ``resolution`` (299 gives
     192×35×35 after the stem, 768×17×17, 1280×8×8 and 2048×8×8).
 
-    ``fused=False`` emits every BasicConv2d as ``conv2d`` (no bias) → ``batchnorm`` → ``relu``:
-    307 ops.  ``fused=True`` is the IOS benchmark graph: one ``conv2d`` op with bias and fused ReLU
-    per conv, no BatchNorm: 119 ops (94 convs, 13 pools, 11 concats, 1 global pool), 5.71 G conv
-    multiply-adds at batch 1.  ``classifier=True`` appends ``flatten`` and ``fc`` (2048 → 1000,
-    kind ``matmul``).  Simplified: no AuxLogits, no dropout, no input transform.  Raises
-    :class:`GraphError` below resolution 75.  Complexity: O(ops).
+    ``fused=True`` (the default) is the IOS benchmark graph: one ``conv2d`` op with bias and fused
+    ReLU per conv, no BatchNorm: 119 ops (94 convs, 13 pools, 11 concats, 1 global pool), 5.71 G
+    conv multiply-adds at batch 1.  ``fused=False`` emits every BasicConv2d as ``conv2d`` (no bias)
+    → ``batchnorm`` → ``relu``: 307 ops.  The default is ``True`` as for every IOS network
+    (``randwire``, ``nasnet_a_large``, ``squeezenet``): the simulator is fitted to IOS's published
+    measurements of these graphs (``workbench/data/fidelity.json``), so ``--model inception_v3``
+    is the graph the README's fidelity table speaks of.  ``classifier=True`` appends ``flatten``
+    and ``fc`` (2048 → 1000, kind ``matmul``).  Simplified: no AuxLogits, no dropout, no input
+    transform.  Raises :class:`GraphError` below resolution 75.  Complexity: O(ops).
 
     Examples
     --------

@@ -21,7 +21,7 @@ alias) are kept.  Complexity: O(V + E).
 Examples
 --------
 >>> import workbench as wb
->>> g = wb.models.inception_v3(classifier=True)
+>>> g = wb.models.inception_v3(classifier=True, fused=False)
 >>> "flatten" in drop_no_task_ops(g)
 False
 >>> drop_no_task_ops(g).op("fc").attrs["aliases"]

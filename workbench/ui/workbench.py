@@ -140,7 +140,14 @@ class Workbench:
                 f'<div style="color:#777; font-size:11px; line-height:1.3; margin-left:90px">'
                 f"{html.escape('; '.join(notes))}</div>")
         self.mode = widgets.ToggleButtons(options=["eager", "graph"], value="eager",
-                                          description="mode", style={"button_width": "70px"})
+                                          style={"button_width": "70px"})
+        # ToggleButtons put their description above the buttons: a label of the same width,
+        # alignment and margins as the dropdowns' labels keeps "mode" beside them, in line
+        mode_label = widgets.HTML(
+            "<div style='text-align:right; line-height:28px'>mode</div>",
+            layout=widgets.Layout(width="80px", min_width="80px", margin="2px 8px 2px 2px"))
+        mode_label.add_class("widget-label")
+        self.mode_row = widgets.HBox([mode_label, self.mode])
         planners = wb.memory.planners()
         self.planner = widgets.Dropdown(options=[*planners, NO_PLANNER],
                                         value="somas" if "somas" in planners else planners[0],
@@ -190,7 +197,7 @@ class Workbench:
             widgets.HTML("<b>Graph</b>"), self.graph_source.box, self.graph_info,
             widgets.HTML("<b>Policies</b>"), self.policies, self.options_for, self.options_box,
             widgets.HTML("<b>Run on</b>"), self.device, self.executor, self.executor_note,
-            self.mode, self.planner, self.run_button, self.progress, self.status,
+            self.mode_row, self.planner, self.run_button, self.progress, self.status,
         ], layout=widgets.Layout(width="360px", min_width="360px", padding="0 12px 0 0"))
         header = widgets.VBox([
             widgets.HTML("<h3 style='margin:4px 0'>Schedule Workbench</h3>"),

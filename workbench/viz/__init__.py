@@ -6,9 +6,10 @@ Importing this package loads plotly and graphviz; the core (``import workbench``
 ``memory_curve_frame``, ``lifetime_frame``) and a render function returning a figure that is never
 ``.show()``-n.
 
-Importing it inside a Jupyter kernel also makes plotly's figures survive static HTML export
-(:func:`~workbench.viz.style.use_notebook_renderer`), so the figures these functions return
-render in every notebook front end and in nbconvert HTML without setting a renderer.
+The figures these functions return are :class:`~workbench.viz.figure.NotebookFigure`: they
+render in every notebook front end and in nbconvert HTML without anyone choosing a plotly
+renderer, and importing this package leaves plotly's global settings (``pio.renderers.default``)
+alone.
 
 Views layer: may import everything below it (values, simulator, executors, io), never
 orchestration or the apps; it fills the view registry ``workbench.values.views``.
@@ -17,16 +18,16 @@ orchestration or the apps; it fills the view registry ``workbench.values.views``
 from __future__ import annotations
 
 from workbench.viz.dag import dag, dag_figure, dag_layout, dag_svg, dag_view
+from workbench.viz.figure import NotebookFigure, as_notebook_figure
 from workbench.viz.lifetimes import lifetime_chart, lifetime_frame
 from workbench.viz.memory_curve import memory_curve, memory_curve_frame
-from workbench.viz.style import stream_color, use_notebook_renderer
+from workbench.viz.style import stream_color
 from workbench.viz.tables import comparison_styler, table_html
 from workbench.viz.timeline import timeline, timeline_frame, timelines
 
-use_notebook_renderer()
-
 __all__ = [
-    "comparison_styler", "dag", "dag_figure", "dag_layout", "dag_svg", "dag_view",
+    "NotebookFigure", "as_notebook_figure", "comparison_styler", "dag", "dag_figure",
+    "dag_layout", "dag_svg", "dag_view",
     "lifetime_chart", "lifetime_frame", "memory_curve", "memory_curve_frame",
     "stream_color", "table_html", "timeline", "timeline_frame", "timelines",
 ]

@@ -30,6 +30,7 @@ import plotly.graph_objects as go
 
 from workbench.values.graph import Graph, OpId
 from workbench.values.schedule import Schedule
+from workbench.viz.figure import notebook_figure
 from workbench.viz.style import LAYOUT_DEFAULTS, SYNC_COLOR, escape, stream_color, tint
 
 NO_DOT_MESSAGE = ("Graphviz 'dot' not found: drawing the DAG with plotly "
@@ -218,6 +219,7 @@ def dag_view(graph: Graph, schedule: Schedule | None = None, *, max_ops: int = M
     return dag_figure(graph, schedule, max_nodes=max_nodes)
 
 
+@notebook_figure
 def summary_figure(graph: Graph, why: str) -> go.Figure:
     """An empty plotly figure whose only content is the graph's size and why it is not drawn."""
     fig = go.Figure()
@@ -283,6 +285,7 @@ def _edge_groups(graph: Graph, schedule: Schedule | None) -> dict[str, list[tupl
     return groups
 
 
+@notebook_figure
 def dag_figure(graph: Graph, schedule: Schedule | None = None, *,
                max_nodes: int = 400) -> go.Figure:
     """A plotly drawing of :func:`dag_layout` (used when Graphviz is missing): nodes coloured by

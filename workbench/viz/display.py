@@ -22,14 +22,10 @@ How figures are displayed (ecosystem notes §3.1, §3.4):
 
 from __future__ import annotations
 
-import json
-import threading
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from workbench.memory.plan import MemoryPlan
 from workbench.values.graph import Graph
@@ -37,6 +33,13 @@ from workbench.values.schedule import Schedule
 from workbench.values.trace import Trace
 from workbench.values.views import register_view
 from workbench.viz.dag import dag_svg
+from workbench.viz.figure import (  # noqa: F401  (re-exported: the display helpers' home)
+    PLOTLY_MIME,
+    figure_bundle,
+    figure_div,
+    plotlyjs_once,
+    reset_plotlyjs,
+)
 from workbench.viz.lifetimes import lifetime_chart
 from workbench.viz.style import escape, stream_color
 from workbench.viz.tables import table_html
@@ -104,53 +107,6 @@ def schedule_html(schedule: Schedule) -> str:
             f"{escape(schedule.graph.name)}</h4>{kv_table(counts)}{stream_table(schedule)}"
             f'<div style="overflow:auto; max-height:600px">'
             f"{dag_svg(schedule.graph, schedule)}</div></div>")
-
-
-PLOTLY_MIME = "application/vnd.plotly.v1+json"
-_plotlyjs_lock = threading.Lock()
-_plotlyjs_sent = False
-
-
-def plotlyjs_once() -> bool:
-    """True the first time it is called in this process (the caller embeds plotly.js), then False.
-
-    Notebook displays embed plotly.js (4.8 MB) once per kernel session instead of once per figure;
-    later figures reuse ``window.Plotly`` from the first one.  Thread-safe.
-    """
-    global _plotlyjs_sent
-    with _plotlyjs_lock:
-        first = not _plotlyjs_sent
-        _plotlyjs_sent = True
-        return first
-
-
-def reset_plotlyjs() -> None:
-    """Embed plotly.js again in the next display (after clearing the output that held it)."""
-    global _plotlyjs_sent
-    with _plotlyjs_lock:
-        _plotlyjs_sent = False
-
-
-def figure_div(fig: go.Figure, *, prefix: str = "wb-fig",
-               include_plotlyjs: bool | None = None) -> str:
-    """The figure as an HTML fragment with a unique div id; ``include_plotlyjs=None`` embeds
-    plotly.js only if no display of this session has done so yet (:func:`plotlyjs_once`)."""
-    embed = plotlyjs_once() if include_plotlyjs is None else include_plotlyjs
-    return fig.to_html(full_html=False, include_plotlyjs=embed,
-                       div_id=f"{prefix}-{uuid.uuid4().hex[:12]}")
-
-
-def figure_bundle(fig: go.Figure, *, html: bool = True, prefix: str = "wb-fig") -> dict[str, Any]:
-    """A display bundle for ``fig``: plotly JSON (JupyterLab/Voilà render it natively),
-    ``text/html`` for static exports (``html=False`` leaves it out: live widgets), and text."""
-    title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else "figure"
-    bundle: dict[str, Any] = {
-        PLOTLY_MIME: json.loads(pio.to_json(fig, validate=False, remove_uids=False)),
-        "text/plain": f"<plotly figure: {title}>",
-    }
-    if html:
-        bundle["text/html"] = figure_div(fig, prefix=prefix)
-    return bundle
 
 
 def display_with_figure(header_html: str, text: str, fig: go.Figure, *, prefix: str) -> None:

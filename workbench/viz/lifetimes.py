@@ -20,6 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from workbench.memory.plan import MemoryPlan
+from workbench.viz.figure import notebook_figure
 from workbench.viz.style import LAYOUT_DEFAULTS, STREAM_PALETTE, TIME_AXIS_TITLE, escape
 
 MIB = float(2**20)
@@ -79,6 +80,7 @@ def lifetime_frame(plan: MemoryPlan) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------- drawing
+@notebook_figure
 def lifetime_chart(plan: MemoryPlan, *, title: str | None = None) -> go.Figure:
     """The SOMAS lifetime chart of ``plan``: one filled rectangle per tensor (x = lifetime,
     y = ``[offset, offset + size)`` in MiB), the arena size as a solid line and the lower bound as

@@ -25,6 +25,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from workbench.values.trace import Trace
+from workbench.viz.figure import notebook_figure
 from workbench.viz.style import (
     LAYOUT_DEFAULTS,
     TIME_AXIS_TITLE,
@@ -87,6 +88,7 @@ def _template_text(escaped: str) -> str:
     return escaped.replace("%", "&#37;")
 
 
+@notebook_figure
 def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
                  pools: Mapping[str, Any] | None = None, title: str | None = None) -> go.Figure:
     """Live activation memory (MiB) over time (µs): one step line per schedule.

@@ -73,27 +73,6 @@ def legend_entries(fig: Any) -> int:
     return sum(1 for d in fig.data if getattr(d, "showlegend", None) is not False)
 
 
-def use_notebook_renderer() -> bool:
-    """Make plotly figures render in every notebook front end and in nbconvert HTML.
-
-    Inside a Jupyter kernel plotly's default renderer is ``"plotly_mimetype"``: JupyterLab, Notebook
-    7, Voilà and VS Code draw it, but static exports (nbconvert HTML, nbviewer) drop the figure.
-    When that default is untouched (and ``PLOTLY_RENDERER`` is not set), this switches to
-    ``"plotly_mimetype+notebook"``: the same plotly JSON plus HTML, with plotly.js embedded once
-    per session by plotly (in the output of the first figure shown), so the export works offline.
-    Any other choice (set by the user, or by plotly for Colab, Kaggle, a terminal...) is kept.
-    Called when :mod:`workbench.viz` is imported; returns True when it changed the default.
-    """
-    import os
-
-    import plotly.io as pio
-
-    if os.environ.get("PLOTLY_RENDERER") or pio.renderers.default != "plotly_mimetype":
-        return False
-    pio.renderers.default = "plotly_mimetype+notebook"
-    return True
-
-
 def escape(text: object) -> str:
     """``html.escape(str(text), quote=True)``: the one escaping used for names in HTML/SVG/hover."""
     return html.escape(str(text), quote=True)

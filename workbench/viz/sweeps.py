@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from workbench.viz.figure import notebook_figure
 from workbench.viz.style import LAYOUT_DEFAULTS, escape, legend_entries, legend_px, policy_color
 
 MIN_SCHEDULE_MS = 1e-3  # a log axis cannot show 0 ms: faster policies are drawn at 1 µs
@@ -66,6 +67,7 @@ def _order(values: Iterable[str]) -> dict[str, int]:
 
 
 # ---------------------------------------------------------------------------------- drawing
+@notebook_figure
 def speedup_vs_batch(df: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """Speedup over ``serial`` against batch size: one line per policy, one panel per
     (device, graph) when the table has several.  Returns the figure; never calls ``.show()``."""
@@ -99,6 +101,7 @@ def speedup_vs_batch(df: pd.DataFrame, *, title: str | None = None) -> go.Figure
     return fig
 
 
+@notebook_figure
 def quality_vs_search_time(df: pd.DataFrame, *, title: str | None = None) -> go.Figure:
     """Makespan / lower bound against scheduling time (log axis): one colour per policy, one
     point per (graph, batch, device).  Returns the figure; never calls ``.show()``."""

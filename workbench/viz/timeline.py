@@ -26,6 +26,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from workbench.values.trace import Trace
+from workbench.viz.figure import notebook_figure
 from workbench.viz.style import (
     BARRIER_COLOR,
     LAYOUT_DEFAULTS,
@@ -310,6 +311,7 @@ def _kind_colors_for(traces: Sequence[Trace]) -> dict[str, str]:
     return kind_colors(kinds)
 
 
+@notebook_figure
 def timeline(trace: Trace, *, title: str | None = None,
              x_range: tuple[float, float] | None = None, show_syncs: bool = True,
              color_by: str = "kind", max_bars: int = MAX_BARS,
@@ -340,6 +342,7 @@ def timeline(trace: Trace, *, title: str | None = None,
     return fig
 
 
+@notebook_figure
 def timelines(traces: Sequence[Trace] | Mapping[str, Trace], *, shared_x: bool = True,
               show_syncs: bool = True, color_by: str = "kind",
               title: str | None = None, max_bars: int = MAX_BARS,
