@@ -104,6 +104,15 @@ def _budget(text: str) -> float | None:
     return value or None
 
 
+def _memory(text: str) -> int | None:
+    from workbench._bounded import memory_budget
+
+    try:
+        return memory_budget(text, what="--memory-budget")
+    except OptionError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -224,6 +233,10 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
                      help="wall-clock seconds each stage of each policy may take (schedule, "
                           "execute, plan memory); a stage that overruns is stopped and its row "
                           "says 'budget hit'; 0 means no limit (default: %(default)g)")
+    cmp.add_argument("--memory-budget", type=_memory, default="auto", metavar="SIZE",
+                     help="memory each policy's stages may add, e.g. 2G or 500M; a stage that "
+                          "needs more is stopped and its row says 'memory budget ... exceeded'; "
+                          "'none' means no limit (default: half the machine's memory)")
     cmp.add_argument("--no-progress", action="store_true",
                      help="no progress bar and no per-policy lines on stderr")
     add_compare_options(cmp)
@@ -313,6 +326,7 @@ def _compare(args: argparse.Namespace) -> int:
                      precision=args.precision, executor=args.executor,
                      executor_options=measured_options or None,
                      show_progress=not args.no_progress, budget_s=args.budget,
+                     memory_budget_bytes=args.memory_budget,
                      measured=measured)
     path = result.to_html(output, plotlyjs=args.plotlyjs)
     table = result.table
