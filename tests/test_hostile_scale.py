@@ -233,3 +233,40 @@ def test_ancestor_rule_refuses_clock_matrices_over_the_limit(
     status = result.table.set_index("policy").loc["nnc", "status"]
     assert status.startswith("failed in memory: the ancestor rule needs")
     assert result.best is not None
+
+
+def _scan_model(length: int, path: Path) -> Path:
+    """An ONNX ``Scan`` of a 16-wide running sum over a ``length``-long axis."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    def vi(name: str, shape: tuple[int, ...]) -> object:
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+    body = helper.make_graph([helper.make_node("Add", ["s_in", "xi"], ["s_out"], name="step"),
+                              helper.make_node("Identity", ["s_out"], ["o"], name="echo")],
+                             "body", [vi("s_in", (16,)), vi("xi", (16,))],
+                             [vi("s_out", (16,)), vi("o", (16,))])
+    scan = helper.make_node("Scan", ["s0", "xs"], ["s", "os"], name="scan", body=body,
+                            num_scan_inputs=1)
+    graph = helper.make_graph([scan], "scan", [vi("s0", (16,)), vi("xs", (length, 16))],
+                              [vi("s", (16,)), vi("os", (length, 16))])
+    onnx.save(helper.make_model(graph), path)
+    return path
+
+
+def test_onnx_scan_over_a_long_axis_is_bounded_and_linear(tmp_path: Path) -> None:
+    """A `Scan` over a 100,000-long axis took 33 s: now one line at the iteration limit (the
+    user may raise it), and the simulation time grows linearly with the axis."""
+    sched = wb.schedule(wb.load(_scan_model(100_000, tmp_path / "long.onnx")), "serial")
+    t = time.perf_counter()
+    with pytest.raises(wb.OptionError, match=r"exceeds 10,000 loop iterations in total \(at "
+                                             r"loop 'scan'.*max_iterations=") as info:
+        wb.simulate(sched)
+    assert time.perf_counter() - t < 10 and "\n" not in str(info.value)
+    schedules = {n: wb.schedule(wb.load(_scan_model(n, tmp_path / f"s{n}.onnx")), "serial")
+                 for n in (400, 800)}
+    assert wb.simulate(schedules[800]).makespan == pytest.approx(
+        2 * wb.simulate(schedules[400]).makespan, rel=0.01)
+    ratio = _ratio(lambda n: wb.simulate(schedules[n]), 400)
+    assert ratio < 3.0, f"doubling the scanned axis took {ratio:.1f}x as long"
