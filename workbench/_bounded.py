@@ -189,7 +189,7 @@ def _worker(conn: Any, stages: Sequence[Stage], shared: tuple[Any, ...],
             _remember(objects, value)
     except MemoryError as exc:  # like being killed for memory: the stage cannot finish here
         values.clear()
-        if capped:
+        if capped and not isinstance(exc, WorkbenchError):  # a refusal has its own message
             conn.send_bytes(_dumps(("memory", f"memory budget {format_bytes(memory_bytes or 0)} "
                                               f"exceeded"), []))
         else:
