@@ -12,12 +12,12 @@
 ``compare`` always finishes: every stage of every policy (schedule, execute, plan memory) gets
 ``--budget`` seconds (default 60), after which its worker is stopped and the policy's row says
 ``budget hit (60 s): ...``; ``--memory-budget`` (e.g. ``2G``; default half the machine's memory)
-caps the memory each policy's worker may add, and a stage that needs more leaves a row
-``stopped: memory budget 2 GiB exceeded in <stage>``.  One line per policy goes to stderr as it
-starts and ends.  The ranking printed on stdout is sorted by makespan with the essential columns (``--columns`` picks others,
-``--columns all`` shows every one).  ``--executor torch`` (or ``cupy``) measures every schedule on
-the device; ``--executor torch,simulator`` also sets the simulator's prediction beside each
-measured row.  ``--device`` takes a device name or the path of a device file or of a profile
+caps the memory each policy's worker may add, and a stage that needs more leaves a row ``stopped:
+memory budget 2 GiB exceeded in <stage>``.  One line per policy goes to stderr as it starts and
+ends.  The ranking printed on stdout is sorted by makespan with the essential columns (``--columns``
+picks others, ``--columns all`` shows every one).  ``--executor torch`` (or ``cupy``) measures every
+schedule on the device; ``--executor torch,simulator`` also sets the simulator's prediction beside
+each measured row.  ``--device`` takes a device name or the path of a device file or of a profile
 written by ``workbench calibrate`` (each op of the chosen graphs timed alone, plus small probes).
 
 Every user error is one line on stderr (``workbench: error: ...``) and exit code 2, and the
