@@ -165,3 +165,19 @@ def test_one_seed_means_the_same_inputs_in_every_output_runner() -> None:
     assert ref.keys() == emu.keys()
     for k in ref:
         np.testing.assert_allclose(ref[k], emu[k], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("model, source", [("raf_three_branches", "x"), ("nnc_diamond", "N1")])
+def test_the_reference_refuses_structure_only_seeds_saying_why(model: str, source: str) -> None:
+    from workbench.executors.execute import run_outputs
+
+    sched = wb.schedule(getattr(wb.models, model)(), "serial")
+    with pytest.raises(wb.OptionError) as err:
+        run_outputs(sched, runner="reference")
+    text = str(err.value)
+    assert "\n" not in text and "list index" not in text
+    assert f"op {source!r}" in text and f"graph {model!r}" in text
+    assert "reads no tensor, so it has no values to compute from" in text
+    # the seed graphs that carry data still run
+    out = run_outputs(wb.schedule(wb.models.textbook_mul_sub_add(), "serial"), runner="reference")
+    assert set(out) == {"z"}

@@ -233,3 +233,98 @@ def test_ancestor_rule_refuses_clock_matrices_over_the_limit(
     status = result.table.set_index("policy").loc["nnc", "status"]
     assert status.startswith("failed in memory: the ancestor rule needs")
     assert result.best is not None
+
+
+def _scan_model(length: int, path: Path) -> Path:
+    """An ONNX ``Scan`` of a 16-wide running sum over a ``length``-long axis."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    def vi(name: str, shape: tuple[int, ...]) -> object:
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+    body = helper.make_graph([helper.make_node("Add", ["s_in", "xi"], ["s_out"], name="step"),
+                              helper.make_node("Identity", ["s_out"], ["o"], name="echo")],
+                             "body", [vi("s_in", (16,)), vi("xi", (16,))],
+                             [vi("s_out", (16,)), vi("o", (16,))])
+    scan = helper.make_node("Scan", ["s0", "xs"], ["s", "os"], name="scan", body=body,
+                            num_scan_inputs=1)
+    graph = helper.make_graph([scan], "scan", [vi("s0", (16,)), vi("xs", (length, 16))],
+                              [vi("s", (16,)), vi("os", (length, 16))])
+    onnx.save(helper.make_model(graph), path)
+    return path
+
+
+def test_onnx_scan_over_a_long_axis_is_bounded_and_linear(tmp_path: Path) -> None:
+    """A `Scan` over a 100,000-long axis took 33 s: now one line at the iteration limit (the
+    user may raise it), and the simulation time grows linearly with the axis."""
+    sched = wb.schedule(wb.load(_scan_model(100_000, tmp_path / "long.onnx")), "serial")
+    t = time.perf_counter()
+    with pytest.raises(wb.OptionError, match=r"exceeds 10,000 loop iterations in total \(at "
+                                             r"loop 'scan'.*max_iterations=") as info:
+        wb.simulate(sched)
+    assert time.perf_counter() - t < 10 and "\n" not in str(info.value)
+    schedules = {n: wb.schedule(wb.load(_scan_model(n, tmp_path / f"s{n}.onnx")), "serial")
+                 for n in (400, 800)}
+    assert wb.simulate(schedules[800]).makespan == pytest.approx(
+        2 * wb.simulate(schedules[400]).makespan, rel=0.01)
+    ratio = _ratio(lambda n: wb.simulate(schedules[n]), 400)
+    assert ratio < 3.0, f"doubling the scanned axis took {ratio:.1f}x as long"
+
+
+def test_critical_path_on_a_control_fan_in_is_near_linear() -> None:
+    """critical_path took 10.8 s on a 20k control-edge fan-in (every search scanned every busy
+    interval of the stream); the gap index makes a stream busy without a break O(log n)."""
+    from workbench.io.json_format import graph_from_dict
+
+    def fan_in(n: int) -> wb.Graph:
+        ops = [{"id": f"s{i}", "kind": "relu"} for i in range(n)] + [{"id": "z", "kind": "relu"}]
+        return graph_from_dict({"format": "schedule-workbench-graph", "version": 1,
+                                "tensors": [], "ops": ops,
+                                "control_edges": [[f"s{i}", "z"] for i in range(n)]})
+
+    graph = fan_in(20_000)
+    graph.succ_index, graph.pred_index, graph.topo_index  # noqa: B018 (built outside the timing)
+    t = time.perf_counter()
+    wb.schedule(graph, "critical_path")  # 0.5 s here; the interval scan took 16 s
+    assert time.perf_counter() - t < 5.0
+
+
+def test_a_search_on_a_stream_busy_without_a_break_is_logarithmic() -> None:
+    """20,000 back-to-back intervals and 20,000 searches from 0: the scan over every interval
+    visited 2 * 10^8 of them (minutes); the gap index visits none."""
+    from workbench.schedulers.critical_path import _Timeline
+
+    line = _Timeline()
+    for i in range(20_000):
+        line.insert(10.0 * i, 10.0 * (i + 1))
+    assert line.gap_ends == [0.0]  # only the time before the first interval
+    t = time.perf_counter()
+    assert all(line.earliest(0.0, 5.0) == 200_000.0 for _ in range(20_000))
+    assert time.perf_counter() - t < 2.0
+
+
+def test_the_gap_index_finds_what_the_interval_scan_finds() -> None:
+    """:class:`_Timeline`'s gap search against the scan over every interval it replaced, on
+    random placements: gaps, touching intervals, zero and short durations, early readies.
+    (Positive durations under ``_EPS`` at one start time are left out: there the scan itself
+    lets intervals overlap, so "the same answer" has no meaning; no cost model gives them.)"""
+    import random
+
+    from workbench.schedulers.critical_path import _EPS, _Timeline
+
+    rng = random.Random(27)
+    checked = 0
+    for _ in range(60):
+        line = _Timeline()
+        for _ in range(120):
+            ready = rng.choice([0.0, rng.uniform(0, 400), line.last_end if line.ends else 0.0])
+            dur = rng.choice([0.0, 5 * _EPS, 1e-6, rng.uniform(0, 2), rng.uniform(0, 40)])
+            t = line.earliest(ready, dur)
+            assert t == line._scan(ready, dur), (ready, dur, line.starts, line.ends)
+            line.insert(t, t + dur)
+            checked += 1
+        for _ in range(40):  # searches only, over the finished timeline
+            ready, dur = rng.uniform(-10, 600), rng.uniform(0, 30)
+            assert line.earliest(ready, dur) == line._scan(ready, dur)
+    assert checked == 7200

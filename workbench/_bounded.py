@@ -14,15 +14,23 @@ values of earlier stages are sent as references (pickle *persistent ids*), so a 
 pointing at the parent's own Graph and Schedule instead of copies of them.  An exception raised in
 a stage is re-raised in the parent with the worker's traceback as a note.
 
+Memory.  With ``memory_bytes=`` the worker caps its own address space (``RLIMIT_AS``, Linux) at
+what it had when it started plus ``memory_bytes``: an allocation past that fails inside the worker
+(``MemoryError`` in Python, NumPy and the C extensions that report it), so the stage ends as
+``"memory"`` with the budget in its message, its worker exits, and the calling process never holds
+the memory.  The cap counts address space, not resident pages, so it is conservative: a stage that
+reserves much more than it touches may be stopped before it would have used the budget.
+
 In-process fallback: with ``isolate=False``, inside a daemonic process (which may not have
-children), or with no budget at all, the stages run in the calling process, timed, and cannot be
-stopped.
+children), or with neither a time nor a memory budget, the stages run in the calling process,
+timed, and cannot be stopped.
 """
 
 from __future__ import annotations
 
 import io
 import multiprocessing
+import os
 import pickle
 import sys
 import time
@@ -39,8 +47,9 @@ Stage = Callable[..., Any]
 @dataclass(frozen=True)
 class Outcome:
     """What became of one stage: ``status`` is ``"ok"`` (``value`` holds its result),
-    ``"budget"`` (killed after ``budget_s``), ``"skipped"`` (an earlier stage did not finish) or
-    ``"died"`` (the worker ended without an answer, e.g. killed for memory, or ran out of it:
+    ``"budget"`` (killed after ``budget_s``), ``"memory"`` (it needed more than the memory budget),
+    ``"skipped"`` (an earlier stage did not finish) or ``"died"`` (the worker ended without an
+    answer, e.g. killed for memory, or ran out of it:
     ``MemoryError``; see ``message``)."""
 
     status: str
@@ -66,8 +75,10 @@ def can_isolate() -> bool:
 
 
 def run_stages(stages: Sequence[Stage], budgets: Sequence[float | None], *, isolate: bool = True,
-               shared: Sequence[Any] = ()) -> list[Outcome]:
-    """Run ``stages[i](*values_of_earlier_stages)`` in order, each within ``budgets[i]`` seconds.
+               shared: Sequence[Any] = (), memory_bytes: int | None = None) -> list[Outcome]:
+    """Run ``stages[i](*values_of_earlier_stages)`` in order, each within ``budgets[i]`` seconds
+    and, when ``memory_bytes`` is given, in at most that much more memory than the worker started
+    with (see the module docstring; the in-process fallback cannot bound memory).
 
     Returns one :class:`Outcome` per stage.  Exceptions raised by a stage propagate (re-raised in
     the parent).  Overhead per call when isolated: one process start (~15 ms with fork) plus
@@ -75,9 +86,10 @@ def run_stages(stages: Sequence[Stage], budgets: Sequence[float | None], *, isol
     """
     if len(stages) != len(budgets):
         raise ValueError("run_stages() needs one budget per stage")
-    if not isolate or all(b is None for b in budgets) or not can_isolate():
+    unbounded = all(b is None for b in budgets) and memory_bytes is None
+    if not isolate or unbounded or not can_isolate():
         return _run_here(stages, budgets)
-    return _run_in_worker(stages, budgets, tuple(shared))
+    return _run_in_worker(stages, budgets, tuple(shared), memory_bytes)
 
 
 def _run_here(stages: Sequence[Stage], budgets: Sequence[float | None]) -> list[Outcome]:
@@ -126,10 +138,49 @@ def _dumps(value: Any, objects: list[Any]) -> bytes:
     return buf.getvalue()
 
 
-def _worker(conn: Any, stages: Sequence[Stage], shared: tuple[Any, ...]) -> None:
-    """The child: run each stage, send ``("ok", value)`` after each, or ``("error", ...)``."""
+def address_space_bytes() -> int | None:
+    """This process's virtual memory size (``/proc/self/statm``), or None where there is none."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            pages = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _cap_memory(memory_bytes: int) -> bool:
+    """Limit this process's address space to its size now plus ``memory_bytes`` (never above the
+    hard limit).  False where that cannot be done (no ``resource`` module, no ``/proc``)."""
+    try:
+        import resource
+    except ImportError:  # not Unix
+        return False
+    now = address_space_bytes()
+    if now is None:
+        return False
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = now + memory_bytes
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    return True
+
+
+def format_bytes(n: float) -> str:
+    """``2 GiB``, ``500 MiB``, ``64 KiB`` or ``12 B``: a memory budget for a message."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:g} B"
+
+
+def _worker(conn: Any, stages: Sequence[Stage], shared: tuple[Any, ...],
+            memory_bytes: int | None = None) -> None:
+    """The child: cap its memory, run each stage, send ``("ok", value)`` after each, or
+    ``("memory" | "died" | "error", ...)``."""
     objects = list(shared)
     values: list[Any] = []
+    capped = memory_bytes is not None and _cap_memory(memory_bytes)
     try:
         for stage in stages:
             value = stage(*values)
@@ -138,8 +189,12 @@ def _worker(conn: Any, stages: Sequence[Stage], shared: tuple[Any, ...]) -> None
             _remember(objects, value)
     except MemoryError as exc:  # like being killed for memory: the stage cannot finish here
         values.clear()
-        why = str(exc) or "out of memory (MemoryError in the worker)"  # a refusal says why
-        conn.send_bytes(_dumps(("died", why), []))
+        if capped and not isinstance(exc, WorkbenchError):  # a refusal has its own message
+            conn.send_bytes(_dumps(("memory", f"memory budget {format_bytes(memory_bytes or 0)} "
+                                              f"exceeded"), []))
+        else:
+            why = str(exc) or "out of memory (MemoryError in the worker)"  # a refusal says why
+            conn.send_bytes(_dumps(("died", why), []))
     except BaseException as exc:  # sent to the parent, which re-raises it
         trace = traceback.format_exc()
         try:
@@ -152,10 +207,11 @@ def _worker(conn: Any, stages: Sequence[Stage], shared: tuple[Any, ...]) -> None
 
 
 def _run_in_worker(stages: Sequence[Stage], budgets: Sequence[float | None],
-                   shared: tuple[Any, ...]) -> list[Outcome]:
+                   shared: tuple[Any, ...], memory_bytes: int | None = None) -> list[Outcome]:
     ctx: Any = multiprocessing.get_context(start_method())
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_worker, args=(send, tuple(stages), shared), daemon=True)
+    proc = ctx.Process(target=_worker, args=(send, tuple(stages), shared, memory_bytes),
+                       daemon=True)
     objects = list(shared)
     out: list[Outcome] = []
     try:
@@ -175,8 +231,8 @@ def _run_in_worker(stages: Sequence[Stage], budgets: Sequence[float | None],
                                    _death(proc.exitcode)))
                 break
             kind, *rest = _Unpickler(io.BytesIO(data), objects).load()
-            if kind == "died":
-                out.append(Outcome("died", None, time.perf_counter() - t0, budget, rest[0]))
+            if kind in ("died", "memory"):
+                out.append(Outcome(kind, None, time.perf_counter() - t0, budget, rest[0]))
                 break
             if kind == "error":
                 exc, trace = rest
@@ -203,3 +259,52 @@ def _death(exitcode: int | None) -> str:
         hint = " (out of memory?)" if exitcode == -9 else ""
         return f"worker killed by signal {-exitcode}{hint}"
     return f"worker exited with code {exitcode} without an answer"
+
+
+# ---------------------------------------------------------------------------------- memory budgets
+#: The share of the machine's physical memory a budgeted stage may add by default.
+DEFAULT_MEMORY_SHARE = 0.5
+_UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 10**3, "KIB": 2**10, "M": 2**20, "MB": 10**6,
+          "MIB": 2**20, "G": 2**30, "GB": 10**9, "GIB": 2**30, "T": 2**40, "TB": 10**12,
+          "TIB": 2**40}
+
+
+def default_memory_budget() -> int | None:
+    """:data:`DEFAULT_MEMORY_SHARE` of the machine's physical memory (``sysconf``), or None where
+    the platform does not say."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+    return int(total * DEFAULT_MEMORY_SHARE) if total > 0 else None
+
+
+def memory_budget(value: Any, *, what: str = "memory_budget_bytes") -> int | None:
+    """A memory budget in bytes from ``value``: ``"auto"`` (:func:`default_memory_budget`),
+    None / ``"none"`` / 0 (no limit), a positive integer of bytes, or a size such as ``"2G"``,
+    ``"500M"``, ``"1.5GiB"`` (K, M, G, T are powers of 1024; KB, MB, GB, TB powers of 1000).
+    Anything else raises :class:`~workbench.errors.OptionError` naming ``what``."""
+    from workbench.errors import OptionError
+
+    if isinstance(value, str):
+        text = value.strip().upper()
+        if text == "AUTO":
+            return default_memory_budget()
+        if text in ("NONE", "0"):
+            return None
+        number = text.rstrip("BKMGTI")
+        unit = text[len(number):]
+        try:
+            amount = float(number)
+        except ValueError:
+            amount = float("nan")
+        if unit not in _UNITS or not 0 < amount < 2**70 / _UNITS[unit]:
+            raise OptionError(f"{what} must be a size such as 2G or 500M, 'auto' or 'none', "
+                              f"got {value!r:.80}")
+        return max(1, int(amount * _UNITS[unit]))
+    if value is None or value == 0 and not isinstance(value, bool) and isinstance(value, int):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**70:
+        raise OptionError(f"{what} must be a positive number of bytes, a size such as '2G', "
+                          f"'auto' or None, got {value!r:.80}")
+    return value

@@ -11,11 +11,13 @@
 
 ``compare`` always finishes: every stage of every policy (schedule, execute, plan memory) gets
 ``--budget`` seconds (default 60), after which its worker is stopped and the policy's row says
-``budget hit (60 s): ...``.  One line per policy goes to stderr as it starts and ends.  The ranking
-printed on stdout is sorted by makespan with the essential columns (``--columns`` picks others,
-``--columns all`` shows every one).  ``--executor torch`` (or ``cupy``) measures every schedule on
-the device; ``--executor torch,simulator`` also sets the simulator's prediction beside each
-measured row.  ``--device`` takes a device name or the path of a device file or of a profile
+``budget hit (60 s): ...``; ``--memory-budget`` (e.g. ``2G``; default half the machine's memory)
+caps the memory each policy's worker may add, and a stage that needs more leaves a row ``stopped:
+memory budget 2 GiB exceeded in <stage>``.  One line per policy goes to stderr as it starts and
+ends.  The ranking printed on stdout is sorted by makespan with the essential columns (``--columns``
+picks others, ``--columns all`` shows every one).  ``--executor torch`` (or ``cupy``) measures every
+schedule on the device; ``--executor torch,simulator`` also sets the simulator's prediction beside
+each measured row.  ``--device`` takes a device name or the path of a device file or of a profile
 written by ``workbench calibrate`` (each op of the chosen graphs timed alone, plus small probes).
 
 Every user error is one line on stderr (``workbench: error: ...``) and exit code 2, and the
@@ -102,6 +104,15 @@ def _budget(text: str) -> float | None:
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
     return value or None
+
+
+def _memory(text: str) -> int | None:
+    from workbench._bounded import memory_budget
+
+    try:
+        return memory_budget(text, what="--memory-budget")
+    except OptionError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -224,6 +235,10 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
                      help="wall-clock seconds each stage of each policy may take (schedule, "
                           "execute, plan memory); a stage that overruns is stopped and its row "
                           "says 'budget hit'; 0 means no limit (default: %(default)g)")
+    cmp.add_argument("--memory-budget", type=_memory, default="auto", metavar="SIZE",
+                     help="memory each policy's stages may add, e.g. 2G or 500M; a stage that "
+                          "needs more is stopped and its row says 'memory budget ... exceeded'; "
+                          "'none' means no limit (default: half the machine's memory)")
     cmp.add_argument("--no-progress", action="store_true",
                      help="no progress bar and no per-policy lines on stderr")
     add_compare_options(cmp)
@@ -313,6 +328,7 @@ def _compare(args: argparse.Namespace) -> int:
                      precision=args.precision, executor=args.executor,
                      executor_options=measured_options or None,
                      show_progress=not args.no_progress, budget_s=args.budget,
+                     memory_budget_bytes=args.memory_budget,
                      measured=measured)
     path = result.to_html(output, plotlyjs=args.plotlyjs)
     table = result.table

@@ -25,7 +25,9 @@ Semantics:
   print as identity, the generic kind ``"op"`` of :meth:`Graph.from_edges` graphs), computed in
   float64 and returned in the inputs' floating type; ``fused`` evaluates ``attrs["expr"]``
   member by member.  No-task aliases (``attrs["view_shapes"]``) are applied as reshapes.  Any
-  other kind raises :class:`~workbench.errors.OptionError`.
+  other kind raises :class:`~workbench.errors.OptionError`, and so does an op of a kind that
+  needs operands but reads no tensor (e.g. the ``conv2d`` source of a structure-only seed graph
+  such as ``nnc_diamond``): there is nothing to compute it from.
 
 Returns every tensor's value by id (parameters: their value at the end of the run).
 
@@ -222,7 +224,16 @@ def run_reference(schedule_or_graph: Schedule | Graph,
             else:
                 raise ScheduleError(f"op {op_id!r} runs before its input {t!r} is computed (the "
                                     f"order violates a dependency)")
-        outs = _run_op(op, args, shape_of, state)
+        try:
+            outs = _run_op(op, args, shape_of, state)
+        except OptionError:
+            if op.inputs or op.kind not in KERNELS:
+                raise
+            raise OptionError(f"reference executor: op {op_id!r:.80} ({op.kind}) of graph "
+                              f"{graph.name!r:.80} reads no tensor, so it has no values to compute "
+                              f"from (a graph built from edges alone describes dependencies, not "
+                              f"data); give it input tensors with shapes, or use the simulator"
+                              ) from None
         values.update(zip(op.outputs, outs, strict=True))
     values.update(state)
     return values

@@ -10,7 +10,9 @@ budget.  Policies registered with ``budgeted=True`` also get ``time_budget_s``
 (:data:`COOPERATIVE_SHARE` of ``budget_s``, leaving the rest for wrapping up: IOS schedules the
 parts it did not search greedily) and stop cooperatively with their best schedule so far (their
 hard limit is then a little longer: :func:`hard_limit_s`).  The exact optimum of tiny graphs is
-bounded the same way.
+bounded the same way.  Beside the time, each worker's memory is capped at ``memory_budget_bytes``
+more than it started with (by default half the machine's memory): a stage that needs more ends
+and its row says ``stopped: memory budget ... exceeded in <stage>``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench._bounded import Outcome, run_stages
+from workbench._bounded import Outcome, format_bytes, memory_budget, run_stages
 from workbench._progress import Progress
 from workbench.errors import OptionError
 from workbench.orchestration.compare_measured import (
@@ -119,6 +121,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             planner: str | None = "somas", pool_chunk_bytes: int = 32 << 20,
             optimum_max_ops: int = 8, show_progress: bool = True,
             budget_s: float | None = DEFAULT_BUDGET_S,
+            memory_budget_bytes: int | str | None = "auto",
             measured: Trace | None = None, precision: str = "auto") -> Comparison:
     """Schedule ``graph`` with each policy, execute each schedule, and rank them.
 
@@ -149,7 +152,12 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     stage that overruns leaves empty cells and a ``status`` such as ``"budget hit (60 s): no
     schedule"``; the other rows and the report are unaffected.  ``budget_s=None`` runs everything
     in this process without limits.  With ``executor="cupy"`` the stages run in this process
-    (CUDA does not survive a fork) and only budgeted policies are bounded.  Policy errors (bad
+    (CUDA does not survive a fork) and only budgeted policies are bounded.
+    ``memory_budget_bytes`` (bytes, a size such as ``"2G"``, ``"auto"``: half the machine's
+    memory, or None) bounds the memory each policy's worker may add (:mod:`workbench._bounded`,
+    Linux); a stage that needs more leaves a row ``stopped: memory budget 2 GiB exceeded in
+    memory`` and the other rows unaffected; it also runs the stages in a worker when
+    ``budget_s=None``.  Policy errors (bad
     options, invalid schedules) are raised as before.
 
     ``show_progress`` prints one line on stderr per policy as it starts and ends (time, status),
@@ -163,6 +171,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         raise OptionError(f"policies must be a list of names, got the string {policies!r} "
                           f"(use [{policies!r}])")
     budget = _check_budget(budget_s)
+    mem = memory_budget(memory_budget_bytes)
     if (isinstance(optimum_max_ops, bool) or not isinstance(optimum_max_ops, int)
             or not 0 <= optimum_max_ops <= 64):
         raise OptionError(f"optimum_max_ops must be an integer in [0, 64] (the exact search is "
@@ -191,10 +200,11 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     check_precision(precision)
     bounds = lower_bound_us(graph, spec, precision=precision)
     bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops, budget, notes,
-                                    precision)
+                                    precision, mem)
     results: dict[str, list[Outcome]] = {}
     rows = []
     per_stage = "no budget" if budget is None else f"budget {_secs(budget)} per stage"
+    per_stage += "" if mem is None else f", {format_bytes(mem)} of memory"
     with Progress(len(names), desc=f"comparing on {graph.name}", enabled=show_progress) as bar:
         bar.line(f"comparing {len(names)} policies on {graph.name} ({len(graph)} ops, "
                  f"{per_stage})")
@@ -207,6 +217,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
                                         spec=spec, precision=precision,
                                         mode=mode, executor=executor, planner=planner,
                                         pool_chunk_bytes=pool_chunk_bytes, budget=budget,
+                                        memory_bytes=mem,
                                         exec_opts=exec_opts, simulate_too=simulate_too)
             rows.append(_row(name, results[name], bounds, budget))
             if executor != "simulator" and len(results[name]) > 1 and results[name][1].ok:
@@ -225,7 +236,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
                 "executor": executor, "simulated_beside": simulate_too,
                 "memory_planner": planner,
                 "pool_chunk_mib": pool_chunk_bytes / 2**20,
-                "budget_s_per_stage": budget, **({"notes": notes} if notes else {}),
+                "budget_s_per_stage": budget, "memory_budget_bytes": mem,
+                **({"notes": notes} if notes else {}),
                 **({"measured_device": measured_on} if measured_on else {})}
     first = next((out[1].value[0] for out in results.values() if len(out) > 1 and out[1].ok),
                  None)
@@ -337,7 +349,7 @@ def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSp
                 executor: str, planner: str | None, pool_chunk_bytes: int,
                 budget: float | None, precision: str = "auto",
                 exec_opts: dict[str, Any] | None = None,
-                simulate_too: bool = False) -> list[Outcome]:
+                simulate_too: bool = False, memory_bytes: int | None = None) -> list[Outcome]:
     """The policy's stages under their budgets (see the module docstring)."""
     if exec_opts is None:
         exec_opts = execute_options(executor, spec, mode, precision, {})
@@ -353,7 +365,8 @@ def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSp
     if planner is not None:
         stages.append(partial(_stage_memory, planner, pool_chunk_bytes))
         budgets.append(budget)
-    return run_stages(stages, budgets, isolate=executor == "simulator", shared=(graph, spec))
+    return run_stages(stages, budgets, isolate=executor == "simulator", shared=(graph, spec),
+                      memory_bytes=memory_bytes)
 
 
 def _status(outcomes: list[Outcome], budget: float | None) -> str:
@@ -364,6 +377,8 @@ def _status(outcomes: list[Outcome], budget: float | None) -> str:
     for stage, out in zip(STAGES, outcomes, strict=False):
         if out.status == "budget":
             return f"{label}: {missing[stage]}"
+        if out.status == "memory":
+            return f"stopped: {out.message} in {stage}"
         if out.status == "died":
             return f"failed in {stage}: {out.message}"
     first = outcomes[0]
@@ -421,7 +436,8 @@ def _stage_optimum(graph: Graph, spec: DeviceSpec, mode: str, budget: float | No
 
 
 def _optimum(graph: Graph, spec: DeviceSpec, mode: str, executor: str, max_ops: int,
-             budget: float | None, notes: list[str], precision: str = "auto") -> float:
+             budget: float | None, notes: list[str], precision: str = "auto",
+             memory_bytes: int | None = None) -> float:
     """The exact optimum when the graph is small enough and the search ends within the budget,
     else NaN (with a line in ``notes`` saying why)."""
     from workbench.errors import WorkbenchError
@@ -431,8 +447,7 @@ def _optimum(graph: Graph, spec: DeviceSpec, mode: str, executor: str, max_ops: 
     hard = None if budget is None else hard_limit_s(budget, cooperative=True)
     try:
         (out,) = run_stages([partial(_stage_optimum, graph, spec, mode, budget, precision)],
-                            [hard],
-                            shared=(graph, spec))
+                            [hard], shared=(graph, spec), memory_bytes=memory_bytes)
     except WorkbenchError as exc:
         notes.append(f"exact optimum not found: {exc}")
         return float("nan")
