@@ -8,6 +8,7 @@ closest known name (``did you mean 'durations'?``, from :func:`difflib.get_close
 from __future__ import annotations
 
 import difflib
+import json
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -60,6 +61,24 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
                                   f"would keep only the last value)")
             seen.add(key)
     return out
+
+
+def parse_json(text: str, where: object, *, nested: str = "JSON nested too deeply") -> Any:
+    """``text`` parsed as JSON with duplicate keys refused (:func:`unique_keys`); every failure a
+    one-line :class:`~workbench.errors.FormatError` starting with ``where`` (the file): the line
+    and column of invalid JSON, or ``nested`` for a document nested past Python's recursion
+    limit.  O(len(text))."""
+    from workbench.errors import FormatError
+
+    try:
+        return json.loads(text, object_pairs_hook=unique_keys)
+    except FormatError as exc:
+        raise FormatError(f"{where}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{where}: line {exc.lineno}, column {exc.colno}: invalid JSON "
+                          f"({exc.msg}; truncated file?)") from None
+    except RecursionError:
+        raise FormatError(f"{where}: {nested}") from None
 
 
 def check_keys(raw: Mapping[str, Any], known: Iterable[str], where: str, *,

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._atomic import read_input, write_text
-from workbench._checks import check_choice, check_keys, did_you_mean, show, unique_keys
+from workbench._checks import check_choice, check_keys, did_you_mean, parse_json, show
 from workbench.errors import FormatError, GraphError
 from workbench.values.graph import CONTROL_KINDS, Graph, Op, Tensor
 
@@ -130,15 +130,7 @@ def load_json(path: str | Path) -> Graph:
         text = read_input(path, what="graph file").decode("utf-8")
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not a text file (is it really JSON?)") from None
-    try:
-        data = json.loads(text, object_pairs_hook=unique_keys)
-    except FormatError as exc:
-        raise FormatError(f"{path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON "
-                          f"({exc.msg}; truncated file?)") from None
-    except RecursionError:
-        raise FormatError(f"{path}: JSON nested too deeply to be a graph file") from None
+    data = parse_json(text, path, nested="JSON nested too deeply to be a graph file")
     try:
         return graph_from_dict(data, text=text)
     except (FormatError, GraphError) as exc:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import math
 import zlib
 from collections.abc import Mapping
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._atomic import max_input_bytes, read_input
-from workbench._checks import unique_keys
+from workbench._checks import parse_json
 from workbench.errors import FormatError
 
 
@@ -39,15 +38,7 @@ def read_trace_json(path: Path) -> Any:
         raise FormatError(f"{path}: not a text file (is it really a JSON trace?)") from None
     if not text.strip():
         raise FormatError(f"{path}: empty file (not a trace)")
-    try:
-        return json.loads(text, object_pairs_hook=unique_keys)
-    except FormatError as exc:
-        raise FormatError(f"{path}: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON "
-                          f"({exc.msg}; truncated file?)") from None
-    except RecursionError:
-        raise FormatError(f"{path}: JSON nested too deeply") from None
+    return parse_json(text, path)
 
 
 def trace_events(data: Any, path: Path) -> list[Any]:
