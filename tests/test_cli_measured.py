@@ -80,5 +80,6 @@ def test_ios_oracle_option_reaches_ios(tmp_path: Path, capsys: pytest.CaptureFix
         return real(graph, "simulator", None, *args[1:])  # type: ignore[arg-type]
     monkeypatch.setattr(ios, "_named_oracle", spy)
     assert main(["compare", "--model", "nnc_diamond", "--policies", "ios", "--ios-oracle",
-                 "torch", "-o", str(tmp_path / "r.html"), "--no-progress", "--budget", "0"]) == 0
+                 "torch", "-o", str(tmp_path / "r.html"), "--no-progress", "--budget", "0",
+                 "--memory-budget", "none"]) == 0   # in-process, so the spy sees the call
     assert seen == ["torch"]
