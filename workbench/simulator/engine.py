@@ -158,19 +158,27 @@ class Engine:
                 i = self.issue_ptr
                 self.issue_ptr += 1
                 self._unblock(i, t)
-            while heap and heap[0][0] <= t:
-                _, _, i, version = heapq.heappop(heap)
-                if version == _WAIT:
-                    self._unblock(i, t)
-                    continue
-                if version >= 0:
-                    entry = self.pools[self.pool_name[i]].active.get(i)
-                    if entry is None or int(entry[3]) != version:
-                        continue  # stale completion: the rate changed since
-                self._segment_done(i, t)
+            self._drain_events(t)
             for name in list(self.dirty):
                 self._reshare(self.pools[name], t)
             self.dirty.clear()
+
+    def _drain_events(self, t: float) -> None:
+        """Take every device event due by ``t`` off the heap: a cross-stream wait that has
+        elapsed unblocks its op; a segment completion ends the segment unless it is stale (the
+        op's rate changed since, so a newer completion event stands for it).  Shared by the
+        precomputed-host and the lazy-host loops."""
+        heap = self.heap
+        while heap and heap[0][0] <= t:
+            _, _, i, version = heapq.heappop(heap)
+            if version == _WAIT:
+                self._unblock(i, t)
+                continue
+            if version >= 0:
+                entry = self.pools[self.pool_name[i]].active.get(i)
+                if entry is None or int(entry[3]) != version:
+                    continue  # stale completion: the rate changed since
+            self._segment_done(i, t)
 
     def _run_lazy(self) -> None:
         """The main loop with a host that decides as it goes (control flow,
@@ -190,16 +198,7 @@ class Engine:
             while self.issue_ptr < len(seq) and host.issue[seq[self.issue_ptr]] <= t:
                 self._unblock(seq[self.issue_ptr], t)
                 self.issue_ptr += 1
-            while heap and heap[0][0] <= t:
-                _, _, i, version = heapq.heappop(heap)
-                if version == _WAIT:
-                    self._unblock(i, t)
-                    continue
-                if version >= 0:
-                    entry = self.pools[self.pool_name[i]].active.get(i)
-                    if entry is None or int(entry[3]) != version:
-                        continue
-                self._segment_done(i, t)
+            self._drain_events(t)
             for name in list(self.dirty):
                 self._reshare(self.pools[name], t)
             self.dirty.clear()
