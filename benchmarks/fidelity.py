@@ -146,6 +146,7 @@ def _measured_loo(gpu: str, evaluations: int) -> None:
 def _refit(write: bool, evaluations: int) -> None:
     from workbench.simulator.fidelity.fit_device import KERNEL_PARAMETERS, RUN_PARAMETERS
     from workbench.simulator.fidelity.refit import (
+        PYTORCH_LIBRARY,
         derive_device,
         device_file,
         fit_measured_gpu,
@@ -163,7 +164,7 @@ def _refit(write: bool, evaluations: int) -> None:
         f"(benchmarks/fidelity.py --refit) "
         f"on {note}; fitted: kernel_latency_us and interference, and in gpu_model "
         f"{', '.join(sorted(fitted_model))}; set to how PyTorch ran them (spec), not fitted: "
-        f"concat_one_kernel, separate_epilogue, tensor_tiles; launch_overhead_us, "
+        f"{', '.join(PYTORCH_LIBRARY)}; launch_overhead_us, "
         f"event_overhead_us, device_sync_us and graph_launch_us are the shared defaults (eager "
         f"mode and device syncs were not fitted: the eager figures are bound by the measuring "
         f"loop's Python)"))

@@ -131,12 +131,15 @@ def _entries() -> dict[str, OpKind]:
 
     # elementwise (fused by O1 as ELEMWISE); the builder's activations first, in their order
     add("elementwise", "relu sigmoid tanh gelu", fuse="elemwise", activation=True)
-    add("elementwise", "add mul", fuse="elemwise", epilogue=True)
+    add("elementwise", "add", fuse="elemwise", epilogue=True, launch_rule="n_ary_sum")
+    add("elementwise", "mul", fuse="elemwise", epilogue=True)
     add("elementwise", "relu6 leaky_relu silu swish atan elu sub div neg abs exp log "
         "sqrt rsqrt square pow maximum minimum clip cast erf reciprocal sin cos",
         fuse="elemwise")
     # broadcast a per-channel operand (fused by O1 as BROADCAST)
-    add("elementwise", "batchnorm bias", fuse="broadcast", epilogue=True)
+    add("elementwise", "batchnorm", fuse="broadcast", epilogue=True,
+        launch_rule="per_channel_norm")
+    add("elementwise", "bias", fuse="broadcast", epilogue=True)
     add("elementwise", "bias_add scale broadcast_to", fuse="broadcast")
     # reductions
     add("reduction", "softmax log_softmax layernorm global_avgpool reduce_sum reduce_mean "

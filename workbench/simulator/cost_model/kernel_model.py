@@ -75,6 +75,13 @@ class GpuModel:
     concat_one_kernel: int = 0       # 1: a concat is one batched copy (PyTorch), 0: one per input
     separate_epilogue: int = 0       # 1: bias and activation are kernels of their own (PyTorch)
     op_gap_us: float = 0.0           # device time before an op's first kernel in a run (not alone)
+    gemm_k_overhead: float = 0.0     # FP32 GEMM tiles: fixed prologue/epilogue, in K-steps' worth
+    tensor_k_overhead: float = 0.0   # the same for tensor-core tiles (tf32/fp16/bf16)
+    bn_per_channel: int = 0          # 1: batchnorm is cuDNN's one-block-per-channel kernel
+    chained_add: int = 0             # 1: an add of k inputs is k - 1 binary kernels (PyTorch)
+    elementwise_block_flops: float = 0.0  # setup work per block of an elementwise kernel
+    tensor_layout_conversion: int = 0  # 1: tensor-core convolutions transpose NCHW <-> NHWC
+    tensor_intensity_ref: float = 0.0  # tile_intensity_ref of tensor-core tiles (0: the same)
 
     def __hash__(self) -> int:
         cached = self.__dict__.get("_hash")
@@ -128,6 +135,13 @@ def default_model() -> GpuModel:
         concat_one_kernel=int(value("concat_one_kernel")),
         separate_epilogue=int(value("separate_epilogue")),
         op_gap_us=float(value("op_gap_us")),
+        gemm_k_overhead=float(value("gemm_k_overhead")),
+        tensor_k_overhead=float(value("tensor_k_overhead")),
+        bn_per_channel=int(value("bn_per_channel")),
+        chained_add=int(value("chained_add")),
+        elementwise_block_flops=float(value("elementwise_block_flops")),
+        tensor_layout_conversion=int(value("tensor_layout_conversion")),
+        tensor_intensity_ref=float(value("tensor_intensity_ref")),
     )
 
 
@@ -270,6 +284,8 @@ def _time_launch(launch: Launch, spec: DeviceSpec, model: GpuModel) -> KernelTim
     per_block_stream = in_flight / mem_latency  # bytes/µs (Little's law)
     e, u_warp = _class_limits(launch.kind, launch.precision, model)
     ref = model.tile_intensity_ref
+    if launch.precision != "fp32" and model.tensor_intensity_ref > 0.0:
+        ref = model.tensor_intensity_ref  # tensor cores need more operand reuse per load
     if ref > 0.0 and 0.0 < launch.tile_intensity < ref:
         e *= launch.tile_intensity / ref  # a small tile re-reads its operands: less per load
     warps = launch.threads // 32
@@ -359,13 +375,17 @@ def gemm_candidates(m: int, n: int, k: int, *, batch: int, precision: str, model
     list of launches it takes (split-K adds a reduction kernel).  ``operand_bytes``: DRAM bytes of
     the two inputs (default: both matrices once; an implicit-GEMM convolution passes its input
     tensor and weights instead of the unfolded matrix); the output is written once per split.
-    ``flop_scale`` scales the executed FLOPs (Winograd).  ``conv``: the implicit-GEMM
+    ``flop_scale`` scales the executed FLOPs (Winograd).  Each tile also pays a fixed prologue
+    and epilogue (filling the pipeline, writing its output tile) worth ``gemm_k_overhead``
+    (FP32) or ``tensor_k_overhead`` (tensor cores) more K-steps: a small-K product (SqueezeNet's
+    1x1 expand convolutions, K = 16) runs far below the peak a large-K one reaches.  ``conv``: the implicit-GEMM
     convolution tiles (no split-K) instead of the GEMM library's; ``split``: allow split-K
     (cuBLAS does; cuDNN's convolution algorithms do not); ``prefix``: launches every candidate
     runs first (an im2col).  O(tiles × splits)."""
     if operand_bytes is None:
         operand_bytes = element_bytes * batch * (m * k + k * n)
     out = []
+    k_fixed = model.gemm_k_overhead if precision == "fp32" else model.tensor_k_overhead
     splits: tuple[int, ...] = model.split_k if split and not conv else (1,)
     for tm, tn, threads, regs, smem in model.tiles(precision, conv=conv):
         bm, bn = math.ceil(m / tm), math.ceil(n / tn)
@@ -373,7 +393,8 @@ def gemm_candidates(m: int, n: int, k: int, *, batch: int, precision: str, model
             if parts > 1 and k / parts < 32:
                 continue
             blocks = batch * bm * bn * parts
-            flops = 2.0 * batch * bm * tm * bn * tn * k * flop_scale  # padded tiles compute too
+            # padded tiles compute too; each tile's fixed part counts as k_fixed more K-steps
+            flops = 2.0 * batch * bm * tm * bn * tn * (k / parts + k_fixed) * parts * flop_scale
             nbytes = operand_bytes + element_bytes * batch * m * n * parts
             k_step = 8 if precision == "fp32" else 32
             in_flight = 2 * (tm + tn) * k_step * element_bytes  # double-buffered K-slices
@@ -409,8 +430,10 @@ def fastest(candidates: Sequence[list[Launch]], spec: DeviceSpec,
 def elementwise_launch(name: str, elements: int, nbytes: float, model: GpuModel, *,
                        flops: float = 0.0) -> Launch:
     """A grid-stride elementwise/copy kernel: one thread per element (capped at 32768 blocks,
-    as IOS's and Caffe's ``GET_BLOCKS``)."""
+    as IOS's and Caffe's ``GET_BLOCKS``); each block also does ``elementwise_block_flops`` of
+    setup (index arithmetic, loading per-channel operands)."""
     threads = model.elementwise_threads
     blocks = max(1, min(32768, math.ceil(max(1, elements) / threads)))
-    return Launch(name, "elementwise", float(flops), float(nbytes), blocks, threads, 16, 0,
+    flops = float(flops) + blocks * model.elementwise_block_flops
+    return Launch(name, "elementwise", flops, float(nbytes), blocks, threads, 16, 0,
                   detail=f"{elements} elements")

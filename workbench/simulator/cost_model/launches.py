@@ -194,9 +194,10 @@ def _conv_kernels(g: dict[str, int], name: str, spec: DeviceSpec, model: GpuMode
         blocks = max(1, math.ceil(out_elems / 256))
         return [Launch(f"{name} depthwise {kh}x{kw}", "direct", flops, nbytes, blocks, 256, 32,
                        0, "fp32", detail=f"{out_elems} outputs")]
-    # "auto": cuDNN benchmarks its FP32 and its TF32 tensor-core algorithms alike
+    # "auto" and "tf32": cuDNN benchmarks its FP32 and its TF32 tensor-core algorithms alike
+    # (TF32 is a permission, PyTorch's allow_tf32: a small convolution may still run FP32)
     precisions = {"fp32", kernel_precision(precision, spec, convolution=True)} \
-        if precision == "auto" else {precision}
+        if precision in ("auto", "tf32") else {precision}
     candidates: list[list[Launch]] = []
     for p in sorted(precisions):
         candidates += _conv_candidates(g, name, model, p, eb, in_bytes)
@@ -232,6 +233,13 @@ def _conv_candidates(g: dict[str, int], name: str, model: GpuModel, precision: s
             tiles, cout, cin, batch=16, precision=precision, model=model, element_bytes=eb,
             name=f"{name} winograd{tag}", operand_bytes=in_bytes * 16 / 4 + w_bytes * 16 / 9,
             kind="winograd", conv=True)
+    if precision != "fp32" and model.tensor_layout_conversion:
+        # cuDNN's tensor-core kernels want NHWC: an NCHW input is transposed before and the
+        # output back after (two memory-bound copies around every candidate)
+        out_bytes = eb * m * cout
+        to_nhwc = elementwise_launch(f"{name} nchw->nhwc", in_bytes // eb, 2 * in_bytes, model)
+        to_nchw = elementwise_launch(f"{name} nhwc->nchw", m * cout, 2 * out_bytes, model)
+        candidates = [[to_nhwc, *c, to_nchw] for c in candidates]
     return candidates
 
 
@@ -330,6 +338,41 @@ def _concat(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisio
     return out
 
 
+def _sum(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
+         scale: float) -> list[Launch] | None:
+    """An add of k inputs: one kernel reading all of them, or with ``chained_add`` (PyTorch's
+    ``a + b + c``) k - 1 binary kernels, each writing a full output."""
+    if not model.chained_add or len(op.inputs) < 3 or shapes.out is None:
+        return None
+    eb = max(1, round(4 * scale))
+    elems = math.prod(shapes.out)
+    return [elementwise_launch(f"add {i + 1}/{len(op.inputs) - 1}", elems, eb * 3 * elems, model,
+                               flops=elems) for i in range(len(op.inputs) - 1)]
+
+
+def _batchnorm(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
+               scale: float) -> list[Launch] | None:
+    """Inference batchnorm as cuDNN's ``bn_fw_inf_1C11_kernel_NCHW`` (``bn_per_channel``): one
+    block per (sample, channel) plane, threads by the plane's size (half of it, rounded down
+    to a power of two, within 64..512: 64 for 8x8, 128 for 17x17, 512 from 35x35, as the H200
+    profiler trace of Inception V3 shows).  A grid of many small blocks pays the per-block
+    setup (``elementwise_block_flops``) many times: 8x8 planes run at a fifth of the bandwidth
+    35x35 planes reach."""
+    x = shapes.ins[0]
+    if not model.bn_per_channel or x is None or len(x) != 4:
+        return None
+    n, c, h, w = x
+    plane = h * w
+    threads = 1 << max(6, min(9, (max(1, plane // 2)).bit_length() - 1))
+    eb = max(1, round(4 * scale))
+    elems = n * c * plane
+    blocks = n * c
+    return [Launch("batchnorm per-channel", "elementwise",
+                   float(op.flops) + blocks * model.elementwise_block_flops,
+                   float(eb * (2 * elems + 4 * c)), blocks, threads, 32, 0,
+                   detail=f"{blocks} planes of {plane}")]
+
+
 _Rule = Any
 #: The GPU model's kernel rules by name; an op kind picks one with ``launch_rule`` in
 #: :data:`workbench.values.ops.OPS`.
@@ -338,6 +381,8 @@ LAUNCH_RULES: Mapping[str, _Rule] = {
     "separable_convolution": _sepconv,
     "gemm": _matmul,
     "copy_each_input": _concat,
+    "n_ary_sum": _sum,
+    "per_channel_norm": _batchnorm,
 }
 _RULES: Mapping[str, _Rule] = {name: LAUNCH_RULES[info.launch_rule] for name, info in OPS.items()
                                if info.launch_rule is not None}

@@ -43,12 +43,16 @@ KERNEL_PARAMETERS: tuple[tuple[str, str, float, float], ...] = (
     ("winograd_efficiency", "model", 0.05, 1.0),
     ("direct_efficiency", "model", 0.005, 0.9),
     ("warp_utilization", "model", 0.005, 0.5),
+    ("gemm_k_overhead", "model", 0.0, 256.0),
+    ("elementwise_block_flops", "model", 0.0, 4096.0),
 )
 #: Fitted on measured makespans.
 RUN_PARAMETERS: tuple[tuple[str, str, float, float], ...] = (
     ("tensor_efficiency", "model", 0.05, 0.98),
+    ("tensor_k_overhead", "model", 0.0, 1024.0),
+    ("tensor_intensity_ref", "model", 1.0, 1024.0),
     ("interference", "device", 0.0, 3.0),
-    ("event_wait_us", "model", 0.0, 10.0),
+    ("event_wait_us", "model", 0.0, 1.0),  # a graph edge: at most a kernel latency
     ("op_gap_us", "model", 0.0, 10.0),
 )
 Run = tuple[Any, str, str, float]  # (Schedule, mode, precision, measured µs)

@@ -34,6 +34,9 @@ from workbench.simulator.fidelity.measured import (
 PYTORCH_LIBRARY: dict[str, Any] = {
     "concat_one_kernel": 1,
     "separate_epilogue": 1,
+    "bn_per_channel": 1,
+    "chained_add": 1,
+    "tensor_layout_conversion": 1,
     "tensor_tiles": ((256, 128, 256, 232, 65536), (128, 128, 128, 232, 49152),
                      (128, 64, 128, 232, 32768), (64, 64, 128, 168, 16384),
                      (64, 32, 64, 128, 12288), (32, 32, 64, 96, 8192)),
@@ -49,6 +52,8 @@ HOPPER_START: dict[str, float] = {
     "gemm_efficiency": 0.976, "tile_intensity_ref": 92.7, "warp_utilization": 0.178,
     "winograd_efficiency": 0.32, "direct_efficiency": 0.9, "tensor_efficiency": 0.41,
     "interference": 1.83, "event_wait_us": 0.29, "op_gap_us": 3.1,
+    "gemm_k_overhead": 16.0, "elementwise_block_flops": 64.0, "tensor_k_overhead": 64.0,
+    "tensor_intensity_ref": 200.0,
 }
 
 
@@ -61,6 +66,8 @@ NEUTRAL_START: dict[str, float] = {
     "gemm_efficiency": 0.5, "tile_intensity_ref": 40.0, "warp_utilization": 0.1,
     "winograd_efficiency": 0.3, "direct_efficiency": 0.3, "tensor_efficiency": 0.4,
     "interference": 1.0, "event_wait_us": 0.5, "op_gap_us": 2.0,
+    "gemm_k_overhead": 16.0, "elementwise_block_flops": 64.0, "tensor_k_overhead": 64.0,
+    "tensor_intensity_ref": 200.0,
 }
 
 
