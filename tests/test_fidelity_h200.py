@@ -29,38 +29,44 @@ WHY = {
              "them as the GPU does",
     "per_op": "per-op errors of this batch and precision do not cancel over the network "
               "(tensor-core tiles on small grids, elementwise kernels; see the per-op table)",
-    "tf32_small_k": "SqueezeNet's 1x1 convolutions with few input channels run far slower on "
-                    "the GPU than the tile model says (also in fp32: fire*/expand1x1 at b16, "
-                    "36 us measured, 18 simulated)",
+    "large_maps": "SqueezeNet's convolutions on 55x55 and 27x27 maps at batch 16 run slower on "
+                  "the GPU than the tile model says (fire2/shortcut: 83 us measured, 57 "
+                  "simulated), even with the tiles' fixed K-steps",
+    "tf32_split": "TF32 sped Inception V3's convolutions up 3.3x and SqueezeNet's 1.5x; the "
+                  "model (tensor-core tiles with fixed K-steps, intensity limit and NCHW<->NHWC "
+                  "conversions, FP32 allowed) splits the difference: Inception V3 17-21% "
+                  "slow, SqueezeNet at batch 16-64 18-20% fast. No per-op TF32 times were "
+                  "measured to fit the tiles on",
     "concurrency": "serial and multi-stream errors differ: the model's concurrency gain is "
                    "off at this batch",
 }
 #: (case, criterion) -> (measured miss: % or rho, reason key) of the shipped h200 fit.
 KNOWN_MISSES: dict[tuple[str, str], tuple[float, str]] = {
-    ("inception_v3 b1 fp32", "spearman"): (0.40, "order"),
+    ("inception_v3 b1 fp32", "spearman"): (0.74, "order"),
     ("squeezenet b1 fp32", "spearman"): (0.28, "order"),
     ("inception_v3 b16 fp32", "spearman"): (0.78, "order"),
-    ("squeezenet b16 fp32", "serial"): (-17.8, "per_op"),
-    ("inception_v3 b64 fp32", "best"): (+16.6, "per_op"),
+    ("squeezenet b16 fp32", "serial"): (-16.1, "large_maps"),
+    ("squeezenet b16 fp32", "speedup"): (-10.1, "concurrency"),
+    ("squeezenet b16 fp32", "spearman"): (0.68, "order"),
+    ("inception_v3 b64 fp32", "best"): (+16.1, "per_op"),
     ("inception_v3 b64 fp32", "spearman"): (0.77, "order"),
-    ("inception_v3 b1 tf32", "serial"): (+33.5, "per_op"),
-    ("inception_v3 b1 tf32", "speedup"): (+22.9, "concurrency"),
-    ("inception_v3 b64 tf32", "serial"): (+24.7, "per_op"),
-    ("inception_v3 b64 tf32", "best"): (+18.8, "per_op"),
+    ("inception_v3 b1 tf32", "serial"): (+20.8, "tf32_split"),
+    ("inception_v3 b1 tf32", "speedup"): (+20.1, "concurrency"),
+    ("inception_v3 b64 tf32", "serial"): (+16.6, "tf32_split"),
     ("inception_v3 b64 tf32", "spearman"): (0.80, "order"),
-    ("squeezenet b1 tf32", "speedup"): (+16.3, "concurrency"),
-    ("squeezenet b64 tf32", "serial"): (-35.0, "tf32_small_k"),
-    ("squeezenet b64 tf32", "best"): (-35.0, "tf32_small_k"),
-    ("inception_v3 b16 tf32", "serial"): (+30.3, "per_op"),
-    ("inception_v3 b16 tf32", "best"): (+24.7, "per_op"),
-    ("squeezenet b16 tf32", "serial"): (-30.6, "tf32_small_k"),
-    ("squeezenet b16 tf32", "best"): (-33.4, "tf32_small_k"),
+    ("squeezenet b1 tf32", "speedup"): (+18.2, "concurrency"),
+    ("squeezenet b64 tf32", "serial"): (-18.5, "tf32_split"),
+    ("squeezenet b64 tf32", "best"): (-18.0, "tf32_split"),
+    ("inception_v3 b16 tf32", "serial"): (+18.5, "tf32_split"),
+    ("inception_v3 b16 tf32", "best"): (+17.0, "tf32_split"),
+    ("squeezenet b16 tf32", "serial"): (-18.4, "tf32_split"),
+    ("squeezenet b16 tf32", "best"): (-19.9, "tf32_split"),
 }
 #: Per-op stand-alone criteria missed by the shipped fit: (measured, reason).
 ALONE_MISSES = {
-    "median": (17.9, "sepconv (28%) and elementwise (22%) classes"),
-    "p90": (42.6, "SqueezeNet's small-K 1x1 convolutions, batch-1 sepconvs, "
-                  "split-K-like 1x1 convolutions at 8x8"),
+    "median": (15.3, "sepconv (26%) and pooling (21%, too fast) classes"),
+    "p90": (35.7, "RandWire's separable convolutions (batch 1 too slow, batch 16 too fast: "
+                  "cuDNN's heuristic tile choice), pools"),
 }
 CRITERIA = ("serial", "best", "speedup", "regret", "spearman")
 
