@@ -86,25 +86,30 @@ def prose(where: str) -> str:
     return " ".join(text for _, text in texts(where))
 
 
-def figures(where: str) -> list[Figure]:
-    """Every figure of ``where``'s prose by the rule above, in order; O(length of the text)."""
+def find_figures(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, figure with its unit) of every figure of ``text`` (normalised) by the rule
+    above, in order; O(length of the text)."""
+    code = [m.span() for m in _CODE_SPAN.finditer(text)]
     found = []
-    for cell, text in texts(where):
-        code = [m.span() for m in _CODE_SPAN.finditer(text)]
-        for m in FIGURE.finditer(text):
-            start, end = m.span("num")
-            if any(a <= start < b for a, b in code) or _REFERENCE.search(text[:start]):
-                continue
-            if m.group("unit") is None and not re.search(r"[.,]", m.group("num")):
-                continue
-            found.append(Figure(where, cell, start, end, m.group(0).strip(),
-                                text[max(0, start - 40):end + 30]))
+    for m in FIGURE.finditer(text):
+        start, end = m.span("num")
+        if any(a <= start < b for a, b in code) or _REFERENCE.search(text[:start]):
+            continue
+        if m.group("unit") is None and not re.search(r"[.,]", m.group("num")):
+            continue
+        found.append((start, end, m.group(0).strip()))
     return found
+
+
+def figures(where: str) -> list[Figure]:
+    """Every figure of ``where``'s prose, with its cell and context."""
+    return [Figure(where, cell, start, end, token, text[max(0, start - 40):end + 30])
+            for cell, text in texts(where) for start, end, token in find_figures(text)]
 
 
 def _pattern(template: str) -> re.Pattern[str]:
     """``template`` as a regular expression whose groups are its ``{}`` (no spaces inside)."""
-    parts = [re.escape(" ".join(p.split())) for p in template.split("{}")]
+    parts = [re.escape(re.sub(r"\s+", " ", p)) for p in template.split("{}")]
     return re.compile(r"(\S*?)".join(parts))
 
 
