@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 from functools import cache
+from typing import Any
 
 import pytest
 
@@ -36,7 +37,7 @@ def _level(level: str) -> wb.Trace:
 
 
 @cache
-def _serial(**kw: str) -> wb.Trace:
+def _serial(**kw: Any) -> wb.Trace:
     """Notebooks 03 §5 and 04 §2: the tiny transformer's serial schedule on an H100."""
     return wb.simulate(wb.schedule(_tiny(), "serial"), "h100", **kw)
 

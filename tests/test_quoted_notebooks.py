@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from functools import cache
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ def _inception() -> wb.Graph:
 
 # notebook 01 §7: NNC's while loop and case..of on an H100
 @cache
-def _while(iterations: int, **kw: str) -> wb.Trace:
+def _while(iterations: int, **kw: Any) -> wb.Trace:
     s = wb.schedule(wb.models.nnc_while_loop(iterations=iterations), "nnc")
     return wb.simulate(s, "h100", **kw)
 
