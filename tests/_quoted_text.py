@@ -13,7 +13,8 @@ are removed (numbers inside inline code spans are skipped, they are code, not fi
 * a number preceded by ``Fig.``, ``Table``, ``Seed``/``seed``, ``Exercise`` or ``chapter`` is a
   reference;
 * a number is a *figure* when a unit or multiplier follows it (optionally after a space or
-  ``**``; ``UNITS`` lists them: time, percent, ``x``/``×``, bytes, ``G``/``M``/``k``, and counted
+  ``**``, and after at most one lower-case word: "48 thread blocks", "88 small kernels";
+  ``UNITS`` lists them: time, percent, ``x``/``×``, bytes, ``G``/``M``/``k``, and counted
   things: ``ops``, ``kernels``, ``blocks``, ``SMs``, ``slots``, ``rows``, ``policies``,
   ``streams`` ...), or when it has decimals or thousands separators.  Bare small integers
   (``batch 1``, ``48 of 80``, ``exit 141``, list and section numbering) and numbers written as
@@ -43,7 +44,7 @@ _NUM = r"\d+(?:,\d{3})*(?:\.\d+)?"
 _UNIT = "|".join(sorted((re.escape(u) for u in UNITS), key=len, reverse=True))
 FIGURE = re.compile(
     rf"(?<![\w.§,])(?<!\d,)(?P<num>{_NUM}(?:\s?[–-]\s?{_NUM})?)(?![.,]\d)"
-    rf"(?:(?P<unit>\s?(?:\*\*)?(?:{_UNIT}))(?![\w])|(?![\w]))")
+    rf"(?:(?P<unit>\s?(?:\*\*)?(?:(?<=\s)[a-z]+\s)?(?:{_UNIT}))(?![\w])|(?![\w]))")
 _REFERENCE = re.compile(r"(?:Fig\.|Table|[Ss]eed|Exercise|chapter|§)\s?$")
 _CODE_SPAN = re.compile(r"`[^`]*`")
 _FENCE = re.compile(r"^```.*?^```[^\n]*$", re.M | re.S)

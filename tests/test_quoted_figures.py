@@ -100,6 +100,7 @@ QUOTED = [  # (notebook, text with {} where the figure stands, its format, the c
     (NB04, "to {} µs.", "{:.1f}", lambda: _level("O2").makespan),
     (NB04, "the serial host takes {} µs", "{:.1f}",
      lambda: _serial(host_pipeline="serial").makespan),
+    (NB04, "On the {} small kernels of the tiny transformer", "{}", lambda: len(_tiny())),
     (NB04, "the pipelined host {} µs", "{:.1f}",
      lambda: _serial(host_pipeline="pipelined").makespan),
     # §3: whole GiB, as the seed writes them ("5G"), from the cell's SOMAS lower bound

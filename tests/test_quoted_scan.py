@@ -82,7 +82,8 @@ def test_checked_entry_is_found_in_the_text(where: str, text: str) -> None:
 
 
 FOUND = ["took 12 µs", "about 1.8x", "3,922 µs", "**60 %**", "5G", "0.51", "25–34%",
-         "1.2-1.3x", "96 blocks", "1k", "from 1.62× to", "11 MiB", "307 ops", "48 streams"]
+         "1.2-1.3x", "96 blocks", "1k", "**48 thread blocks**", "from 1.62× to", "11 MiB",
+         "307 ops", "48 streams"]
 SKIPPED = ["N1 -> N2", "Kernel_3", "Inception V3", "h100", "batch 16", "b16 and fp32",
            "Seed 003", "seed 000", "Fig. 7.5.2", "§7.5.1–7.5.2", "## 3. Title", "1. First",
            "3x3 conv", "cupy-cuda12x", "a 2-core machine", "48 of 80", "`max_states=10,000`",
