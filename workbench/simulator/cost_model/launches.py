@@ -46,6 +46,7 @@ from workbench.simulator.cost_model.kernel_model import (
     fastest,
     gemm_candidates,
     kernel_precision,
+    time_launch,
 )
 from workbench.values.graph import Graph, Op
 from workbench.values.ops import OPS, SHAPE_ONLY_KINDS
@@ -60,8 +61,18 @@ VIEW_KINDS = SHAPE_ONLY_KINDS
 def op_launches(op: Op, graph: Graph | None, spec: DeviceSpec, model: GpuModel, *,
                 precision: str = "fp32", fixed_us: float | None = None) -> list[Launch]:
     """The kernels ``op`` launches on ``spec`` (module docstring).  ``fixed_us`` pins the total
-    stand-alone time (one generic kernel)."""
+    stand-alone time: an op the model runs as several kernels (a PyTorch convolution with its
+    bias and activation, a separable convolution, a chained add) keeps its kernels, each
+    scaled by the same factor, so the host still launches each of them; any other op becomes
+    one generic kernel of that time."""
     if fixed_us is not None:
+        modelled = op_launches(op, graph, spec, model, precision=precision) \
+            if graph is not None else []
+        if len(modelled) > 1:
+            times = [time_launch(ln, spec, model).alone_us for ln in modelled]
+            ratio = fixed_us / sum(times) if sum(times) > 0 else 0.0
+            return [ln._replace(fixed_us=t * ratio, detail="calibrated: " + ln.detail)
+                    for ln, t in zip(modelled, times, strict=True)]
         return [_generic(op, spec, model, fixed_us=fixed_us)]
     if op.attrs.get("launch") == "given":
         return [_generic(op, spec, model, scale=_byte_scale(op, graph, precision),
