@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import workbench as wb
@@ -39,7 +40,8 @@ def test_profile_round_trip_and_device_path_feeds_the_simulator(tmp_path: Path) 
     g = wb.models.build("squeezenet", resolution=32)
     sched = wb.schedule(g, "serial")
     measured = wb.simulate(sched, device=str(path))
-    assert (measured.df["alone_us"] == 7.0).all()          # every op pinned at the profile's time
+    # every op pinned at the profile's time (an op of several kernels: their scaled sum)
+    assert np.allclose(measured.df["alone_us"], 7.0, rtol=1e-12)
     assert calibration_for(spec, "other_graph") is None     # unmeasured graphs keep the model
     modelled = wb.simulate(sched, device="h200")
     assert not (modelled.df["alone_us"] == 7.0).all()

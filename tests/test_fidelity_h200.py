@@ -255,3 +255,19 @@ def test_leave_squeezenet_in_predicts_inception_at_batch_1(
     incep, _ = loo["inception_v3"]
     for criterion in ("serial", "best"):
         assert abs(incep["inception_v3 b1 fp32"][f"{criterion}_error"]) <= TOL[criterion]
+
+
+def test_the_report_states_todays_h200_accuracy() -> None:
+    # the sentence every report shows under "How to read this" quotes the misses recorded above
+    from workbench.simulator.fidelity.accuracy import accuracy_note
+
+    h200 = accuracy_note("h200")
+    worst = max(abs(v) for (case, crit), (v, _) in KNOWN_MISSES.items()
+                if case.endswith("fp32") and crit in ("serial", "best"))
+    tf32 = [abs(v) for (case, crit), (v, _) in KNOWN_MISSES.items()
+            if case.endswith("tf32") and crit in ("serial", "best")]
+    assert f"(worst {worst:.1f}%)" in h200
+    assert f"TF32 ones {min(tf32):.0f}-{max(tf32):.0f}% off in {len(tf32)} of 12" in h200
+    assert f"per-op median error {ALONE_MISSES['median'][0]}%" in h200
+    assert "derived from the h200 fit" in accuracy_note("h100")
+    assert "fitted on the V100" in accuracy_note("t4")

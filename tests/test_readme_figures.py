@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
+from tests import test_fidelity_h200 as H200
 from tests._quoted_text import render
 from workbench.simulator import fidelity as F
 
@@ -125,6 +126,15 @@ COMPUTED = [  # (text with {} where the figure stands, format, computation)
      lambda: _default(wb.compare, "budget_s")),
     *[(_row_template(label), "{}", (lambda label=label: _table_row(label)))  # type: ignore[misc]
       for label in NAMES],
+    # the H200 misses as tests/test_fidelity_h200.py records them (it checks them against the
+    # simulator within a point)
+    ("median error of {}% (90th percentile {}%)", "{}",
+     lambda: (H200.ALONE_MISSES["median"][0], H200.ALONE_MISSES["p90"][0])),
+    ("(worst: SqueezeNet b16 serial {}%, Inception V3 b64 best {}%)", "{}",
+     lambda: (_signed(H200.KNOWN_MISSES[("squeezenet b16 fp32", "serial")][0])[:-1],
+              _signed(H200.KNOWN_MISSES[("inception_v3 b64 fp32", "best")][0])[:-1])),
+    ("speedups within 10% but SqueezeNet b16 ({}%)", "{}",
+     lambda: _signed(H200.KNOWN_MISSES[("squeezenet b16 fp32", "speedup")][0])[:-1]),
 ]
 
 MEASURED_ELSEWHERE = {  # text quoted in the README -> where it was measured
@@ -141,13 +151,11 @@ MEASURED_ELSEWHERE = {  # text quoted in the README -> where it was measured
     "keeps every row within 15% except NASNet's greedy schedule": "benchmarks/fidelity.py --loo",
     "72 runs": "H200, measured (workbench/data/measured/h200/)",
     "1,385 ops": "H200, measured",
-    "within 15% in 8 of 10 comparisons (worst: SqueezeNet b16 serial −17.8%, Inception V3 b64 "
-    "best +16.6%)": "H200, measured",
+    "within 15% in 8 of 10 comparisons": "H200, measured",
     "at most 2% slower on the GPU": "H200, measured",
-    "speedups within 10%, and the policy the simulator ranks first": "H200, measured",
-    "serial makespans are 25–34% too slow": "H200, measured",
-    "31–35% too fast (the batch-1 bests are within 9%)": "H200, measured",
-    "median error of 17.9% (90th percentile 42.6%)": "H200, measured",
+    "serial makespans are 17–21% too slow": "H200, measured",
+    "18–20% too fast": "H200, measured",
+    "the GPU's 3.3x and 1.5x": "H200, measured (serial TF32 over FP32, convolutions)",
     "(rank correlation 0.28–1.0)": "H200, measured",
     "6x slower than cuDNN (Inception V3 batch 1 on an H200: 24,006 µs serial, against 3,922 µs":
         "H200, measured",
@@ -160,6 +168,7 @@ GIVEN = {  # text quoted in the README -> why it is not computed here
     "with",
     "1, 2 and 4 kernels at once": "the probes `workbench calibrate` runs, by design",
     "from 1k to 1M ops": "the range `benchmarks/scale.py` is built for (--sizes)",
+    "speedups within 10% but": "issue 23's tolerance for the speedup",
 }
 
 

@@ -40,6 +40,7 @@ import plotly.graph_objects as go
 from workbench._atomic import check_output, write_text
 from workbench._version import __version__
 from workbench.orchestration.compare import Comparison
+from workbench.simulator.fidelity.accuracy import accuracy_note
 from workbench.values.views import register_view
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import kv_table, memory_plan_summary, stream_table
@@ -315,7 +316,8 @@ def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
                     f"{stream_table(best_schedule)}{dag_body}")
 
     sections = [
-        _section("how", "How to read this", f'<p class="note">{HOW_TO_READ}</p>'),
+        _section("how", "How to read this", f'<p class="note">{HOW_TO_READ}</p>'
+                 f'<p class="note">{escape(accuracy_note(comparison.device))}</p>'),
         _section("results", "Results", measured_note(comparison) + unfinished_note(comparison)
                  + slower_note(comparison)
                  + table_html(comparison.table, css=False) + plots[0]

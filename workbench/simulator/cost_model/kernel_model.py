@@ -378,10 +378,10 @@ def gemm_candidates(m: int, n: int, k: int, *, batch: int, precision: str, model
     ``flop_scale`` scales the executed FLOPs (Winograd).  Each tile also pays a fixed prologue
     and epilogue (filling the pipeline, writing its output tile) worth ``gemm_k_overhead``
     (FP32) or ``tensor_k_overhead`` (tensor cores) more K-steps: a small-K product (SqueezeNet's
-    1x1 expand convolutions, K = 16) runs far below the peak a large-K one reaches.  ``conv``: the implicit-GEMM
-    convolution tiles (no split-K) instead of the GEMM library's; ``split``: allow split-K
-    (cuBLAS does; cuDNN's convolution algorithms do not); ``prefix``: launches every candidate
-    runs first (an im2col).  O(tiles × splits)."""
+    1x1 expand convolutions, K = 16) runs far below the peak a large-K one reaches.
+    ``conv``: the implicit-GEMM convolution tiles (no split-K) instead of the GEMM library's;
+    ``split``: allow split-K (cuBLAS does; cuDNN's convolution algorithms do not); ``prefix``:
+    launches every candidate runs first (an im2col).  O(tiles × splits)."""
     if operand_bytes is None:
         operand_bytes = element_bytes * batch * (m * k + k * n)
     out = []

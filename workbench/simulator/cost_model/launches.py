@@ -71,8 +71,10 @@ def op_launches(op: Op, graph: Graph | None, spec: DeviceSpec, model: GpuModel, 
         if len(modelled) > 1:
             times = [time_launch(ln, spec, model).alone_us for ln in modelled]
             ratio = fixed_us / sum(times) if sum(times) > 0 else 0.0
-            return [ln._replace(fixed_us=t * ratio, detail="calibrated: " + ln.detail)
-                    for ln, t in zip(modelled, times, strict=True)]
+            pinned = [t * ratio for t in times[:-1]]
+            pinned.append(max(0.0, fixed_us - sum(pinned)))  # the parts add up to fixed_us
+            return [ln._replace(fixed_us=t, detail="calibrated: " + ln.detail)
+                    for ln, t in zip(modelled, pinned, strict=True)]
         return [_generic(op, spec, model, fixed_us=fixed_us)]
     if op.attrs.get("launch") == "given":
         return [_generic(op, spec, model, scale=_byte_scale(op, graph, precision),
