@@ -32,41 +32,34 @@ WHY = {
     "large_maps": "SqueezeNet's convolutions on 55x55 and 27x27 maps at batch 16 run slower on "
                   "the GPU than the tile model says (fire2/shortcut: 83 us measured, 57 "
                   "simulated), even with the tiles' fixed K-steps",
-    "tf32_split": "TF32 sped Inception V3's convolutions up 3.3x and SqueezeNet's 1.5x; the "
-                  "model (tensor-core tiles with fixed K-steps, intensity limit and NCHW<->NHWC "
-                  "conversions, FP32 allowed) splits the difference: Inception V3 17-21% "
-                  "slow, SqueezeNet at batch 16-64 18-20% fast. No per-op TF32 times were "
-                  "measured to fit the tiles on",
+    "tf32_b1": "TF32 kernels at batch 1 are a few us each: the model's serial run pays every "
+               "kernel's latency, op gap and NCHW<->NHWC conversion in a row (Inception V3 "
+               "+14%, SqueezeNet +16%) while its multi-stream runs hide them (-6%, -2%); the "
+               "GPU gains less from streams (1.54x and 1.16x measured, 1.86x and 1.38x "
+               "simulated)",
     "concurrency": "serial and multi-stream errors differ: the model's concurrency gain is "
                    "off at this batch",
 }
 #: (case, criterion) -> (measured miss: % or rho, reason key) of the shipped h200 fit.
 KNOWN_MISSES: dict[tuple[str, str], tuple[float, str]] = {
-    ("inception_v3 b1 fp32", "spearman"): (0.74, "order"),
+    ("inception_v3 b1 fp32", "spearman"): (0.72, "order"),
     ("squeezenet b1 fp32", "spearman"): (0.28, "order"),
-    ("inception_v3 b16 fp32", "spearman"): (0.78, "order"),
-    ("squeezenet b16 fp32", "serial"): (-16.1, "large_maps"),
-    ("squeezenet b16 fp32", "speedup"): (-10.1, "concurrency"),
-    ("squeezenet b16 fp32", "spearman"): (0.68, "order"),
-    ("inception_v3 b64 fp32", "best"): (+16.1, "per_op"),
-    ("inception_v3 b64 fp32", "spearman"): (0.77, "order"),
-    ("inception_v3 b1 tf32", "serial"): (+20.8, "tf32_split"),
-    ("inception_v3 b1 tf32", "speedup"): (+20.1, "concurrency"),
-    ("inception_v3 b64 tf32", "serial"): (+16.6, "tf32_split"),
-    ("inception_v3 b64 tf32", "spearman"): (0.80, "order"),
-    ("squeezenet b1 tf32", "speedup"): (+18.2, "concurrency"),
-    ("squeezenet b64 tf32", "serial"): (-18.5, "tf32_split"),
-    ("squeezenet b64 tf32", "best"): (-18.0, "tf32_split"),
-    ("inception_v3 b16 tf32", "serial"): (+18.5, "tf32_split"),
-    ("inception_v3 b16 tf32", "best"): (+17.0, "tf32_split"),
-    ("squeezenet b16 tf32", "serial"): (-18.4, "tf32_split"),
-    ("squeezenet b16 tf32", "best"): (-19.9, "tf32_split"),
+    ("inception_v3 b16 fp32", "speedup"): (+11.6, "concurrency"),
+    ("inception_v3 b16 fp32", "regret"): (2.6, "order"),
+    ("inception_v3 b16 fp32", "spearman"): (0.54, "order"),
+    ("squeezenet b16 fp32", "serial"): (-15.2, "large_maps"),
+    ("inception_v3 b64 fp32", "best"): (+16.6, "per_op"),
+    ("inception_v3 b1 tf32", "speedup"): (+21.1, "tf32_b1"),
+    ("squeezenet b1 tf32", "serial"): (+16.3, "tf32_b1"),
+    ("squeezenet b1 tf32", "speedup"): (+18.9, "tf32_b1"),
 }
 #: Per-op stand-alone criteria missed by the shipped fit: (measured, reason).
+#: Per-op stand-alone |error| of the shipped fit (median, 90th percentile, %), and the reasons
+#: of those beyond their tolerance.
+ALONE_NOW = {"median": 13.3, "p90": 35.1}
 ALONE_MISSES = {
-    "median": (15.3, "sepconv (26%) and pooling (21%, too fast) classes"),
-    "p90": (35.7, "RandWire's separable convolutions (batch 1 too slow, batch 16 too fast: "
-                  "cuDNN's heuristic tile choice), pools"),
+    "p90": "RandWire's separable convolutions (batch 1 too slow, batch 16 too fast: cuDNN's "
+           "heuristic tile choice; class p90 65%)",
 }
 CRITERIA = ("serial", "best", "speedup", "regret", "spearman")
 
@@ -117,7 +110,7 @@ def test_h200_case_within_tolerance(case: str, criterion: str,
 
 @pytest.mark.parametrize("stat", [
     pytest.param(s, marks=[pytest.mark.xfail(
-        strict=True, reason=f"measured {ALONE_MISSES[s][0]}% when fitted: {ALONE_MISSES[s][1]}")]
+        strict=True, reason=f"measured {ALONE_NOW[s]}% when fitted: {ALONE_MISSES[s]}")]
         if s in ALONE_MISSES else []) for s in ("median", "p90")])
 def test_h200_stand_alone_op_times(stat: str, alone: dict[str, Any]) -> None:
     assert alone[stat] <= TOL[f"alone_{stat}"], f"per-op {stat} |error| {100 * alone[stat]:.1f}%"
@@ -133,7 +126,7 @@ def test_known_misses_are_near_what_was_measured(table: dict[str, dict[str, Any]
             r["regret"] if criterion == "regret" else r[f"{criterion}_error"])
         assert math.isclose(now, value, abs_tol=0.02 if criterion == "spearman" else 1.0), (
             case, criterion, now)
-    for stat, (value, _) in ALONE_MISSES.items():
+    for stat, value in ALONE_NOW.items():
         assert math.isclose(100 * alone[stat], value, abs_tol=1.0), (stat, alone[stat])
 
 
@@ -234,12 +227,12 @@ def loo() -> dict[str, tuple[Any, dict[str, Any]]]:
 def test_leave_one_network_out(loo: dict[str, tuple[Any, dict[str, Any]]]) -> None:
     # From a neutral start (refit.NEUTRAL_START, not the shipped fit, which saw both networks),
     # 30 evaluations a stage.  Fitted on Inception V3 alone, SqueezeNet's batch-16 fp32
-    # makespans come within 15% (-10.5%, -7.9%) and its batch-1 best (+14.5%; serial +22.8%),
-    # its ops at a 17.3% median |error|.  benchmarks/fidelity.py --loo prints every number.
+    # makespans come within 15% (-10.3%, -8.0%), its ops at a 15.0% median |error|; fitted on
+    # SqueezeNet alone, Inception V3's batch-16 fp32 serial (+7.3%) and its ops' median.
+    # benchmarks/fidelity.py --loo prints every number.
     squeeze, s_alone = loo["squeezenet"]
     for criterion in ("serial", "best"):
         assert abs(squeeze["squeezenet b16 fp32"][f"{criterion}_error"]) <= TOL[criterion]
-    assert abs(squeeze["squeezenet b1 fp32"]["best_error"]) <= TOL["best"]
     assert s_alone["median"] <= 0.20
     incep, i_alone = loo["inception_v3"]
     assert abs(incep["inception_v3 b16 fp32"]["serial_error"]) <= TOL["serial"]
@@ -249,12 +242,22 @@ def test_leave_one_network_out(loo: dict[str, tuple[Any, dict[str, Any]]]) -> No
 @pytest.mark.xfail(strict=True, reason=(
     "fitted on SqueezeNet alone (50 ops: no batch norms, pools or 1xk convolutions, so the "
     "batchnorm grid's block setup and the pooling costs are not identified), Inception V3 at "
-    "batch 1 fp32 comes out 23.6% (serial) and 22.6% (best) fast"))
+    "batch 1 fp32 comes out 23% (serial) and 22% (best) fast"))
 def test_leave_squeezenet_in_predicts_inception_at_batch_1(
         loo: dict[str, tuple[Any, dict[str, Any]]]) -> None:
     incep, _ = loo["inception_v3"]
     for criterion in ("serial", "best"):
         assert abs(incep["inception_v3 b1 fp32"][f"{criterion}_error"]) <= TOL[criterion]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "fitted on Inception V3 alone, SqueezeNet at batch 1 fp32 comes out 24% (serial) and 15.1% "
+    "(best) slow (its ops at batch 1: within 15% at the median; the misses are the many "
+    "few-us kernels whose latency and gaps add up)"))
+def test_leave_inception_in_predicts_squeezenet_at_batch_1(
+        loo: dict[str, tuple[Any, dict[str, Any]]]) -> None:
+    squeeze, _ = loo["squeezenet"]
+    assert abs(squeeze["squeezenet b1 fp32"]["best_error"]) <= TOL["best"]
 
 
 def test_the_report_states_todays_h200_accuracy() -> None:
@@ -267,7 +270,7 @@ def test_the_report_states_todays_h200_accuracy() -> None:
     tf32 = [abs(v) for (case, crit), (v, _) in KNOWN_MISSES.items()
             if case.endswith("tf32") and crit in ("serial", "best")]
     assert f"(worst {worst:.1f}%)" in h200
-    assert f"TF32 ones {min(tf32):.0f}-{max(tf32):.0f}% off in {len(tf32)} of 12" in h200
-    assert f"per-op median error {ALONE_MISSES['median'][0]}%" in h200
+    assert f"TF32 ones in {12 - len(tf32)} of 12 (worst {max(tf32):.1f}%)" in h200
+    assert f"per-op median error {ALONE_NOW['median']}%" in h200
     assert "derived from the h200 fit" in accuracy_note("h100")
     assert "fitted on the V100" in accuracy_note("t4")

@@ -97,3 +97,21 @@ def test_chained_add_launches_one_kernel_per_extra_input() -> None:
     chained = op_launches(op, g, spec, default_model().with_values(chained_add=1))
     assert len(chained) == 3
     assert all(ln.bytes == 4 * 3 * 64 * 28 * 28 for ln in chained)
+
+
+def test_pools_are_window_kernels_priced_by_their_own_efficiency() -> None:
+    spec = get_device("h200")
+    b = GraphBuilder("pool")
+    b.maxpool(b.input("x", (8, 64, 56, 56)), 3, stride=2, name="p")
+    g = b.build()
+    op = g.ops[g.index("p")]
+    base = default_model().with_values(elementwise_efficiency=0.01)
+    (ln,) = op_launches(op, g, spec, base)
+    assert ln.kind == "window"
+    same = time_launch(ln, spec, base).alone_us
+    # 0 (the shared value): priced like an elementwise kernel, so the V100 fit is untouched
+    (plain,) = op_launches(op, g, spec, default_model())
+    assert time_launch(plain, spec, default_model()).alone_us == pytest.approx(
+        time_launch(plain._replace(kind="elementwise"), spec, default_model()).alone_us)
+    slower = base.with_values(window_efficiency=0.005)
+    assert time_launch(ln, spec, slower).work_us > 1.5 * (same - spec.kernel_latency_us)

@@ -171,8 +171,9 @@ def _entries() -> dict[str, OpKind]:
     add("compute", "sepconv", gemm=True, launch_rule="separable_convolution")
     add("compute", "matmul", gemm=True, launch_rule="gemm")
     add("compute", "concat", launch_rule="copy_each_input")
-    add("compute", "conv_transpose maxpool avgpool lrn transpose gather slice constant shape "
-        "size fused op")
+    add("compute", "conv_transpose")
+    add("compute", "maxpool avgpool", launch_rule="window")
+    add("compute", "lrn transpose gather slice constant shape size fused op")
     _bind_references(out)
     onnx = {"conv2d": ("Conv",), "matmul": ("Gemm", "MatMul"), "add": ("Sum",),
             "maxpool": ("MaxPool",), "avgpool": ("AveragePool",),

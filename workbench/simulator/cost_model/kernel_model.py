@@ -44,7 +44,7 @@ from workbench._checks import did_you_mean
 from workbench.errors import OptionError
 from workbench.simulator.cost_model.devices import RUN_PRECISIONS, DeviceSpec, gpu_model_parameters
 
-KERNEL_CLASSES = ("gemm", "winograd", "direct", "elementwise", "generic")
+KERNEL_CLASSES = ("gemm", "winograd", "direct", "elementwise", "window", "generic")
 Tile = tuple[int, int, int, int, int]  # tile_m, tile_n, threads, registers/thread, shared bytes
 
 
@@ -82,6 +82,7 @@ class GpuModel:
     elementwise_block_flops: float = 0.0  # setup work per block of an elementwise kernel
     tensor_layout_conversion: int = 0  # 1: tensor-core convolutions transpose NCHW <-> NHWC
     tensor_intensity_ref: float = 0.0  # tile_intensity_ref of tensor-core tiles (0: the same)
+    window_efficiency: float = 0.0   # share of FP32 peak of pooling windows (0: elementwise's)
 
     def __hash__(self) -> int:
         cached = self.__dict__.get("_hash")
@@ -142,6 +143,7 @@ def default_model() -> GpuModel:
         elementwise_block_flops=float(value("elementwise_block_flops")),
         tensor_layout_conversion=int(value("tensor_layout_conversion")),
         tensor_intensity_ref=float(value("tensor_intensity_ref")),
+        window_efficiency=float(value("window_efficiency")),
     )
 
 
@@ -226,7 +228,9 @@ def _class_limits(kind: str, precision: str, model: GpuModel) -> tuple[float, fl
         return e * model.winograd_efficiency, model.warp_utilization
     if kind == "direct":
         return model.direct_efficiency, model.warp_utilization
-    if kind == "elementwise" and model.elementwise_efficiency > 0.0:
+    if kind == "window" and model.window_efficiency > 0.0:
+        return model.window_efficiency, model.warp_utilization
+    if kind in ("elementwise", "window") and model.elementwise_efficiency > 0.0:
         return model.elementwise_efficiency, model.warp_utilization
     return model.gemm_efficiency, model.warp_utilization  # elementwise, generic
 

@@ -386,6 +386,19 @@ def _batchnorm(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, preci
                    detail=f"{blocks} planes of {plane}")]
 
 
+def _window(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
+            scale: float) -> list[Launch] | None:
+    """A pooling window (PyTorch's ``max_pool_forward_nchw``, ``avg_pool2d_out_cuda_frame``):
+    one thread per output looping over its window, class ``window`` (``window_efficiency``:
+    comparisons, index tracking and divisors cost more than an elementwise op's arithmetic)."""
+    if shapes.out is None:
+        return None
+    elems = math.prod(shapes.out)
+    ln = elementwise_launch(op.kind, elems, (op.bytes_read + op.bytes_written) * scale, model,
+                            flops=op.flops)
+    return [ln._replace(kind="window")]
+
+
 _Rule = Any
 #: The GPU model's kernel rules by name; an op kind picks one with ``launch_rule`` in
 #: :data:`workbench.values.ops.OPS`.
@@ -396,6 +409,7 @@ LAUNCH_RULES: Mapping[str, _Rule] = {
     "copy_each_input": _concat,
     "n_ary_sum": _sum,
     "per_channel_norm": _batchnorm,
+    "window": _window,
 }
 _RULES: Mapping[str, _Rule] = {name: LAUNCH_RULES[info.launch_rule] for name, info in OPS.items()
                                if info.launch_rule is not None}

@@ -45,6 +45,7 @@ KERNEL_PARAMETERS: tuple[tuple[str, str, float, float], ...] = (
     ("warp_utilization", "model", 0.005, 0.5),
     ("gemm_k_overhead", "model", 0.0, 256.0),
     ("elementwise_block_flops", "model", 0.0, 4096.0),
+    ("window_efficiency", "model", 0.001, 0.5),
 )
 #: Fitted on measured makespans.
 RUN_PARAMETERS: tuple[tuple[str, str, float, float], ...] = (

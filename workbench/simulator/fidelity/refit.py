@@ -53,7 +53,7 @@ HOPPER_START: dict[str, float] = {
     "winograd_efficiency": 0.32, "direct_efficiency": 0.9, "tensor_efficiency": 0.41,
     "interference": 1.83, "event_wait_us": 0.29, "op_gap_us": 3.1,
     "gemm_k_overhead": 16.0, "elementwise_block_flops": 64.0, "tensor_k_overhead": 64.0,
-    "tensor_intensity_ref": 200.0,
+    "tensor_intensity_ref": 200.0, "window_efficiency": 0.01,
 }
 
 
@@ -67,7 +67,7 @@ NEUTRAL_START: dict[str, float] = {
     "winograd_efficiency": 0.3, "direct_efficiency": 0.3, "tensor_efficiency": 0.4,
     "interference": 1.0, "event_wait_us": 0.5, "op_gap_us": 2.0,
     "gemm_k_overhead": 16.0, "elementwise_block_flops": 64.0, "tensor_k_overhead": 64.0,
-    "tensor_intensity_ref": 200.0,
+    "tensor_intensity_ref": 200.0, "window_efficiency": 0.01,
 }
 
 
