@@ -109,12 +109,16 @@ def test_lower_bounds_hold_for_every_policy() -> None:
 def test_simulating_inception_is_linear_work_and_deterministic() -> None:
     # Work counted, not timed (a loaded machine makes wall-clock asserts flaky; the time is in
     # benchmarks/scale.py): heap events and kernels visited by the sharing passes stay a small
-    # multiple of the op count.
+    # multiple of the kernel count (491 kernels for 307 ops on the h100: PyTorch's separate
+    # bias and activation, cuDNN's layout conversions).
+    from workbench.simulator.cost_model.costs import graph_costs
+
     g = wb.models.inception_v3(batch=1, fused=False)
+    kernels = sum(len(c.kernels) for c in graph_costs(g, wb.costs.get_device("h100")))
     s = wb.schedule(g, "nnc")
     a = simulate(s, "h100")
-    assert a.meta["events"] <= 3 * len(g)
-    assert a.meta["sharing_work"] <= 4 * len(g)
+    assert a.meta["events"] <= 3 * kernels
+    assert a.meta["sharing_work"] <= 4 * kernels
     assert a.df.equals(simulate(s, "h100").df)
 
 

@@ -7,17 +7,21 @@ from workbench.orchestration.report import slower_note
 
 
 def test_a_policy_slower_than_serial_is_named_with_its_reasons(tmp_path):
+    # eager mode on the default h100 at batch 1: the host's launches bound every schedule, so
+    # both multi-stream policies lose to serial; each is named with its reasons
     cmp = wb.compare(wb.models.build("inception_v3", fused=False), policies=["ios_greedy", "gpto"],
                      show_progress=False, planner=None)
     speed = dict(zip(cmp.table["policy"], cmp.table["speedup"], strict=True))
-    assert speed["ios_greedy"] < 1 < speed["gpto"]   # the example holds on the default h100
+    assert speed["ios_greedy"] < speed["gpto"] < 1
     note = slower_note(cmp)
-    assert "<b>ios_greedy</b> (0.95×)" in note and "barriers (device idle" in note
-    assert "gpto" not in note and "serial</b>" not in note
+    assert f"<b>ios_greedy</b> ({speed['ios_greedy']:.2f}×)" in note
+    assert "barriers (device idle" in note and "cross-stream syncs" in note
+    assert note.count("the host's launches bound it") == 2 and "serial</b>" not in note
     assert note in cmp.to_html(tmp_path / "r.html", plotlyjs="cdn").read_text(encoding="utf-8")
 
 
 def test_no_note_when_nothing_is_slower():
+    # the same graph as one CUDA graph: the device is the bottleneck and gpto wins
     cmp = wb.compare(wb.models.build("inception_v3"), policies=["gpto"], show_progress=False,
-                     planner=None)
+                     planner=None, mode="graph")
     assert slower_note(cmp) == ""

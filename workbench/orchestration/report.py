@@ -203,9 +203,10 @@ def unfinished_note(comparison: Comparison) -> str:
 
 def slower_note(comparison: Comparison) -> str:
     """A note for each executed policy slower than serial saying why, from its trace against
-    serial's: how much longer its ops ran side by side than one at a time (they share the SMs
-    and the memory bandwidth), the cross-stream syncs and barriers it added and the device's
-    idle time at barriers; empty when none is slower.  O(ops) per policy."""
+    serial's: whether the host's launches bound it, how much longer its ops ran side by side
+    than one at a time (they share the SMs and the memory bandwidth), the cross-stream syncs
+    and barriers it added and the device's idle time at barriers; empty when none is slower.
+    O(ops) per policy."""
     table = comparison.table
     base = comparison.traces.get("serial")
     if base is None or "speedup" not in table.columns:
@@ -217,6 +218,11 @@ def slower_note(comparison: Comparison) -> str:
         if trace is None or sched is None or not speedup < 0.995:   # NaN: not executed
             continue
         why = []
+        host_bound = float(trace.meta.get("host_bound_fraction") or 0.0)
+        if host_bound >= 0.5:
+            why.append(f"the host's launches bound it (the device waited for the host "
+                       f"{100 * host_bound:.0f}% of the time, and every sync adds an event "
+                       "record and a wait to the host's work: try mode='graph')")
         busy = float(trace.df["duration_us"].sum())
         if base_busy > 0 and busy > base_busy * 1.005:
             why.append(f"its ops ran {100 * (busy / base_busy - 1):.1f}% longer side by side "
