@@ -142,7 +142,7 @@ COMPUTED = [  # (text with {} where the figure stands, format, computation)
 ]
 
 MEASURED_ELSEWHERE = {  # text quoted in the README -> where it was measured
-    "the first command takes about 12 s on a shared 2-core machine": "timing, this 2-core host",
+    "the first command takes about 4 s on a shared 2-core machine": "timing, this 2-core host",
     "start in under 0.3 s": "timing, this host",
     "forked on Linux, ~15 ms": "timing, this host",
     "about 20 s on a shared 2-core machine, instead of 42 s for the full 55,675 states":
