@@ -33,25 +33,20 @@ WHY = {
                   "the GPU than the tile model says (fire2/shortcut: 83 us measured, 57 "
                   "simulated), even with the tiles' fixed K-steps",
     "tf32_b1": "TF32 kernels at batch 1 are a few us each: the model's serial run pays every "
-               "kernel's latency, op gap and NCHW<->NHWC conversion in a row (Inception V3 "
-               "+14%, SqueezeNet +16%) while its multi-stream runs hide them (-6%, -2%); the "
-               "GPU gains less from streams (1.54x and 1.16x measured, 1.86x and 1.38x "
-               "simulated)",
-    "concurrency": "serial and multi-stream errors differ: the model's concurrency gain is "
-                   "off at this batch",
+               "kernel's latency, op gap and layout conversion in a row (Inception V3 +13%, "
+               "SqueezeNet +15%) while its multi-stream runs hide them (-7%, -3%); the GPU "
+               "gains less from streams (1.54x and 1.16x measured, 1.87x and 1.37x simulated)",
 }
 #: (case, criterion) -> (measured miss: % or rho, reason key) of the shipped h200 fit.
 KNOWN_MISSES: dict[tuple[str, str], tuple[float, str]] = {
-    ("inception_v3 b1 fp32", "spearman"): (0.72, "order"),
+    ("inception_v3 b1 fp32", "spearman"): (0.74, "order"),
     ("squeezenet b1 fp32", "spearman"): (0.28, "order"),
-    ("inception_v3 b16 fp32", "speedup"): (+11.6, "concurrency"),
-    ("inception_v3 b16 fp32", "regret"): (2.6, "order"),
-    ("inception_v3 b16 fp32", "spearman"): (0.54, "order"),
-    ("squeezenet b16 fp32", "serial"): (-15.2, "large_maps"),
-    ("inception_v3 b64 fp32", "best"): (+16.6, "per_op"),
-    ("inception_v3 b1 tf32", "speedup"): (+21.1, "tf32_b1"),
-    ("squeezenet b1 tf32", "serial"): (+16.3, "tf32_b1"),
-    ("squeezenet b1 tf32", "speedup"): (+18.9, "tf32_b1"),
+    ("inception_v3 b16 fp32", "spearman"): (0.78, "order"),
+    ("squeezenet b16 fp32", "serial"): (-15.4, "large_maps"),
+    ("inception_v3 b64 fp32", "best"): (+16.7, "per_op"),
+    ("inception_v3 b64 fp32", "spearman"): (0.77, "order"),
+    ("inception_v3 b1 tf32", "speedup"): (+21.3, "tf32_b1"),
+    ("squeezenet b1 tf32", "speedup"): (+18.2, "tf32_b1"),
 }
 #: Per-op stand-alone criteria missed by the shipped fit: (measured, reason).
 #: Per-op stand-alone |error| of the shipped fit (median, 90th percentile, %), and the reasons
@@ -102,7 +97,8 @@ def test_h200_case_within_tolerance(case: str, criterion: str,
             f"{case}: the simulator's first policy {r['best_policy_simulated']} is "
             f"{100 * r['regret']:.1f}% slower on the GPU than {r['best_policy_measured']}")
     elif criterion == "spearman":
-        assert r["spearman"] >= TOL["spearman"], f"{case}: rank correlation {r['spearman']:.2f}"
+        assert r["spearman"] >= TOL["spearman"] - J.SPEARMAN_SLACK, (
+            f"{case}: rank correlation {r['spearman']:.2f}")
     else:
         err = r[f"{criterion}_error"]
         assert abs(err) <= TOL[criterion], f"{case}: {criterion} {100 * err:+.1f}%"
@@ -226,13 +222,14 @@ def loo() -> dict[str, tuple[Any, dict[str, Any]]]:
 
 def test_leave_one_network_out(loo: dict[str, tuple[Any, dict[str, Any]]]) -> None:
     # From a neutral start (refit.NEUTRAL_START, not the shipped fit, which saw both networks),
-    # 30 evaluations a stage.  Fitted on Inception V3 alone, SqueezeNet's batch-16 fp32
-    # makespans come within 15% (-10.3%, -8.0%), its ops at a 15.0% median |error|; fitted on
-    # SqueezeNet alone, Inception V3's batch-16 fp32 serial (+7.3%) and its ops' median.
-    # benchmarks/fidelity.py --loo prints every number.
+    # 30 evaluations a stage.  benchmarks/fidelity.py --loo (120 evaluations): fitted on
+    # Inception V3 alone, SqueezeNet's batch-16 fp32 makespans -11.2% and -5.2%, its batch-1
+    # best +12.7% (serial +19.5%), its ops at a 15.0% median |error|; fitted on SqueezeNet
+    # alone, Inception V3's batch-16 fp32 serial +6.8% and its ops at 18.3%.
     squeeze, s_alone = loo["squeezenet"]
     for criterion in ("serial", "best"):
         assert abs(squeeze["squeezenet b16 fp32"][f"{criterion}_error"]) <= TOL[criterion]
+    assert abs(squeeze["squeezenet b1 fp32"]["best_error"]) <= TOL["best"]
     assert s_alone["median"] <= 0.20
     incep, i_alone = loo["inception_v3"]
     assert abs(incep["inception_v3 b16 fp32"]["serial_error"]) <= TOL["serial"]
@@ -242,22 +239,12 @@ def test_leave_one_network_out(loo: dict[str, tuple[Any, dict[str, Any]]]) -> No
 @pytest.mark.xfail(strict=True, reason=(
     "fitted on SqueezeNet alone (50 ops: no batch norms, pools or 1xk convolutions, so the "
     "batchnorm grid's block setup and the pooling costs are not identified), Inception V3 at "
-    "batch 1 fp32 comes out 23% (serial) and 22% (best) fast"))
+    "batch 1 fp32 comes out 25% (serial) and 23% (best) fast"))
 def test_leave_squeezenet_in_predicts_inception_at_batch_1(
         loo: dict[str, tuple[Any, dict[str, Any]]]) -> None:
     incep, _ = loo["inception_v3"]
     for criterion in ("serial", "best"):
         assert abs(incep["inception_v3 b1 fp32"][f"{criterion}_error"]) <= TOL[criterion]
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "fitted on Inception V3 alone, SqueezeNet at batch 1 fp32 comes out 24% (serial) and 15.1% "
-    "(best) slow (its ops at batch 1: within 15% at the median; the misses are the many "
-    "few-us kernels whose latency and gaps add up)"))
-def test_leave_inception_in_predicts_squeezenet_at_batch_1(
-        loo: dict[str, tuple[Any, dict[str, Any]]]) -> None:
-    squeeze, _ = loo["squeezenet"]
-    assert abs(squeeze["squeezenet b1 fp32"]["best_error"]) <= TOL["best"]
 
 
 def test_the_report_states_todays_h200_accuracy() -> None:
@@ -270,7 +257,26 @@ def test_the_report_states_todays_h200_accuracy() -> None:
     tf32 = [abs(v) for (case, crit), (v, _) in KNOWN_MISSES.items()
             if case.endswith("tf32") and crit in ("serial", "best")]
     assert f"(worst {worst:.1f}%)" in h200
-    assert f"TF32 ones in {12 - len(tf32)} of 12 (worst {max(tf32):.1f}%)" in h200
+    assert (f"TF32 ones in {12 - len(tf32)} of 12 (worst {max(tf32):.1f}%)" if tf32
+            else "TF32 ones all 12") in h200
     assert f"per-op median error {ALONE_NOW['median']}%" in h200
     assert "derived from the h200 fit" in accuracy_note("h100")
     assert "fitted on the V100" in accuracy_note("t4")
+
+
+def test_stage_two_weighs_each_policys_speedup_over_serial() -> None:
+    # one residual per makespan, then one per non-serial run of a case with a measured serial:
+    # its log speedup error (so a fit cannot move a case's policies together and mis-order them)
+    from workbench.simulator.cost_model.devices import get_device
+    from workbench.simulator.cost_model.kernel_model import model_for
+    from workbench.simulator.fidelity.fit_device import run_loss
+
+    rows = [r for r in ROWS if r.case == ("squeezenet", 1, "fp32")][:4]
+    runs = [(M.load_schedule(r.network, r.batch, r.policy), "graph", r.precision, r.graph_us)
+            for r in rows]
+    assert rows[0].policy == "serial"
+    spec = get_device("h200")
+    res = run_loss(runs)(model_for(spec), spec)
+    assert len(res) == 4 + 3
+    for k in range(1, 4):
+        assert res[3 + k] == pytest.approx(res[k] - res[0])

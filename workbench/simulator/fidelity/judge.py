@@ -34,6 +34,8 @@ from workbench.simulator.fidelity.measured import (
 )
 from workbench.values.graph import Graph, Op
 
+#: Rounding slack of the rank-correlation criterion.
+SPEARMAN_SLACK = 1e-9
 #: Acceptance of issue 23, per measured case.
 CASE_TOLERANCE = {"serial": 0.15, "best": 0.15, "speedup": 0.10, "regret": 0.02,
                   "spearman": 0.8, "alone_median": 0.15, "alone_p90": 0.35}
@@ -113,7 +115,8 @@ def misses(table: pd.DataFrame, tol: Mapping[str, float] | None = None) -> dict[
                 bad.append(f"{name} {100 * r[f'{name}_error']:+.1f}%")
         if r["regret"] > tol["regret"]:
             bad.append(f"regret {100 * r['regret']:.1f}%")
-        if r["policies"] > 2 and not r["spearman"] >= tol["spearman"]:
+        # rho of n policies is a ratio of integers: 0.8 exactly may compute as 0.7999999
+        if r["policies"] > 2 and not r["spearman"] >= tol["spearman"] - SPEARMAN_SLACK:
             bad.append(f"spearman {r['spearman']:.2f}")
         if bad:
             out[case_label(r)] = bad
@@ -204,5 +207,6 @@ def alone_summary(errors: pd.DataFrame) -> dict[str, Any]:
             "worst": [(k, float(v)) for k, v in worst.items()]}
 
 
-__all__ = ["CASE_TOLERANCE", "alone_errors", "alone_graphs", "alone_summary", "case_label",
-           "case_table", "cases", "misses", "shape_class", "simulate_rows", "spearman"]
+__all__ = ["CASE_TOLERANCE", "SPEARMAN_SLACK", "alone_errors", "alone_graphs", "alone_summary",
+           "case_label", "case_table", "cases", "misses", "shape_class", "simulate_rows",
+           "spearman"]
