@@ -198,12 +198,15 @@ def fit_device(base: str | DeviceSpec, *, table: Mapping[tuple[str, str], float]
                kernel_parameters: Sequence[str] | None = None,
                run_parameters: Sequence[str] | None = None, max_evaluations: int = 300,
                progress: Callable[[str], None] | None = None,
-               start: Mapping[str, float] | None = None) -> DeviceSpec:
+               start: Mapping[str, float] | None = None,
+               run_starts: Sequence[Mapping[str, float]] = RUN_STARTS) -> DeviceSpec:
     """Fit ``base``'s parameters: stage 1 on the stand-alone ``table`` (with its ``graphs``),
     stage 2 on the measured ``runs``; ``fixed``: model values set, not fitted (e.g.
     ``{"concat_one_kernel": 1}``); ``*_parameters``: subsets of the stages' names; ``start``:
-    starting values (default: the base's; the fit is local, so the start matters).  Returns the
-    fitted spec (write it with :func:`workbench.simulator.cost_model.devices.save_device`)."""
+    starting values (default: the base's; the fit is local, so the start matters);
+    ``run_starts``: stage 2's extra starting points over ``start`` (the best fit is kept).
+    Returns the fitted spec (write it with
+    :func:`workbench.simulator.cost_model.devices.save_device`)."""
     spec = get_device(base)
     spec = apply({}, spec, fixed)[1]
     if table:
@@ -217,7 +220,7 @@ def fit_device(base: str | DeviceSpec, *, table: Mapping[tuple[str, str], float]
         params = _subset(RUN_PARAMETERS, run_parameters)
         loss = run_loss(runs)
         best: tuple[float, DeviceSpec] | None = None
-        for extra in RUN_STARTS:  # the stage-2 loss has several valleys: a few starts, the best
+        for extra in run_starts:  # the stage-2 loss has several valleys: a few starts, the best
             tried = minimise(loss, spec, params, max_evaluations=max_evaluations,
                              progress=progress, start={**(start or {}), **extra})
             fitted = apply(tried, spec)[1]

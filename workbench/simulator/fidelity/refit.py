@@ -15,7 +15,7 @@ architecture whose spec-sheet figures differ (``h100``: the H200's GH100 compute
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -74,7 +74,8 @@ NEUTRAL_START: dict[str, float] = {
 def fit_measured_gpu(gpu: str = "h200", *, base: str | DeviceSpec | None = None,
                      networks: tuple[str, ...] | None = None, max_evaluations: int = 120,
                      progress: Callable[[str], None] | None = None,
-                     start: Mapping[str, float] | None = None) -> DeviceSpec:
+                     start: Mapping[str, float] | None = None,
+                     run_starts: Sequence[Mapping[str, float]] | None = None) -> DeviceSpec:
     """Fit ``gpu`` on its shipped measurements (``networks``: only these networks' ops and
     rows, e.g. for leave-one-network-out; ``start``: default :data:`HOPPER_START`).  The base
     spec is ``gpu``'s device file without its fitted overrides (spec-sheet figures only).
@@ -87,7 +88,8 @@ def fit_measured_gpu(gpu: str = "h200", *, base: str | DeviceSpec | None = None,
             for r in rows]
     return fit_device(spec, table=table, graphs=alone_graphs(table, gpu), runs=runs,
                       fixed=PYTORCH_LIBRARY, max_evaluations=max_evaluations, progress=progress,
-                      start=HOPPER_START if start is None else start)
+                      start=HOPPER_START if start is None else start,
+                      **({} if run_starts is None else {"run_starts": run_starts}))
 
 
 def _spec_sheet(spec: DeviceSpec) -> DeviceSpec:
