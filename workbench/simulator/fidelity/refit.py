@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.simulator.cost_model.devices import DeviceSpec, device_to_dict, get_device
-from workbench.simulator.fidelity.fit_device import fit_device
+from workbench.simulator.fidelity.fit_device import RUN_STARTS, fit_device
 from workbench.simulator.fidelity.judge import alone_graphs
 from workbench.simulator.fidelity.measured import (
     alone_provenance,
@@ -89,7 +89,7 @@ def fit_measured_gpu(gpu: str = "h200", *, base: str | DeviceSpec | None = None,
     return fit_device(spec, table=table, graphs=alone_graphs(table, gpu), runs=runs,
                       fixed=PYTORCH_LIBRARY, max_evaluations=max_evaluations, progress=progress,
                       start=HOPPER_START if start is None else start,
-                      **({} if run_starts is None else {"run_starts": run_starts}))
+                      run_starts=RUN_STARTS if run_starts is None else run_starts)
 
 
 def _spec_sheet(spec: DeviceSpec) -> DeviceSpec:
