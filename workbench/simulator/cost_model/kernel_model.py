@@ -432,12 +432,17 @@ def fastest(candidates: Sequence[list[Launch]], spec: DeviceSpec,
 
 
 def elementwise_launch(name: str, elements: int, nbytes: float, model: GpuModel, *,
-                       flops: float = 0.0) -> Launch:
+                       flops: float = 0.0, grid: tuple[int, int] | None = None,
+                       registers: int = 16, detail: str = "") -> Launch:
     """A grid-stride elementwise/copy kernel: one thread per element (capped at 32768 blocks,
-    as IOS's and Caffe's ``GET_BLOCKS``); each block also does ``elementwise_block_flops`` of
-    setup (index arithmetic, loading per-channel operands)."""
-    threads = model.elementwise_threads
-    blocks = max(1, min(32768, math.ceil(max(1, elements) / threads)))
+    as IOS's and Caffe's ``GET_BLOCKS``), or the library's own ``grid`` (blocks, threads);
+    each block also does ``elementwise_block_flops`` of setup (index arithmetic, loading
+    per-channel operands)."""
+    if grid is None:
+        threads = model.elementwise_threads
+        blocks = max(1, min(32768, math.ceil(max(1, elements) / threads)))
+    else:
+        blocks, threads = grid
     flops = float(flops) + blocks * model.elementwise_block_flops
-    return Launch(name, "elementwise", flops, float(nbytes), blocks, threads, 16, 0,
-                  detail=f"{elements} elements")
+    return Launch(name, "elementwise", flops, float(nbytes), blocks, threads, registers, 0,
+                  detail=detail or f"{elements} elements")

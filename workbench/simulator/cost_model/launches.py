@@ -135,6 +135,11 @@ def _byte_scale(op: Op, graph: Graph | None, precision: str) -> float:
     return _scale_for(dtype, precision)
 
 
+def _element_bytes(scale: float) -> int:
+    """Bytes of one element at the run's precision (``scale``: run bytes per FP32 byte)."""
+    return max(1, round(4 * scale))
+
+
 def _scale_for(dtype: str, precision: str) -> float:
     have = _DTYPE_BYTES.get(str(dtype).lower(), 4)
     if have != 2 and have != 4:  # integer or double tensors keep their size
@@ -270,7 +275,7 @@ def _conv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision:
     g = _conv_geometry(op, shapes)
     if g is None:
         return None
-    eb = max(1, round(4 * scale))
+    eb = _element_bytes(scale)
     out: list[Launch] = []
     if op.attrs.get("pre_act"):
         out.append(_relu_kernel(op.kind, g["n"] * g["cin"] * g["h"] * g["w"], eb, model))
@@ -295,7 +300,7 @@ def _sepconv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisi
     _, cout, ho, wo = out_shape
     kh, kw = _pair(a.get("kernel"), 3)
     sh, sw = _pair(a.get("stride"), 1)
-    eb = max(1, round(4 * scale))
+    eb = _element_bytes(scale)
     bias = bool(a.get("bias"))
     out: list[Launch] = []
     if a.get("pre_act"):
@@ -325,7 +330,7 @@ def _matmul(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisio
         batch = 1
     else:
         m, k, n, batch = int(a["m"]), int(a["k"]), int(a["n"]), int(a.get("batch", 1))
-    eb = max(1, round(4 * scale))
+    eb = _element_bytes(scale)
     precision = kernel_precision(precision, spec, convolution=False)
     launches = fastest(gemm_candidates(m, n, k, batch=batch, precision=precision, model=model,
                                        element_bytes=eb, name="gemm"), spec, model)
@@ -336,7 +341,7 @@ def _matmul(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisio
 
 def _concat(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
             scale: float) -> list[Launch] | None:
-    eb = max(1, round(4 * scale))
+    eb = _element_bytes(scale)
     out = []
     for i, t in enumerate(op.inputs):
         elems = shapes.numel(i)
@@ -357,7 +362,7 @@ def _sum(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: 
     ``a + b + c``) k - 1 binary kernels, each writing a full output."""
     if not model.chained_add or len(op.inputs) < 3 or shapes.out is None:
         return None
-    eb = max(1, round(4 * scale))
+    eb = _element_bytes(scale)
     elems = math.prod(shapes.out)
     return [elementwise_launch(f"add {i + 1}/{len(op.inputs) - 1}", elems, eb * 3 * elems, model,
                                flops=elems) for i in range(len(op.inputs) - 1)]
@@ -377,13 +382,11 @@ def _batchnorm(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, preci
     n, c, h, w = x
     plane = h * w
     threads = 1 << max(6, min(9, (max(1, plane // 2)).bit_length() - 1))
-    eb = max(1, round(4 * scale))
+    eb = _element_bytes(scale)
     elems = n * c * plane
-    blocks = n * c
-    return [Launch("batchnorm per-channel", "elementwise",
-                   float(op.flops) + blocks * model.elementwise_block_flops,
-                   float(eb * (2 * elems + 4 * c)), blocks, threads, 32, 0,
-                   detail=f"{blocks} planes of {plane}")]
+    return [elementwise_launch("batchnorm per-channel", elems, eb * (2 * elems + 4 * c), model,
+                               flops=op.flops, grid=(n * c, threads), registers=32,
+                               detail=f"{n * c} planes of {plane}")]
 
 
 def _window(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
