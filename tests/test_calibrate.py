@@ -327,3 +327,13 @@ def test_torch_cuda_adapter_drives_torch_cuda_as_the_probes_need(
     # the cross-stream probe forks 1 stream, the concurrency probes 1, 2 and 4, in warm-up
     # (from the default stream) and in the capture; every stream forked in a capture is joined
     assert len(forks) == len(joins) == 1 + 1 + 2 + 4
+
+
+def test_calibration_table_header_is_checked_like_a_profile_header() -> None:
+    # one check (workbench._checks.check_format) serves both file formats, with each one's words
+    from workbench.simulator.cost_model.calibration import FORMAT, CalibrationTable
+
+    with pytest.raises(wb.FormatError, match=r"^t\.json: not a workbench calibration table"):
+        CalibrationTable.from_dict({"format": "other"}, where="t.json")
+    with pytest.raises(wb.FormatError, match="calibration version 3 is not supported"):
+        CalibrationTable.from_dict({"format": FORMAT, "version": 3}, where="t.json")

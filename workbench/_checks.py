@@ -91,6 +91,20 @@ def check_keys(raw: Mapping[str, Any], known: Iterable[str], where: str, *,
                         f"(known: {', '.join(sorted(allowed))})")
 
 
+def check_format(data: Any, fmt: str, version: int, where: str, *, kind: str,
+                 noun: str) -> None:
+    """The ``"format"``/``"version"`` header of one of the workbench's JSON files: a one-line
+    FormatError naming ``where`` unless ``data`` is an object of format ``fmt`` at ``version``
+    (``kind``: what the file is, "a device profile"; ``noun``: what its version is of)."""
+    from workbench.errors import FormatError
+
+    if not isinstance(data, Mapping) or data.get("format") != fmt:
+        raise FormatError(f"{where}: not {kind} (missing \"format\": \"{fmt}\")")
+    if data.get("version") != version:
+        raise FormatError(f"{where}: {noun} version {data.get('version')!r} is not supported "
+                          f"(expected {version})")
+
+
 def check_choice(value: Any, known: Iterable[str], what: str, *,
                  error: type[WorkbenchError] = OptionError) -> str:
     """``value`` as its known spelling, matched case-insensitively (``"GPU"`` is ``"gpu"``);

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._atomic import write_text
-from workbench._checks import check_keys
+from workbench._checks import check_format, check_keys
 from workbench.errors import FormatError, OptionError
 from workbench.simulator.cost_model.devices import DeviceSpec, with_overrides
 from workbench.values.trace import Trace
@@ -60,12 +60,8 @@ class CalibrationTable:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, where: str = "calibration") -> CalibrationTable:
-        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-            raise FormatError(f"{where}: not a workbench calibration table (missing "
-                              f"\"format\": \"{FORMAT}\")")
-        if data.get("version") != VERSION:
-            raise FormatError(f"{where}: calibration version {data.get('version')!r} is not "
-                              f"supported (expected {VERSION})")
+        check_format(data, FORMAT, VERSION, where, kind="a workbench calibration table",
+                     noun="calibration")
         check_keys(data, _KEYS, where, error=FormatError)
         for key in ("versions", "meta"):
             if not isinstance(data.get(key) or {}, Mapping):

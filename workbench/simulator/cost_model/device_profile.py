@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._atomic import write_text
-from workbench._checks import check_keys
+from workbench._checks import check_format, check_keys
 from workbench.errors import FormatError
 from workbench.simulator.cost_model.devices import (
     FILE_FORMATS,
@@ -93,12 +93,8 @@ class DeviceProfile:
     @classmethod
     def from_dict(cls, data: Any, *, where: str = "device profile") -> DeviceProfile:
         """Check and read the JSON layout; one-line FormatError naming ``where`` and the key."""
-        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
-            raise FormatError(f"{where}: not a device profile (missing \"format\": "
-                              f"\"{FORMAT}\")")
-        if data.get("version") != VERSION:
-            raise FormatError(f"{where}: device profile version {data.get('version')!r} is not "
-                              f"supported (expected {VERSION})")
+        check_format(data, FORMAT, VERSION, where, kind="a device profile",
+                     noun="device profile")
         check_keys(data, _KEYS, where, error=FormatError)
         base = data.get("base_device")
         if not isinstance(base, str):

@@ -115,12 +115,17 @@ def misses(table: pd.DataFrame, tol: Mapping[str, float] | None = None) -> dict[
                 bad.append(f"{name} {100 * r[f'{name}_error']:+.1f}%")
         if r["regret"] > tol["regret"]:
             bad.append(f"regret {100 * r['regret']:.1f}%")
-        # rho of n policies is a ratio of integers: 0.8 exactly may compute as 0.7999999
-        if r["policies"] > 2 and not r["spearman"] >= tol["spearman"] - SPEARMAN_SLACK:
+        if r["policies"] > 2 and not rank_correlation_ok(r["spearman"], tol["spearman"]):
             bad.append(f"spearman {r['spearman']:.2f}")
         if bad:
             out[case_label(r)] = bad
     return out
+
+
+def rank_correlation_ok(rho: float, minimum: float) -> bool:
+    """``rho`` at least ``minimum`` (NaN is not): rho of n policies is a ratio of integers, so
+    0.8 exactly may compute as 0.7999999; :data:`SPEARMAN_SLACK` absorbs that."""
+    return rho >= minimum - SPEARMAN_SLACK
 
 
 def case_label(r: Mapping[str, Any]) -> str:
@@ -208,5 +213,5 @@ def alone_summary(errors: pd.DataFrame) -> dict[str, Any]:
 
 
 __all__ = ["CASE_TOLERANCE", "SPEARMAN_SLACK", "alone_errors", "alone_graphs", "alone_summary",
-           "case_label", "case_table", "cases", "misses", "shape_class", "simulate_rows",
-           "spearman"]
+           "case_label", "case_table", "cases", "misses", "rank_correlation_ok", "shape_class",
+           "simulate_rows", "spearman"]
