@@ -83,20 +83,22 @@ def _print_measured(gpu: str, spec: object = None) -> list[str]:
           f"{prov['date']}; CUDA-graph replay, median), simulated in graph mode on the {gpu} "
           f"device file; {len(rows)} rows; {time.perf_counter() - t0:.1f} s\n")
     print(f"{'case':24s} {'serial':>7s} {'sim':>7s} {'err':>6s} {'best':>7s} {'sim':>7s} "
-          f"{'err':>6s} {'speedup':>7s} {'sim':>5s} {'err':>6s} {'regret':>6s} {'rho':>5s}  "
-          f"best measured / simulated")
+          f"{'err':>6s} {'speedup':>7s} {'sim':>5s} {'err':>6s} {'regret':>6s} {'rho':>5s} "
+          f"{'rho~':>5s}  best measured / simulated")
     for r in table.to_dict("records"):
         print(f"{J.case_label(r):24s} {r['serial_measured']:7.0f} {r['serial_simulated']:7.0f} "
               f"{100 * r['serial_error']:+5.1f}% {r['best_measured']:7.0f} "
               f"{r['best_simulated']:7.0f} {100 * r['best_error']:+5.1f}% "
               f"{r['speedup_measured']:6.2f}x {r['speedup_simulated']:4.2f}x "
-              f"{100 * r['speedup_error']:+5.1f}% {100 * r['regret']:5.1f}% {r['spearman']:5.2f}  "
+              f"{100 * r['speedup_error']:+5.1f}% {100 * r['regret']:5.1f}% {r['spearman']:5.2f} "
+              f"{r['spearman_noise']:5.2f}  "
               f"{r['best_policy_measured']} / {r['best_policy_simulated']}")
     misses = J.misses(table)
     tol = J.CASE_TOLERANCE
     print(f"\ntolerances: serial, best {100 * tol['serial']:.0f}%, speedup "
           f"{100 * tol['speedup']:.0f}%, regret {100 * tol['regret']:.0f}%, rank correlation "
-          f">= {tol['spearman']}; misses: {len(misses)} of {len(table)} cases")
+          f">= {tol['spearman']} (rho~, not a criterion: the same with policies whose measured "
+          f"quartile ranges overlap tied); misses: {len(misses)} of {len(table)} cases")
     for label, why in misses.items():
         print(f"  {label:24s} {', '.join(why)}")
     alone = M.alone_table(gpu)

@@ -90,6 +90,10 @@ class Engine:
                     if p.alone_us > 0:
                         segs.append((_WORK, p.alone_us, max(p.slots, 1e-9), p.compute,
                                      p.bandwidth, k))
+                if kt.cold_us > 0 and kt.phases:
+                    # streaming cold weights: the blocks keep their slots, the SMs idle
+                    segs.append((_WORK, kt.cold_us, max(kt.phases[-1].slots, 1e-9), 0.0, 0.0,
+                                 k))
             self.segments.append(segs)
         self.seg = [0] * n
         self.version = [0.0] * n  # next version of an op's work entry (stale events differ)

@@ -18,7 +18,10 @@ A :class:`Launch` is one kernel: its class (``gemm``, ``winograd``, ``direct``, 
    at most that over ``memory_latency`` (a small grid cannot saturate DRAM; a GEMM tile keeps its
    double-buffered K-slices of A and B in flight); all running blocks
    share ``bandwidth · bandwidth_efficiency``.  A block takes the longer of its compute and memory
-   times (a roofline per block).
+   times (a roofline per block).  With ``cold_weights`` a convolution's blocks, in a run, also
+   take at least the time to stream their slice of the weights from DRAM with their
+   double-buffered K-slices of it in flight (``KernelTime.cold_us``: the stand-alone time is
+   the L2-warm one of back-to-back replays; the simulator adds the difference).
 4. **Phases.**  The full waves form one phase (all block slots held) and the tail wave another
    (``B_t / (P·r)`` of the slots held): the simulator lets other streams' kernels use the slots a
    tail leaves free (:mod:`workbench.simulator.simulate`).  Each phase records what fraction of the
@@ -83,6 +86,7 @@ class GpuModel:
     tensor_layout_conversion: int = 0  # 1: tensor-core convolutions transpose NCHW <-> NHWC
     tensor_intensity_ref: float = 0.0  # tile_intensity_ref of tensor-core tiles (0: the same)
     window_efficiency: float = 0.0   # share of FP32 peak of pooling windows (0: elementwise's)
+    cold_weights: int = 0            # 1: in a run a layer's weights stream from DRAM, not L2
 
     def __hash__(self) -> int:
         cached = self.__dict__.get("_hash")
@@ -144,6 +148,7 @@ def default_model() -> GpuModel:
         tensor_layout_conversion=int(value("tensor_layout_conversion")),
         tensor_intensity_ref=float(value("tensor_intensity_ref")),
         window_efficiency=float(value("window_efficiency")),
+        cold_weights=int(value("cold_weights")),
     )
 
 
@@ -166,6 +171,8 @@ class Launch(NamedTuple):
     bytes_in_flight: float | None = None  # per block (GEMM tiles prefetch whole K-slices)
     detail: str = ""
     tile_intensity: float = 0.0     # GEMM tiles: tm*tn/(tm+tn), FLOPs per operand element loaded
+    weight_bytes: float = 0.0       # per block: the slice of a layer's weights it reads
+    weight_in_flight: float = 0.0   # per block: weight bytes it keeps in flight (its K-slices)
 
 
 class Phase(NamedTuple):
@@ -190,6 +197,7 @@ class KernelTime(NamedTuple):
     bound: str            # "compute", "memory" or "latency"
     efficiency: float     # executed FLOP/s over the precision's peak, during the work phases
     extra: tuple[tuple[str, Any], ...] = ()
+    cold_us: float = 0.0  # more work time in a run, where the weights come cold from DRAM
 
     @property
     def work_us(self) -> float:
@@ -307,6 +315,11 @@ def _time_launch(launch: Launch, spec: DeviceSpec, model: GpuModel) -> KernelTim
     phases = []
     work = 0.0
     compute_time = 0.0
+    cold = 0.0
+    # in a run the weights come from DRAM: a block streams its slice at its in-flight bytes per
+    # DRAM latency (Little's law), which bounds each wave from below
+    cold_wave = (launch.weight_bytes * mem_latency / launch.weight_in_flight
+                 if model.cold_weights and launch.weight_in_flight > 0 else 0.0)
     for k, active, n_waves, slots in (
             ((r, slots_total, waves - 1, 1.0),) if waves > 1 else ()) + (
             (-(-tail // P), tail, 1, tail / slots_total),):
@@ -324,6 +337,8 @@ def _time_launch(launch: Launch, spec: DeviceSpec, model: GpuModel) -> KernelTim
         if d <= 0:
             phases.append(Phase(0.0, slots if slots < 1.0 else 1.0, 0.0, 0.0))
             continue
+        if cold_wave > per_wave:
+            cold += (cold_wave - per_wave) * n_waves
         if compute >= memory:
             compute_time += d
         cf = n_blocks * c_b / (d * peak)
@@ -335,7 +350,7 @@ def _time_launch(launch: Launch, spec: DeviceSpec, model: GpuModel) -> KernelTim
              "compute" if compute_time >= 0.5 * work else "memory")
     eff = launch.flops / (work * peak) if work > 0 else 0.0
     return KernelTime(launch, latency, tuple(phases), r, waves, tail, bound,
-                      eff if eff < 1.0 else 1.0)
+                      eff if eff < 1.0 else 1.0, cold_us=cold)
 
 
 def _pinned(launch: Launch, spec: DeviceSpec, r: int, waves: int, tail: int, latency: float,
@@ -374,7 +389,8 @@ def kernel_precision(precision: str, spec: DeviceSpec, *, convolution: bool) -> 
 def gemm_candidates(m: int, n: int, k: int, *, batch: int, precision: str, model: GpuModel,
                     element_bytes: int, name: str, operand_bytes: float | None = None,
                     kind: str = "gemm", flop_scale: float = 1.0, conv: bool = False,
-                    split: bool = True, prefix: Sequence[Launch] = ()) -> list[list[Launch]]:
+                    split: bool = True, prefix: Sequence[Launch] = (),
+                    weights: bool = False) -> list[list[Launch]]:
     """Every tile shape × split-K choice for a batched ``(m × k) @ (k × n)`` product, each as the
     list of launches it takes (split-K adds a reduction kernel).  ``operand_bytes``: DRAM bytes of
     the two inputs (default: both matrices once; an implicit-GEMM convolution passes its input
@@ -385,7 +401,11 @@ def gemm_candidates(m: int, n: int, k: int, *, batch: int, precision: str, model
     1x1 expand convolutions, K = 16) runs far below the peak a large-K one reaches.
     ``conv``: the implicit-GEMM convolution tiles (no split-K) instead of the GEMM library's;
     ``split``: allow split-K (cuBLAS does; cuDNN's convolution algorithms do not); ``prefix``:
-    launches every candidate runs first (an im2col).  O(tiles × splits)."""
+    launches every candidate runs first (an im2col); ``weights``: the ``k × n`` operand is a
+    layer's weights, which a run reads cold from DRAM (``GpuModel.cold_weights``: each block
+    streams its ``k × tn`` slice with its double-buffered K-slices of it in flight, which bounds
+    the block's time from below; the stand-alone table's back-to-back replays find it in L2).
+    O(tiles × splits)."""
     if operand_bytes is None:
         operand_bytes = element_bytes * batch * (m * k + k * n)
     out = []
@@ -402,12 +422,15 @@ def gemm_candidates(m: int, n: int, k: int, *, batch: int, precision: str, model
             nbytes = operand_bytes + element_bytes * batch * m * n * parts
             k_step = 8 if precision == "fp32" else 32
             in_flight = 2 * (tm + tn) * k_step * element_bytes  # double-buffered K-slices
+            b_in_flight = 2 * tn * k_step * element_bytes if weights else 0.0
             launches = [*prefix, Launch(f"{name} {tm}x{tn}" + (f" split-k {parts}" if parts > 1
                                                                   else ""),
                                kind, flops, nbytes, blocks, threads, regs, smem, precision,
                                bytes_in_flight=in_flight,
                                detail=f"M={m} N={n} K={k}" + (f" x{batch}" if batch > 1 else ""),
-                               tile_intensity=tm * tn / (tm + tn))]
+                               tile_intensity=tm * tn / (tm + tn),
+                               weight_bytes=(k / parts) * tn * element_bytes if weights else 0.0,
+                               weight_in_flight=b_in_flight)]
             if parts > 1:
                 elems = batch * m * n
                 launches.append(elementwise_launch(

@@ -235,7 +235,7 @@ def _conv_candidates(g: dict[str, int], name: str, model: GpuModel, precision: s
     candidates = gemm_candidates(m, cout // groups, kdim, batch=groups, precision=precision,
                                  model=model, element_bytes=eb,
                                  name=f"{name} implicit-gemm{tag}",
-                                 operand_bytes=in_bytes + w_bytes, conv=True)
+                                 operand_bytes=in_bytes + w_bytes, conv=True, weights=True)
     # ... explicit GEMM (an im2col unfold unless 1x1 stride 1, then GEMM tiles, no split-K) ...
     pointwise = kh == kw == 1 and g["sh"] == g["sw"] == 1
     unfold = [] if pointwise else [elementwise_launch(
@@ -243,14 +243,14 @@ def _conv_candidates(g: dict[str, int], name: str, model: GpuModel, precision: s
         model)]
     candidates += gemm_candidates(m, cout // groups, kdim, batch=groups, precision=precision,
                                   model=model, element_bytes=eb, name=f"{name} gemm{tag}",
-                                  split=False, prefix=unfold)
+                                  split=False, prefix=unfold, weights=True)
     # ... and Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions
     if groups == 1 and kh == kw == 3 and g["sh"] == g["sw"] == 1:
         tiles = n * math.ceil(ho / 2) * math.ceil(wo / 2)
         candidates += gemm_candidates(
             tiles, cout, cin, batch=16, precision=precision, model=model, element_bytes=eb,
             name=f"{name} winograd{tag}", operand_bytes=in_bytes * 16 / 4 + w_bytes * 16 / 9,
-            kind="winograd", conv=True)
+            kind="winograd", conv=True, weights=True)
     if precision != "fp32" and model.tensor_layout_conversion:
         # cuDNN's tensor-core kernels want NHWC: an NCHW input is transposed before and the
         # output back after (two memory-bound copies around every candidate)

@@ -9,7 +9,9 @@ measurements replay a CUDA graph) and compared with its measured ``graph_us``:
 * the speedup serial / best, measured and simulated;
 * **regret**: the measured time of the policy the simulator ranks first over the measured best,
   minus 1 (0: the simulator picks a policy the GPU also finds fastest);
-* Spearman's rank correlation of the policies' makespans (pandas ranks; ties averaged).
+* Spearman's rank correlation of the policies' makespans (pandas ranks; ties averaged), the
+  criterion; beside it, for information, the same with the measured ranks of policies whose
+  quartile ranges overlap tied (:func:`noise_tied_ranks`: the GPU did not order them).
 
 :func:`alone_errors` compares every op's simulated stand-alone time (``op_cost(...).alone_us``)
 with the measured one (``op_alone_us.json``) and classes the ops by shape (:func:`shape_class`).
@@ -71,9 +73,33 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     return float(ra.corr(rb))
 
 
+def noise_tied_ranks(median: Sequence[float], q1: Sequence[float],
+                     q3: Sequence[float]) -> list[float]:
+    """Ranks of measured values (1 = least) in which values whose quartile ranges ``[q1, q3]``
+    overlap, directly or through a chain of overlapping neighbours in sorted order, share their
+    average rank.  O(n log n).
+
+    >>> noise_tied_ranks([10, 11, 20], [9, 10.5, 19], [10.6, 12, 21])
+    [1.5, 1.5, 3.0]
+    """
+    order = sorted(range(len(median)), key=lambda j: median[j])
+    ranks = [0.0] * len(median)
+    start = 0
+    while start < len(order):
+        end, reach = start + 1, q3[order[start]]
+        while end < len(order) and q1[order[end]] <= reach:
+            reach = max(reach, q3[order[end]])
+            end += 1
+        for j in order[start:end]:
+            ranks[j] = (start + 1 + end) / 2
+        start = end
+    return ranks
+
+
 def case_table(rows: Sequence[MeasuredRow], simulated: Sequence[float]) -> pd.DataFrame:
     """One line per case: measured and simulated serial and best, their errors, the speedups and
-    their error, the policies ranked first, regret, Spearman, number of policies."""
+    their error, the policies ranked first, regret, Spearman (and ``spearman_noise``, with
+    :func:`noise_tied_ranks` on the measured side), number of policies."""
     if len(rows) != len(simulated):
         raise OptionError("case_table: one simulated value per row")
     by: dict[tuple[str, int, str], list[tuple[MeasuredRow, float]]] = {}
@@ -90,6 +116,9 @@ def case_table(rows: Sequence[MeasuredRow], simulated: Sequence[float]) -> pd.Da
         serial_m, serial_s = meas["serial"], sim["serial"]
         sp_m, sp_s = serial_m / meas[best_m], serial_s / sim[best_s]
         pols = list(meas)
+        tied = noise_tied_ranks([r.graph_us for r, _ in items],
+                                [r.graph_q1_us for r, _ in items],
+                                [r.graph_q3_us for r, _ in items])
         out.append({
             "network": net, "batch": batch, "precision": prec, "policies": len(pols),
             "serial_measured": serial_m, "serial_simulated": serial_s,
@@ -100,6 +129,7 @@ def case_table(rows: Sequence[MeasuredRow], simulated: Sequence[float]) -> pd.Da
             "speedup_measured": sp_m, "speedup_simulated": sp_s, "speedup_error": sp_s / sp_m - 1,
             "regret": meas[best_s] / meas[best_m] - 1,
             "spearman": spearman([meas[p] for p in pols], [sim[p] for p in pols]),
+            "spearman_noise": spearman(tied, [s for _, s in items]),
         })
     return pd.DataFrame(out)
 
@@ -213,5 +243,6 @@ def alone_summary(errors: pd.DataFrame) -> dict[str, Any]:
 
 
 __all__ = ["CASE_TOLERANCE", "SPEARMAN_SLACK", "alone_errors", "alone_graphs", "alone_summary",
+           "noise_tied_ranks",
            "case_label", "case_table", "cases", "misses", "rank_correlation_ok", "shape_class",
            "simulate_rows", "spearman"]
