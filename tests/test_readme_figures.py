@@ -21,6 +21,7 @@ import workbench as wb
 from tests import test_fidelity_h200 as H200
 from tests._quoted_text import render
 from workbench.simulator import fidelity as F
+from workbench.simulator.fidelity import accuracy as ACC
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 NAMES = {"Inception V3": "inception_v3", "RandWire": "randwire",
@@ -132,6 +133,12 @@ COMPUTED = [  # (text with {} where the figure stands, format, computation)
     ("(worst: SqueezeNet b16 serial {}%, Inception V3 b64 best {}%)", "{}",
      lambda: (_signed(H200.KNOWN_MISSES[("squeezenet b16 fp32", "serial")][0])[:-1],
               _signed(H200.KNOWN_MISSES[("inception_v3 b64 fp32", "best")][0])[:-1])),
+    # the near-tie note's band and the measured gap behind it (tests/test_near_ties.py checks
+    # the gap against the measurements)
+    ("So where policies simulate within {}% of the best", "{:.0f}",
+     lambda: 100 * ACC.TIE_BAND),
+    ("gpto and nnc simulated within {}% of each other at Inception V3 batch 1 and measured "
+     "{}% apart", "{:.0f}", lambda: (100 * ACC.TIE_BAND, 100 * ACC.MEASURED_TIE_GAP["h200"][0])),
     # the tolerances, quoted because no fp32 case misses them (a miss makes the quote wrong)
     ("every speedup within {}%, and the policy the simulator ranks first is at most {}% "
      "slower", "{:.0f}",

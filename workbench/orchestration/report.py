@@ -40,7 +40,7 @@ import plotly.graph_objects as go
 from workbench._atomic import check_output, write_text
 from workbench._version import __version__
 from workbench.orchestration.compare import Comparison
-from workbench.simulator.fidelity.accuracy import accuracy_note
+from workbench.simulator.fidelity.accuracy import accuracy_note, near_ties, tie_note
 from workbench.values.views import register_view
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import kv_table, memory_plan_summary, stream_table
@@ -240,6 +240,19 @@ def slower_note(comparison: Comparison) -> str:
     return ('<p class="note">Slower than serial, and why: ' + "; ".join(items) + ".</p>")
 
 
+def near_tie_note(comparison: Comparison) -> str:
+    """In a simulated comparison, a note naming the executed policies within
+    :data:`~workbench.simulator.fidelity.accuracy.TIE_BAND` of the best, which the simulator does
+    not order, with the measured evidence; empty when measured or when the best stands alone."""
+    if (comparison.settings or {}).get("executor", "simulator") != "simulator":
+        return ""
+    table = comparison.table
+    rows = table[table["policy"].isin(list(comparison.traces))]
+    makespans = dict(zip(rows["policy"], rows["makespan_us"], strict=True))
+    text = tie_note(comparison.device, near_ties(makespans))
+    return f'<p class="note">{escape(text)}</p>' if text else ""
+
+
 def barrier_note(comparison: Comparison) -> str:
     """A note on what barriers cost: per policy with barriers, how many, of which kind, and how
     long the device sat idle at them (``Trace.barrier_idle_us``); empty when none has any."""
@@ -325,7 +338,7 @@ def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
         _section("how", "How to read this", f'<p class="note">{HOW_TO_READ}</p>'
                  f'<p class="note">{escape(accuracy_note(comparison.device))}</p>'),
         _section("results", "Results", measured_note(comparison) + unfinished_note(comparison)
-                 + slower_note(comparison)
+                 + slower_note(comparison) + near_tie_note(comparison)
                  + table_html(comparison.table, css=False) + plots[0]
                  + barrier_note(comparison)),
         _section("timelines", "Timelines", "".join(plots[1:n_main]) or "<p>No traces.</p>"),
