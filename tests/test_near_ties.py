@@ -72,3 +72,13 @@ def test_report_and_cli_name_the_near_ties(tmp_path: Path,
                  "--policies", "serial,nnc", "--no-progress",
                  "-o", str(tmp_path / "s.html")]) == 0
     assert "simulate within" not in capsys.readouterr().out        # nnc stands alone
+
+
+def test_the_notebook_view_shows_the_note_too() -> None:
+    import workbench as wb
+
+    result = wb.compare(wb.models.build("inception_v3"), ["serial", "nnc", "gpto"],
+                        device="h100", mode="graph", show_progress=False)
+    assert result.near_tie_text.startswith("nnc, gpto simulate within 1% of the best") or \
+        result.near_tie_text.startswith("gpto, nnc simulate within 1% of the best")
+    assert "simulate within 1% of the best" in result._repr_html_()

@@ -347,12 +347,8 @@ def _compare(args: argparse.Namespace) -> int:
     else:
         speedup = table.loc[table["policy"] == best, "speedup"].max()
         print(clean(f"best: {best} ({speedup:.2f}x over serial); report: {path}"))
-        if result.settings["executor"] == "simulator":
-            from workbench.simulator.fidelity.accuracy import near_ties, tie_note
-
-            ties = near_ties(dict(zip(table["policy"], table["makespan_us"], strict=True)))
-            if ties:
-                print(clean("note: " + tie_note(result.device, ties)))
+        if result.near_tie_text:
+            print(clean("note: " + result.near_tie_text))
     for line in write_compare_outputs(result, args):
         print(clean(line))
     unfinished = table.loc[table["status"] != "measured", ["policy", "status"]]

@@ -87,6 +87,21 @@ class Comparison:
         return str(table.sort_values("makespan_us", kind="stable").iloc[0]["policy"])
 
     @property
+    def near_tie_text(self) -> str:
+        """In a simulated comparison, a sentence naming the executed policies within
+        :data:`~workbench.simulator.fidelity.accuracy.TIE_BAND` of the best, which the simulator
+        does not order, with the measured evidence; empty when measured or when the best
+        stands alone."""
+        from workbench.simulator.fidelity.accuracy import near_ties, tie_note
+
+        if (self.settings or {}).get("executor", "simulator") != "simulator":
+            return ""
+        executed = [p for p in self.schedules if p in self.traces]   # not a recorded run
+        rows = self.table[self.table["policy"].isin(executed)]
+        return tie_note(self.device, near_ties(dict(zip(rows["policy"], rows["makespan_us"],
+                                                        strict=True))))
+
+    @property
     def policies(self) -> list[str]:
         return list(self.schedules)
 

@@ -40,7 +40,7 @@ import plotly.graph_objects as go
 from workbench._atomic import check_output, write_text
 from workbench._version import __version__
 from workbench.orchestration.compare import Comparison
-from workbench.simulator.fidelity.accuracy import accuracy_note, near_ties, tie_note
+from workbench.simulator.fidelity.accuracy import accuracy_note
 from workbench.values.views import register_view
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import kv_table, memory_plan_summary, stream_table
@@ -241,15 +241,8 @@ def slower_note(comparison: Comparison) -> str:
 
 
 def near_tie_note(comparison: Comparison) -> str:
-    """In a simulated comparison, a note naming the executed policies within
-    :data:`~workbench.simulator.fidelity.accuracy.TIE_BAND` of the best, which the simulator does
-    not order, with the measured evidence; empty when measured or when the best stands alone."""
-    if (comparison.settings or {}).get("executor", "simulator") != "simulator":
-        return ""
-    table = comparison.table
-    rows = table[table["policy"].isin(list(comparison.traces))]
-    makespans = dict(zip(rows["policy"], rows["makespan_us"], strict=True))
-    text = tie_note(comparison.device, near_ties(makespans))
+    """:attr:`Comparison.near_tie_text` as a note; empty when there is none."""
+    text = comparison.near_tie_text
     return f'<p class="note">{escape(text)}</p>' if text else ""
 
 

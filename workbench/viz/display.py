@@ -180,13 +180,16 @@ def display_memory_plan(plan: MemoryPlan) -> None:
 
 
 def comparison_html(comparison: Any) -> str:
-    """HTML for a Comparison: what was compared and the ranking table (sorted by makespan,
-    essential columns first, the others behind a toggle; scrolls when wide)."""
+    """HTML for a Comparison: what was compared, the near-tie note when the simulator does not
+    order the best policies, and the ranking table (sorted by makespan, essential columns
+    first, the others behind a toggle; scrolls when wide)."""
     info = {"graph": comparison.graph.name, "ops": len(comparison.graph),
             "device": comparison.device, "mode": comparison.mode,
             "policies": list(comparison.schedules), "best": comparison.best}
+    ties = getattr(comparison, "near_tie_text", "")
+    note = f"<p><i>{escape(ties)}</i></p>" if ties else ""
     return (f"<div {_BOX}><h4>Comparison on {escape(comparison.graph.name)}</h4>"
-            f"{kv_table(info)}{table_html(comparison.table)}</div>")
+            f"{kv_table(info)}{note}{table_html(comparison.table)}</div>")
 
 
 for _view in (graph_html, schedule_html, trace_html, display_trace, memory_plan_html,
