@@ -56,7 +56,10 @@ def test_compare_measured_exports_traces_and_table(
             "--export-trace", str(tmp_path / "t.json"), "--table", str(tmp_path / "t.csv")]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "traces: 4 files" in out and "note:" not in out
+    # every policy finished (no status notes); nnc and asap tie within 1% (the near-tie note)
+    notes = [line for line in out.splitlines() if line.startswith("note:")]
+    assert "traces: 4 files" in out
+    assert [n.split(" simulate within")[0] for n in notes] == ["note: nnc, asap"]
     table = pd.read_csv(tmp_path / "t.csv")
     assert list(table["policy"]) == ["serial", "nnc", "asap", "measured"]
     assert table.set_index("policy").loc["measured", "gpu"] == "NVIDIA H200"
