@@ -20,8 +20,8 @@
    batch 1 and 16 (the shipped table is fp32 only): a device profile that
    ``workbench.simulator.fidelity.fit_device`` takes through ``table_from_profile``.
 
-Sized for about 4 minutes on an H100/H200 (``--repeats``, ``--alone-repeats``; ``--skip-alone``
-leaves part 2 out).  ``--quick`` runs serial, nnc and gpto of SqueezeNet b1 in fp32 and a tiny
+Meant to take a few minutes on an H100/H200 (not yet run on one: no GPU was lent when it was
+written; ``--repeats``, ``--alone-repeats``; ``--skip-alone`` leaves part 2 out).  ``--quick`` runs serial, nnc and gpto of SqueezeNet b1 in fp32 and a tiny
 SqueezeNet's stand-alone table, one repeat each: the whole path on a CPU.  Writes
 ``<out>/probes.json``, ``<out>/<case>_<policy>_<precision>.csv`` and
 ``<out>/tf32_profile.json``, and prints the table.
