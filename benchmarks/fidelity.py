@@ -145,7 +145,7 @@ def _measured_loo(gpu: str, evaluations: int) -> None:
                   f"regret {100 * r['regret']:4.1f}%  rho {r['spearman']:5.2f}")
 
 
-def _refit(write: bool, evaluations: int) -> None:
+def _refit(write: bool, evaluations: int, tf32_profile: str | None = None) -> None:
     from workbench.simulator.fidelity.fit_device import KERNEL_PARAMETERS, RUN_PARAMETERS
     from workbench.simulator.fidelity.refit import (
         PYTORCH_LIBRARY,
@@ -158,9 +158,20 @@ def _refit(write: bool, evaluations: int) -> None:
 
     fitted_model = [p[0] for p in (*KERNEL_PARAMETERS, *RUN_PARAMETERS) if p[1] == "model"]
     t0 = time.perf_counter()
-    spec = fit_measured_gpu("h200", max_evaluations=evaluations,
+    profile = None
+    if tf32_profile:
+        from workbench.simulator.cost_model.device_profile import load_profile
+
+        loaded = load_profile(tf32_profile)
+        profile = {"precision": loaded.precision,
+                   "ops": [{"graph": o.graph, "batch": o.batch, "op": o.op,
+                            "alone_us": o.alone_us} for o in loaded.ops]}
+    spec = fit_measured_gpu("h200", max_evaluations=evaluations, tensor_profile=profile,
                             progress=lambda m: print(m, file=sys.stderr, flush=True))
     note = provenance_note("h200")
+    if profile is not None:
+        note += (f"; the tensor-core parameters on {len(profile['ops'])} {profile['precision']} "
+                 f"stand-alone times ({tf32_profile})")
     h200 = device_file(spec, fitted_on=(
         f"fitted by workbench.simulator.fidelity.refit.fit_measured_gpu "
         f"(benchmarks/fidelity.py --refit) "
@@ -199,12 +210,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--gpu", default="all", choices=["all", "v100", *M.MEASURED_GPUS],
                     help="published V100 rows, a measured GPU, or all (default)")
+    ap.add_argument("--tf32-profile", help="with --refit: a TF32 calibration profile "
+                    "(benchmarks/fidelity_probes.py's tf32_profile.json) for the tensor-core "
+                    "parameters")
     ap.add_argument("--refit", action="store_true", help="refit h200 on its measurements "
                     "and derive h100 (with --write: write their device files)")
     args = ap.parse_args(argv)
     t_all = time.perf_counter()
+    if args.tf32_profile and not args.refit:
+        ap.error("--tf32-profile goes with --refit")
     if args.refit:
-        _refit(args.write, args.evaluations if args.evaluations != 400 else 120)
+        from workbench.errors import WorkbenchError
+
+        try:
+            _refit(args.write, args.evaluations if args.evaluations != 400 else 120,
+                   args.tf32_profile)
+        except WorkbenchError as exc:
+            print(f"fidelity.py: error: {exc}", file=sys.stderr)
+            return 2
         if args.write:
             print("re-run without --refit to evaluate the written files (they load at import)")
             return 0

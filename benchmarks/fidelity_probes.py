@@ -18,11 +18,13 @@
    they start later?" is answered op by op.
 2. **TF32 stand-alone times.**  ``calibrate_device`` in TF32 on Inception V3 and SqueezeNet at
    batch 1 and 16 (the shipped table is fp32 only): a device profile that
-   ``workbench.simulator.fidelity.fit_device`` takes through ``table_from_profile``.
+   ``benchmarks/fidelity.py --refit --tf32-profile <out>/tf32_profile.json`` fits the
+   tensor-core parameters on (stage 1, instead of on the makespans).
 
 Meant to take a few minutes on an H100/H200 (not yet run on one: no GPU was lent when it was
-written; ``--repeats``, ``--alone-repeats``; ``--skip-alone`` leaves part 2 out).  ``--quick`` runs serial, nnc and gpto of SqueezeNet b1 in fp32 and a tiny
-SqueezeNet's stand-alone table, one repeat each: the whole path on a CPU.  Writes
+written; ``--repeats``, ``--alone-repeats``; ``--skip-alone`` leaves part 2 out).
+``--quick`` runs serial, nnc and gpto of SqueezeNet b1 in fp32 and a tiny SqueezeNet's
+stand-alone table, one repeat each: the whole path on a CPU.  Writes
 ``<out>/probes.json``, ``<out>/<case>_<policy>_<precision>.csv`` and
 ``<out>/tf32_profile.json``, and prints the table.
 """
@@ -117,8 +119,10 @@ def alone_profile(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     from workbench.simulator.cost_model.device_profile import save_profile
     from workbench.simulator.fidelity.measured import load_graph
 
+    # named <network>_b<batch>, the keys the fit's stand-alone tables use
     graphs = ([models.squeezenet(1, resolution=32)] if args.quick
-              else [load_graph(net, batch) for net, batch in ALONE])
+              else [load_graph(net, batch).replace(name=f"{net}_b{batch}")
+                    for net, batch in ALONE])
     t0 = time.perf_counter()
     profile = calibrate_device(graphs, precision="tf32", warmup=args.warmup,
                                repeats=args.alone_repeats, torch_device=args.device,

@@ -12,11 +12,13 @@ once per module (about 1 s)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from workbench.errors import OptionError
+from workbench.simulator.cost_model.devices import get_device
 from workbench.simulator.fidelity import judge as J
 from workbench.simulator.fidelity import measured as M
 from workbench.simulator.fidelity.fit_device import fit_device, table_from_profile
@@ -288,3 +290,59 @@ def test_rank_correlation_of_exactly_the_minimum_passes() -> None:
     assert J.rank_correlation_ok(0.8 - 1e-12, 0.8)
     assert not J.rank_correlation_ok(0.79, 0.8)
     assert not J.rank_correlation_ok(math.nan, 0.8)
+
+
+def test_fit_device_fits_tensor_parameters_on_a_tf32_table() -> None:
+    """A TF32 stand-alone table the model made with tensor_efficiency = 0.45 (as the calibration
+    tool writes it, graph names ending in _b<batch>): stage 1 brings the parameter back from
+    0.7, and stage 2 no longer fits it."""
+    from workbench.simulator.cost_model.costs import graph_costs
+    from workbench.simulator.fidelity.fit_device import TENSOR_PARAMETERS
+
+    def with_tensor(value: float) -> Any:
+        spec = get_device("h200")
+        return replace(spec, model_overrides=tuple(sorted(
+            {**dict(spec.model_overrides), "tensor_efficiency": value}.items())))
+
+    g = M.load_graph("squeezenet", 1)
+    costs = graph_costs(g, with_tensor(0.45), precision="tf32")
+    profile = {"precision": "tf32", "ops": [
+        {"graph": "squeezenet_b1", "batch": 1, "op": op.id, "alone_us": c.alone_us}
+        for op, c in zip(g.ops, costs, strict=True)]}
+    table = table_from_profile(profile)
+    assert next(iter(table))[0] == "squeezenet_b1"          # not squeezenet_b1_b1
+    fitted = fit_device(with_tensor(0.7), tensor_table=table, graphs={"squeezenet_b1": g},
+                        kernel_parameters=["tensor_efficiency"], max_evaluations=30)
+    assert dict(fitted.model_overrides)["tensor_efficiency"] == pytest.approx(0.45, rel=0.02)
+    assert "tensor_efficiency" in TENSOR_PARAMETERS
+    with pytest.raises(OptionError, match="unknown fit parameter 'tensor_efficiency'"):
+        fit_device("h200", tensor_table=table, graphs={"squeezenet_b1": g},
+                   runs=[(M.load_schedule("squeezenet", 1, "serial"), "graph", "tf32", 426.4)],
+                   kernel_parameters=[], run_parameters=["tensor_efficiency"])
+    with pytest.raises(OptionError, match="not a tensor-core precision"):
+        fit_device("h200", tensor_table=table, graphs={"squeezenet_b1": g},
+                   tensor_precision="fp32")
+
+
+def test_refit_takes_a_tf32_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fit_measured_gpu hands a TF32 calibration profile to fit_device as its tensor table (its
+    graph keys resolved with the fp32 table's), in the profile's precision."""
+    from workbench.simulator.fidelity import refit
+
+    seen: dict[str, Any] = {}
+
+    def fake_fit(spec: Any, **kwargs: Any) -> Any:
+        seen.update(kwargs)
+        return spec
+
+    monkeypatch.setattr(refit, "fit_device", fake_fit)
+    g = M.load_graph("squeezenet", 16)
+    profile = {"precision": "tf32", "ops": [
+        {"graph": "squeezenet_b16", "batch": 16, "op": op.id, "alone_us": 5.0}
+        for op in g.ops[:3]]}
+    refit.fit_measured_gpu("h200", networks=("squeezenet",), tensor_profile=profile)
+    assert seen["tensor_table"] == {("squeezenet_b16", op.id): 5.0 for op in g.ops[:3]}
+    assert seen["tensor_precision"] == "tf32"
+    assert {"squeezenet_b1", "squeezenet_b16"} <= set(seen["graphs"])
+    refit.fit_measured_gpu("h200", networks=("inception_v3",), tensor_profile=profile)
+    assert seen["tensor_table"] == {}          # another network's ops are left out

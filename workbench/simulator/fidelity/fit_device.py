@@ -47,7 +47,8 @@ KERNEL_PARAMETERS: tuple[tuple[str, str, float, float], ...] = (
     ("elementwise_block_flops", "model", 0.0, 4096.0),
     ("window_efficiency", "model", 0.001, 0.5),
 )
-#: Fitted on measured makespans.
+#: Fitted on measured makespans; the tensor-core ones (:data:`TENSOR_PARAMETERS`) on a
+#: stand-alone table in a tensor-core precision instead, when there is one.
 RUN_PARAMETERS: tuple[tuple[str, str, float, float], ...] = (
     ("tensor_efficiency", "model", 0.05, 0.98),
     ("tensor_k_overhead", "model", 0.0, 1024.0),
@@ -56,6 +57,7 @@ RUN_PARAMETERS: tuple[tuple[str, str, float, float], ...] = (
     ("event_wait_us", "model", 0.0, 1.0),  # a graph edge: at most a kernel latency
     ("op_gap_us", "model", 0.0, 10.0),
 )
+TENSOR_PARAMETERS = ("tensor_efficiency", "tensor_k_overhead", "tensor_intensity_ref")
 Run = tuple[Any, str, str, float]  # (Schedule, mode, precision, measured µs)
 #: Starting points of stage 2 over the start given (each fitted, the lowest loss kept): the
 #: tensor-core tiles' fixed K-steps have a valley near tens of K-steps and one near hundreds
@@ -66,11 +68,14 @@ RUN_STARTS: tuple[dict[str, float], ...] = (
 
 def table_from_profile(profile: Mapping[str, Any]) -> dict[tuple[str, str], float]:
     """A calibration profile (``{"ops": [{"graph", "batch", "op", "alone_us", ...}], ...}``) as
-    the stand-alone table :func:`fit_device` takes."""
+    the stand-alone table :func:`fit_device` takes: keyed ``<graph>_b<batch>`` (a graph name
+    that already ends so is kept)."""
     out = {}
     for i, row in enumerate(profile.get("ops", ())):
         try:
-            key = (f"{row['graph']}_b{int(row['batch'])}", str(row["op"]))
+            graph, batch = str(row["graph"]), int(row["batch"])
+            key = (graph if graph.endswith(f"_b{batch}") else f"{graph}_b{batch}",
+                   str(row["op"]))
             us = float(row["alone_us"])
         except (KeyError, TypeError, ValueError) as exc:
             raise OptionError(f"calibration profile: ops[{i}] lacks graph/batch/op/alone_us "
@@ -199,9 +204,14 @@ def fit_device(base: str | DeviceSpec, *, table: Mapping[tuple[str, str], float]
                run_parameters: Sequence[str] | None = None, max_evaluations: int = 300,
                progress: Callable[[str], None] | None = None,
                start: Mapping[str, float] | None = None,
-               run_starts: Sequence[Mapping[str, float]] = RUN_STARTS) -> DeviceSpec:
+               run_starts: Sequence[Mapping[str, float]] = RUN_STARTS,
+               tensor_table: Mapping[tuple[str, str], float] | None = None,
+               tensor_precision: str = "tf32") -> DeviceSpec:
     """Fit ``base``'s parameters: stage 1 on the stand-alone ``table`` (with its ``graphs``),
-    stage 2 on the measured ``runs``; ``fixed``: model values set, not fitted (e.g.
+    stage 2 on the measured ``runs``; ``tensor_table``: stand-alone times in
+    ``tensor_precision`` (the calibration tool's output in TF32): stage 1 then fits the
+    tensor-core parameters (:data:`TENSOR_PARAMETERS`) on it too, and stage 2 leaves them;
+    ``fixed``: model values set, not fitted (e.g.
     ``{"concat_one_kernel": 1}``); ``*_parameters``: subsets of the stages' names; ``start``:
     starting values (default: the base's; the fit is local, so the start matters);
     ``run_starts``: stage 2's extra starting points over ``start`` (the best fit is kept).
@@ -209,15 +219,25 @@ def fit_device(base: str | DeviceSpec, *, table: Mapping[tuple[str, str], float]
     :func:`workbench.simulator.cost_model.devices.save_device`)."""
     spec = get_device(base)
     spec = apply({}, spec, fixed)[1]
-    if table:
+    if tensor_table and tensor_precision not in ("tf32", "fp16", "bf16"):
+        raise OptionError(f"fit_device: tensor_precision {tensor_precision!r} is not a "
+                          "tensor-core precision (tf32, fp16, bf16)")
+    tensor = [p for p in RUN_PARAMETERS if p[0] in TENSOR_PARAMETERS] if tensor_table else []
+    if table or tensor_table:
         if graphs is None:
             raise OptionError("fit_device: a stand-alone table needs its graphs")
-        params = _subset(KERNEL_PARAMETERS, kernel_parameters)
-        values = minimise(alone_loss(table, graphs), spec, params,
-                          max_evaluations=max_evaluations, progress=progress, start=start)
-        spec = apply(values, spec)[1]
+        parts = [alone_loss(t, graphs, prec) for t, prec in ((table, "fp32"),
+                                                              (tensor_table, tensor_precision))
+                 if t]
+        params = _subset([*(KERNEL_PARAMETERS if table else ()), *tensor], kernel_parameters)
+        if params:
+            values = minimise(_joined(parts), spec, params, max_evaluations=max_evaluations,
+                              progress=progress, start=start)
+            spec = apply(values, spec)[1]
     if runs:
-        params = _subset(RUN_PARAMETERS, run_parameters)
+        params = _subset([p for p in RUN_PARAMETERS if p not in tensor], run_parameters)
+        if not params:
+            return spec
         loss = run_loss(runs)
         best: tuple[float, DeviceSpec] | None = None
         for extra in run_starts:  # the stage-2 loss has several valleys: a few starts, the best
@@ -231,6 +251,14 @@ def fit_device(base: str | DeviceSpec, *, table: Mapping[tuple[str, str], float]
     return spec
 
 
+def _joined(parts: Sequence[Callable[[GpuModel, DeviceSpec], list[float]]]
+            ) -> Callable[[GpuModel, DeviceSpec], list[float]]:
+    """One residual function: every part's residuals, one after another."""
+    if len(parts) == 1:
+        return parts[0]
+    return lambda model, spec: [r for part in parts for r in part(model, spec)]
+
+
 def _subset(params: Sequence[tuple[str, str, float, float]],
             names: Sequence[str] | None) -> list[tuple[str, str, float, float]]:
     if names is None:
@@ -242,5 +270,5 @@ def _subset(params: Sequence[tuple[str, str, float, float]],
     return [p for p in params if p[0] in names]
 
 
-__all__ = ["KERNEL_PARAMETERS", "RUN_PARAMETERS", "alone_loss", "apply", "fit_device",
-           "minimise", "run_loss", "table_from_profile"]
+__all__ = ["KERNEL_PARAMETERS", "RUN_PARAMETERS", "TENSOR_PARAMETERS", "alone_loss", "apply",
+           "fit_device", "minimise", "run_loss", "table_from_profile"]

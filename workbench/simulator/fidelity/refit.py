@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.simulator.cost_model.devices import DeviceSpec, device_to_dict, get_device
-from workbench.simulator.fidelity.fit_device import RUN_STARTS, fit_device
+from workbench.simulator.fidelity.fit_device import RUN_STARTS, fit_device, table_from_profile
 from workbench.simulator.fidelity.judge import alone_graphs
 from workbench.simulator.fidelity.measured import (
     alone_provenance,
@@ -78,9 +78,12 @@ def fit_measured_gpu(gpu: str = "h200", *, base: str | DeviceSpec | None = None,
                      networks: tuple[str, ...] | None = None, max_evaluations: int = 120,
                      progress: Callable[[str], None] | None = None,
                      start: Mapping[str, float] | None = None,
-                     run_starts: Sequence[Mapping[str, float]] | None = None) -> DeviceSpec:
+                     run_starts: Sequence[Mapping[str, float]] | None = None,
+                     tensor_profile: Mapping[str, Any] | None = None) -> DeviceSpec:
     """Fit ``gpu`` on its shipped measurements (``networks``: only these networks' ops and
-    rows, e.g. for leave-one-network-out; ``start``: default :data:`HOPPER_START`).  The base
+    rows, e.g. for leave-one-network-out; ``start``: default :data:`HOPPER_START`;
+    ``tensor_profile``: a TF32 calibration profile, e.g. ``benchmarks/fidelity_probes.py``'s,
+    whose stand-alone times then fit the tensor-core parameters in stage 1).  The base
     spec is ``gpu``'s device file without its fitted overrides (spec-sheet figures only).
     Cost: 10-60 s."""
     spec = _spec_sheet(get_device(base or gpu))
@@ -89,10 +92,17 @@ def fit_measured_gpu(gpu: str = "h200", *, base: str | DeviceSpec | None = None,
     rows = [r for r in load_measured_rows(gpu) if networks is None or r.network in networks]
     runs = [(load_schedule(r.network, r.batch, r.policy, gpu), "graph", r.precision, r.graph_us)
             for r in rows]
-    return fit_device(spec, table=table, graphs=alone_graphs(table, gpu), runs=runs,
+    tensor_table = None
+    if tensor_profile is not None:
+        tensor_table = {k: v for k, v in table_from_profile(tensor_profile).items()
+                        if networks is None or k[0].rpartition("_b")[0] in networks}
+    graphs = alone_graphs({**table, **(tensor_table or {})}, gpu)
+    return fit_device(spec, table=table, graphs=graphs, runs=runs,
                       fixed=PYTORCH_LIBRARY, max_evaluations=max_evaluations, progress=progress,
                       start=HOPPER_START if start is None else start,
-                      run_starts=RUN_STARTS if run_starts is None else run_starts)
+                      run_starts=RUN_STARTS if run_starts is None else run_starts,
+                      tensor_table=tensor_table,
+                      tensor_precision=str((tensor_profile or {}).get("precision", "tf32")))
 
 
 def _spec_sheet(spec: DeviceSpec) -> DeviceSpec:
