@@ -162,10 +162,7 @@ def _refit(write: bool, evaluations: int, tf32_profile: str | None = None) -> No
     if tf32_profile:
         from workbench.simulator.cost_model.device_profile import load_profile
 
-        loaded = load_profile(tf32_profile)
-        profile = {"precision": loaded.precision,
-                   "ops": [{"graph": o.graph, "batch": o.batch, "op": o.op,
-                            "alone_us": o.alone_us} for o in loaded.ops]}
+        profile = load_profile(tf32_profile).to_dict()
     spec = fit_measured_gpu("h200", max_evaluations=evaluations, tensor_profile=profile,
                             progress=lambda m: print(m, file=sys.stderr, flush=True))
     note = provenance_note("h200")

@@ -347,8 +347,9 @@ def _compare(args: argparse.Namespace) -> int:
     else:
         speedup = table.loc[table["policy"] == best, "speedup"].max()
         print(clean(f"best: {best} ({speedup:.2f}x over serial); report: {path}"))
-        if result.near_tie_text:
-            print(clean("note: " + result.near_tie_text))
+        ties = result.near_tie_text
+        if ties:
+            print(clean("note: " + ties))
     for line in write_compare_outputs(result, args):
         print(clean(line))
     unfinished = table.loc[table["status"] != "measured", ["policy", "status"]]

@@ -70,7 +70,8 @@ def op_launches(op: Op, graph: Graph | None, spec: DeviceSpec, model: GpuModel, 
             if graph is not None else []
         if len(modelled) > 1:
             times = [time_launch(ln, spec, model).alone_us for ln in modelled]
-            ratio = fixed_us / sum(times) if sum(times) > 0 else 0.0
+            total = sum(times)
+            ratio = fixed_us / total if total > 0 else 0.0
             pinned = [t * ratio for t in times[:-1]]
             pinned.append(max(0.0, fixed_us - sum(pinned)))  # the parts add up to fixed_us
             return [ln._replace(fixed_us=t, detail="calibrated: " + ln.detail)

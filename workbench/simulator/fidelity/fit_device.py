@@ -29,7 +29,12 @@ from dataclasses import replace
 from typing import Any
 
 from workbench.errors import OptionError
-from workbench.simulator.cost_model.devices import DeviceSpec, get_device, with_overrides
+from workbench.simulator.cost_model.devices import (
+    PRECISIONS,
+    DeviceSpec,
+    get_device,
+    with_overrides,
+)
 from workbench.simulator.cost_model.kernel_model import GpuModel, model_for
 from workbench.values.graph import Graph
 
@@ -219,9 +224,10 @@ def fit_device(base: str | DeviceSpec, *, table: Mapping[tuple[str, str], float]
     :func:`workbench.simulator.cost_model.devices.save_device`)."""
     spec = get_device(base)
     spec = apply({}, spec, fixed)[1]
-    if tensor_table and tensor_precision not in ("tf32", "fp16", "bf16"):
+    tensor_precisions = [p for p in PRECISIONS if p != "fp32"]
+    if tensor_table and tensor_precision not in tensor_precisions:
         raise OptionError(f"fit_device: tensor_precision {tensor_precision!r} is not a "
-                          "tensor-core precision (tf32, fp16, bf16)")
+                          f"tensor-core precision ({', '.join(tensor_precisions)})")
     tensor = [p for p in RUN_PARAMETERS if p[0] in TENSOR_PARAMETERS] if tensor_table else []
     if table or tensor_table:
         if graphs is None:

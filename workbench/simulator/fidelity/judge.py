@@ -243,6 +243,5 @@ def alone_summary(errors: pd.DataFrame) -> dict[str, Any]:
 
 
 __all__ = ["CASE_TOLERANCE", "SPEARMAN_SLACK", "alone_errors", "alone_graphs", "alone_summary",
-           "noise_tied_ranks",
-           "case_label", "case_table", "cases", "misses", "rank_correlation_ok", "shape_class",
-           "simulate_rows", "spearman"]
+           "case_label", "case_table", "cases", "misses", "noise_tied_ranks",
+           "rank_correlation_ok", "shape_class", "simulate_rows", "spearman"]

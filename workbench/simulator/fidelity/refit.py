@@ -87,15 +87,13 @@ def fit_measured_gpu(gpu: str = "h200", *, base: str | DeviceSpec | None = None,
     spec is ``gpu``'s device file without its fitted overrides (spec-sheet figures only).
     Cost: 10-60 s."""
     spec = _spec_sheet(get_device(base or gpu))
-    table = {k: v for k, v in alone_table(gpu).items()
-             if networks is None or k[0].rpartition("_b")[0] in networks}
+    table = _of_networks(alone_table(gpu), networks)
     rows = [r for r in load_measured_rows(gpu) if networks is None or r.network in networks]
     runs = [(load_schedule(r.network, r.batch, r.policy, gpu), "graph", r.precision, r.graph_us)
             for r in rows]
     tensor_table = None
     if tensor_profile is not None:
-        tensor_table = {k: v for k, v in table_from_profile(tensor_profile).items()
-                        if networks is None or k[0].rpartition("_b")[0] in networks}
+        tensor_table = _of_networks(table_from_profile(tensor_profile), networks)
     graphs = alone_graphs({**table, **(tensor_table or {})}, gpu)
     return fit_device(spec, table=table, graphs=graphs, runs=runs,
                       fixed=PYTORCH_LIBRARY, max_evaluations=max_evaluations, progress=progress,
@@ -103,6 +101,14 @@ def fit_measured_gpu(gpu: str = "h200", *, base: str | DeviceSpec | None = None,
                       run_starts=RUN_STARTS if run_starts is None else run_starts,
                       tensor_table=tensor_table,
                       tensor_precision=str((tensor_profile or {}).get("precision", "tf32")))
+
+
+def _of_networks(table: Mapping[tuple[str, str], float], networks: tuple[str, ...] | None
+                 ) -> dict[tuple[str, str], float]:
+    """The entries of a stand-alone table (keyed ``<network>_b<batch>``) of ``networks``; all
+    of them for ``None``."""
+    return {k: v for k, v in table.items()
+            if networks is None or k[0].rpartition("_b")[0] in networks}
 
 
 def _spec_sheet(spec: DeviceSpec) -> DeviceSpec:
