@@ -148,3 +148,15 @@ def render(template: str, fmt: str, value: object) -> str:
         return fmt.format(v)
 
     return template.format(*(one(v) for v in (value if isinstance(value, tuple) else (value,))))
+
+
+def quoted_ids(entries: list[tuple[str, str, str, object]]) -> list[str]:
+    """Test ids of (notebook, template, format, compute) entries: the notebook's number and the
+    template."""
+    return [f"{nb[:2]}:{text}" for nb, text, _, _ in entries]
+
+
+def assert_quoted(notebook: str, text: str, fmt: str, compute: object) -> None:
+    """The notebook's prose says ``text`` with the value ``compute()`` gives, in ``fmt``."""
+    quoted = render(text, fmt, compute())  # type: ignore[operator]
+    assert quoted in prose(notebook), f"{notebook}: the prose should say {quoted!r}"

@@ -4,32 +4,18 @@ CSV, the simulated makespan beside each, and the TF32 stand-alone profile the fi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
 
-from workbench.executors.execute import EXECUTORS
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests._benchmarks import load_benchmark, need_torch_executor
 
 
 def test_quick_cpu_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("torch")
-    if "torch" not in EXECUTORS or not EXECUTORS.available("torch"):
-        pytest.skip("the torch executor is not registered here")
-    probes = _load("fidelity_probes")
+    need_torch_executor()
+    probes = load_benchmark("fidelity_probes")
     assert probes.main(["--device", "cpu", "--quick", "--out", str(tmp_path)]) == 0
     result = json.loads((tmp_path / "probes.json").read_text())
     rows = result["rows"]
@@ -52,6 +38,6 @@ def test_quick_cpu_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_bad_repeats_are_refused() -> None:
-    probes = _load("fidelity_probes")
+    probes = load_benchmark("fidelity_probes")
     with pytest.raises(SystemExit):
         probes.parse(["--repeats", "0"])

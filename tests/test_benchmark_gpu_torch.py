@@ -4,31 +4,17 @@ the measured-oracle IOS row; the table beside the H200 reference figures."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from workbench.executors.execute import EXECUTORS
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests._benchmarks import load_benchmark, need_torch_executor
 
 
 def test_quick_cpu_run_through_gpu_py(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("torch")
-    if "torch" not in EXECUTORS or not EXECUTORS.available("torch"):
-        pytest.skip("the torch executor is not registered here")
-    gpu = _load("gpu")
+    need_torch_executor()
+    gpu = load_benchmark("gpu")
     assert gpu.main(["--executor", "torch", "--device", "cpu", "--quick", "--networks",
                      "squeezenet", "--policies", "nnc", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -52,7 +38,7 @@ def test_quick_cpu_run_through_gpu_py(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_table_text_formats_cells() -> None:
-    bench = _load("gpu_torch")
+    bench = load_benchmark("gpu_torch")
     text = bench.table_text([{"network": "squeezenet", "batch": 1, "precision": "fp32",
                               "mode": "graph", "policy": "nnc", "status": "ok", "streams": 3,
                               "makespan_median_us": 480.0, "makespan_spread_us": 2.5,
@@ -64,7 +50,7 @@ def test_table_text_formats_cells() -> None:
 def test_cases_past_the_budget_are_trimmed_and_said(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
-    bench = _load("gpu_torch")
+    bench = load_benchmark("gpu_torch")
     assert bench.main(["--device", "cpu", "--quick", "--budget-s", "0", "--out",
                        str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import workbench as wb
-from tests._quoted_text import prose, render
+from tests._quoted_text import assert_quoted, quoted_ids
 
 NB01, NB02, NB05 = ("01_nnc_static_schedule.ipynb", "02_raf_wavefront_asap_ios.ipynb",
                     "05_gpu_execution.ipynb")
@@ -200,9 +200,7 @@ QUOTED = [  # (notebook, text with {} where the figure stands, its format, the c
 ]
 
 
-@pytest.mark.parametrize("notebook,text,fmt,compute", QUOTED,
-                         ids=[f"{nb[:2]}:{text}" for nb, text, _, _ in QUOTED])
+@pytest.mark.parametrize("notebook,text,fmt,compute", QUOTED, ids=quoted_ids(QUOTED))
 def test_quoted_figure_is_the_computed_one(notebook: str, text: str, fmt: str,
                                            compute: object) -> None:
-    quoted = render(text, fmt, compute())  # type: ignore[operator]
-    assert quoted in prose(notebook), f"{notebook}: the prose should say {quoted!r}"
+    assert_quoted(notebook, text, fmt, compute)
