@@ -66,13 +66,22 @@ def load(path: str | Path, *, dims: Mapping[str, int] | None = None,
 
 
 def save(graph: Graph, path: str | Path) -> Path:
-    """Save a graph; the format comes from the suffix (``.json``, ``.dot``)."""
+    """Save a graph; the format comes from the suffix (``.json``, ``.dot``).  A graph imported
+    from a model keeps its program (its weights, its calls: ``graph.program``) in memory only:
+    the file holds the graph, and a one-line warning says so."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SAVERS:
         raise FormatError(f"{path}: cannot save as {path.suffix!r} (known: "
                           f"{', '.join(sorted(SAVERS))})")
-    return SAVERS.get(suffix)(graph, path)
+    written = SAVERS.get(suffix)(graph, path)
+    if graph.program is not None:
+        from workbench._checks import warn_line
+
+        warn_line(f"{path.name}: saved the graph only; its program ({graph.program.describe()} "
+                  f"weights and calls) stays in memory, so executing the loaded file runs "
+                  f"random weights", str(path))
+    return written
 
 
 __all__ = ["LOADERS", "SAVERS", "execution_graph", "from_torch", "graph_from_dict",

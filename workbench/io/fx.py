@@ -22,7 +22,9 @@ from typing import Any
 
 from workbench.errors import FormatError, GraphError, OptionError
 from workbench.io import attention_costs
-from workbench.values.graph import Graph, Op, Tensor
+from workbench.io.torch_attrs import call_attrs, module_attrs
+from workbench.io.torch_program import TorchProgram, effects
+from workbench.values.graph import Graph, Op, OpId, Tensor, TensorId
 from workbench.values.ops import FLOPS_PER_ELEMENT, TORCH_ALIASES
 from workbench.values.shape_costs import (
     VIEW_COST,
@@ -185,26 +187,6 @@ def _arg_window(args: Sequence[Any], kwargs: Mapping[str, Any]) -> int | None:
     return None
 
 
-#: Positional parameters of functional calls whose values the cost model reads (after the
-#: tensor arguments): ``F.conv2d(x, w, b, stride, padding, dilation, groups)``, pooling windows.
-_CALL_PARAMS: dict[str, tuple[str, ...]] = {
-    "conv1d": ("", "", "", "stride", "padding", "dilation", "groups"),
-    "conv2d": ("", "", "", "stride", "padding", "dilation", "groups"),
-    "conv3d": ("", "", "", "stride", "padding", "dilation", "groups"),
-    "max_pool2d": ("", "kernel_size", "stride", "padding"),
-    "avg_pool2d": ("", "kernel_size", "stride", "padding"),
-}
-
-
-def _call_attrs(label: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """``stride``/``groups``/``kernel_size``... of a functional call, positional or keyword."""
-    names = _CALL_PARAMS.get(label, ())
-    found = {name: args[i] for i, name in enumerate(names) if name and i < len(args)}
-    found.update({k: v for k, v in kwargs.items() if k in names})
-    return {k: _plain(v) for k, v in found.items()
-            if isinstance(v, (int, list, tuple)) and not isinstance(v, bool)}
-
-
 def cost_of_call(label: str, ins: Sequence[Info], outs: Sequence[Info],
                  args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None
                  ) -> tuple[str, ShapeCost | None, dict[str, Any]]:
@@ -214,7 +196,7 @@ def cost_of_call(label: str, ins: Sequence[Info], outs: Sequence[Info],
     cost None.  O(rank)."""
     kwargs = kwargs or {}
     entry = FUNCTIONS.get(label) or FUNCTIONS.get(label.rstrip("_"))
-    attrs = _call_attrs(label, args, kwargs)
+    attrs = call_attrs(label, args, kwargs)
     if entry is None:
         return label.strip("_").lower() or "op", None, attrs
     if entry[1] == "view":
@@ -294,19 +276,6 @@ def _info(meta: Any) -> TensorInfo | None:
     return TensorInfo(shape, itemsize)
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return value
-    if isinstance(value, (tuple, list)):
-        return [_plain(v) for v in value]
-    return str(value)
-
-
-_MODULE_ATTRS = ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation",
-                 "groups", "in_features", "out_features", "eps", "output_size", "p",
-                 "normalized_shape", "num_features", "negative_slope", "dim")
-
-
 def _target_name(node: Any) -> str:
     target = node.target
     if isinstance(target, str):
@@ -327,7 +296,17 @@ def from_torch(module: Any, example_inputs: Any, *, name: str | None = None,
     Op kinds follow the model builders (``Conv2d`` -> ``conv2d``, ``Linear`` -> ``matmul``,
     ``cat`` -> ``concat``, ``+`` -> ``add``, ``view`` -> ``reshape``, ...).  Unknown targets get
     a default cost (FLOPs = output elements) and ``attrs["cost"] = "default"``, listed in one
-    warning.  Complexity: one fake-tensor pass over the module plus O(nodes).
+    warning.
+
+    The graph keeps the traced module as its program (``graph.program``, a
+    :class:`~workbench.io.torch_program.TorchProgram`): the torch executor then runs each op as
+    the call the model makes, with the module's own parameters and buffers, so a schedule of the
+    graph computes what ``module(*example_inputs)`` computes.  In-place calls (``relu_``,
+    ``add_``, ``copy_`` into a view) become ordering edges: an op that reads a storage after an
+    in-place write follows the writer, and the ops that read it before the write precede it
+    (control edges), so no schedule can reorder a read across a write.  Python values computed
+    from tensors (``x.size(0)``) are host work, not ops; an op that uses one follows the ops it
+    was computed from.  Complexity: one fake-tensor pass over the module plus O(nodes + edges).
     """
     try:
         import torch
@@ -340,95 +319,183 @@ def from_torch(module: Any, example_inputs: Any, *, name: str | None = None,
 
     gm, tracer = _trace(torch, module, args, check_choice(tracer, ("auto", "export", "fx"),
                                                            "tracer"))
-    tensors: dict[str, Tensor] = {}
-    infos: dict[str, Info] = {}
-    produced: dict[str, str] = {}  # fx node name -> tensor id
-    ops: list[Op] = []
-    defaulted: Counter[str] = Counter()
-    outputs: list[str] = []
+    return graph_of_module(gm, tracer=tracer, name=name or type(module).__name__,
+                           example=args, model=module)
 
-    def add_tensor(tid: str, metas: list[Any], producer: str | None, role: str) -> None:
+
+def graph_of_module(gm: Any, *, tracer: str, name: str, example: tuple[Any, ...] = (),
+                    model: Any = None) -> Graph:
+    """The Graph of a traced ``torch.fx.GraphModule`` whose nodes carry shapes (``tensor_meta`` or
+    ``val`` in ``node.meta``), with the module as its program (``example``: the arguments it was
+    traced with; ``model``: the user's module); see :func:`from_torch`.  O(nodes + edges)."""
+    builder = _Importer(gm, tracer)
+    for node in gm.graph.nodes:
+        builder.visit(node)
+    return builder.graph(name, example, model)
+
+
+class _Importer:
+    """One pass over the fx nodes in program order: tensors, ops, costs and ordering edges."""
+
+    def __init__(self, gm: Any, tracer: str) -> None:
+        self.gm, self.tracer = gm, tracer
+        self.tensors: dict[TensorId, Tensor] = {}
+        self.infos: dict[TensorId, Info] = {}
+        self.produced: dict[str, TensorId] = {}  # fx node name -> tensor id
+        self.ops: list[Op] = []
+        self.defaulted: Counter[str] = Counter()
+        self.outputs: list[TensorId] = []
+        self.placeholders: list[str] = []
+        # storage aliasing: fx node -> storage root; root -> last in-place writer, readers since
+        self.root: dict[str, str] = {}
+        self.writer: dict[str, OpId] = {}
+        self.readers: dict[str, list[OpId]] = {}
+        self.control: dict[tuple[OpId, OpId], None] = {}
+        self.host_deps: dict[str, tuple[OpId, ...]] = {}  # host node -> ops it was computed from
+        self.op_of: dict[str, OpId] = {}  # fx node name -> op id (ops only)
+        self.position: dict[str, int] = {}  # fx node name -> index in program order
+
+    def add_tensor(self, tid: TensorId, metas: list[Any], producer: str | None,
+                   role: str) -> None:
         parts = [_info(m) for m in metas]
         size = sum(i.nbytes for i in parts if i is not None)
         one = parts[0] if len(parts) == 1 else None
         dtype = str(metas[0].dtype).replace("torch.", "") if len(metas) == 1 else "float32"
-        tensors[tid] = Tensor(tid, size, producer=producer, role=role,
-                              shape=one.shape if one else (), dtype=dtype)
+        self.tensors[tid] = Tensor(tid, size, producer=producer, role=role,
+                                   shape=one.shape if one else (), dtype=dtype)
         # a container output (split, chunk) is known by its bytes only
-        infos[tid] = one if len(parts) == 1 else (
+        self.infos[tid] = one if len(parts) == 1 else (
             TensorInfo((size,), 1) if parts and None not in parts else None)
 
-    for node in gm.graph.nodes:
+    def visit(self, node: Any) -> None:
+        self.position[node.name] = len(self.position)
         if node.op == "placeholder":
-            add_tensor(node.name, _meta(node), None, "input")
-            produced[node.name] = node.name
+            self.add_tensor(node.name, _meta(node), None, "input")
+            self.produced[node.name] = node.name
+            self.placeholders.append(node.name)
+            self.root[node.name] = node.name
         elif node.op == "get_attr":
             tid = str(node.target)
-            if tid not in tensors:
-                add_tensor(tid, _meta(node), None, "parameter")
-            produced[node.name] = tid
+            if tid not in self.tensors:
+                self.add_tensor(tid, _meta(node), None, "parameter")
+            self.produced[node.name] = tid
+            self.root[node.name] = tid
         elif node.op == "output":
-            outputs = [produced[n.name] for n in _arg_nodes(node.args) if n.name in produced]
+            self.outputs = [self.produced[n.name] for n in _arg_nodes(node.args)
+                            if n.name in self.produced]
         elif node.op in ("call_module", "call_function", "call_method"):
-            metas = _meta(node)
-            if not metas:
-                continue  # Python values (sizes, shapes): host work, not a kernel
-            sub = gm.get_submodule(node.target) if node.op == "call_module" else None
-            inputs = [produced[n.name] for n in _arg_nodes((node.args, node.kwargs))
-                      if n.name in produced]
-            attrs: dict[str, Any] = {"fx_op": node.op, "tracer": tracer}
-            if sub is not None:
-                type_name = type(sub).__name__
-                entry = MODULES.get(type_name)
-                attrs.update({"target": str(node.target), "module": type_name})
-                attrs.update({a: _plain(getattr(sub, a)) for a in _MODULE_ATTRS
-                              if hasattr(sub, a)})
-                for pname, p in [*sub.named_parameters(recurse=False),
-                                 *sub.named_buffers(recurse=False)]:
-                    if pname == "num_batches_tracked":
-                        continue  # a training counter, not read by the kernel
-                    tid = f"{node.target}.{pname}"
-                    if tid not in tensors:
-                        add_tensor(tid, [p], None, "parameter")
-                    inputs.append(tid)
-                label = type_name
-            else:
-                label = _target_name(node)
-                entry = FUNCTIONS.get(label)
-                attrs["target"] = label
-                attrs.update(_call_attrs(label, node.args, node.kwargs))
-            tid = f"{node.name}:out"
-            add_tensor(tid, metas, node.name, "activation")
-            produced[node.name] = tid
-            ins = [infos[t] for t in inputs]
-            outs = [_info(m) for m in metas]
-            kind = entry[0] if entry else label.lower().strip("_") or "op"
-            cost = (_cost(entry[1], entry[2], ins, outs, sub, node.args, node.kwargs)
-                    if entry else None)
-            if entry and entry[1] == "view":
-                attrs["view"] = True
-            if cost is None:
-                defaulted[f"{label} ({'unknown' if entry is None else 'shapes unknown'})"] += 1
-                cost = default_cost(ins, outs)
-                attrs["cost"] = "default"
-            ops.append(Op(node.name, kind=kind, flops=float(cost.flops),
-                          bytes_read=int(cost.bytes_read), bytes_written=int(cost.bytes_written),
-                          inputs=tuple(dict.fromkeys(inputs)), outputs=(tid,),
-                          thread_blocks=int(cost.thread_blocks), attrs=attrs))
-    if defaulted:
-        listed = ", ".join(f"{k} ×{v}" for k, v in sorted(defaulted.items()))
-        warnings.warn(f"from_torch: {sum(defaulted.values())} op(s) imported with a default cost "
-                      f"(flops = output elements): {listed}", stacklevel=2)
-    for t in dict.fromkeys(outputs):
-        old = tensors[t]
-        if old.producer is not None:
-            tensors[t] = Tensor(old.id, old.size_bytes, producer=old.producer, role="output",
-                                shape=old.shape, dtype=old.dtype)
-    try:
-        return Graph(ops, tensors.values(), outputs=list(dict.fromkeys(outputs)),
-                     name=name or type(module).__name__)
-    except GraphError as exc:
-        raise GraphError(_line(f"from_torch: {exc}")) from None
+            if _meta(node):
+                self.visit_op(node)
+            else:  # Python values (sizes, shapes): host work, not a kernel
+                self.host_deps[node.name] = self.ops_behind(_arg_nodes((node.args, node.kwargs)))
+
+    def ops_behind(self, nodes: Sequence[Any]) -> tuple[OpId, ...]:
+        """The ops whose results the host values among ``nodes`` were computed from."""
+        found: dict[OpId, None] = {}
+        for n in nodes:
+            if n.name in self.op_of:
+                found[self.op_of[n.name]] = None
+            for op in self.host_deps.get(n.name, ()):
+                found[op] = None
+        return tuple(found)
+
+    def visit_op(self, node: Any) -> None:
+        metas = _meta(node)
+        sub = self.gm.get_submodule(node.target) if node.op == "call_module" else None
+        arg_nodes = _arg_nodes((node.args, node.kwargs))
+        inputs = [self.produced[n.name] for n in arg_nodes if n.name in self.produced]
+        attrs: dict[str, Any] = {"fx_op": node.op, "tracer": self.tracer}
+        if sub is not None:
+            type_name = type(sub).__name__
+            entry = MODULES.get(type_name)
+            attrs.update({"target": str(node.target), "module": type_name})
+            attrs.update(module_attrs(sub))
+            for pname, p in [*sub.named_parameters(recurse=False),
+                             *sub.named_buffers(recurse=False)]:
+                if pname == "num_batches_tracked":
+                    continue  # a training counter, not read by the kernel
+                tid = f"{node.target}.{pname}"
+                if tid not in self.tensors:
+                    self.add_tensor(tid, [p], None, "parameter")
+                inputs.append(tid)
+            label = type_name
+        else:
+            label = _target_name(node)
+            entry = FUNCTIONS.get(label)
+            attrs["target"] = label
+            attrs.update(call_attrs(label, node.args, node.kwargs))
+        tid = f"{node.name}:out"
+        self.add_tensor(tid, metas, node.name, "activation")
+        self.produced[node.name] = tid
+        self.op_of[node.name] = node.name
+        ins = [self.infos[t] for t in inputs]
+        outs = [_info(m) for m in metas]
+        kind = entry[0] if entry else label.lower().strip("_") or "op"
+        cost = (_cost(entry[1], entry[2], ins, outs, sub, node.args, node.kwargs)
+                if entry else None)
+        view = bool(entry and entry[1] == "view")
+        if view:
+            attrs["view"] = True
+        if cost is None:
+            self.defaulted[f"{label} ({'unknown' if entry is None else 'shapes unknown'})"] += 1
+            cost = default_cost(ins, outs)
+            attrs["cost"] = "default"
+        self.order(node, arg_nodes, sub, view)
+        self.ops.append(Op(node.name, kind=kind, flops=float(cost.flops),
+                           bytes_read=int(cost.bytes_read),
+                           bytes_written=int(cost.bytes_written),
+                           inputs=tuple(dict.fromkeys(inputs)), outputs=(tid,),
+                           thread_blocks=int(cost.thread_blocks), attrs=attrs))
+
+    def order(self, node: Any, arg_nodes: Sequence[Any], sub: Any, view: bool) -> None:
+        """The ordering edges of op ``node`` beyond its data edges: after the ops its host
+        arguments came from; after the last in-place writer of every storage it reads through a
+        value named before that write (a value named after it already depends on the writer);
+        and, when it writes a storage in place, after every op that read that storage since the
+        last write (which then must not see the new value)."""
+        op = node.name
+        alias, written = effects(node, module=sub, view=view)
+        self.root[op] = self.root.get(alias.name, alias.name) if alias is not None else op
+        for before in self.ops_behind([n for n in arg_nodes if n.name in self.host_deps]):
+            self.control[(before, op)] = None
+        roots = {self.root[n.name] for n in arg_nodes if n.name in self.root}
+        for n in arg_nodes:
+            w = self.writer.get(self.root.get(n.name, ""))
+            if w is not None and w != op and self.position[n.name] < self.position[w]:
+                self.control[(w, op)] = None
+        for target in written:
+            r = self.root.get(target.name, target.name)
+            for reader in self.readers.get(r, ()):
+                if reader != op:
+                    self.control[(reader, op)] = None
+            self.writer[r] = op
+            self.readers[r] = []
+        if not view:  # a view reads no data; its consumers read the storage
+            for r in roots:
+                self.readers.setdefault(r, []).append(op)
+
+    def graph(self, name: str, example: tuple[Any, ...], model: Any) -> Graph:
+        if self.defaulted:
+            listed = ", ".join(f"{k} ×{v}" for k, v in sorted(self.defaulted.items()))
+            warnings.warn(f"from_torch: {sum(self.defaulted.values())} op(s) imported with a "
+                          f"default cost (flops = output elements): {listed}", stacklevel=3)
+        for t in dict.fromkeys(self.outputs):
+            old = self.tensors[t]
+            if old.producer is not None:
+                self.tensors[t] = Tensor(old.id, old.size_bytes, producer=old.producer,
+                                         role="output", shape=old.shape, dtype=old.dtype)
+        data = {(p, o.id) for o in self.ops for t in o.inputs
+                for p in [self.tensors[t].producer] if p is not None}
+        control = [edge for edge in self.control if edge not in data]
+        program = TorchProgram(self.gm, placeholders=self.placeholders,
+                               outputs=list(dict.fromkeys(self.outputs)),
+                               ops=[o.id for o in self.ops], tracer=self.tracer, name=name,
+                               example=example, model=model)
+        try:
+            return Graph(self.ops, self.tensors.values(), control,
+                         outputs=list(dict.fromkeys(self.outputs)), name=name, program=program)
+        except GraphError as exc:
+            raise GraphError(_line(f"from_torch: {exc}")) from None
 
 
 def _arg_nodes(args: Any) -> list[Any]:
@@ -451,4 +518,4 @@ def _arg_nodes(args: Any) -> list[Any]:
     return found
 
 
-__all__ = ["FUNCTIONS", "MODULES", "cost_of_call", "from_torch"]
+__all__ = ["FUNCTIONS", "MODULES", "cost_of_call", "from_torch", "graph_of_module"]

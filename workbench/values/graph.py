@@ -38,6 +38,7 @@ from workbench.values.graph_items import TensorId as TensorId
 from workbench.values.graph_items import priority_topological_order as priority_topological_order
 from workbench.values.ops import CONTROL_KINDS as CONTROL_KINDS  # re-exported
 from workbench.values.ops import NO_TASK_KINDS as NO_TASK_KINDS  # re-exported
+from workbench.values.program import ModelProgram
 
 
 class Graph:
@@ -55,6 +56,12 @@ class Graph:
         Extra ``(before, after)`` ordering edges between op ids.
     outputs:
         Graph output tensors; default: every produced tensor that no op consumes.
+    program:
+        What it takes to run the model the graph was imported from, with its own weights (a
+        :class:`~workbench.values.program.ModelProgram`: the traced PyTorch calls and parameters
+        of :func:`workbench.io.from_torch`, the initializers of an ONNX file), or ``None``.  An
+        attachment, not part of the value: :meth:`replace` and the passes built on it keep it,
+        equality ignores it, and ``save`` and pickling drop it.
 
     Examples
     --------
@@ -67,7 +74,7 @@ class Graph:
 
     __slots__ = (
         "name", "_ops", "_tensors", "_control", "_outputs", "_index", "_succ", "_pred",
-        "_data_pred", "_consumers", "_topo", "_cache",
+        "_data_pred", "_consumers", "_topo", "_cache", "program",
     )
 
     def __init__(
@@ -78,8 +85,10 @@ class Graph:
         *,
         outputs: Iterable[TensorId] | None = None,
         name: str = "graph",
+        program: ModelProgram | None = None,
     ) -> None:
         self.name = str(name)
+        self.program = program
         self._ops: tuple[Op, ...] = tuple(_known_device(op) for op in ops)
         self._cache: dict[str, Any] = {}
         self._index: dict[OpId, int] = {}
@@ -286,6 +295,7 @@ class Graph:
             self._control if control_edges is None else control_edges,
             outputs=self._outputs if outputs is None and ops is None else outputs,
             name=self.name if name is None else name,
+            program=self.program,
         )
 
     def subgraph(self, op_ids: Iterable[OpId], *, name: str | None = None) -> Graph:
@@ -454,6 +464,16 @@ class Graph:
                         if a.kind in CONTROL_KINDS))
 
     __hash__ = None  # type: ignore[assignment]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without :attr:`program` (a model's calls and weights stay in the process that
+        imported it; a forked worker inherits them without pickling)."""
+        return {k: getattr(self, k) for k in self.__slots__ if k != "program"}
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        self.program = None
 
     # ----------------------------------------------------------------------------- networkx
     def to_networkx(self) -> Any:

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 from workbench.executors.torch_exec.host import Timing
 from workbench.executors.torch_exec.program import Program
-from workbench.executors.torch_exec.values import Evaluator
+from workbench.executors.torch_exec.values import EvaluatorLike as Evaluator
 
 
 class CudaLike(Protocol):
@@ -71,6 +71,18 @@ class Streams:
         self.barrier_in = {s: cuda.Event() for s in program.streams}
         self.barrier_out = cuda.Event()
         self.barriers_as_joins = 0  # device_sync barriers realised as joins (under capture)
+        self.current: Any = None  # the stream the op being issued runs on
+
+    def record_use(self, tensor: Any, stream: Any) -> None:
+        """Tell the caching allocator that ``stream`` reads ``tensor`` (``record_stream``), so its
+        block is not handed out again before that read is done.  The fake CUDA of the tests
+        defines ``record_stream(tensor, stream)`` to log it; ``torch.cuda`` has no such function,
+        so the tensor's own method is called."""
+        recorder = getattr(self.cuda, "record_stream", None)
+        if recorder is not None:
+            recorder(tensor, stream)
+        else:
+            tensor.record_stream(stream)
 
     def join_all(self) -> None:
         """Every stream's work so far happens before the launching stream's next work."""
@@ -112,6 +124,7 @@ def issue(rt: Streams, run_op: Callable[[str], None], *, marks: Marks | None = N
             st.wait_event(rt.sync[a])
         if issue_ns is not None:
             issue_ns[step.index] = clock()
+        rt.current = st
         with cuda.stream(st):
             if marks is not None:
                 marks[step.index][0].record(st)
@@ -120,6 +133,7 @@ def issue(rt: Streams, run_op: Callable[[str], None], *, marks: Marks | None = N
                 marks[step.index][1].record(st)
         if step.record:
             rt.sync[step.op].record(st)
+    rt.current = None
     if program.trailing_barrier:
         rt.barrier(capturing=capturing)
     rt.join_all()
@@ -172,10 +186,11 @@ def time_eager(rt: Streams, evaluator: Evaluator, *, warmup: int, repeats: int) 
 
 
 class Captured:
-    """A captured CUDA graph with the tensors its replays write (kept alive with it)."""
+    """A captured CUDA graph with the outputs its replays write (kept alive with it): the graph
+    outputs by tensor id and what the model returns (see :meth:`Evaluator.result`)."""
 
-    def __init__(self, graph: Any, values: dict[str, Any], state: dict[str, Any]) -> None:
-        self.graph, self.values, self.state = graph, values, state
+    def __init__(self, graph: Any, outputs: dict[str, Any], result: Any) -> None:
+        self.graph, self.outputs, self.result = graph, outputs, result
 
 
 def capture(rt: Streams, evaluator: Evaluator, *, marks: Marks | None = None,
@@ -189,7 +204,7 @@ def capture(rt: Streams, evaluator: Evaluator, *, marks: Marks | None = None,
         if origin is not None:
             origin.record(rt.launch)
         issue(rt, evaluator.run_op, marks=marks, capturing=True)
-    return Captured(graph, dict(evaluator.values), dict(evaluator.state))
+    return Captured(graph, evaluator.outputs(), evaluator.result())
 
 
 def replay(rt: Streams, captured: Captured) -> None:

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from workbench.executors.torch_exec.program import Program
-from workbench.executors.torch_exec.values import Evaluator
+from workbench.executors.torch_exec.values import EvaluatorLike as Evaluator
 
 
 @dataclass

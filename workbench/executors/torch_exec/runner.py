@@ -21,17 +21,22 @@ import numpy as np
 
 from workbench.errors import DeviceUnavailable, OptionError, ScheduleError
 from workbench.executors.torch_exec import cuda as cuda_run
+from workbench.executors.torch_exec.calls import CallEvaluator
+from workbench.executors.torch_exec.check import check_against_model
 from workbench.executors.torch_exec.frame import device_info, makespan_stats, trace_frame
-from workbench.executors.torch_exec.host import run_host
+from workbench.executors.torch_exec.host import run_host, run_once
 from workbench.executors.torch_exec.program import build_program
 from workbench.executors.torch_exec.values import (
     PRECISIONS,
     Evaluator,
+    EvaluatorLike,
+    as_tensor,
     compare_outputs,
     dtype_of,
     initial_tensors,
     to_numpy,
 )
+from workbench.io.torch_program import TorchProgram
 from workbench.simulator.cost_model.devices import DEVICES, DeviceSpec, get_device
 from workbench.values.op_torch import torch_module
 from workbench.values.schedule import Schedule, schedule_serial
@@ -138,39 +143,90 @@ def _check(schedule: Any, mode: str, precision: str, warmup: Any, repeats: Any) 
                               f"got {value!r}")
 
 
+def _evaluator(schedule: Schedule, *, seed: int, inputs: Any, device: str,
+               precision: str) -> tuple[EvaluatorLike, dict[str, Any]]:
+    """The evaluator of a run of ``schedule`` on ``device``, and what ``meta`` says of its
+    values.  A graph with a traced module (``from_torch``) runs the model's own calls with its
+    own parameters and ``inputs`` (the model's arguments; default: the example it was traced
+    with); a graph with weights (an ONNX file) runs the kinds' torch forms on them with
+    ``inputs`` (the model's inputs, positional or by name; default: drawn); any other graph runs
+    the torch forms on drawn weights and inputs (``inputs`` by tensor id overrides some)."""
+    graph, program = schedule.graph, schedule.graph.program
+    where = _tensor_device(device)
+    if isinstance(program, TorchProgram):
+        dtype = None if precision in ("fp32", "tf32") else dtype_of(precision)
+        given = program.graph_inputs(program.example if inputs is None else inputs)
+        values = {k: as_tensor(v, device=where, dtype=dtype) if _is_tensor(v) else v
+                  for k, v in given.items()}
+        evaluator = CallEvaluator(graph, program, values, module=program.module_on(where, dtype))
+        return evaluator, {"weights": program.describe(),
+                           "inputs": "the example traced" if inputs is None else "given"}
+    if program is not None:
+        mapped = program.graph_inputs(inputs) if inputs is not None else {}
+        initial = initial_tensors(graph, seed=seed, inputs=mapped, device=where,
+                                  precision=precision)
+        return Evaluator(graph, initial), {
+            "weights": program.describe(),
+            "inputs": "given" if inputs is not None else f"drawn (seed {seed})"}
+    if inputs is not None and not isinstance(inputs, Mapping):
+        raise OptionError(f"executor 'torch': graph {graph.name!r} has no program, so inputs "
+                          f"are a mapping of tensor id to value, got {type(inputs).__name__}")
+    initial = initial_tensors(graph, seed=seed, inputs=inputs, device=where, precision=precision)
+    return Evaluator(graph, initial), {
+        "weights": f"random (seed {seed}, He-scaled): graph {graph.name!r} has no program "
+                   f"(a built-in graph, or a file that holds none)",
+        "inputs": "drawn" if not inputs else "given, the rest drawn"}
+
+
+def _is_tensor(value: Any) -> bool:
+    return isinstance(value, (torch_module().Tensor, np.ndarray))
+
+
 def run_outputs(schedule: Schedule, *, seed: int = 0, precision: str = "fp32",
-                device: Any = None, inputs: Mapping[str, Any] | None = None
-                ) -> dict[str, np.ndarray]:
+                device: Any = None, inputs: Any = None) -> dict[str, np.ndarray]:
     """The graph outputs of one eager run of ``schedule`` with torch, as float32 NumPy arrays
-    (fp16 / bf16 values widened exactly).  Inputs as
-    :func:`workbench.executors.reference.draw_inputs`
-    (``seed``; ``inputs`` overrides some).  O(V) torch calls."""
+    (fp16 / bf16 values widened exactly), by graph tensor id.  Values as :func:`run` takes them
+    (``seed``, ``inputs``).  O(V) torch calls."""
     _check(schedule, "eager", precision, 0, 1)
     dev, _ = resolve_device(device)
     program = build_program(schedule)
-    with precision_flags(precision):
-        evaluator = Evaluator(schedule.graph, initial_tensors(
-            schedule.graph, seed=seed, inputs=inputs, device=_tensor_device(dev),
-            precision=precision))
+    with precision_flags(precision), torch_module().no_grad():
+        evaluator, _ = _evaluator(schedule, seed=seed, inputs=inputs, device=dev,
+                                  precision=precision)
         if dev == "cpu":
-            for step in program.steps:
-                evaluator.run_op(step.op)
+            run_once(program, evaluator)
         else:
             api = _cuda_api()
             with api.device(dev):
                 rt = cuda_run.Streams(api, program)
+                _attach(evaluator, rt)
                 api.synchronize()
                 cuda_run.issue(rt, evaluator.run_op)
                 api.synchronize()
         return to_numpy(evaluator.outputs())
 
 
+def _attach(evaluator: EvaluatorLike, rt: cuda_run.Streams) -> None:
+    """Let a call evaluator see the current stream (cross-stream uses are recorded)."""
+    if isinstance(evaluator, CallEvaluator):
+        evaluator.streams = rt
+
+
 def run(schedule: Schedule, *, mode: str = "eager", precision: str = "fp32", warmup: int = 3,
         repeats: int = 20, verify: bool = False, seed: int = 0, device: Any = None,
-        barrier_kind: str | None = None, inputs: Mapping[str, Any] | None = None,
+        barrier_kind: str | None = None, inputs: Any = None,
         return_outputs: bool = False) -> Trace:
     """Execute ``schedule`` with PyTorch and return the measured
     :class:`~workbench.values.trace.Trace`.
+
+    What runs: a graph imported from a PyTorch module (:func:`workbench.io.from_torch`) runs
+    the model's own calls with its own weights; ``inputs`` are the model's arguments (a tensor,
+    a tuple as the model takes them, or a mapping by input name; default: the example it was
+    traced with).  A graph with weights (an ONNX file) runs each kind's torch form on them
+    (``inputs``: the model's inputs, positional or by name).  Any other graph (built-in, or
+    loaded from a file without a program) runs the torch forms on random weights
+    (``inputs``: a mapping of tensor id to value overrides some).  ``meta["weights"]`` and
+    ``meta["inputs"]`` say which.
 
     ``mode``: ``"eager"`` (the host issues every op each run) or ``"graph"`` (the whole
     multi-stream run captured once as a CUDA graph and replayed; eager on the CPU, see the module
@@ -183,52 +239,61 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str = "fp32", war
     host cost included).  ``meta["makespan_median_us"]`` (runs timed by two events only) is the
     figure to compare between schedules.  ``device``: see
     :func:`resolve_device`.  ``barrier_kind``: ``"join"`` or ``"device_sync"`` (``None``: the
-    schedule's).  ``verify``: require outputs bitwise equal to the serial schedule's torch run
-    (one-line :class:`ScheduleError` naming the first differing output otherwise).
-    ``return_outputs``: keep the outputs (NumPy) in ``meta["outputs"]``.
+    schedule's).  ``verify``: check the outputs, against the model itself for a traced module
+    (``max |diff| / max |y|`` at most 1e-4 in fp32 / TF32, 1e-2 in fp16 / bf16;
+    ``meta["max_rel_diff"]`` and ``meta["bitwise"]`` say how close), else bitwise against the
+    serial schedule's torch run; a one-line :class:`ScheduleError` naming the first differing
+    output otherwise.  ``return_outputs``: keep the outputs in ``meta["outputs"]``: what the
+    model returns (tensors, its own nesting) when the graph has a program, else the graph
+    outputs by tensor id (NumPy).
     """
     _check(schedule, mode, precision, warmup, repeats)
     dev, spec = resolve_device(device)
     program = build_program(schedule, barrier_kind)
     notes: dict[str, Any] = {}
-    with precision_flags(precision):
-        initial = initial_tensors(schedule.graph, seed=seed, inputs=inputs,
-                                  device=_tensor_device(dev), precision=precision)
-        evaluator = Evaluator(schedule.graph, initial)
+    torch = torch_module()
+    with precision_flags(precision), torch.no_grad():
+        evaluator, provenance = _evaluator(schedule, seed=seed, inputs=inputs, device=dev,
+                                           precision=precision)
         peak = None
         if dev == "cpu":
             ran = "eager"
             if mode == "graph":
                 notes["mode_note"] = "no CUDA graphs on the CPU: ran eager"
             timing = run_host(program, evaluator, warmup=warmup, repeats=repeats)
-            outputs = evaluator.outputs()
+            outputs, result = evaluator.outputs(), evaluator.result()
         else:
             ran = mode
             api = _cuda_api()
             with api.device(dev):
                 rt = cuda_run.Streams(api, program)
+                _attach(evaluator, rt)
                 api.reset_peak_memory_stats()
                 if mode == "eager":
                     timing = cuda_run.time_eager(rt, evaluator, warmup=warmup, repeats=repeats)
-                    outputs = evaluator.outputs()
+                    outputs, result = evaluator.outputs(), evaluator.result()
                 else:
                     timing, captured = cuda_run.time_graph(rt, evaluator, warmup=warmup,
                                                            repeats=repeats)
-                    merged = {**captured.values, **captured.state}
-                    outputs = {t: merged[t] for t in schedule.graph.outputs}
+                    outputs, result = captured.outputs, captured.result
                 api.synchronize()
                 peak = int(api.max_memory_allocated())
                 notes["barriers_as_joins"] = rt.barriers_as_joins
         got = to_numpy(outputs)
         storages = {v.untyped_storage().data_ptr(): v.untyped_storage().nbytes()
-                    for v in evaluator.values.values()}
+                    for v in evaluator.live_tensors()}
         live = int(sum(storages.values()))
-    if verify:
+        what = f"executor 'torch', policy {schedule.policy!r} ({ran}, {precision})"
+        if verify and isinstance(evaluator, CallEvaluator):
+            notes.update(check_against_model(evaluator.program, result, inputs,
+                                             device=_tensor_device(dev), precision=precision,
+                                             what=what))
+    if verify and not isinstance(evaluator, CallEvaluator):
         want = run_outputs(schedule_serial(schedule.graph), seed=seed, precision=precision,
                            device=dev, inputs=inputs)
-        compare_outputs(got, want, what=f"executor 'torch', policy {schedule.policy!r} "
-                                          f"({ran}, {precision})")
+        compare_outputs(got, want, what=what)
     info = device_info(dev, _cuda_api())
+    released = isinstance(evaluator, CallEvaluator)
     meta: dict[str, Any] = {
         "executor": "torch", "mode": ran, "requested_mode": mode, "precision": precision,
         "dtype": str(dtype_of(precision)).replace("torch.", ""), "repeats": repeats,
@@ -236,17 +301,27 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str = "fp32", war
         "timeline": timing.timeline, "timeline_makespan_us": max(timing.end_us, default=0.0),
         "host_us_median": float(np.median(timing.host_us)) if timing.host_us else None,
         "peak_memory_bytes": peak, "live_bytes": live, "torch_device": dev,
-        "memory_note": "every tensor is kept until the run ends (no frees between streams)",
+        "memory_note": ("a value is freed after its last reader, reads on other streams "
+                        "recorded (record_stream)" if released else
+                        "every tensor is kept until the run ends (no frees between streams)"),
         "device_info": info, "simulated_device": spec.name if spec is not None else None,
         "barrier_kind": program.barrier_kind, "streams": len(program.streams),
         "syncs": program.n_waits, "events": len(program.sources),
-        "barriers": program.n_barriers, "verified": bool(verify), **notes, **timing.notes,
+        "barriers": program.n_barriers, "verified": bool(verify), **provenance, **notes,
+        **timing.notes,
     }
     if return_outputs:
-        meta["outputs"] = got
+        meta["outputs"] = (_detached(result) if schedule.graph.program is not None else got)
     df = trace_frame(schedule, timing, spec=spec, device_column="cpu" if dev == "cpu" else "gpu")
     return Trace(df, graph=schedule.graph, policy=schedule.policy, device=str(info["name"]),
                  executor="torch", mode=ran, schedule=schedule, meta=meta)
+
+
+def _detached(value: Any) -> Any:
+    """``value`` with every tensor detached (same nesting)."""
+    from torch.utils._pytree import tree_map
+
+    return tree_map(lambda v: v.detach() if hasattr(v, "detach") else v, value)
 
 
 __all__ = ["MODES", "precision_flags", "probe", "resolve_device", "run", "run_outputs"]

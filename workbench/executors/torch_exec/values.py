@@ -17,7 +17,7 @@ tensor of the graph.  Complexity: one torch form per op, O(V + E) bookkeeping.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -36,21 +36,45 @@ def dtype_of(precision: str) -> Any:
     return {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
 
 
+class EvaluatorLike(Protocol):
+    """What the issue loops (:mod:`~workbench.executors.torch_exec.host`,
+    :mod:`~workbench.executors.torch_exec.cuda`) need of an evaluator: :class:`Evaluator` (the
+    kinds' torch forms) or :class:`workbench.executors.torch_exec.calls.CallEvaluator` (a
+    traced model's own calls)."""
+
+    def start(self) -> None: ...
+    def run_op(self, op_id: str) -> None: ...
+    def outputs(self) -> dict[TensorId, Any]: ...
+    def result(self) -> Any: ...
+    def live_tensors(self) -> list[Any]: ...
+
+
+def as_tensor(value: Any, *, device: str, dtype: Any) -> Any:
+    """A NumPy array or a tensor as a tensor on ``device``; floating values cast to ``dtype``
+    (``None``: kept; integer values, e.g. token ids or shape constants, keep theirs)."""
+    torch = torch_module()
+    tensor = (value if isinstance(value, torch.Tensor)
+              else torch.from_numpy(np.ascontiguousarray(value))).to(device)
+    return tensor.to(dtype) if dtype is not None and tensor.is_floating_point() else tensor
+
+
 def initial_tensors(graph: Graph, *, seed: int, inputs: Mapping[TensorId, Any] | None,
                     device: str, precision: str) -> dict[TensorId, Any]:
     """The graph inputs and parameters as tensors on ``device`` (floating ones cast to the
-    precision's dtype); values as :func:`workbench.executors.reference.draw_inputs` draws them."""
-    torch = torch_module()
-    given = dict(inputs or {})
-    for k in given:
+    precision's dtype).  Values ``inputs`` gives (by tensor id: arrays or tensors) are used as
+    they are; the graph program's parameters (``graph.program``: an ONNX file's initializers)
+    next; the rest as :func:`workbench.executors.reference.draw_inputs` draws them."""
+    given = dict(graph.program.parameters()) if graph.program is not None else {}
+    extra = dict(inputs or {})
+    for k in extra:
         if k not in graph.tensors:
             raise OptionError(f"input {k!r} is not a tensor of graph {graph.name!r}")
+    given.update(extra)
+    given = {k: v for k, v in given.items() if k in graph.tensors}
     dtype = dtype_of(precision)
-    out = {}
-    for t, value in draw_inputs(graph, seed, given).items():
-        tensor = torch.from_numpy(np.ascontiguousarray(value)).to(device)
-        out[t] = tensor.to(dtype) if tensor.is_floating_point() else tensor
-    return out
+    drawn = draw_inputs(graph, seed, dict.fromkeys(given, 0.0))
+    return {t: as_tensor(given[t] if t in given else value, device=device, dtype=dtype)
+            for t, value in drawn.items()}
 
 
 class Evaluator:
@@ -139,6 +163,15 @@ class Evaluator:
             raise ScheduleError(f"torch executor: output {missing[0]!r} was not computed")
         return {t: merged[t] for t in self.graph.outputs}
 
+    def result(self) -> Any:
+        """What the model returns when the graph has a program (an ONNX file's outputs, in its
+        order), else the graph outputs by tensor id."""
+        outs = self.outputs()
+        return outs if self.graph.program is None else self.graph.program.result(outs)
+
+    def live_tensors(self) -> list[Any]:
+        return [*self.values.values(), *self.state.values()]
+
 
 def to_numpy(tensors: Mapping[TensorId, Any]) -> dict[TensorId, np.ndarray]:
     """Tensors as float32 NumPy arrays on the host (fp16 / bf16 widen exactly)."""
@@ -165,5 +198,5 @@ def compare_outputs(got: Mapping[TensorId, np.ndarray], want: Mapping[TensorId, 
                                 f"(max |diff| {diff:.3g}): a missing sync or a stream race")
 
 
-__all__ = ["PRECISIONS", "Evaluator", "compare_outputs", "dtype_of", "initial_tensors",
-           "to_numpy"]
+__all__ = ["PRECISIONS", "Evaluator", "EvaluatorLike", "as_tensor", "compare_outputs",
+           "dtype_of", "initial_tensors", "to_numpy"]

@@ -1,0 +1,179 @@
+"""The evaluator of a graph imported from a PyTorch module: every op is the model's own call.
+
+A graph from :func:`workbench.io.from_torch` carries its traced module
+(:class:`workbench.io.torch_program.TorchProgram`).  :class:`CallEvaluator` runs a schedule's
+ops as those calls, with the module's own parameters and the caller's inputs, on whatever stream
+the issue loop has made current (:mod:`workbench.executors.torch_exec.cuda`), so the outputs are
+the model's.  fx nodes the schedule does not launch (Python values such as ``x.size(0)``, views a
+pass dropped) are computed when an op first needs them, on that op's stream; a scheduled op whose
+input is not computed yet is a :class:`ScheduleError` (the order violates a dependency), never a
+silent recomputation.  A ``fused`` op (O1 fusion) runs its members' calls in order.
+
+**Memory across streams.**  A value is released as soon as the last fx node that reads it has
+run (graph outputs, inputs and parameters are kept), as the model's own ``forward`` frees it.  A
+block freed that way returns to the caching allocator's pool of the stream that allocated it,
+which may hand it out again while another stream still reads it; so every read of a tensor on a
+stream other than the one its storage was allocated on is recorded with
+``Tensor.record_stream`` (:meth:`workbench.executors.torch_exec.cuda.Streams.record_use`): the
+allocator then reuses the block only after that stream's work up to the read is done.  (During a
+CUDA-graph capture the allocator defers such blocks until the capture ends.)
+``tests/test_torch_cuda_fake.py`` checks the recorded uses against a log of frees.
+
+Complexity: one call per fx node, O(arguments) bookkeeping each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from workbench.errors import OptionError, ScheduleError
+from workbench.io.torch_program import TorchProgram
+from workbench.values.graph import Graph, TensorId
+
+
+def _tensors(value: Any) -> list[Any]:
+    """The tensors inside a value (a tensor, or nested lists / tuples / dicts of them)."""
+    if hasattr(value, "untyped_storage"):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    return []
+
+
+def _storage(t: Any) -> int:
+    try:
+        return int(t.untyped_storage().data_ptr())
+    except (RuntimeError, NotImplementedError):  # sparse or meta tensors have no storage
+        return 0
+
+
+class CallEvaluator:
+    """Runs the ops of ``graph`` as the calls of its :class:`TorchProgram`, one
+    :meth:`run_op` per op; :meth:`start` begins a fresh run from ``inputs`` (placeholder name ->
+    tensor, already on the device).  ``module``: the traced module on the run's device
+    (:meth:`TorchProgram.module_on`).  ``streams``: the issue loop's
+    :class:`~workbench.executors.torch_exec.cuda.Streams` on CUDA (``None`` on the CPU), which
+    tells the current stream and records cross-stream uses.  ``on_release(name, value)`` is
+    called when a value is dropped (the tests log it)."""
+
+    def __init__(self, graph: Graph, program: TorchProgram, inputs: Mapping[str, Any], *,
+                 module: Any) -> None:
+        self.graph = graph
+        self.program = program
+        self.module = module
+        self.inputs = dict(inputs)
+        missing = [n for n in program.input_names if n not in self.inputs]
+        if missing:
+            raise OptionError(f"torch executor: no value for input {missing[0]!r} of "
+                              f"{program.name} (pass inputs=...)")
+        self.scheduled = frozenset(graph.op_ids)
+        self.members: dict[str, list[str]] = {
+            op.id: [str(e["op"]) for e in op.attrs.get("expr", ())] for op in graph.ops
+            if op.kind == "fused" and op.id not in program.nodes}
+        self.keep = {n for n, node in program.nodes.items()
+                     if node.op in ("placeholder", "get_attr")}
+        self.keep.update(program.args_of(program.output_node.name))
+        self.readers: dict[str, int] = {}
+        for name in program.nodes:
+            for arg in program.args_of(name):
+                self.readers[arg] = self.readers.get(arg, 0) + 1
+        self.streams: Any = None
+        self.on_release: Callable[[str, Any], None] | None = None
+        self.env: dict[str, Any] = {}
+        self.left: dict[str, int] = {}
+        self.allocated_on: dict[int, Any] = {}
+        self.start()
+
+    def start(self) -> None:
+        self.env = dict(self.inputs)
+        self.left = dict(self.readers)
+        self.allocated_on = {}
+
+    # ------------------------------------------------------------------------ running
+    def run_op(self, op_id: str) -> None:
+        """Run op ``op_id`` (its call, or a fused op's member calls) on the current stream."""
+        if op_id in self.program.nodes:
+            if op_id in self.env:
+                raise ScheduleError(f"torch executor: op {op_id!r} runs twice in one run")
+            self._call(op_id)
+        elif op_id in self.members:
+            for member in self.members[op_id]:
+                self._call(member)
+        else:
+            op = self.graph.op(op_id)
+            raise OptionError(f"torch executor: op {op_id!r} ({op.kind}) is no call of "
+                              f"{self.program.name}'s program (made by a pass that rewrote "
+                              f"the graph?)")
+
+    def _value(self, name: str) -> Any:
+        """The value of fx node ``name``: computed, a parameter, or host work done now."""
+        if name in self.env:
+            return self.env[name]
+        node = self.program.nodes[name]
+        if node.op == "get_attr":
+            self.env[name] = self.program.call(self.module, name, self._value)
+        elif name in self.scheduled:
+            raise ScheduleError(f"torch executor: an op reads {name!r} before it is computed "
+                                f"(the order violates a dependency)")
+        elif node.op == "placeholder":
+            raise OptionError(f"torch executor: no value for input {name!r}")
+        else:
+            self._call(name)
+        return self.env[name]
+
+    def _call(self, name: str) -> None:
+        args = self.program.args_of(name)
+        stream = self.streams.current if self.streams is not None else None
+        arg_values = [(a, self._value(a)) for a in args]
+        if stream is not None:
+            self._record_uses(arg_values, stream)
+        value = self.program.call(self.module, name, self._value)
+        self.env[name] = value
+        if stream is not None:
+            seen = {_storage(t) for _, v in arg_values for t in _tensors(v)}
+            for t in _tensors(value):
+                ptr = _storage(t)
+                if ptr and ptr not in seen:
+                    self.allocated_on[ptr] = stream
+        for a in args:
+            self.left[a] -= 1
+            if self.left[a] == 0 and a not in self.keep:
+                dropped = self.env.pop(a, None)
+                if self.on_release is not None:
+                    self.on_release(a, dropped)
+        if self.left.get(name, 0) == 0 and name not in self.keep:  # nobody reads it
+            dropped = self.env.pop(name)
+            if self.on_release is not None:
+                self.on_release(name, dropped)
+
+    def _record_uses(self, arg_values: list[tuple[str, Any]], stream: Any) -> None:
+        """Record the reads on ``stream`` of tensors allocated on other streams."""
+        for _, v in arg_values:
+            for t in _tensors(v):
+                home = self.allocated_on.get(_storage(t))
+                if home is not None and home != stream:
+                    self.streams.record_use(t, stream)
+
+    # ------------------------------------------------------------------------ results
+    def outputs(self) -> dict[TensorId, Any]:
+        """The graph outputs of the last run, as tensors (by graph tensor id)."""
+        out = {}
+        for t in self.graph.outputs:
+            name = self.graph.tensor(t).producer or t
+            if name not in self.env:
+                raise ScheduleError(f"torch executor: output {t!r} was not computed")
+            out[t] = self.env[name]
+        return out
+
+    def result(self) -> Any:
+        """What the model returns (its own nesting) for the last run."""
+        return self.program.result_of(self._value)
+
+    def live_tensors(self) -> list[Any]:
+        return [t for v in self.env.values() for t in _tensors(v)]
+
+
+__all__ = ["CallEvaluator"]
