@@ -40,6 +40,9 @@ class FakeStream:
     def wait_event(self, event: FakeEvent) -> None:
         self.cuda.log.append(("wait", self.id, event.id))
 
+    def wait_stream(self, other: FakeStream) -> None:
+        self.cuda.log.append(("wait_stream", self.id, other.id))
+
     def synchronize(self) -> None:
         self.cuda.log.append(("synchronize",))
 
@@ -129,6 +132,14 @@ class FakeCuda:
             raise RuntimeError("cudaDeviceSynchronize is not permitted during stream capture")
         self.log.append(("synchronize",))
 
+    def current_stream(self) -> FakeStream:
+        return self.current
+
+    def record_stream(self, tensor: Any, stream: FakeStream) -> None:
+        """``tensor.record_stream(stream)``, logged by storage (the executor calls this when
+        the CUDA it is given defines it)."""
+        self.log.append(("record_stream", tensor.untyped_storage().data_ptr(), stream.id))
+
     def is_available(self) -> bool:
         return True
 
@@ -177,6 +188,8 @@ def violations(log: list[tuple[Any, ...]], schedule: Schedule) -> list[str]:
             at_record[entry[2]] = set(known.setdefault(entry[1], set())) | synced
         elif tag == "wait":
             known.setdefault(entry[1], set()).update(at_record.get(entry[2], set()))
+        elif tag == "wait_stream":
+            known.setdefault(entry[1], set()).update(known.get(entry[2], set()) | synced)
         elif tag == "synchronize":
             synced |= issued
     return out

@@ -38,6 +38,7 @@ _LAZY = {
     "DeviceProfile": f"{_COST}.device_profile", "load_profile": f"{_COST}.device_profile",
     "save_profile": f"{_COST}.device_profile",
     "calibrate_device": "workbench.executors.device_calibration",
+    "accelerate": f"{_ORCH}.accelerate",
     "execute": "workbench.executors.execute",
     **{name: "workbench.errors" for name in (
         "DeviceUnavailable", "FormatError", "GraphError", "MemoryPlanError", "OptionError",
@@ -53,7 +54,8 @@ _LAZY = {
 __all__ = [
     "DEVICES", "Comparison", "DeviceProfile", "DeviceSpec", "DeviceUnavailable", "FormatError",
     "Graph", "GraphError", "MemoryPlanError", "Op", "OptionError", "OutputError", "Schedule",
-    "ScheduleError", "Tensor", "Trace", "WorkbenchError", "calibrate_device", "compare",
+    "ScheduleError", "Tensor", "Trace", "WorkbenchError", "accelerate", "calibrate_device",
+    "compare",
     "devices", "execute", "load", "load_profile", "memory", "models", "passes", "plan_memory",
     "policies", "save", "save_profile", "schedule", "simulate", "sweep",
 ]
@@ -99,6 +101,7 @@ def _shadowing(name: str) -> property:
 class _Package(types.ModuleType):
     """The package's module type: public functions named like a submodule stay functions."""
 
+    accelerate = _shadowing("accelerate")
     compare = _shadowing("compare")
     devices = _shadowing("devices")
     execute = _shadowing("execute")
@@ -112,6 +115,12 @@ class _Package(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _Package
+
+if "torch" in sys.modules:  # torch.compile(model, backend="workbench") without reinstalling
+    try:
+        importlib.import_module("workbench.orchestration.compile_backend").register()
+    except Exception:  # noqa: BLE001 - the entry point in pyproject.toml registers it anyway
+        pass
 
 
 if TYPE_CHECKING:  # the names as mypy and editors see them
@@ -130,6 +139,7 @@ if TYPE_CHECKING:  # the names as mypy and editors see them
     from workbench.executors.execute import execute
     from workbench.io import load, save
     from workbench.memory import plan_memory
+    from workbench.orchestration.accelerate import accelerate
     from workbench.orchestration.compare import Comparison, compare
     from workbench.orchestration.sweep import sweep
     from workbench.schedulers import policies, schedule

@@ -211,8 +211,6 @@ def _trace(torch: Any, module: Any, args: tuple[Any, ...], tracer: str = "auto"
     through composite modules: ``nn.MultiheadAttention`` becomes its linears and
     ``scaled_dot_product_attention``), ``torch.fx.symbolic_trace`` where export fails
     (``tracer``: ``auto``, ``export`` or ``fx`` alone)."""
-    from torch.fx.passes.shape_prop import ShapeProp
-
     export_exc: Exception | None = None
     if tracer in ("auto", "export"):
         try:
@@ -231,6 +229,15 @@ def _trace(torch: Any, module: Any, args: tuple[Any, ...], tracer: str = "auto"
         raise OptionError(_line(f"from_torch: torch.export cannot trace "
                                 f"{type(module).__name__} ({type(export_exc).__name__}: "
                                 f"{export_exc}); try tracer='fx'"))
+    _propagate_shapes(torch, gm, args, type(module).__name__)
+    return gm, "torch.fx"
+
+
+def _propagate_shapes(torch: Any, gm: Any, args: tuple[Any, ...], what: str) -> None:
+    """Run ``torch.fx``'s ShapeProp over ``gm`` on fake tensors (nothing is computed, batch-norm
+    statistics are left alone): every node gets its ``tensor_meta``."""
+    from torch.fx.passes.shape_prop import ShapeProp
+
     try:
         from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -241,9 +248,8 @@ def _trace(torch: Any, module: Any, args: tuple[Any, ...], tracer: str = "auto"
         with torch.no_grad():
             ShapeProp(gm, fake_mode=fake).propagate(*args)
     except Exception as exc:  # noqa: BLE001 - the user's module failed on example_inputs
-        raise OptionError(_line(f"from_torch: running {type(module).__name__} on example_inputs "
+        raise OptionError(_line(f"from_torch: running {what} on example_inputs "
                                 f"failed ({type(exc).__name__}: {exc})")) from None
-    return gm, "torch.fx"
 
 
 def _line(text: str) -> str:
@@ -323,12 +329,29 @@ def from_torch(module: Any, example_inputs: Any, *, name: str | None = None,
                            example=args, model=module)
 
 
+def graph_of_traced(gm: Any, example: tuple[Any, ...], *, tracer: str, name: str,
+                    parameters: set[int] | frozenset[int] = frozenset()) -> Graph:
+    """The Graph of a ``torch.fx.GraphModule`` someone else traced (TorchDynamo hands one to a
+    ``torch.compile`` backend), run on ``example`` to find its shapes; the module is its own
+    program and its own reference.  ``parameters``: positions of placeholders that hold the
+    model's weights (``role="parameter"``).  O(nodes + edges) after one fake-tensor pass."""
+    try:
+        import torch
+    except ImportError:
+        raise FormatError(TORCH_MISSING) from None
+    _propagate_shapes(torch, gm, example, name)
+    return graph_of_module(gm, tracer=tracer, name=name, example=example, model=gm,
+                           parameters=parameters)
+
+
 def graph_of_module(gm: Any, *, tracer: str, name: str, example: tuple[Any, ...] = (),
-                    model: Any = None) -> Graph:
+                    model: Any = None, parameters: set[int] | frozenset[int] = frozenset()
+                    ) -> Graph:
     """The Graph of a traced ``torch.fx.GraphModule`` whose nodes carry shapes (``tensor_meta`` or
     ``val`` in ``node.meta``), with the module as its program (``example``: the arguments it was
-    traced with; ``model``: the user's module); see :func:`from_torch`.  O(nodes + edges)."""
-    builder = _Importer(gm, tracer)
+    traced with; ``model``: the user's module; ``parameters``: positions of placeholders that
+    are weights); see :func:`from_torch`.  O(nodes + edges)."""
+    builder = _Importer(gm, tracer, parameters)
     for node in gm.graph.nodes:
         builder.visit(node)
     return builder.graph(name, example, model)
@@ -337,8 +360,8 @@ def graph_of_module(gm: Any, *, tracer: str, name: str, example: tuple[Any, ...]
 class _Importer:
     """One pass over the fx nodes in program order: tensors, ops, costs and ordering edges."""
 
-    def __init__(self, gm: Any, tracer: str) -> None:
-        self.gm, self.tracer = gm, tracer
+    def __init__(self, gm: Any, tracer: str, parameters: set[int] | frozenset[int]) -> None:
+        self.gm, self.tracer, self.parameters = gm, tracer, parameters
         self.tensors: dict[TensorId, Tensor] = {}
         self.infos: dict[TensorId, Info] = {}
         self.produced: dict[str, TensorId] = {}  # fx node name -> tensor id
@@ -370,7 +393,8 @@ class _Importer:
     def visit(self, node: Any) -> None:
         self.position[node.name] = len(self.position)
         if node.op == "placeholder":
-            self.add_tensor(node.name, _meta(node), None, "input")
+            role = "parameter" if len(self.placeholders) in self.parameters else "input"
+            self.add_tensor(node.name, _meta(node), None, role)
             self.produced[node.name] = node.name
             self.placeholders.append(node.name)
             self.root[node.name] = node.name
@@ -518,4 +542,5 @@ def _arg_nodes(args: Any) -> list[Any]:
     return found
 
 
-__all__ = ["FUNCTIONS", "MODULES", "cost_of_call", "from_torch", "graph_of_module"]
+__all__ = ["FUNCTIONS", "MODULES", "cost_of_call", "from_torch", "graph_of_module",
+           "graph_of_traced"]

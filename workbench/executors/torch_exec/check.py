@@ -16,7 +16,7 @@ from workbench.io.torch_program import TorchProgram
 from workbench.values.op_torch import torch_module
 
 #: ``max |diff| / max |y|`` a run may differ from the model by, per precision.
-TOLERANCE = {"fp32": 1e-4, "tf32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
+TOLERANCE = {None: 1e-4, "fp32": 1e-4, "tf32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}
 
 
 def compare_results(got: Any, want: Any, *, tolerance: float, what: str) -> dict[str, Any]:
@@ -56,7 +56,7 @@ def compare_results(got: Any, want: Any, *, tolerance: float, what: str) -> dict
 
 
 def check_against_model(program: TorchProgram, result: Any, inputs: Any, *, device: str,
-                        precision: str, what: str) -> dict[str, Any]:
+                        precision: str | None, what: str) -> dict[str, Any]:
     """Call the model on ``inputs`` (``None``: the traced example) and compare with ``result``
     (see :func:`compare_results`; tolerance :data:`TOLERANCE` of ``precision``)."""
     from torch.utils._pytree import tree_map
@@ -66,7 +66,7 @@ def check_against_model(program: TorchProgram, result: Any, inputs: Any, *, devi
         raise OptionError("verify needs the model's arguments as it takes them (a tensor or a "
                           "tuple), not a mapping by input name")
     call = tuple(args) if isinstance(args, (tuple, list)) else (args,)
-    dtype = None if precision in ("fp32", "tf32") else dtype_of(precision)
+    dtype = None if precision in (None, "fp32", "tf32") else dtype_of(precision)
     torch = torch_module()
     moved = tree_map(lambda v: as_tensor(v, device=device, dtype=dtype)
                      if isinstance(v, torch.Tensor) else v, call)

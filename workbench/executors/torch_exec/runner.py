@@ -115,9 +115,13 @@ def _gpu_spec(device: str) -> DeviceSpec:
 
 
 @contextmanager
-def precision_flags(precision: str) -> Iterator[None]:
+def precision_flags(precision: str | None) -> Iterator[None]:
     """TF32 on for ``"tf32"``, off otherwise (cuBLAS matmuls and cuDNN convolutions), and cuDNN's
-    heuristics (``benchmark = False``), as the H200 measurements ran; restored afterwards."""
+    heuristics (``benchmark = False``), as the H200 measurements ran; restored afterwards.
+    ``None``: torch's flags as the process set them (a model accelerated as it runs)."""
+    if precision is None:
+        yield
+        return
     torch = torch_module()
     matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
     saved = (matmul.allow_tf32, cudnn.allow_tf32, cudnn.benchmark)
@@ -129,12 +133,12 @@ def precision_flags(precision: str) -> Iterator[None]:
         matmul.allow_tf32, cudnn.allow_tf32, cudnn.benchmark = saved
 
 
-def _check(schedule: Any, mode: str, precision: str, warmup: Any, repeats: Any) -> None:
+def _check(schedule: Any, mode: str, precision: str | None, warmup: Any, repeats: Any) -> None:
     if not isinstance(schedule, Schedule):
         raise ScheduleError(f"executor 'torch' needs a Schedule, got {type(schedule).__name__}")
     if mode not in MODES:
         raise OptionError(f"executor 'torch': unknown mode {mode!r} (known: {', '.join(MODES)})")
-    if precision not in PRECISIONS:
+    if precision is not None and precision not in PRECISIONS:
         raise OptionError(f"executor 'torch': unknown precision {precision!r} (known: "
                           f"{', '.join(PRECISIONS)})")
     for name, value, low in (("warmup", warmup, 0), ("repeats", repeats, 1)):
@@ -144,7 +148,7 @@ def _check(schedule: Any, mode: str, precision: str, warmup: Any, repeats: Any) 
 
 
 def _evaluator(schedule: Schedule, *, seed: int, inputs: Any, device: str,
-               precision: str) -> tuple[EvaluatorLike, dict[str, Any]]:
+               precision: str | None) -> tuple[EvaluatorLike, dict[str, Any]]:
     """The evaluator of a run of ``schedule`` on ``device``, and what ``meta`` says of its
     values.  A graph with a traced module (``from_torch``) runs the model's own calls with its
     own parameters and ``inputs`` (the model's arguments; default: the example it was traced
@@ -154,7 +158,7 @@ def _evaluator(schedule: Schedule, *, seed: int, inputs: Any, device: str,
     graph, program = schedule.graph, schedule.graph.program
     where = _tensor_device(device)
     if isinstance(program, TorchProgram):
-        dtype = None if precision in ("fp32", "tf32") else dtype_of(precision)
+        dtype = None if precision in (None, "fp32", "tf32") else dtype_of(precision)
         given = program.graph_inputs(program.example if inputs is None else inputs)
         values = {k: as_tensor(v, device=where, dtype=dtype) if _is_tensor(v) else v
                   for k, v in given.items()}
@@ -182,7 +186,7 @@ def _is_tensor(value: Any) -> bool:
     return isinstance(value, (torch_module().Tensor, np.ndarray))
 
 
-def run_outputs(schedule: Schedule, *, seed: int = 0, precision: str = "fp32",
+def run_outputs(schedule: Schedule, *, seed: int = 0, precision: str | None = "fp32",
                 device: Any = None, inputs: Any = None) -> dict[str, np.ndarray]:
     """The graph outputs of one eager run of ``schedule`` with torch, as float32 NumPy arrays
     (fp16 / bf16 values widened exactly), by graph tensor id.  Values as :func:`run` takes them
@@ -212,7 +216,8 @@ def _attach(evaluator: EvaluatorLike, rt: cuda_run.Streams) -> None:
         evaluator.streams = rt
 
 
-def run(schedule: Schedule, *, mode: str = "eager", precision: str = "fp32", warmup: int = 3,
+def run(schedule: Schedule, *, mode: str = "eager", precision: str | None = "fp32",
+        warmup: int = 3,
         repeats: int = 20, verify: bool = False, seed: int = 0, device: Any = None,
         barrier_kind: str | None = None, inputs: Any = None,
         return_outputs: bool = False) -> Trace:
@@ -231,7 +236,8 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str = "fp32", war
     ``mode``: ``"eager"`` (the host issues every op each run) or ``"graph"`` (the whole
     multi-stream run captured once as a CUDA graph and replayed; eager on the CPU, see the module
     docstring).  ``precision``: ``"fp32"`` (TF32 off), ``"tf32"``, ``"fp16"`` or ``"bf16"``
-    (inputs and weights cast).  ``warmup`` runs, then ``repeats`` timed runs: the makespan's
+    (inputs and weights cast), or ``None`` (torch's TF32 flags as the process set them, the
+    model's dtypes).  ``warmup`` runs, then ``repeats`` timed runs: the makespan's
     median and quartiles are in ``meta`` (CUDA events on a GPU, ``perf_counter_ns`` on the CPU).
     The rows are one run's per-op start and end, so ``trace.makespan`` is that run's end: on the
     CPU the lower-median timed run; in graph mode the lower-median replay of a capture with

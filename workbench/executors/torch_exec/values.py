@@ -30,10 +30,10 @@ from workbench.values.ops import ASSIGN_KINDS, OPS, TORCH_FORM_KINDS
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 
 
-def dtype_of(precision: str) -> Any:
-    """The torch dtype values are cast to under ``precision`` (fp32 and tf32: float32)."""
+def dtype_of(precision: str | None) -> Any:
+    """The torch dtype values are cast to under ``precision`` (fp32, tf32 and None: float32)."""
     torch = torch_module()
-    return {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
+    return {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision or "", torch.float32)
 
 
 class EvaluatorLike(Protocol):
@@ -59,7 +59,7 @@ def as_tensor(value: Any, *, device: str, dtype: Any) -> Any:
 
 
 def initial_tensors(graph: Graph, *, seed: int, inputs: Mapping[TensorId, Any] | None,
-                    device: str, precision: str) -> dict[TensorId, Any]:
+                    device: str, precision: str | None) -> dict[TensorId, Any]:
     """The graph inputs and parameters as tensors on ``device`` (floating ones cast to the
     precision's dtype).  Values ``inputs`` gives (by tensor id: arrays or tensors) are used as
     they are; the graph program's parameters (``graph.program``: an ONNX file's initializers)

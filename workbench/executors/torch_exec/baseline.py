@@ -1,0 +1,93 @@
+"""The model itself, timed the way a schedule's run is timed: the baseline a schedule must beat.
+
+:func:`time_model` calls ``model(*args)`` ``warmup`` times, then times ``repeats`` calls: with
+``perf_counter_ns`` on the CPU; with two CUDA events on the current stream on a GPU, either each
+call issued eagerly (``mode="eager"``) or the model's ``forward`` captured once as one CUDA graph
+on one stream and replayed (``mode="graph"``, the model's own CUDA graph, as a schedule's
+capture is replayed).  A model that cannot be captured (a host synchronisation inside, say) is
+timed eagerly and the result says so.  Returns the median and quartiles
+(:func:`workbench.executors.torch_exec.frame.makespan_stats`) and ``how`` it was timed.
+O((warmup + repeats) · one forward).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from workbench.executors.torch_exec.frame import makespan_stats
+from workbench.executors.torch_exec.runner import precision_flags
+from workbench.values.op_torch import torch_module
+
+
+def time_model(model: Any, args: tuple[Any, ...], *, device: Any, mode: str = "graph",
+               precision: str | None = None, warmup: int = 3,
+               repeats: int = 20) -> dict[str, Any]:
+    """Median and quartiles (µs) of ``repeats`` calls of ``model(*args)`` on ``device`` (see
+    the module docstring); ``how``: what was timed."""
+    torch = torch_module()
+    dev = torch.device(device)
+    with torch.no_grad(), precision_flags(precision):
+        if dev.type != "cuda":
+            for _ in range(warmup):
+                model(*args)
+            spans = []
+            for _ in range(repeats):
+                t0 = time.perf_counter_ns()
+                model(*args)
+                spans.append((time.perf_counter_ns() - t0) / 1e3)
+            return {**makespan_stats(spans), "how": "the model's forward on the CPU"}
+        if mode == "graph":
+            try:
+                return _graph(torch, model, args, warmup, repeats)
+            except RuntimeError as exc:
+                why = str(exc).strip().splitlines()[0] if str(exc).strip() else "error"
+                timed = _eager(torch, model, args, warmup, repeats)
+                timed["how"] += f" (its capture as a CUDA graph failed: {why})"
+                return timed
+        return _eager(torch, model, args, warmup, repeats)
+
+
+def _events(torch: Any, call: Any, repeats: int) -> list[float]:
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+             for _ in range(repeats)]
+    for first, last in pairs:
+        first.record()
+        call()
+        last.record()
+    torch.cuda.synchronize()
+    return [a.elapsed_time(b) * 1e3 for a, b in pairs]
+
+
+def _eager(torch: Any, model: Any, args: tuple[Any, ...], warmup: int,
+           repeats: int) -> dict[str, Any]:
+    for _ in range(warmup):
+        model(*args)
+    torch.cuda.synchronize()
+    spans = _events(torch, lambda: model(*args), repeats)
+    return {**makespan_stats(spans), "how": "the model's forward, issued eagerly"}
+
+
+def _graph(torch: Any, model: Any, args: tuple[Any, ...], warmup: int,
+           repeats: int) -> dict[str, Any]:
+    """The model captured as one CUDA graph (warm-up on a side stream first, as torch's
+    documentation does), replays timed."""
+    static = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(max(1, warmup)):
+            model(*static)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        model(*static)
+    for _ in range(warmup):
+        graph.replay()
+    torch.cuda.synchronize()
+    spans = _events(torch, graph.replay, repeats)
+    return {**makespan_stats(spans), "how": "the model's forward captured as one CUDA graph "
+                                            "(one stream), replayed"}
+
+
+__all__ = ["time_model"]

@@ -1,0 +1,225 @@
+"""A model run under a schedule, as a ``torch.nn.Module`` that computes what the model computes.
+
+:class:`ScheduledModule` wraps a model and a :class:`~workbench.values.schedule.Schedule` of the
+graph imported from it (:func:`workbench.io.from_torch`, whose program holds the model's own
+calls).  Its ``forward`` takes what the model takes and returns what the model returns:
+
+* **CUDA, ``mode="graph"``**: the schedule's multi-stream run (one ``torch.cuda.Stream`` per
+  schedule stream, events for syncs, joins for barriers; :mod:`workbench.executors.torch_exec.cuda`)
+  is captured once as one CUDA graph over static input tensors; each call copies the new inputs
+  into them (an input that *is* the static tensor, such as a parameter handed in by
+  ``torch.compile``, is not copied), replays the graph and returns clones of its outputs, so a
+  later call does not overwrite what an earlier one returned.
+* **CUDA, ``mode="eager"``**: each call issues the schedule on the streams.
+* **CPU**: each call runs the ops in the schedule's issue order (one CPU has no streams).
+
+Every call is ordered after the caller's current stream and before its later work (the
+launching stream waits on it; it waits on the launching stream), so inputs produced just before
+the call and outputs used just after it are safe.  The model's own module is kept
+(``self.model``), so ``state_dict``, ``.eval()`` and parameter updates in place reach it; the
+captured graph reads the parameters where they are, so replacing a parameter tensor (not
+updating it in place) needs a new :func:`workbench.accelerate`.
+
+Calls whose inputs differ from the example's in structure, shape, dtype or device are not what
+the schedule was made for: the first such call warns in one line, and such calls run the model
+itself (never a wrong answer).  Autograd does not see through the schedule: outputs carry no
+``grad_fn`` (use it for inference).  torch is imported at this module's import; the package
+imports this module only when a model is accelerated.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_map
+
+from workbench.executors.torch_exec import cuda as cuda_run
+from workbench.executors.torch_exec.calls import CallEvaluator
+from workbench.executors.torch_exec.host import run_once
+from workbench.executors.torch_exec.program import build_program
+from workbench.io.torch_program import TorchProgram
+from workbench.values.schedule import Schedule
+
+Signature = tuple[Any, ...]
+
+
+def signature(values: Sequence[Any]) -> Signature:
+    """What a call's flattened inputs must match: each tensor's shape, dtype and device, each
+    other value itself."""
+    return tuple((tuple(v.shape), v.dtype, v.device) if isinstance(v, torch.Tensor) else ("=", v)
+                 for v in values)
+
+
+class _Flags:
+    """TF32 flags set for a call and restored after (``precision=None``: left alone)."""
+
+    def __init__(self, precision: str | None) -> None:
+        self.precision = precision
+        self.saved: tuple[bool, bool, bool] | None = None
+
+    def __enter__(self) -> None:
+        if self.precision is None:
+            return
+        matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+        self.saved = (matmul.allow_tf32, cudnn.allow_tf32, cudnn.benchmark)
+        matmul.allow_tf32 = cudnn.allow_tf32 = self.precision == "tf32"
+
+    def __exit__(self, *exc: object) -> None:
+        if self.saved is not None:
+            matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+            matmul.allow_tf32, cudnn.allow_tf32, cudnn.benchmark = self.saved
+            self.saved = None
+
+
+class ScheduledModule(torch.nn.Module):
+    """``model`` run under ``schedule`` (see the module docstring).
+
+    ``example``: the arguments the schedule was made (and, on CUDA with ``mode="graph"``,
+    captured) for; ``device``: where it runs (the model's); ``precision``: ``None`` (torch's
+    flags as they are), ``"fp32"`` or ``"tf32"`` (TF32 off / on for the calls).  Attributes:
+    ``schedule``, ``policy``, ``mode`` (what runs: ``"graph"``, ``"eager"`` or ``"cpu"``),
+    ``comparison`` (set by :func:`workbench.accelerate` when it measured the choice).
+    ``cuda``: the ``torch.cuda`` to issue on (default: torch's own on a CUDA device, none on
+    the CPU); the tests pass a recording fake with ``device="cpu"`` tensors.
+    """
+
+    def __init__(self, model: Any, schedule: Schedule, example: tuple[Any, ...], *,
+                 device: Any, mode: str = "graph", precision: str | None = None,
+                 warmup: int = 2, cuda: Any = None) -> None:
+        super().__init__()
+        program = schedule.graph.program
+        if not isinstance(program, TorchProgram):
+            raise TypeError("ScheduledModule needs a schedule of a graph imported from a "
+                            "PyTorch module (workbench.io.from_torch)")
+        self.model = model
+        self.schedule = schedule
+        self.policy = schedule.policy
+        self.comparison: Any = None
+        self.device = torch.device(device)
+        self.precision = precision
+        self._program = program
+        self._issue = build_program(schedule)
+        self._flags = _Flags(precision)
+        flat = list(program.graph_inputs(example).values())
+        self._signature = signature(flat)
+        self._warned = False
+        api: Any = cuda if cuda is not None else (
+            torch.cuda if self.device.type == "cuda" else None)
+        self._cuda = api
+        on_cuda = api is not None
+        self.mode = ("graph" if mode == "graph" else "eager") if on_cuda else "cpu"
+        static = [self._static(v) for v in flat]
+        self._static_inputs = static
+        self._evaluator = CallEvaluator(schedule.graph, program,
+                                        dict(zip(program.input_names, static, strict=True)),
+                                        module=program.module_on(self.device))
+        self._streams: cuda_run.Streams | None = None
+        self._captured: cuda_run.Captured | None = None
+        if on_cuda:
+            self._streams = cuda_run.Streams(api, self._issue)
+            self._evaluator.streams = self._streams
+            if self.mode == "graph":
+                self._capture(warmup)
+
+    @staticmethod
+    def _static(value: Any) -> Any:
+        """A static input: a parameter or buffer handed in as an input is itself; another
+        tensor is cloned (its storage is the capture's to keep)."""
+        if not isinstance(value, torch.Tensor):
+            return value
+        if isinstance(value, torch.nn.Parameter) or getattr(
+                value, "_dynamo_static_input_type", None) is not None:
+            return value
+        return value.detach().clone()
+
+    def _capture(self, warmup: int) -> None:
+        rt = self._streams
+        assert rt is not None
+        cuda = self._cuda
+        with torch.no_grad(), self._flags:
+            rt.launch.wait_stream(cuda.current_stream())
+            for _ in range(max(1, warmup)):  # lazy library handles and workspaces first
+                self._evaluator.start()
+                cuda_run.issue(rt, self._evaluator.run_op)
+            cuda.synchronize()
+            self._captured = cuda_run.capture(rt, self._evaluator)
+            cuda.synchronize()
+
+    def forward(self, *args: Any) -> Any:
+        flat = list(self._program.graph_inputs(args).values())
+        if signature(flat) != self._signature:
+            if not self._warned:
+                warnings.warn(f"{self._program.name}: inputs differ from the example the "
+                              f"schedule was made for (shapes, dtypes or devices); running the "
+                              f"model itself for such calls", stacklevel=2)
+                self._warned = True
+            return self.model(*args)
+        with torch.no_grad(), self._flags:
+            if self.mode == "cpu":
+                return self._run_cpu(flat)
+            return self._run_cuda(flat)
+
+    def _run_cpu(self, flat: list[Any]) -> Any:
+        ev = self._evaluator
+        ev.inputs = dict(zip(self._program.input_names, flat, strict=True))
+        run_once(self._issue, ev)
+        return ev.result()
+
+    def _run_cuda(self, flat: list[Any]) -> Any:
+        rt = self._streams
+        assert rt is not None
+        caller = self._cuda.current_stream()
+        if self._captured is None:
+            ev = self._evaluator
+            ev.inputs = dict(zip(self._program.input_names, flat, strict=True))
+            rt.launch.wait_stream(caller)
+            ev.start()
+            cuda_run.issue(rt, ev.run_op)
+            caller.wait_stream(rt.launch)
+            result = ev.result()
+            for t in _leaves(result):  # freed later by the caller: not reused before it is done
+                rt.record_use(t, caller)
+            return result
+        for static, value in zip(self._static_inputs, flat, strict=True):
+            if isinstance(static, torch.Tensor) and static.data_ptr() != value.data_ptr():
+                with self._cuda.stream(caller):  # before the replay, which waits on it
+                    static.copy_(value)
+        rt.launch.wait_stream(caller)
+        cuda_run.replay(rt, self._captured)
+        caller.wait_stream(rt.launch)
+        return tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v,
+                        self._captured.result)
+
+    def extra_repr(self) -> str:
+        return f"policy={self.policy!r}, mode={self.mode!r}, device={str(self.device)!r}"
+
+
+def _leaves(value: Any) -> list[Any]:
+    from torch.utils._pytree import tree_leaves
+
+    return [v for v in tree_leaves(value) if isinstance(v, torch.Tensor)]
+
+
+class ModelItself(torch.nn.Module):
+    """The model itself, when no schedule beats it or it cannot be captured: ``forward`` calls
+    it; ``reason`` says why, ``comparison`` holds the measurements when there were any."""
+
+    def __init__(self, model: Any, reason: str) -> None:
+        super().__init__()
+        self.model = model
+        self.reason = reason
+        self.schedule: Schedule | None = None
+        self.policy = "model"
+        self.comparison: Any = None
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self.model(*args, **kwargs)
+
+    def extra_repr(self) -> str:
+        return f"reason={self.reason!r}"
+
+
+__all__ = ["ModelItself", "ScheduledModule", "signature"]
