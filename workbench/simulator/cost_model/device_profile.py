@@ -32,7 +32,6 @@ from workbench._atomic import write_text
 from workbench._checks import check_format, check_keys
 from workbench.errors import FormatError
 from workbench.simulator.cost_model.devices import (
-    FILE_FORMATS,
     PRECISIONS,
     DeviceSpec,
     get_device,
@@ -169,17 +168,15 @@ _LOADED: dict[str, DeviceProfile] = {}
 
 
 def spec_of_profile(path: Path, raw: Any) -> DeviceSpec:
-    """The device spec of a profile file (``workbench.simulator.cost_model.devices.get_device``
-    calls this for files
-    whose ``format`` is a profile's): its base device, named ``<base>+<file stem>``, whose op
-    times :func:`calibration_for` then gives the simulator."""
+    """The device spec of a profile file: its base device, named ``<base>+<file stem>``, whose
+    op times :func:`calibration_for` then gives the simulator.
+    ``workbench.simulator.cost_model.devices.get_device`` calls this for files whose ``format``
+    is a profile's: its ``FILE_FORMATS`` table names this function by import path, so reading a
+    profile needs no import of this module first."""
     profile = DeviceProfile.from_dict(raw, where=str(path))
     spec = profile.spec(path.stem)
     _LOADED[spec.name] = profile
     return spec
-
-
-FILE_FORMATS[FORMAT] = spec_of_profile
 
 
 def profile_of(device: DeviceSpec | str) -> DeviceProfile | None:

@@ -16,6 +16,7 @@ defaults (:class:`HostSpec`, :class:`NpuSpec`).
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._atomic import write_text
-from workbench._checks import check_keys
+from workbench._checks import check_keys, show
 from workbench.errors import OptionError
 from workbench.registry import Registry
 
@@ -379,11 +380,13 @@ def devices() -> list[str]:
     return DEVICES.names()
 
 
-#: Readers of device files by their ``"format"`` key, ``(path, parsed JSON) -> DeviceSpec``; a
-#: device profile registers itself here (:mod:`workbench.simulator.cost_model.device_profile`).  A
-# file without a
-#: ``format`` key is a device file (:func:`load_device`).
-FILE_FORMATS: dict[str, Any] = {}
+#: Readers of device files by their ``"format"`` key: the ``"module:function"`` that turns
+#: ``(path, parsed JSON)`` into a DeviceSpec, imported when a file of that format is read (STYLE.md
+#: R11), so a device profile is read in a fresh process with nothing imported first.  A file
+#: without a ``format`` key is a device file (:func:`load_device`).
+FILE_FORMATS: dict[str, str] = {
+    "workbench-device-profile": "workbench.simulator.cost_model.device_profile:spec_of_profile",
+}
 _FILE_SPECS: dict[tuple[str, int, int], DeviceSpec] = {}
 
 
@@ -411,9 +414,21 @@ def _device_file(path: Path) -> DeviceSpec:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError) as exc:
             raise OptionError(f"{path}: cannot read a device file ({exc})") from None
-        reader = FILE_FORMATS.get(str(raw.get("format"))) if isinstance(raw, dict) else None
-        _FILE_SPECS[key] = reader(path, raw) if reader is not None else load_device(path)
+        fmt = raw.get("format") if isinstance(raw, dict) else None
+        _FILE_SPECS[key] = load_device(path) if fmt is None else _file_reader(fmt, path)(path, raw)
     return _FILE_SPECS[key]
+
+
+def _file_reader(fmt: Any, path: Path) -> Any:
+    """The reader :data:`FILE_FORMATS` names for ``fmt``, imported now; a one-line error naming
+    the known formats otherwise."""
+    where = FILE_FORMATS.get(fmt) if isinstance(fmt, str) else None
+    if where is None:
+        raise OptionError(f"{path}: format {show(fmt)} is not a device file or a device profile "
+                          f"(known formats: {', '.join(sorted(FILE_FORMATS))}; a device file "
+                          f"has no 'format' key)")
+    module, _, name = where.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def with_overrides(device: str | DeviceSpec, **changes: Any) -> DeviceSpec:
