@@ -23,13 +23,15 @@ torch is imported only when a :class:`TorchCuda` is made (STYLE.md R11).
 from __future__ import annotations
 
 import datetime
+import os
 import platform
+import re
 import statistics
 import subprocess
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from workbench.errors import DeviceUnavailable
+from workbench.errors import DeviceUnavailable, OptionError
 
 Body = Callable[[Any], None]
 
@@ -186,16 +188,28 @@ def _driver_version() -> str:
     return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout else ""
 
 
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux) and core count, else the machine type."""
+    name = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as lines:
+            name = next((line.split(":", 1)[1].strip() for line in lines
+                         if line.startswith("model name")), name)
+    except OSError:
+        pass
+    return f"{name}, {os.cpu_count() or '?'} cores"
+
+
 def provenance(*, timing: str = "") -> dict[str, Any]:
     """Where and with what a measurement was made: GPU, driver, CUDA, torch, cuDNN, host, date
-    (UTC); ``gpu`` is ``"cpu (<processor>)"`` without CUDA."""
+    (UTC); ``gpu`` is ``"cpu (<model name>, <N> cores)"`` without CUDA."""
     out: dict[str, Any] = {"date": datetime.datetime.now(datetime.timezone.utc)
                            .strftime("%Y-%m-%dT%H:%M:%SZ"),
                            "host": platform.node(), "python": platform.python_version()}
     try:
         import torch
     except ImportError:
-        out["gpu"] = f"cpu ({platform.processor() or platform.machine()})"
+        out["gpu"] = f"cpu ({cpu_name()})"
     else:
         out["torch"] = str(torch.__version__)
         if torch.cuda.is_available():
@@ -204,7 +218,7 @@ def provenance(*, timing: str = "") -> dict[str, Any]:
             out["cudnn"] = str(torch.backends.cudnn.version())
             out["driver"] = _driver_version()
         else:
-            out["gpu"] = f"cpu ({platform.processor() or platform.machine()})"
+            out["gpu"] = f"cpu ({cpu_name()})"
     if timing:
         out["timing"] = timing
     return out
@@ -212,15 +226,57 @@ def provenance(*, timing: str = "") -> dict[str, Any]:
 
 def base_device_for(gpu_name: str, default: str = "h100") -> str:
     """The registered cost-model device a GPU's name matches (``"NVIDIA H200"`` -> ``h200``),
-    else ``default``."""
+    else ``default``.  A device matches when its name without ``_`` is one or more consecutive
+    words of the GPU's name run together (``"NVIDIA GeForce RTX 3070 Laptop GPU"`` ->
+    ``rtx3070_laptop``; ``"NVIDIA L40S"`` is not ``l4``).
+
+    >>> base_device_for("NVIDIA H100 80GB HBM3"), base_device_for("NVIDIA L40S")
+    ('h100', 'h100')
+    >>> base_device_for("Tesla T4")
+    't4'
+    """
     from workbench.simulator.cost_model.devices import devices
 
-    text = gpu_name.lower().replace(" ", "")
-    for name in devices():
-        if name in text:
-            return name
-    return default
+    words = re.findall(r"[a-z0-9]+", gpu_name.lower())
+    runs = {"".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, len(words) + 1)}
+    matched = [name for name in devices() if name.replace("_", "") in runs]
+    return max(matched, key=len) if matched else default
 
 
-__all__ = ["ProbeDevice", "TorchCuda", "base_device_for", "graph_floor_us", "provenance",
-           "run_probes", "time_graph_us"]
+#: The base device when nothing names one.
+DEFAULT_BASE = "h100"
+
+
+def choose_base_device(gpu_name: str, base: str | None = None) -> tuple[str, str]:
+    """The cost-model device a profile refines, and why (one line, for the command's output and
+    the profile's provenance): ``base`` when given (checked: an unknown name is a one-line
+    OptionError listing the known devices), else the registered device the GPU's name matches
+    (:func:`base_device_for`), else ``h100``.  A CPU profile (``gpu_name`` ``"cpu (...)"``) has
+    no GPU to match: its op times stand in for the base device's on the graphs it timed.
+
+    >>> choose_base_device("NVIDIA H200")
+    ('h200', "matched the GPU name 'NVIDIA H200'")
+    >>> choose_base_device("cpu (x86_64)", "a100")[0]
+    'a100'
+    """
+    from workbench.simulator.cost_model.devices import DEVICES
+
+    if base is not None:
+        if not isinstance(base, str):
+            raise OptionError(f"base device must be a device name, got {base!r}")
+        DEVICES.get(base.lower())     # OptionError: unknown device 'x' (known: ...)
+        return base.lower(), "chosen with --base / base_device="
+    if gpu_name.startswith("cpu"):
+        return DEFAULT_BASE, (f"no GPU to match, the ops ran on the CPU: the default; the "
+                              f"CPU's op times stand in for {DEFAULT_BASE}'s on the graphs "
+                              f"timed, the rest of the model is {DEFAULT_BASE}'s; pass --base "
+                              f"to choose")
+    name = base_device_for(gpu_name, "")
+    if name:
+        return name, f"matched the GPU name {gpu_name!r}"
+    return DEFAULT_BASE, (f"no registered device matched the GPU name {gpu_name!r}, so the "
+                          f"default; pass --base to choose")
+
+
+__all__ = ["DEFAULT_BASE", "ProbeDevice", "TorchCuda", "base_device_for", "choose_base_device",
+           "cpu_name", "graph_floor_us", "provenance", "run_probes", "time_graph_us"]
