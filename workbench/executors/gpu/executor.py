@@ -21,7 +21,8 @@ What a run does (ecosystem notes §1):
   and the CUDA graph is replayed.  Only the project's own kernels run, so capture never meets
   cuBLAS.
 * **Timing.**  The makespan comes from separate runs with only two timing events on the origin
-  stream around the whole graph (warm-up, then ``repeats`` runs: median and spread).  The timeline
+  stream around the whole graph (warm-up, then ``repeats`` runs: median, quartiles
+  ``makespan_q1_us`` / ``makespan_q3_us`` and spread).  The timeline
   comes from one more run with per-op start/end marks: CUDA events in eager mode; in graph mode
   (where CuPy cannot time events inside a graph) 1-thread ``stamp`` kernels that write
   ``%globaltimer`` on the op's stream.  ``trace.makespan`` is that per-op run's end;
@@ -217,9 +218,11 @@ def run(schedule: Schedule, *, mode: str = "eager", memory: str | MemoryPlan = "
             rt.issue()
         outputs = rt.read()
     alone = measure_alone_us(rt, alone_repeats) if measure_alone else None
+    q1, q3 = (float(v) for v in np.percentile(np.asarray(spans, dtype=float), [25, 75]))
     meta = {
         "executor": "cupy", "mode": mode, "repeats": repeats, "warmup": warmup, "seed": seed,
         "makespan_median_us": float(statistics.median(spans)),
+        "makespan_q1_us": q1, "makespan_q3_us": q3,   # as the torch executor's makespan_stats
         "makespan_spread_us": spread(spans), "makespan_min_us": float(min(spans)),
         "makespan_max_us": float(max(spans)), "makespans_us": [float(s) for s in spans],
         "per_op_event_makespan_us": float(max(end, default=0.0)), "timeline": timeline,
