@@ -53,7 +53,8 @@ def _cell(value: Any, column: str) -> str:
     if isinstance(value, float):
         if value.is_integer() and column in ("streams", "syncs", "barriers"):
             return str(int(value))
-        return _FORMATS.get(column, "{:.3f}").format(value)
+        default = "{:,.1f}" if column.endswith("_us") else "{:.3f}"   # times: µs, 1 decimal
+        return _FORMATS.get(column, default).format(value)
     text = clean(value)
     return text if len(text) <= MAX_CELL else text[:MAX_CELL - 1] + "…"
 

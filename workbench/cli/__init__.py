@@ -16,9 +16,14 @@ caps the memory each policy's worker may add, and a stage that needs more leaves
 memory budget 2 GiB exceeded in <stage>``.  One line per policy goes to stderr as it starts and
 ends.  The ranking printed on stdout is sorted by makespan with the essential columns (``--columns``
 picks others, ``--columns all`` shows every one).  ``--executor torch`` (or ``cupy``) measures every
-schedule on the device; ``--executor torch,simulator`` also sets the simulator's prediction beside
-each measured row.  ``--device`` takes a device name or the path of a device file or of a profile
-written by ``workbench calibrate`` (each op of the chosen graphs timed alone, plus small probes).
+schedule on the device (``--repeats`` timed runs after ``--warmup`` untimed ones); ``--executor
+torch,simulator`` also sets the simulator's prediction beside each measured row when the simulator
+models the device measured (a CPU run or another GPU leaves it out, with a note saying why).
+Measured rows show the median of the timed runs with its quartiles, and a policy is called faster
+than another only when its quartile range lies wholly below the other's: the ``best:`` line names
+every policy that ties with the fastest within measurement noise.  ``--device`` takes a device
+name or the path of a device file or of a profile written by ``workbench calibrate`` (each op of
+the chosen graphs timed alone, plus small probes).
 
 Every user error is one line on stderr (``workbench: error: ...``) and exit code 2, and the
 arguments and the output path (``-o``: not a directory, its folder must exist, writable) are
@@ -126,6 +131,18 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    """``--warmup``: 0 or a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0 below 2**63, got "
+                                         f"{text[:80]!r}")
+    return value
+
+
 def _columns(text: str) -> tuple[str, ...]:
     """``--columns``: ``all`` or a comma-separated list of table columns (checked here, before
     any work)."""
@@ -212,6 +229,9 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
                           "device with PyTorch's kernels (torch)")
     cmp.add_argument("--repeats", type=_positive_int,
                      help="timed runs per schedule on a measured executor")
+    cmp.add_argument("--warmup", type=_non_negative_int,
+                     help="untimed runs per schedule before the timed ones on a measured "
+                          "executor")
     cmp.add_argument("--verify", action="store_true",
                      help="measured executors: require outputs bitwise equal to serial")
     cmp.add_argument("--mode", default="eager", choices=("eager", "graph"),
@@ -304,6 +324,7 @@ def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
 
 def _compare(args: argparse.Namespace) -> int:
     from workbench.orchestration.compare import compare
+    from workbench.orchestration.compare_measured import QUARTILE_COLUMNS
     from workbench.schedulers import POLICIES
 
     output, names = _check_arguments(args)
@@ -322,6 +343,8 @@ def _compare(args: argparse.Namespace) -> int:
     measured_options: dict[str, Any] = {}
     if args.repeats is not None:
         measured_options["repeats"] = args.repeats
+    if args.warmup is not None:
+        measured_options["warmup"] = args.warmup
     if args.verify:
         measured_options["verify"] = True
     result = compare(graph, names, device=args.device, mode=args.mode, options=options,
@@ -332,24 +355,22 @@ def _compare(args: argparse.Namespace) -> int:
                      measured=measured)
     path = result.to_html(output, plotlyjs=args.plotlyjs)
     table = result.table
-    print(clean(f"{graph.name}: {len(graph)} ops on {result.device} ({result.mode})"))
+    mode = f", {result.mode} mode" if result.measured else f" ({result.mode})"
+    print(clean(f"{graph.name}: {len(graph)} ops on {result.device_text}{mode}"))
     columns = args.columns
-    if result.settings["executor"] != "simulator":
+    if result.measured:
         on = result.settings.get("measured_on", {})
         print(clean("measured on " + ", ".join(f"{k} {v}" for k, v in on.items())))
         if columns == ESSENTIAL_COLUMNS:
             extra = ("simulated_us", "sim_error") if result.settings["simulated_beside"] else ()
-            columns = (*ESSENTIAL_COLUMNS[:3], *extra, *ESSENTIAL_COLUMNS[3:])
+            columns = (*ESSENTIAL_COLUMNS[:3], *extra, *QUARTILE_COLUMNS, *ESSENTIAL_COLUMNS[3:])
     print(ranking_text(table, columns))
     best = result.best
-    if best is None:
-        print(clean(f"best: none (no policy was executed); report: {path}"))
-    else:
-        speedup = table.loc[table["policy"] == best, "speedup"].max()
-        print(clean(f"best: {best} ({speedup:.2f}x over serial); report: {path}"))
-        ties = result.near_tie_text
-        if ties:
-            print(clean("note: " + ties))
+    print(clean(f"best: {result.best_text}; report: {path}"))
+    for note in (result.near_tie_text if best is not None else "",
+                 result.settings.get("unmodelled", "")):
+        if note:
+            print(clean("note: " + note))
     for line in write_compare_outputs(result, args):
         print(clean(line))
     unfinished = table.loc[table["status"] != "measured", ["policy", "status"]]

@@ -1,7 +1,9 @@
 """compare(): run several policies on one graph, execute each schedule, rank them in one table.
 
-The result, a :class:`Comparison`, keeps every Schedule and Trace so views, notebooks and the HTML
-report can show them side by side.  Plotting is imported only when a figure or report is asked for.
+The result, a :class:`~workbench.orchestration.comparison.Comparison`, keeps every Schedule and
+Trace so views, notebooks and the HTML report can show them side by side, and names the best
+(beyond measurement noise when measured).  Plotting is imported only when a figure or report is
+asked for.
 
 Every comparison finishes: each policy's stages (schedule; validate and execute; plan memory) run
 in a worker process (:mod:`workbench._bounded`) and each stage gets ``budget_s`` seconds of wall
@@ -18,11 +20,9 @@ and its row says ``stopped: memory budget ... exceeded in <stage>``.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Iterable, Mapping
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -37,7 +37,10 @@ from workbench.orchestration.compare_measured import (
     executor_plan,
     measured_cells,
     provenance,
+    simulates,
+    unmodelled_note,
 )
+from workbench.orchestration.comparison import BASELINE, Comparison
 from workbench.schedulers import POLICIES, PolicyInfo, schedule
 from workbench.simulator.cost_model.costs import DeviceSpec, lower_bound_us
 from workbench.simulator.cost_model.target import resolve_device
@@ -45,7 +48,6 @@ from workbench.values.graph import Graph
 from workbench.values.schedule import Schedule
 from workbench.values.trace import Trace
 
-BASELINE = "serial"
 #: Wall-clock seconds each stage of each policy may take in ``compare()`` (and the CLI).
 DEFAULT_BUDGET_S = 60.0
 STAGES = ("schedule", "execute", "memory")
@@ -53,80 +55,6 @@ TABLE_COLUMNS = ("policy", "status", "makespan_us", "speedup", "streams", "syncs
                  "avg_concurrency", "utilisation", "critical_path_us", "work_us", "lower_bound_us",
                  "ratio_to_lb", "optimum_us", "ratio_to_optimum",
                  "peak_live_mib", "arena_mib", "arena_ratio", "pool_reserved_mib", "schedule_ms")
-
-
-class Comparison:
-    """Policies side by side on one graph: ``table`` (one row per policy), ``schedules``,
-    ``traces``, ``best`` (smallest makespan) and the ``settings`` used."""
-
-    def __init__(self, graph: Graph, device: str, mode: str, schedules: Mapping[str, Schedule],
-                 traces: Mapping[str, Trace], table: pd.DataFrame, settings: Mapping[str, Any],
-                 lower_bounds: Mapping[str, float],
-                 memory_plans: Mapping[str, Any] | None = None,
-                 pools: Mapping[str, Any] | None = None) -> None:
-        self.graph = graph
-        self.device = device
-        self.mode = mode
-        self.schedules = dict(schedules)
-        self.traces = dict(traces)
-        self.table = table
-        self.settings = dict(settings)
-        self.lower_bounds = dict(lower_bounds)
-        self.memory_plans = dict(memory_plans or {})
-        self.pools = dict(pools or {})
-
-    @property
-    def best(self) -> str | None:
-        """The policy with the smallest makespan (ties: the first in the table); a measured
-        run's row is not a policy.  None when no policy was executed (every one stopped
-        before: a budget, an error)."""
-        table = self.table[self.table["policy"].isin(list(self.schedules))
-                           & (self.table["makespan_us"] < float("inf"))]
-        if table.empty:
-            return None
-        return str(table.sort_values("makespan_us", kind="stable").iloc[0]["policy"])
-
-    @property
-    def near_tie_text(self) -> str:
-        """In a simulated comparison, a sentence naming the executed policies within
-        :data:`~workbench.simulator.fidelity.accuracy.TIE_BAND` of the best, which the simulator
-        does not order, with the measured evidence; empty when measured or when the best
-        stands alone."""
-        from workbench.simulator.fidelity.accuracy import near_ties, tie_note
-
-        if (self.settings or {}).get("executor", "simulator") != "simulator":
-            return ""
-        executed = [p for p in self.schedules if p in self.traces]   # not a recorded run
-        rows = self.table[self.table["policy"].isin(executed)]
-        return tie_note(self.device, near_ties(dict(zip(rows["policy"], rows["makespan_us"],
-                                                        strict=True))))
-
-    @property
-    def policies(self) -> list[str]:
-        return list(self.schedules)
-
-    def to_html(self, path: str | os.PathLike[str], *, plotlyjs: str = "inline") -> Path:
-        """Write the HTML report.  ``plotlyjs="inline"`` (default): one self-contained file
-        (plotly.js embedded once, ~4.8 MB; works offline); ``"directory"``: plotly.js in a shared
-        ``plotly.min.js`` beside the report; ``"cdn"``: loaded from cdn.plot.ly when viewed."""
-        from workbench.values.views import view
-
-        return view("report")(self, path, plotlyjs=plotlyjs)
-
-    def timelines(self) -> Any:
-        """All traces on a shared time axis (a plotly Figure)."""
-        from workbench.viz import timelines
-
-        return timelines(self.traces)
-
-    def _repr_html_(self) -> str:
-        from workbench.values.views import view
-
-        return view("comparison_html")(self)
-
-    def __repr__(self) -> str:
-        return (f"Comparison({self.graph.name!r} on {self.device}/{self.mode}: "
-                f"{len(self.schedules)} policies, best {self.best!r})")
 
 
 def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str = "h100",
@@ -149,12 +77,16 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     ``executor`` is ``"simulator"`` (any machine), ``"torch"`` (PyTorch's kernels: a CUDA GPU,
     or the CPU in issue order) or ``"cupy"`` (the project's own CUDA kernels), or a measured one
     with ``"simulator"`` (``"torch,simulator"`` or a list): then every row also holds the
-    simulator's prediction (``simulated_us``, ``sim_error``); measured rows carry ``executor``,
-    ``gpu`` and a utilisation computed from the measured trace
-    (:mod:`workbench.orchestration.compare_measured`); ``executor_options`` go to the measured
-    executor
-    (``repeats``, ``warmup``, ``verify`` ...).  ``device`` is a device name or a device file or
-    profile path (:func:`workbench.simulator.cost_model.devices.get_device`).  Speedups are over
+    simulator's prediction (``simulated_us``, ``sim_error``) when the simulated device is the
+    measured one (else ``settings["unmodelled"]`` says why those cells are empty); measured rows
+    carry their median makespan with its quartiles (``makespan_q1_us``, ``makespan_q3_us``),
+    ``executor``, ``gpu`` (the device they ran on: the GPU's or the CPU's name) and a
+    utilisation computed from the measured trace
+    (:mod:`workbench.orchestration.compare_measured`), and a policy is faster than another only
+    beyond measurement noise (:attr:`Comparison.ties`, :attr:`Comparison.best_text`);
+    ``executor_options`` go to the measured executor (``repeats``, ``warmup``, ``verify`` ...).
+    ``device`` is a device name or a device file or profile path
+    (:func:`workbench.simulator.cost_model.devices.get_device`).  Speedups are over
     ``serial`` (which is always run, and listed first).  Every schedule is validated before it is
     executed.  ``precision`` (simulator): ``auto``, ``fp32``, ``tf32``, ``fp16`` or ``bf16``
     (:mod:`workbench.simulator.cost_model.costs`).  ``measured``, a recorded run of ``graph`` (e.g.
@@ -238,7 +170,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             if executor != "simulator" and len(results[name]) > 1 and results[name][1].ok:
                 trace, m = results[name][1].value
                 rows[-1].update(measured_cells(trace, spec, precision, m.get("simulated_us"),
-                                               bounds))
+                                               bounds, modelled=simulates(spec, trace)))
             span = rows[-1]["makespan_us"]
             bar.line(f"{tag}: {rows[-1]['status']} in {time.perf_counter() - t0:.2f} s"
                      + ("" if math.isnan(span) else f" (makespan {span:,.1f} µs)"))
@@ -258,6 +190,9 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
                  None)
     if executor != "simulator" and first is not None:
         settings["measured_on"] = provenance(first)
+        if not simulates(spec, first):   # a CPU run, another GPU: no prediction beside it
+            settings["simulated_beside"] = False
+            settings["unmodelled"] = unmodelled_note(spec, first)
     comparison = _comparison(graph, spec, mode, results, rows, settings, bounds)
     if measured is not None:
         comparison.traces["measured"] = measured

@@ -1,18 +1,34 @@
-"""Measured rows of compare(): which executors run, with what options, and what a row shows.
+"""Measured rows of compare(): which executors run, with what options, what a row shows, and
+when two measured rows are told apart.
 
 ``compare(..., executor=...)`` takes one executor name or several: at most one *measured*
 executor (``"torch"``, ``"cupy"``) and ``"simulator"``.  With both, each schedule runs on the
 device and is also simulated, and the row carries the prediction beside the measurement
-(``simulated_us``, ``sim_error`` = simulated / measured − 1).  A measured row's makespan is the
-executor's median over its timed runs.  Measured rows carry the executor and
-the GPU the trace names (``executor``, ``gpu``) and a utilisation computed from the measured
-trace alone: the FLOPs its ops did over the measured makespan times the device's peak at the
-precision the executor ran (:func:`measured_utilisation`); the cost model's ``compute_us``
-column, a prediction at the TF32 tensor-core peak, is not used for measured rows.
+(``simulated_us``, ``sim_error`` = simulated / measured − 1) *when the simulated device is the
+measured one* (:func:`simulates`: the GPU's name names the cost-model device, ``NVIDIA H200`` ↔
+``h200``, or the device profile was calibrated on that same device); otherwise those cells stay
+empty and :func:`unmodelled_note` says why (a CPU run beside an H100 prediction is no error of
+the simulator's).  A measured row's makespan is the executor's median over its timed runs and
+``makespan_q1_us`` / ``makespan_q3_us`` its quartiles (:func:`quartiles_us`).  Measured rows
+carry the executor and the device they ran on (``executor``; ``gpu``: the GPU's name, or the
+CPU's model name for a CPU run) and a utilisation computed from the measured trace alone: the
+FLOPs its ops did over the measured makespan times the device's peak at the precision the
+executor ran (:func:`measured_utilisation`; empty for a device the cost model does not model);
+the cost model's ``compute_us`` column, a prediction at the TF32 tensor-core peak, is not used
+for measured rows.
+
+Noise (:func:`clearly_faster`, :func:`noise_ties`): a measured policy is faster than another only
+when its quartile range lies wholly below the other's (its q3 < the other's q1, :func:`faster`)
+and no chain of overlapping ranges of the other policies links the two (the noise-tied ranks of
+the fidelity tables); otherwise the two tie within measurement noise.  The best is then every
+policy that ties with the fastest, named together.  The comparison's best, its speedup wording
+and its slower-than-serial notes all follow this one rule (``Comparison.ties``,
+``Comparison.best_text``).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -23,7 +39,15 @@ from workbench.values.graph import Graph
 from workbench.values.trace import Trace
 
 SIMULATOR = "simulator"
-MEASURED_COLUMNS = ("executor", "gpu", "simulated_us", "sim_error")
+#: The quartiles of a measured row's timed makespans (µs), beside its median ``makespan_us``.
+QUARTILE_COLUMNS = ("makespan_q1_us", "makespan_q3_us")
+MEASURED_COLUMNS = ("executor", "gpu", *QUARTILE_COLUMNS, "simulated_us", "sim_error")
+#: Columns computed on the simulated device's model: left empty in measured rows of a device the
+#: simulator does not model (:func:`simulates`).
+MODELLED_COLUMNS = ("critical_path_us", "work_us", "lower_bound_us", "ratio_to_lb",
+                    "optimum_us", "ratio_to_optimum", "utilisation")
+#: A makespan with its quartiles: ``(median, q1, q3)`` in µs (a simulated one: all three equal).
+Spread = tuple[float, float, float]
 
 
 def executor_plan(executor: str | Iterable[str]) -> tuple[str, bool]:
@@ -85,12 +109,28 @@ def measured_utilisation(trace: Trace, spec: DeviceSpec, precision: str = "auto"
     return flops / (span * 1e-6 * peak) if span > 0 and peak > 0 else 0.0
 
 
-def provenance(trace: Trace) -> dict[str, Any]:
-    """GPU, driver and library versions a measured trace names (CuPy's ``device_info``, the
-    torch executor's meta keys), for the report's note on measured rows."""
+def measured_kind(trace: Trace) -> str:
+    """``"cpu"`` when ``trace`` ran on the host's CPU (the torch executor without CUDA, a
+    recorded run of host ops), else ``"gpu"``.  O(ops) for a recorded run."""
+    from workbench.simulator.cost_model.devices import HOST_DEVICES
+
     meta = dict(trace.meta or {})
     info = dict(meta.get("device_info") or {})
-    out: dict[str, Any] = {"executor": trace.executor, "gpu": info.get("name") or trace.device}
+    if info.get("type") == "cpu" or meta.get("torch_device") == "cpu" or trace.device == "cpu":
+        return "cpu"
+    devices = set(trace.df["device"]) if "device" in trace.df else set()
+    return "cpu" if devices and devices <= HOST_DEVICES else "gpu"
+
+
+def provenance(trace: Trace) -> dict[str, Any]:
+    """Where a measured trace ran and with what: the executor, the device under its kind
+    (``gpu``: the GPU's name; ``cpu``: the CPU's model name), driver and library versions
+    (CuPy's ``device_info``, the torch executor's meta keys), for the report's note on measured
+    rows and the CLI's ``measured on`` line."""
+    meta = dict(trace.meta or {})
+    info = dict(meta.get("device_info") or {})
+    out: dict[str, Any] = {"executor": trace.executor,
+                           measured_kind(trace): info.get("name") or trace.device}
     versions = dict(info.get("versions") or {})
     for key in ("driver", "cuda", "cudnn", "torch", "cupy", "cuda_driver", "cuda_runtime"):
         value = meta.get(key, versions.get(key, info.get(key)))
@@ -102,25 +142,186 @@ def provenance(trace: Trace) -> dict[str, Any]:
     return out
 
 
+def device_name(trace: Trace) -> str:
+    """The name of the device ``trace`` ran on (the GPU's, or the CPU's model name)."""
+    on = provenance(trace)
+    return str(on.get("gpu", on.get("cpu")))
+
+
+def quartiles_us(trace: Trace) -> tuple[float, float]:
+    """The quartiles (q1, q3) of a measured trace's timed makespans (µs): the executor's
+    ``meta["makespan_q1_us"]`` / ``["makespan_q3_us"]``, else computed from
+    ``meta["makespans_us"]``; NaN when the trace records neither (a recorded profile).
+
+    >>> from types import SimpleNamespace as N
+    >>> quartiles_us(N(meta={"makespans_us": [10.0, 11.0, 12.0, 13.0, 14.0]}))
+    (11.0, 13.0)
+    """
+    import numpy as np
+
+    meta = dict(getattr(trace, "meta", None) or {})
+    q1, q3 = meta.get("makespan_q1_us"), meta.get("makespan_q3_us")
+    if q1 is not None and q3 is not None:
+        return float(q1), float(q3)
+    spans = [float(v) for v in meta.get("makespans_us") or ()]
+    if not spans:
+        return math.nan, math.nan
+    low, high = np.percentile(np.asarray(spans), [25, 75])
+    return float(low), float(high)
+
+
+def _point(spread: Spread) -> tuple[float, float]:
+    """``(q1, q3)`` of a spread, the median for a quartile that is unknown (NaN)."""
+    median, q1, q3 = (float(v) for v in spread)
+    return (median if math.isnan(q1) else q1), (median if math.isnan(q3) else q3)
+
+
+def faster(a: Spread, b: Spread) -> bool:
+    """The rule's test: the makespan ``a`` (median, q1, q3) has its quartile range wholly below
+    ``b``'s (``a``'s q3 < ``b``'s q1); overlapping ranges are a tie.  A makespan without
+    quartiles (simulated; NaN quartiles) is its own range, so two of them compare as numbers.
+    Among several policies, :func:`clearly_faster` also asks that no chain of overlapping
+    ranges links the two.
+
+    >>> faster((10.0, 9.0, 10.5), (12.0, 11.0, 13.0))
+    True
+    >>> faster((10.0, 9.0, 11.5), (12.0, 11.0, 13.0))    # 11.5 >= 11: the ranges overlap
+    False
+    """
+    return _point(a)[1] < _point(b)[0]
+
+
+def noise_ranks(spreads: Mapping[str, Spread]) -> dict[str, float]:
+    """Each executed policy's rank (1 = least median) with measurement noise tied: policies
+    whose quartile ranges overlap, directly or through a chain of overlapping neighbours in
+    median order, share their average rank
+    (:func:`workbench.simulator.fidelity.judge.noise_tied_ranks`, which the fidelity tables use
+    too).  Infinite or NaN medians (not executed) are left out.  O(n log n)."""
+    from workbench.simulator.fidelity.judge import noise_tied_ranks
+
+    done = {p: (float(s[0]), *_point(s)) for p, s in spreads.items()
+            if 0.0 <= float(s[0]) < math.inf}
+    if not done:
+        return {}
+    names = list(done)
+    median, q1, q3 = (list(col) for col in zip(*(done[p] for p in names), strict=True))
+    return dict(zip(names, noise_tied_ranks(median, q1, q3), strict=True))
+
+
+def clearly_faster(spreads: Mapping[str, Spread], a: str, b: str) -> bool:
+    """Whether policy ``a`` is faster than ``b`` beyond measurement noise: ``a``'s quartile
+    range lies wholly below ``b``'s (:func:`faster`) and no chain of overlapping ranges of the
+    other policies links them (:func:`noise_ranks` differ), so that one-stream orders of the
+    same work, each overlapping the next, are never ordered.  O(n log n).
+
+    >>> s = {"a": (100.0, 95.0, 104.0), "b": (103.0, 101.0, 106.0), "c": (106.0, 105.5, 107.0)}
+    >>> clearly_faster(s, "a", "c"), clearly_faster({"a": s["a"], "c": s["c"]}, "a", "c")
+    (False, True)
+    """
+    if a not in spreads or b not in spreads or not faster(spreads[a], spreads[b]):
+        return False
+    ranks = noise_ranks(spreads)
+    return a in ranks and b in ranks and ranks[a] != ranks[b]
+
+
+def noise_ties(spreads: Mapping[str, Spread]) -> list[str]:
+    """The policies that tie with the fastest within measurement noise, fastest median first
+    (ties in the mapping's order): the fastest (least median) and every policy it is not
+    :func:`clearly_faster` than; empty unless at least two, as
+    :func:`~workbench.simulator.fidelity.accuracy.near_ties` for simulated rows.  No policy of
+    the group is clearly faster than another of it.  O(n² log n).
+
+    >>> noise_ties({"a": (100.0, 95.0, 104.0), "b": (103.0, 101.0, 106.0),
+    ...             "c": (106.0, 105.5, 107.0), "d": (120.0, 118.0, 125.0)})
+    ['a', 'b', 'c']
+    >>> noise_ties({"a": (100.0, 95.0, 104.0), "b": (110.0, 105.0, 112.0)})
+    []
+    """
+    ranks = noise_ranks(spreads)
+    if len(ranks) < 2:
+        return []
+    order = sorted(ranks, key=lambda p: float(spreads[p][0]))
+    tied = [p for p in order if p == order[0] or not clearly_faster(spreads, order[0], p)]
+    return tied if len(tied) >= 2 else []
+
+
+def _base_device(spec: DeviceSpec) -> tuple[str, str]:
+    """``(cost-model device, what a profile was calibrated on)`` of ``spec``: a profile's
+    (``h200+lab``) base device and its provenance's device; a registered or file device's own
+    name and ``""``."""
+    from workbench.simulator.cost_model.device_profile import profile_of
+
+    profile = profile_of(spec)
+    if profile is None:
+        return spec.name, ""
+    return profile.base_device, str(profile.provenance.get("gpu") or "")
+
+
+def _names(device_name: str, model: str) -> bool:
+    """Whether ``device_name`` names the cost-model device ``model``: ``model`` without ``_`` is
+    one or more consecutive words of the name run together (``"NVIDIA H200"`` names ``h200``,
+    ``"NVIDIA GeForce RTX 3070 Laptop GPU"`` ``rtx3070_laptop``; ``"NVIDIA L40S"`` is no
+    ``l4``).
+
+    >>> _names("NVIDIA H100 80GB HBM3", "h100"), _names("NVIDIA L40S", "l4")
+    (True, False)
+    """
+    words = re.findall(r"[a-z0-9]+", device_name.lower())
+    key = re.sub(r"[^a-z0-9]", "", model.lower())
+    return bool(key) and any("".join(words[i:j]) == key for i in range(len(words))
+                             for j in range(i + 1, len(words) + 1))
+
+
+def simulates(spec: DeviceSpec, trace: Trace) -> bool:
+    """Whether the simulator's device ``spec`` models the device ``trace`` was measured on, so
+    that a prediction may stand beside the measurement: a GPU whose name names the cost-model
+    device (``"NVIDIA H200"`` ↔ ``h200``; a profile ``h200+lab`` by its base ``h200``), or a
+    device profile calibrated on that same device (its provenance names it: a CPU matches only
+    that way).  O(words of the name²)."""
+    measured = device_name(trace)
+    base, calibrated_on = _base_device(spec)
+    key, made_on = _device_key(measured), _device_key(calibrated_on)
+    if key and made_on and (key in made_on or made_on in key):
+        return True
+    return measured_kind(trace) == "gpu" and _names(measured, base)
+
+
+def unmodelled_note(spec: DeviceSpec, trace: Trace) -> str:
+    """Why a measured comparison has no simulated column (:func:`simulates` is false): e.g.
+    ``no simulated column: the run was measured on AMD EPYC (a CPU), the simulator models
+    h100``."""
+    base, calibrated_on = _base_device(spec)
+    kind = " (a CPU)" if measured_kind(trace) == "cpu" else ""
+    model = spec.name if not calibrated_on else f"{spec.name} (calibrated on {calibrated_on})"
+    return (f"no simulated column: the run was measured on {device_name(trace)}{kind}, the "
+            f"simulator models {model}; the model's bounds and utilisation are left out too")
+
+
 def measured_cells(trace: Trace, spec: DeviceSpec, precision: str,
                    simulated_us: float | None,
-                   bounds: Mapping[str, float] | None = None) -> dict[str, Any]:
+                   bounds: Mapping[str, float] | None = None, *,
+                   modelled: bool = True) -> dict[str, Any]:
     """The measured row's own cells: the makespan (the executor's median over its timed runs,
-    ``meta["makespan_median_us"]``, else the trace's end) with its ratios to ``bounds``,
-    utilisation from the trace, executor, GPU, and the simulator's prediction with its error
-    when one was made."""
+    ``meta["makespan_median_us"]``, else the trace's end) and its quartiles
+    (:func:`quartiles_us`) with its ratios to ``bounds``, utilisation from the trace, executor,
+    device, and the simulator's prediction with its error when one was made.  ``modelled``
+    false (:func:`simulates`): the cells of :data:`MODELLED_COLUMNS` and the prediction are
+    NaN, since they describe another device."""
     from workbench.simulator.cost_model.calibration import measured_makespan_us
 
     nan = float("nan")
     span = measured_makespan_us(trace)
-    cells: dict[str, Any] = {"makespan_us": span,
+    q1, q3 = quartiles_us(trace)
+    cells: dict[str, Any] = {"makespan_us": span, "makespan_q1_us": q1, "makespan_q3_us": q3,
                              "utilisation": measured_utilisation(trace, spec, precision, span),
-                             "executor": trace.executor, "gpu": provenance(trace)["gpu"],
+                             "executor": trace.executor, "gpu": device_name(trace),
                              "simulated_us": nan, "sim_error": nan}
     if bounds is not None:
         lb, best = bounds.get("lower_bound_us", nan), bounds.get("optimum_us", nan)
         cells.update(ratio_to_lb=span / lb if lb > 0 else nan, ratio_to_optimum=span / best)
-    if simulated_us is not None and span > 0:
+    if not modelled:
+        cells.update(dict.fromkeys(MODELLED_COLUMNS, nan))
+    elif simulated_us is not None and span > 0:
         cells.update(simulated_us=simulated_us, sim_error=simulated_us / span - 1.0)
     return cells
 
@@ -165,5 +366,8 @@ def check_measured_device(trace: Trace, graph: Graph, spec: DeviceSpec) -> str:
                       f"leave measured out")
 
 
-__all__ = ["MEASURED_COLUMNS", "check_measured_device", "execute_options", "executor_plan",
-           "measured_cells", "measured_utilisation", "provenance", "run_precision"]
+__all__ = ["MEASURED_COLUMNS", "MODELLED_COLUMNS", "QUARTILE_COLUMNS", "Spread",
+           "check_measured_device", "clearly_faster", "device_name", "execute_options",
+           "executor_plan", "faster", "measured_cells", "measured_kind", "measured_utilisation",
+           "noise_ranks", "noise_ties", "provenance",
+           "quartiles_us", "run_precision", "simulates", "unmodelled_note"]

@@ -18,11 +18,20 @@ Every name that comes from the graph (op ids, kinds, graph name), from the polic
 settings is HTML-escaped, so a hostile op id such as ``<script>alert(1)</script>`` shows as text.
 
 ``comparison`` is any object with the attributes of
-:class:`workbench.orchestration.compare.Comparison`:
-``graph, device, mode, schedules, traces, table, best, settings``; when it also has a non-empty
-``memory_plans`` (and optionally ``pools``) the report gets a "Memory" section: the live-memory
-curve of every policy (with the BestFit pool's reserved bytes) and the SOMAS lifetime chart of the
-best policy's plan.
+:class:`workbench.orchestration.comparison.Comparison`:
+``graph, device, mode, schedules, traces, table, best, settings`` and the best in words
+(``best_text``, ``best_policies``, ``best_makespan_us``, ``device_text``, ``spreads()``); when it
+also has a non-empty ``memory_plans`` (and optionally ``pools``) the report gets a "Memory"
+section: the live-memory curve of every policy (with the BestFit pool's reserved bytes) and the
+SOMAS lifetime chart of the best policy's plan.
+
+What the report explains depends on where the rows ran (:func:`how_to_read`, :func:`slower_note`,
+:func:`measured_note`): a simulated comparison and a GPU run in the GPU's terms (streams of
+kernels sharing the SMs and memory bandwidth, launches, CUDA graphs), a CPU run in the CPU's (one
+op at a time in issue order: only the order differs), never the other's.  Measured rows are
+ordered only beyond measurement noise (:mod:`workbench.orchestration.compare_measured`), and the
+header names the same best, with the same makespan (the table's median), as the table and the
+CLI.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+from collections.abc import Iterable
+from math import nan
 from pathlib import Path
 
 import networkx
@@ -39,7 +50,16 @@ import plotly.graph_objects as go
 
 from workbench._atomic import check_output, write_text
 from workbench._version import __version__
-from workbench.orchestration.compare import Comparison
+from workbench.orchestration.comparison import Comparison
+from workbench.orchestration.report_notes import (
+    barrier_note,
+    how_to_read,
+    measured_note,
+    near_tie_note,
+    shows_simulation,
+    slower_note,
+    unfinished_note,
+)
 from workbench.simulator.fidelity.accuracy import accuracy_note
 from workbench.values.views import register_view
 from workbench.viz.dag import dag_svg
@@ -73,57 +93,27 @@ code { font-size: 0.95em; }
 .wb-nojs { padding: 12px; color: #b00020; border: 1px dashed #b00020; }
 """ + TABLE_CSS + ZOOM_CSS
 
-HOW_TO_READ = (
-    "Each policy assigned the graph's ops to GPU streams and the simulator ran the result on the "
-    "modelled device. <b>makespan</b> is the time until the last op ends (smaller is better); "
-    "<b>speedup</b> is relative to the baseline; <b>lower bound</b> is a time no schedule can beat "
-    "and <b>ratio to LB</b> how far a policy is from it (1.000 would be optimal). "
-    "<b>avg concurrency</b> is the average number of kernels running at once and "
-    "<b>utilisation</b> the share of the device's compute that did useful work. "
-    "The table is sorted by makespan; open <i>all columns</i> above it for the other metrics. "
-    "In the timelines each row is a stream and each bar an op (hover for its name, kind, times, "
-    "flops and bytes); red arrows are syncs (an event recorded after one op and waited for before "
-    "another), dashed vertical lines are barriers (every stream joins). In the DAG (zoom with the "
-    "buttons or Ctrl + wheel, drag to pan), node colours "
-    "are the streams of the best policy, dashed edges are control dependencies and bold red edges "
-    "are the syncs that policy needs. The row highlighted in the table is the best policy. "
-    "Each stage of each policy (schedule, execute, plan memory) had a time budget: a "
-    "<b>status</b> other than ok says which stage did not finish (its cells are empty). "
-    "Timelines of very large traces are binned: each cell's shade is the fraction of that time "
-    "its stream (or group of streams) was busy. "
-    "With a <b>measured</b> executor the rows are runs on a real device instead: <b>torch</b> "
-    "runs the schedule with PyTorch's kernels (cuDNN, cuBLAS), what a framework user's graph "
-    "runs; <b>cupy</b> runs the project's own hand-written CUDA kernels, about 6x slower than "
-    "cuDNN (Inception V3 batch 1 on an H200: 24,006 µs serial against 3,922 µs with cuDNN), so "
-    "its multi-stream speedups belong to kernels that leave most of the GPU idle: prefer torch "
-    "to ask how a graph should run, and cupy to test the launch plans, syncs and memory plans "
-    "themselves. A measured row's <b>utilisation</b> is its ops' FLOPs over the measured "
-    "makespan times the device's peak at the precision the kernels ran; <b>simulated_us</b> is "
-    "the simulator's prediction for the same schedule and <b>sim_error</b> the prediction over "
-    "the measurement, minus one."
-)
-
-#: What each measured executor's kernels are, for the note above measured results.
-EXECUTOR_NOTES = {
-    "torch": "PyTorch's kernels (cuDNN, cuBLAS) through torch.nn.functional",
-    "cupy": ("the project's hand-written CUDA kernels, about 6x slower than cuDNN on Inception "
-             "V3 (24,006 µs serial against 3,922 µs with cuDNN on an H200): its speedups are "
-             "not those of a framework's kernels; prefer executor='torch' for those"),
-}
-
-
-def makespan_figure(table: pd.DataFrame, best: str | None = None) -> go.Figure:
-    """Horizontal bars of makespan per policy, with each policy's lower bound as a marker."""
+def makespan_figure(table: pd.DataFrame, best: str | Iterable[str] | None = None) -> go.Figure:
+    """Horizontal bars of makespan per policy (``best``: the policy or policies drawn green),
+    with each policy's lower bound as a marker and, for measured rows, their quartile range as
+    an error bar."""
     policies = [str(p) for p in table["policy"]]
-    colors = [("#59a14f" if p == best else tint("#4e79a7", 0.2)) for p in policies]
+    greens = {best} if isinstance(best, str) else set(best or ())
+    colors = [("#59a14f" if p in greens else tint("#4e79a7", 0.2)) for p in policies]
     labels = [escape(p) for p in policies]
     status = table["status"] if "status" in table.columns else ["ok"] * len(policies)
-    hover = [f"<b>{escape(p)}</b><br>makespan: {m:,.1f} µs" if m == m
-             else f"<b>{escape(p)}</b><br>{escape(st)}"
-             for p, m, st in zip(policies, table["makespan_us"].astype(float), status,
-                                 strict=True)]
+    spans = table["makespan_us"].astype(float)
+    q1 = table["makespan_q1_us"].astype(float) if "makespan_q1_us" in table else spans * nan
+    q3 = table["makespan_q3_us"].astype(float) if "makespan_q3_us" in table else spans * nan
+    hover = [f"<b>{escape(p)}</b><br>makespan: {m:,.1f} µs"
+             + (f"<br>quartiles: {a:,.1f}-{b:,.1f} µs" if a == a and b == b else "")
+             if m == m else f"<b>{escape(p)}</b><br>{escape(st)}"
+             for p, m, a, b, st in zip(policies, spans, q1, q3, status, strict=True)]
+    error = ({"type": "data", "symmetric": False, "array": (q3 - spans).to_numpy(),
+              "arrayminus": (spans - q1).to_numpy(), "color": "#1f2933"}
+             if q1.notna().any() else None)
     fig = go.Figure(go.Bar(
-        orientation="h", x=table["makespan_us"].astype(float).to_numpy(), y=labels,
+        orientation="h", x=spans.to_numpy(), y=labels, error_x=error,
         marker={"color": colors}, name="makespan", hovertext=hover, hoverinfo="text"))
     if "lower_bound_us" in table.columns:
         fig.add_trace(go.Scatter(
@@ -183,115 +173,6 @@ def _versions() -> dict[str, str]:
             "graphviz dot": dot if dot else "not found (built-in DAG drawing)"}
 
 
-def unfinished_note(comparison: Comparison) -> str:
-    """A note listing the policies whose row is not ``ok`` (budget hit, worker died) and the
-    comparison's own notes (e.g. an exact optimum cut short); empty when all finished."""
-    table = comparison.table
-    items = []
-    if "status" in table.columns:
-        items = [f"<b>{escape(p)}</b>: {escape(st)}"
-                 for p, st in zip(table["policy"], table["status"], strict=True)
-                 if not str(st).startswith("ok")]   # "ok (work budget ...)" finished
-    items += [escape(n) for n in (comparison.settings or {}).get("notes", [])]
-    if not items:
-        return ""
-    budget = (comparison.settings or {}).get("budget_s_per_stage")
-    head = (f"Not everything finished within the budget of {budget:g} s per stage"
-            if isinstance(budget, (int, float)) else "Not everything finished")
-    return (f'<p class="note">{head} (empty cells): ' + "; ".join(items) + ".</p>")
-
-
-def slower_note(comparison: Comparison) -> str:
-    """A note for each executed policy slower than serial saying why, from its trace against
-    serial's: whether the host's launches bound it, how much longer its ops ran side by side
-    than one at a time (they share the SMs and the memory bandwidth), the cross-stream syncs
-    and barriers it added and the device's idle time at barriers; empty when none is slower.
-    O(ops) per policy."""
-    table = comparison.table
-    base = comparison.traces.get("serial")
-    if base is None or "speedup" not in table.columns:
-        return ""
-    base_busy = float(base.df["duration_us"].sum())
-    items = []
-    for policy, speedup in zip(table["policy"], table["speedup"], strict=True):
-        trace, sched = comparison.traces.get(policy), comparison.schedules.get(policy)
-        if trace is None or sched is None or not speedup < 0.995:   # NaN: not executed
-            continue
-        why = []
-        host_bound = float(trace.meta.get("host_bound_fraction") or 0.0)
-        if host_bound >= 0.5:
-            why.append(f"the host's launches bound it (the device waited for the host "
-                       f"{100 * host_bound:.0f}% of the time, and every sync adds an event "
-                       "record and a wait to the host's work: try mode='graph')")
-        busy = float(trace.df["duration_us"].sum())
-        if base_busy > 0 and busy > base_busy * 1.005:
-            why.append(f"its ops ran {100 * (busy / base_busy - 1):.1f}% longer side by side "
-                       "than one at a time (shared SMs and memory bandwidth)")
-        if sched.n_syncs:
-            why.append(f"{sched.n_syncs} cross-stream syncs")
-        if sched.n_barriers:
-            why.append(f"{sched.n_barriers} barriers (device idle {trace.barrier_idle_us():,.1f}"
-                       " µs at them)")
-        if not why:
-            why.append("its issue order delays the critical path")
-        items.append(f"<b>{escape(policy)}</b> ({speedup:.2f}×): " + ", ".join(why))
-    if not items:
-        return ""
-    return ('<p class="note">Slower than serial, and why: ' + "; ".join(items) + ".</p>")
-
-
-def near_tie_note(comparison: Comparison) -> str:
-    """:attr:`Comparison.near_tie_text` as a note; empty when there is none."""
-    text = comparison.near_tie_text
-    return f'<p class="note">{escape(text)}</p>' if text else ""
-
-
-def barrier_note(comparison: Comparison) -> str:
-    """A note on what barriers cost: per policy with barriers, how many, of which kind, and how
-    long the device sat idle at them (``Trace.barrier_idle_us``); empty when none has any."""
-    items = []
-    for policy, trace in comparison.traces.items():
-        sched = comparison.schedules.get(policy)
-        if sched is None or not sched.n_barriers:
-            continue
-        kind = ("device synchronisations (the host waits for an idle device, as IOS's runtime "
-                "does)" if sched.barrier_kind == "device_sync" else "event joins")
-        items.append(f"<b>{escape(policy)}</b>: {sched.n_barriers} {kind}; the device idles "
-                     f"{trace.barrier_idle_us():,.1f} µs at them "
-                     f"({100 * trace.barrier_idle_us() / max(trace.makespan, 1e-9):.1f}% of "
-                     f"its makespan)")
-    if not items:
-        return ""
-    return '<p class="note">Barriers: ' + "; ".join(items) + ".</p>"
-
-
-def measured_note(comparison: Comparison) -> str:
-    """Where measured rows were measured: the executor and what its kernels are, the GPU, the
-    driver and library versions, mode, precision and repeats (``settings["measured_on"]``), and
-    whether the simulator's predictions sit beside them; a recorded run (``compare(measured=
-    ...)``) is named with its device; empty for simulated comparisons."""
-    settings = dict(comparison.settings or {})
-    recorded = settings.get("measured_device")
-    note = (f'<p class="note">The row <b>measured</b> is a recorded run (a profiler trace) on '
-            f"<b>{escape(recorded)}</b>; the other rows are what-if schedules simulated on "
-            f"<b>{escape(comparison.device)}</b>.</p>" if recorded else "")
-    executor = settings.get("executor", "simulator")
-    if executor == "simulator":
-        return note
-    on = dict(settings.get("measured_on") or {})
-    gpu = on.pop("gpu", "?")
-    on.pop("executor", None)
-    details = ", ".join(f"{escape(k)} {escape(v)}" for k, v in on.items())
-    kernels = EXECUTOR_NOTES.get(str(executor), "")
-    beside = (f" The simulator's prediction on device <b>{escape(comparison.device)}</b> sits "
-              f"beside each row (<b>simulated_us</b>, <b>sim_error</b>)."
-              if settings.get("simulated_beside") else "")
-    return note + (f'<p class="note">Measured with executor <b>{escape(executor)}</b>'
-            + (f" ({escape(kernels)})" if kernels else "")
-            + f" on <b>{escape(gpu)}</b>" + (f": {details}" if details else "") + "."
-            + beside + "</p>")
-
-
 def _section(anchor: str, title: str, body: str) -> str:
     return f'<section id="{anchor}"><h2>{escape(title)}</h2>\n{body}\n</section>'
 
@@ -305,14 +186,17 @@ def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
     best = comparison.best
     best_schedule = comparison.schedules.get(best) if best is not None else None
     name = escape(graph.name)
+    best_names = comparison.best_policies
     best_ms = ""
-    if best is not None and best in comparison.traces:
-        best_ms = f" ({comparison.traces[best].makespan:,.1f} µs)"
-    meta = (f"{len(graph)} ops · device <b>{escape(comparison.device)}</b> · mode "
+    if best is not None:   # the table's makespan: a measured row's median, as the table shows
+        value = comparison.best_makespan_us
+        best_ms = (f" (fastest median {value:,.1f} µs: {escape(best)})" if len(best_names) > 1
+                   else f" ({value:,.1f} µs)")
+    meta = (f"{len(graph)} ops · device <b>{escape(comparison.device_text)}</b> · mode "
             f"<b>{escape(comparison.mode)}</b> · {len(comparison.traces)} policies · best: "
-            f"<b>{escape(best or 'none')}</b>{best_ms}")
+            f"<b>{escape(comparison.best_text)}</b>{best_ms}")
 
-    figures = [("wb-fig-makespan", makespan_figure(comparison.table, best))]
+    figures = [("wb-fig-makespan", makespan_figure(comparison.table, best_names))]
     if comparison.traces:
         figures.append(("wb-fig-timelines", timelines(
             dict(comparison.traces), title=f"timelines of {name} (shared time axis)")))
@@ -328,11 +212,12 @@ def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
                     f"{stream_table(best_schedule)}{dag_body}")
 
     sections = [
-        _section("how", "How to read this", f'<p class="note">{HOW_TO_READ}</p>'
-                 f'<p class="note">{escape(accuracy_note(comparison.device))}</p>'),
+        _section("how", "How to read this", f'<p class="note">{how_to_read(comparison)}</p>'
+                 + (f'<p class="note">{escape(accuracy_note(comparison.device))}</p>'
+                    if shows_simulation(comparison) else "")),
         _section("results", "Results", measured_note(comparison) + unfinished_note(comparison)
                  + slower_note(comparison) + near_tie_note(comparison)
-                 + table_html(comparison.table, css=False) + plots[0]
+                 + table_html(comparison.table, css=False, best=best_names) + plots[0]
                  + barrier_note(comparison)),
         _section("timelines", "Timelines", "".join(plots[1:n_main]) or "<p>No traces.</p>"),
         *([_section("memory", "Memory", memory[0] + "".join(plots[n_main:]))]

@@ -180,16 +180,20 @@ def display_memory_plan(plan: MemoryPlan) -> None:
 
 
 def comparison_html(comparison: Any) -> str:
-    """HTML for a Comparison: what was compared, the near-tie note when the simulator does not
-    order the best policies, and the ranking table (sorted by makespan, essential columns
-    first, the others behind a toggle; scrolls when wide)."""
+    """HTML for a Comparison: what was compared and where it ran (``device_text``), the best as
+    the report and the CLI name it (``best_text``: several policies when measured rows tie
+    within measurement noise), the near-tie note when the best are not ordered, and the ranking
+    table (sorted by makespan, the best rows highlighted, essential columns first, the others
+    behind a toggle; scrolls when wide)."""
     info = {"graph": comparison.graph.name, "ops": len(comparison.graph),
-            "device": comparison.device, "mode": comparison.mode,
-            "policies": list(comparison.schedules), "best": comparison.best}
+            "device": getattr(comparison, "device_text", comparison.device),
+            "mode": comparison.mode, "policies": list(comparison.schedules),
+            "best": getattr(comparison, "best_text", comparison.best)}
     ties = getattr(comparison, "near_tie_text", "")
     note = f"<p><i>{escape(ties)}</i></p>" if ties else ""
+    table = table_html(comparison.table, best=getattr(comparison, "best_policies", None))
     return (f"<div {_BOX}><h4>Comparison on {escape(comparison.graph.name)}</h4>"
-            f"{kv_table(info)}{note}{table_html(comparison.table)}</div>")
+            f"{kv_table(info)}{note}{table}</div>")
 
 
 for _view in (graph_html, schedule_html, trace_html, display_trace, memory_plan_html,

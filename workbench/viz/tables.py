@@ -7,13 +7,16 @@ others until the reader asks for them: an empty ``<details>`` element just befor
 HTML works in the report, in the app's HTML widget and in notebook output.
 
 Formats: times in µs with 1 decimal, speedups and MiB with 2, ratios with 3, utilisation as a
-percentage; the row with the smallest makespan is highlighted.  Pandas' Styler needs ``jinja2``;
-without it the functions fall back to ``DataFrame.to_html()`` (which escapes cell text as well,
-and shows every column).
+percentage; the best rows are highlighted (a comparison's ``best_policies``: several when measured
+rows tie within measurement noise; else the row with the smallest makespan).  A measured table's
+quartiles (``makespan_q1_us``, ``makespan_q3_us``) stand beside its median makespan.  Pandas'
+Styler needs ``jinja2``; without it the functions fall back to ``DataFrame.to_html()`` (which
+escapes cell text as well, and shows every column).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
@@ -34,11 +37,14 @@ FORMATS: dict[str, str] = {
     "arena_mib": "{:,.2f}",
     "arena_ratio": "{:.3f}",
     "pool_reserved_mib": "{:,.2f}",
+    "makespan_q1_us": "{:,.1f}",
+    "makespan_q3_us": "{:,.1f}",
 }
 
 #: The columns shown first, always; the others (present in the table) follow behind the toggle.
 ESSENTIAL_COLUMNS: tuple[str, ...] = (
-    "policy", "status", "makespan_us", "speedup", "streams", "syncs", "peak_live_mib")
+    "policy", "status", "makespan_us", "makespan_q1_us", "makespan_q3_us", "speedup", "streams",
+    "syncs", "peak_live_mib")
 
 #: Essential columns shown first only when they tell the rows apart (issue 25: a peak memory
 #: that the graph's stem fixes for every policy took an essential place).
@@ -81,6 +87,9 @@ COLUMN_LABELS: dict[str, str] = {
     "arena_ratio": "arena / peak",
     "pool_reserved_mib": "pool reserved (MiB)",
     "schedule_ms": "scheduling time (ms)",
+    "makespan_q1_us": "q1 (µs)",
+    "makespan_q3_us": "q3 (µs)",
+    "gpu": "ran on",
 }
 
 #: The CSS that hides the extra columns while the ``<details class="wb-cols">`` before the
@@ -158,20 +167,37 @@ def best_row(table: pd.DataFrame) -> Any:
     return None if col.isna().all() else col.idxmin()
 
 
-def comparison_styler(table: pd.DataFrame) -> Any:
+def best_rows(table: pd.DataFrame, best: Iterable[str] | None = None) -> set[Any]:
+    """Index labels of the rows to highlight: those whose ``policy`` is in ``best`` (the
+    comparison's ``best_policies``: several when they tie within measurement noise), else the
+    row of :func:`best_row`.
+
+    >>> t = pd.DataFrame({"policy": ["a", "b", "c"], "makespan_us": [2.0, 1.0, 1.1]})
+    >>> sorted(best_rows(t)), sorted(best_rows(t, ["b", "c"]))
+    ([1], [1, 2])
+    """
+    if best is not None and "policy" in table.columns:
+        names = {str(p) for p in best}
+        return {i for i, p in zip(table.index, table["policy"], strict=True) if str(p) in names}
+    row = best_row(table)
+    return set() if row is None else {row}
+
+
+def comparison_styler(table: pd.DataFrame, *, best: Iterable[str] | None = None) -> Any:
     """A ``pandas.io.formats.style.Styler`` of the ranking (:func:`ranking`: sorted by makespan,
     essential columns first), formatted, with readable headers (:func:`column_label`), the best
-    row highlighted, the index hidden and text cells HTML-escaped; the cells of every column
-    after the essential ones have the class ``wb-extra``, those of text columns ``wb-text``
-    (their headers get the same classes in :func:`table_html`).  Returns ``table.to_html()``
-    (a str, every column) when ``jinja2`` is missing."""
+    rows highlighted (:func:`best_rows`: the policies of ``best``, else the least makespan), the
+    index hidden and text cells HTML-escaped; the cells of every column after the essential ones
+    have the class ``wb-extra``, those of text columns ``wb-text`` (their headers get the same
+    classes in :func:`table_html`).  Returns ``table.to_html()`` (a str, every column) when
+    ``jinja2`` is missing."""
     table = ranking(table)
     if not _has_jinja2():
         return table.rename(columns=column_label).to_html(index=False, escape=True)
-    best = best_row(table)
+    highlighted = best_rows(table, best)
 
     def highlight(row: pd.Series) -> list[str]:
-        return [BEST_ROW_CSS if row.name == best else ""] * len(row)
+        return [BEST_ROW_CSS if row.name in highlighted else ""] * len(row)
 
     styler = table.style.format(_formats_for(table), na_rep="–", escape="html")
     styler = styler.format_index(column_label, axis=1, escape="html")
@@ -211,12 +237,14 @@ def _class_headers(html: str, table: pd.DataFrame) -> str:
     return html
 
 
-def table_html(table: pd.DataFrame, *, styler: Any = None, css: bool = True) -> str:
+def table_html(table: pd.DataFrame, *, styler: Any = None, css: bool = True,
+               best: Iterable[str] | None = None) -> str:
     """The ranking table as an HTML fragment: the "all columns" toggle, then the table in a box
     that scrolls sideways when it is wider than the page.  ``styler`` replaces
-    :func:`comparison_styler` of the same table (e.g. with more highlighting); ``css=True`` adds
-    :data:`TABLE_CSS` in a ``<style>`` element (leave it out when the page already has it)."""
-    styled = comparison_styler(table) if styler is None else styler
+    :func:`comparison_styler` of the same table (e.g. with more highlighting); ``best``: the
+    policies to highlight (:func:`best_rows`); ``css=True`` adds :data:`TABLE_CSS` in a
+    ``<style>`` element (leave it out when the page already has it)."""
+    styled = comparison_styler(table, best=best) if styler is None else styler
     if isinstance(styled, str):  # no jinja2: every column, no toggle
         body, toggle = styled, ""
     else:
