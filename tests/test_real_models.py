@@ -133,10 +133,25 @@ def test_a_saved_graph_drops_its_program_with_a_warning(tmp_path: Any) -> None:
         wb.save(graph, tmp_path / "resnet.json")
     loaded = wb.load(tmp_path / "resnet.json")
     assert loaded == graph and loaded.program is None
-    import pickle
-
-    assert pickle.loads(pickle.dumps(graph)).program is None
     assert graph.replace(name="renamed").program is graph.program
+
+
+def test_a_pickled_graph_finds_its_program_only_where_it_was_imported(tmp_path: Any) -> None:
+    import pickle
+    import subprocess
+    import sys
+
+    _, _, graph = _imported("resnet")
+    again = pickle.loads(pickle.dumps(graph))
+    assert again == graph and again.program is graph.program  # this process: found again
+    cmp = wb.compare(graph, policies=["nnc"], show_progress=False)  # forked workers
+    assert cmp.schedules["nnc"].graph.program is graph.program
+    (tmp_path / "g.pkl").write_bytes(pickle.dumps(graph))
+    code = ("import pickle, sys; g = pickle.load(open(sys.argv[1], 'rb')); "
+            "print(len(g.ops), g.program)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "g.pkl")],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(len(graph.ops)), "None"]  # another process: the graph, no program
 
 
 # ------------------------------------------------------------------------------ accelerate

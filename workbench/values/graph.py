@@ -38,7 +38,7 @@ from workbench.values.graph_items import TensorId as TensorId
 from workbench.values.graph_items import priority_topological_order as priority_topological_order
 from workbench.values.ops import CONTROL_KINDS as CONTROL_KINDS  # re-exported
 from workbench.values.ops import NO_TASK_KINDS as NO_TASK_KINDS  # re-exported
-from workbench.values.program import ModelProgram
+from workbench.values.program import ModelProgram, program_of, token_of
 
 
 class Graph:
@@ -61,7 +61,8 @@ class Graph:
         :class:`~workbench.values.program.ModelProgram`: the traced PyTorch calls and parameters
         of :func:`workbench.io.from_torch`, the initializers of an ONNX file), or ``None``.  An
         attachment, not part of the value: :meth:`replace` and the passes built on it keep it,
-        equality ignores it, and ``save`` and pickling drop it.
+        equality ignores it, ``save`` drops it, and pickling keeps it only within the process
+        that imported it and its forked workers (see :meth:`__getstate__`).
 
     Examples
     --------
@@ -466,14 +467,19 @@ class Graph:
     __hash__ = None  # type: ignore[assignment]
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled without :attr:`program` (a model's calls and weights stay in the process that
-        imported it; a forked worker inherits them without pickling)."""
-        return {k: getattr(self, k) for k in self.__slots__ if k != "program"}
+        """Pickled with a token of :attr:`program`, not the program (a model's calls and
+        weights stay in the process that imported it): unpickled there, or in a worker it
+        forked, the graph gets its program back; anywhere else it has none
+        (:func:`workbench.values.program.program_of`)."""
+        state = {k: getattr(self, k) for k in self.__slots__ if k != "program"}
+        state["program"] = token_of(self.program)
+        return state
 
     def __setstate__(self, state: Mapping[str, Any]) -> None:
         for key, value in state.items():
-            object.__setattr__(self, key, value)
-        self.program = None
+            if key != "program":
+                object.__setattr__(self, key, value)
+        self.program = program_of(state.get("program"))
 
     # ----------------------------------------------------------------------------- networkx
     def to_networkx(self) -> Any:

@@ -20,12 +20,31 @@ Nothing here imports torch or NumPy at module import.
 
 from __future__ import annotations
 
+import itertools
+import os
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workbench.errors import OptionError
 
 TensorId = str
+Token = tuple[int, int]
+
+_NUMBERS = itertools.count()
+_LIVE: weakref.WeakValueDictionary[Token, ModelProgram] = weakref.WeakValueDictionary()
+
+
+def token_of(program: ModelProgram | None) -> Token | None:
+    """What a pickled Graph keeps of its program: a token that :func:`program_of` turns back
+    into the program in the process that made it and in the workers it forks (a comparison's
+    schedules come back from its workers with their program), and into nothing elsewhere."""
+    return None if program is None else program.token
+
+
+def program_of(token: Token | None) -> ModelProgram | None:
+    """The live program of ``token`` in this process, else ``None``.  O(1)."""
+    return None if token is None else _LIVE.get(tuple(token))  # type: ignore[arg-type]
 
 
 class ModelProgram:
@@ -41,6 +60,8 @@ class ModelProgram:
     def __init__(self, input_names: Sequence[TensorId], output_names: Sequence[TensorId]) -> None:
         self.input_names = tuple(input_names)
         self.output_names = tuple(output_names)
+        self.token: Token = (os.getpid(), next(_NUMBERS))
+        _LIVE[self.token] = self
 
     def describe(self) -> str:
         """One line for ``trace.meta["weights"]`` and notes."""
@@ -91,4 +112,4 @@ class Weights(ModelProgram):
         return self.values
 
 
-__all__ = ["ModelProgram", "TensorId", "Weights"]
+__all__ = ["ModelProgram", "TensorId", "Token", "Weights", "program_of", "token_of"]
