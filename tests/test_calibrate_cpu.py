@@ -161,7 +161,7 @@ def test_base_device_choice() -> None:
     (["--model", "nosuch"], "unknown model 'nosuch' (known: "),
     (["--model", "nnc_diamond", "--base", "nosuch"], "unknown device 'nosuch' (known: a100, "),
     (["--model", "nnc_diamond", "--executor", "nosuch"], "unknown executor 'nosuch'"),
-    (["--model", "nnc_diamond", "--executor", "simulator"], "has no option 'warmup'"),
+    (["--model", "nnc_diamond", "--executor", "simulator"], "'simulator' cannot time ops alone"),
     (["--model", "nnc_diamond", "--threads", "0"], "expected a positive integer"),
     (["--model", "nnc_diamond", "--warmup", "-1"], "--warmup must be >= 0"),
     (["--model", "nnc_diamond", "-o", "{tmp}/no/such/p.json"], "does not exist"),
@@ -191,3 +191,28 @@ def test_help_names_the_options(capsys: pytest.CaptureFixture[str]) -> None:
     for words in ("--base DEVICE, --base-device DEVICE", "--threads", "CPU", "what-if",
                   "--device"):
         assert words in text
+
+
+def test_cpu_profile_records_its_threads_and_warns_when_the_cpu_was_busy(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    from workbench.executors import device_calibration
+
+    g = wb.models.build("nnc_diamond")
+    prof = wb.calibrate_device(g, torch_device="cpu", repeats=2, warmup=0, threads=2)
+    assert prof.provenance["cpu_threads"] == 2 and 0 < prof.provenance["cpu_share"] <= 1
+    assert prof.provenance["gpu"].startswith("cpu (")
+    monkeypatch.setattr(device_calibration, "BUSY_SHARE", 1.01)   # every run looks crowded
+    with pytest.warns(UserWarning, match=r"^the CPU was busy: the timing thread ran \d+%"):
+        prof = wb.calibrate_device(g, torch_device="cpu", repeats=2, warmup=0)
+    assert "calibrate on an idle machine" in prof.provenance["cpu_note"]
+
+
+@pytest.mark.usefixtures("fake_device")
+def test_threads_only_for_a_torch_cpu_calibration() -> None:
+    g = wb.models.build("nnc_diamond")
+    with pytest.raises(wb.OptionError, match="threads= sets torch's CPU threads"):
+        wb.calibrate_device(g, executor="fake_device", threads=2)
+    with pytest.raises(wb.OptionError, match="threads must be a positive integer"):
+        wb.calibrate_device(g, executor="fake_device", threads=0)
+    assert "cpu_threads" not in wb.calibrate_device(g, executor="fake_device").provenance

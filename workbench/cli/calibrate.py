@@ -48,7 +48,8 @@ def calibrate_parser(sub: Any, positive_int: Callable[[str], int]) -> None:
     cal.add_argument("--threads", type=positive_int,
                      help="CPU only: torch intra-op threads while ops are timed (default: 1)")
     cal.add_argument("--executor", default="torch",
-                     help="executor that times the ops (default: %(default)s)")
+                     help="executor that times the ops (default: %(default)s, the one "
+                          "built-in executor that can)")
     cal.add_argument("-o", "--output", default="profile.json",
                      help="profile path; its folder must exist (default: %(default)s)")
 

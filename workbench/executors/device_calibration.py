@@ -73,7 +73,7 @@ def calibrate_device(graphs: Graph | Iterable[Graph], *, executor: str = "torch"
     items = [graphs] if isinstance(graphs, Graph) else list(graphs)
     if not items or not all(isinstance(g, Graph) for g in items):
         raise OptionError("calibrate_device() needs a Graph or a list of Graphs")
-    _check_executor(executor)
+    executor = _check_executor(executor)
     cuda = executor == "torch" and _cuda() and str(torch_device or "cuda").startswith("cuda")
     cpu_threads = _check_threads(threads, torch_cpu=executor == "torch" and not cuda)
     found: dict[str, Any] = {"probes": {}}
@@ -129,21 +129,24 @@ def calibrate_device(graphs: Graph | Iterable[Graph], *, executor: str = "torch"
                          probes=found["probes"], provenance=prov)
 
 
-def _check_executor(executor: Any) -> None:
-    """A one-line error for an executor that is unknown, unavailable here, or does not take
-    the options the calibration passes."""
+def _check_executor(executor: Any) -> str:
+    """The executor's registered name (matched case-insensitively); a one-line error for one
+    that is unknown, cannot run here, or cannot time ops alone (does not take the options the
+    calibration passes)."""
     from workbench._checks import check_choice
     from workbench.executors.execute import EXECUTORS
 
     name = check_choice(executor, EXECUTORS, "executor")
-    if name != executor:   # the oracle looks the name up as given
-        raise OptionError(f"unknown executor {executor!r} (did you mean {name!r}?)")
     why = EXECUTORS.unavailable_reason(name)
     if why:
         raise DeviceUnavailable(f"calibrate: executor {name!r} cannot run here: {why}")
-    EXECUTORS.check_options(name, dict.fromkeys(
-        ("mode", "precision", "warmup", "repeats", "seed", "device")),
-        label="calibrate: executor")
+    try:
+        EXECUTORS.check_options(name, dict.fromkeys(
+            ("mode", "precision", "warmup", "repeats", "seed", "device")))
+    except OptionError as exc:
+        raise OptionError(f"calibrate: executor {name!r} cannot time ops alone ({exc}); use "
+                          f"'torch'") from None
+    return name
 
 
 def _check_threads(threads: Any, *, torch_cpu: bool) -> int:
