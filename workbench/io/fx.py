@@ -514,7 +514,8 @@ class _Importer:
         program = TorchProgram(self.gm, placeholders=self.placeholders,
                                outputs=list(dict.fromkeys(self.outputs)),
                                ops=[o.id for o in self.ops], tracer=self.tracer, name=name,
-                               example=example, model=model)
+                               example=example, model=model,
+                               tensors={t: n for n, t in self.produced.items()})
         try:
             return Graph(self.ops, self.tensors.values(), control,
                          outputs=list(dict.fromkeys(self.outputs)), name=name, program=program)

@@ -81,7 +81,8 @@ class TorchProgram(ModelProgram):
     order of the module's flattened arguments; ``outputs``: the graph output tensors; ``ops``:
     the op ids (fx node names) the graph schedules; ``example``: the arguments it was traced
     with (the default inputs of a run); ``model``: the user's module (the oracle a verified run
-    is compared with; ``None``: the traced module is).  Holds the ``GraphModule``, whose
+    is compared with; ``None``: the traced module is); ``tensors``: graph tensor id -> the fx
+    node whose value it is.  Holds the ``GraphModule``, whose
     parameters are the user's module's own (``torch.export`` shares them, it does not copy).
     """
 
@@ -89,8 +90,10 @@ class TorchProgram(ModelProgram):
 
     def __init__(self, gm: Any, *, placeholders: Sequence[str], outputs: Sequence[TensorId],
                  ops: Sequence[str], tracer: str, name: str, example: tuple[Any, ...] = (),
-                 model: Any = None) -> None:
+                 model: Any = None, tensors: Mapping[TensorId, str] | None = None) -> None:
         super().__init__(placeholders, outputs)
+        #: graph tensor id -> the fx node whose value it is (ops: ``<node>:out``)
+        self.tensor_nodes = dict(tensors or {})
         self.gm = gm
         self.tracer = tracer
         self.name = name

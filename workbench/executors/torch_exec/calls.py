@@ -162,7 +162,7 @@ class CallEvaluator:
         """The graph outputs of the last run, as tensors (by graph tensor id)."""
         out = {}
         for t in self.graph.outputs:
-            name = self.graph.tensor(t).producer or t
+            name = self.program.tensor_nodes.get(t, t)
             if name not in self.env:
                 raise ScheduleError(f"torch executor: output {t!r} was not computed")
             out[t] = self.env[name]
