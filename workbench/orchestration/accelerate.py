@@ -13,7 +13,8 @@ each stage bounded by ``budget_s``), and so does the model itself
 in graph mode), before and after the policies so that a machine whose speed drifts during the
 measurement widens the model's quartile range instead of favouring whichever ran later.  The
 fastest median wins, but only if it beats the model beyond measurement noise (its third
-quartile below the model's first, the rule of measured comparisons);
+quartile below the model's first, and no chain of overlapping ranges linking them: the rule of
+measured comparisons, :func:`workbench.orchestration.compare_measured.clearly_faster`);
 otherwise the model itself is returned (:class:`~workbench.executors.torch_exec.module.
 ModelItself`, with the reason).  The result carries ``.schedule``, ``.policy`` and the measured
 ``.comparison`` (its ``settings["model_itself"]`` holds the model's timing and
@@ -35,6 +36,7 @@ from workbench.errors import OptionError, WorkbenchError
 from workbench.values.graph import Graph
 
 MODES = ("graph", "eager")
+MODEL = "model itself"  # the model's row among the measured policies' spreads
 PRECISIONS = (None, "fp32", "tf32")
 #: The options ``torch.compile(model, backend="workbench", options={...})`` takes.
 OPTIONS = ("policy", "mode", "precision", "policies", "budget_s", "repeats", "warmup",
@@ -145,6 +147,7 @@ def _measure(graph: Graph, model: Any, example: tuple[Any, ...], *, device: Any,
     from workbench.executors.torch_exec.baseline import time_model
     from workbench.executors.torch_exec.frame import makespan_stats
     from workbench.orchestration.compare import compare
+    from workbench.orchestration.compare_measured import clearly_faster
 
     before = time_model(model, example, device=device, mode=mode, precision=precision,
                         warmup=warmup, repeats=repeats)
@@ -160,10 +163,9 @@ def _measure(graph: Graph, model: Any, example: tuple[Any, ...], *, device: Any,
               "how": f"{after['how']}: {repeats} timed runs before the policies and "
                      f"{repeats} after them"}
     comparison.settings["model_itself"] = itself
-    spreads = {p: (float(t.meta["makespan_median_us"]), float(t.meta["makespan_q1_us"]),
-                   float(t.meta["makespan_q3_us"])) for p, t in comparison.traces.items()}
-    median, q1, q3 = itself["makespan_median_us"], itself["makespan_q1_us"], itself[
-        "makespan_q3_us"]
+    spreads = dict(comparison.spreads())
+    median, q1, q3 = (float(itself[k]) for k in ("makespan_median_us", "makespan_q1_us",
+                                                  "makespan_q3_us"))
     model_text = f"the model itself {median:,.1f} µs (quartiles {q1:,.1f}-{q3:,.1f})"
     if not spreads:
         decision = f"no schedule ran ({_statuses(comparison)}); {model_text}"
@@ -172,7 +174,7 @@ def _measure(graph: Graph, model: Any, example: tuple[Any, ...], *, device: Any,
         best = min(spreads, key=lambda p: (spreads[p][0], p))
         b = spreads[best]
         best_text = f"{best} {b[0]:,.1f} µs (quartiles {b[1]:,.1f}-{b[2]:,.1f})"
-        if b[2] < q1:
+        if clearly_faster({**spreads, MODEL: (median, q1, q3)}, best, MODEL):
             chosen = best
             decision = (f"{best_text} beats {model_text} beyond measurement noise: "
                         f"{median / b[0]:.2f}x")
