@@ -216,3 +216,21 @@ def test_threads_only_for_a_torch_cpu_calibration() -> None:
     with pytest.raises(wb.OptionError, match="threads must be a positive integer"):
         wb.calibrate_device(g, executor="fake_device", threads=0)
     assert "cpu_threads" not in wb.calibrate_device(g, executor="fake_device").provenance
+
+
+def test_two_profiles_with_one_file_name_keep_their_own_times(tmp_path: Path) -> None:
+    from workbench.simulator.cost_model.device_profile import DeviceProfile, OpTiming
+
+    g = wb.models.build("nnc_diamond")
+    s = wb.schedule(g, "serial")
+    for folder, us in (("a", 1.0), ("b", 2.0)):
+        (tmp_path / folder).mkdir()
+        ops = tuple(OpTiming(g.name, 1, op, g.op(op).kind, us) for op in g.op_ids)
+        wb.save_profile(DeviceProfile("h100", "fp32", ops), tmp_path / folder / "p.json")
+    first = wb.simulate(s, device=tmp_path / "a" / "p.json")
+    second = wb.simulate(s, device=tmp_path / "b" / "p.json")
+    again = wb.simulate(s, device=tmp_path / "a" / "p.json")
+    assert set(first.df["alone_us"]) == set(again.df["alone_us"]) == {1.0}
+    assert set(second.df["alone_us"]) == {2.0}
+    names = {wb.costs.get_device(tmp_path / f / "p.json").name for f in "ab"}
+    assert len(names) == 2 and all(n.startswith("h100+p") for n in names)

@@ -165,17 +165,25 @@ def load_profile(path: str | os.PathLike[str]) -> DeviceProfile:
 
 #: Profiles loaded as devices, by the name of the spec they gave (see :func:`calibration_for`).
 _LOADED: dict[str, DeviceProfile] = {}
+#: The file each of those names was read from (two files with one stem get two names).
+_SOURCES: dict[str, str] = {}
 
 
 def spec_of_profile(path: Path, raw: Any) -> DeviceSpec:
     """The device spec of a profile file: its base device, named ``<base>+<file stem>``, whose
-    op times :func:`calibration_for` then gives the simulator.
+    op times :func:`calibration_for` then gives the simulator.  Another file with the same stem,
+    read in the same process, is named ``<base>+<stem>-2`` (then ``-3`` ...), so each keeps its
+    own op times; the same file read again (it changed) keeps its name.
     ``workbench.simulator.cost_model.devices.get_device`` calls this for files whose ``format``
     is a profile's: its ``FILE_FORMATS`` table names this function by import path, so reading a
     profile needs no import of this module first."""
     profile = DeviceProfile.from_dict(raw, where=str(path))
-    spec = profile.spec(path.stem)
-    _LOADED[spec.name] = profile
+    source = str(Path(path).resolve())
+    spec, n = profile.spec(path.stem), 1
+    while _SOURCES.get(spec.name, source) != source:
+        n += 1
+        spec = profile.spec(f"{path.stem}-{n}")
+    _LOADED[spec.name], _SOURCES[spec.name] = profile, source
     return spec
 
 
