@@ -227,9 +227,9 @@ def test_two_profiles_with_one_file_name_keep_their_own_times(tmp_path: Path) ->
         (tmp_path / folder).mkdir()
         ops = tuple(OpTiming(g.name, 1, op, g.op(op).kind, us) for op in g.op_ids)
         wb.save_profile(DeviceProfile("h100", "fp32", ops), tmp_path / folder / "p.json")
-    first = wb.simulate(s, device=tmp_path / "a" / "p.json")
-    second = wb.simulate(s, device=tmp_path / "b" / "p.json")
-    again = wb.simulate(s, device=tmp_path / "a" / "p.json")
+    first = wb.simulate(s, device=str(tmp_path / "a" / "p.json"))
+    second = wb.simulate(s, device=str(tmp_path / "b" / "p.json"))
+    again = wb.simulate(s, device=str(tmp_path / "a" / "p.json"))
     assert set(first.df["alone_us"]) == set(again.df["alone_us"]) == {1.0}
     assert set(second.df["alone_us"]) == {2.0}
     names = {wb.costs.get_device(tmp_path / f / "p.json").name for f in "ab"}
