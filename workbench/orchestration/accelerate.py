@@ -196,9 +196,9 @@ def _cost_device(device: Any) -> str:
     else h100 (a CPU run shows no simulated column)."""
     if getattr(device, "type", "cpu") != "cuda":
         return "h100"
-    from workbench.executors.torch_exec.runner import _gpu_spec
+    from workbench.executors.torch_exec.runner import gpu_spec
 
-    return _gpu_spec(str(device)).name
+    return gpu_spec(str(device)).name
 
 
 def _verify(fast: Any, model: Any, example: tuple[Any, ...], precision: str | None) -> None:

@@ -87,7 +87,7 @@ def resolve_device(device: Any) -> tuple[str, DeviceSpec | None]:
     api = _cuda_api()
     auto = "cuda" if api.is_available() else "cpu"
     if device is None:
-        return auto, _gpu_spec(auto) if auto == "cuda" else None
+        return auto, gpu_spec(auto) if auto == "cuda" else None
     if isinstance(device, DeviceSpec):
         return auto, device
     text = str(device).lower() if isinstance(device, (str, torch.device)) else None
@@ -97,21 +97,19 @@ def resolve_device(device: Any) -> tuple[str, DeviceSpec | None]:
             raise DeviceUnavailable(f"executor 'torch': device {device!r} needs a CUDA GPU and a "
                                     f"CUDA build of torch ({torch.__version__} sees none); use "
                                     f"device='cpu'")
-        return text, _gpu_spec(text) if text != "cpu" else None
+        return text, gpu_spec(text) if text != "cpu" else None
     if text is not None and text in DEVICES:
         return auto, get_device(text)
     raise OptionError(f"executor 'torch': unknown device {device!r} (a torch device: cpu, cuda, "
                       f"cuda:N; or a cost-model device: {', '.join(DEVICES.names())})")
 
 
-def _gpu_spec(device: str) -> DeviceSpec:
-    """The cost-model spec whose name the GPU's name contains (``NVIDIA H200`` -> ``h200``),
-    else ``h100``."""
-    name = str(_cuda_api().get_device_name(device)).lower().replace(" ", "")
-    for known in DEVICES.names():
-        if known in name:
-            return get_device(known)
-    return get_device("h100")
+def gpu_spec(device: str) -> DeviceSpec:
+    """The cost-model spec the GPU's name matches word by word (``NVIDIA H200`` -> ``h200``;
+    :func:`workbench.executors.device_probes.base_device_for`), else ``h100``."""
+    from workbench.executors.device_probes import base_device_for
+
+    return get_device(base_device_for(str(_cuda_api().get_device_name(device))))
 
 
 @contextmanager
