@@ -105,7 +105,7 @@ def test_compare_with_the_torch_executor_on_the_cpu() -> None:
     assert (table["makespan_q1_us"] <= table["makespan_us"]).all()
     assert (table["makespan_us"] <= table["makespan_q3_us"]).all()
     # a CPU run: no h100 prediction, bounds or utilisation beside it, and a note saying why
-    from workbench.executors.torch_exec.frame import cpu_name
+    from workbench.executors.device_probes import cpu_model as cpu_name
 
     assert (table["gpu"] == cpu_name()).all() and cpu_name() not in ("", "x86_64", "aarch64")
     for column in ("simulated_us", "sim_error", "utilisation", "lower_bound_us", "ratio_to_lb"):

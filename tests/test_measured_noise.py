@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 import workbench as wb
-from workbench.executors.torch_exec.frame import cpu_name
+from workbench.executors.device_probes import cpu_model as cpu_name
 from workbench.orchestration.compare import Comparison
 from workbench.orchestration.compare_measured import (
     clearly_faster,

@@ -188,16 +188,34 @@ def _driver_version() -> str:
     return done.stdout.strip().splitlines()[0] if done.returncode == 0 and done.stdout else ""
 
 
-def cpu_name() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux) and core count, else the machine type."""
-    name = platform.processor() or platform.machine()
+def cpu_model() -> str:
+    """The CPU's model name, as a person would name it (``"AMD EPYC 7R13 Processor"``): the
+    ``model name`` line of ``/proc/cpuinfo``, else ``lscpu``'s ``Model name``, else
+    :func:`platform.processor`; the machine's architecture (``"x86_64"``) only when none of
+    them answers.  O(size of /proc/cpuinfo)."""
     try:
-        with open("/proc/cpuinfo", encoding="utf-8") as lines:
-            name = next((line.split(":", 1)[1].strip() for line in lines
-                         if line.startswith("model name")), name)
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, sep, value = line.partition(":")
+                if sep and key.strip().lower() in ("model name", "cpu model") and value.strip():
+                    return " ".join(value.split())
     except OSError:
         pass
-    return f"{name}, {os.cpu_count() or '?'} cores"
+    try:
+        done = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=5,
+                              check=False)
+        for line in done.stdout.splitlines():
+            key, sep, value = line.partition(":")
+            if sep and key.strip().lower() == "model name" and value.strip():
+                return " ".join(value.split())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def cpu_name() -> str:
+    """The CPU's model name and core count (``"AMD EPYC 7R13 Processor, 2 cores"``)."""
+    return f"{cpu_model()}, {os.cpu_count() or '?'} cores"
 
 
 def provenance(*, timing: str = "") -> dict[str, Any]:

@@ -5,7 +5,7 @@
 ``memory_us`` are the cost model's full-device estimates on the device spec, NaN on the CPU
 without one); :func:`makespan_stats` the median and quartiles of the timed runs;
 :func:`device_info` the provenance (GPU name, driver, torch, CUDA and cuDNN versions, or the
-CPU's model name: :func:`cpu_name`).  O(V).
+CPU's model name: :func:`workbench.executors.device_probes.cpu_model`).  O(V).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import platform
 import statistics
-import subprocess
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,35 +37,11 @@ def makespan_stats(spans: Sequence[float]) -> dict[str, Any]:
             "makespans_us": [float(v) for v in values]}
 
 
-def cpu_name() -> str:
-    """The CPU's model name, as a person would name it (``"AMD EPYC 7R13 Processor"``): the
-    ``model name`` line of ``/proc/cpuinfo``, else ``lscpu``'s ``Model name``, else
-    :func:`platform.processor`; the machine's architecture (``"x86_64"``) only when none of
-    them answers.  O(size of /proc/cpuinfo)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key, sep, value = line.partition(":")
-                if sep and key.strip().lower() in ("model name", "cpu model") and value.strip():
-                    return " ".join(value.split())
-    except OSError:
-        pass
-    try:
-        done = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=5,
-                              check=False)
-        for line in done.stdout.splitlines():
-            key, sep, value = line.partition(":")
-            if sep and key.strip().lower() == "model name" and value.strip():
-                return " ".join(value.split())
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return platform.processor() or platform.machine() or "cpu"
-
-
 def device_info(device: str, cuda: Any = None) -> dict[str, Any]:
     """Where a run ran: the GPU's name, capability, SM count and memory, the driver, CUDA and
-    cuDNN versions (CUDA), or the CPU's model name (:func:`cpu_name`) and architecture; torch's
-    version and thread count always.  ``cuda``: the ``torch.cuda`` to ask (default: torch's
+    cuDNN versions (CUDA), or the CPU's model name
+    (:func:`workbench.executors.device_probes.cpu_model`) and architecture; torch's version and
+    thread count always.  ``cuda``: the ``torch.cuda`` to ask (default: torch's
     own)."""
     torch = torch_module()
     cuda = cuda if cuda is not None else torch.cuda
@@ -80,7 +55,9 @@ def device_info(device: str, cuda: Any = None) -> dict[str, Any]:
             "memory_bytes": int(props.total_memory), "cuda": torch.version.cuda,
             "cudnn": torch.backends.cudnn.version(), "driver": _driver_version()})
     else:
-        info.update({"name": cpu_name(), "type": "cpu", "machine": platform.machine()})
+        from workbench.executors.device_probes import cpu_model
+
+        info.update({"name": cpu_model(), "type": "cpu", "machine": platform.machine()})
     return info
 
 
@@ -125,4 +102,4 @@ def trace_frame(schedule: Schedule, timing: Timing, *, spec: DeviceSpec | None,
     })
 
 
-__all__ = ["cpu_name", "device_info", "makespan_stats", "trace_frame"]
+__all__ = ["device_info", "makespan_stats", "trace_frame"]
