@@ -255,3 +255,21 @@ def test_the_backend_refuses_an_unknown_option() -> None:
     with pytest.raises(Exception, match="unknown option 'polcy'"):
         compiled(*example)
     torch._dynamo.reset()
+
+
+def test_accelerate_falls_back_with_one_line_when_the_schedule_cannot_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.executors.torch_exec import module
+
+    model, example, _ = _imported("resnet")
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("operation not permitted when stream is capturing\nmore detail")
+
+    monkeypatch.setattr(module.ScheduledModule, "__init__", refuse)
+    with pytest.warns(UserWarning, match=r"nnc on ResNetTiny: operation not permitted when "
+                                         r"stream is capturing; running the model itself$"):
+        fast = wb.accelerate(model, example, policy="nnc")
+    assert fast.policy == "model"
+    with torch.no_grad():
+        _same(fast(*example), model(*example))

@@ -133,9 +133,10 @@ def accelerate_graph(graph: Graph, model: Any, example: tuple[Any, ...], *, poli
         fast = ScheduledModule(model, sched, example, device=device, mode=mode,
                                precision=precision)
         _verify(fast, model, example, precision)
-    except WorkbenchError as exc:
-        return _itself(model, f"accelerate: {exc}; running the model itself", warn=True,
-                       comparison=comparison)
+    except (WorkbenchError, RuntimeError) as exc:  # RuntimeError: torch refused a capture
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return _itself(model, f"accelerate: {sched.policy} on {type(model).__name__}: {first}; "
+                              f"running the model itself", warn=True, comparison=comparison)
     fast.comparison = comparison
     return fast
 
