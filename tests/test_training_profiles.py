@@ -4,6 +4,7 @@ dependencies and costs, and the what-ifs of the measured step are bounded by its
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,15 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 
 
-def _profile(tmp: Path, name: str, model: Any, x: Any, loss: Any) -> tuple[Path, Path]:
-    """ET and Kineto trace of the second of two SGD (momentum) steps."""
-    from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile
+def _profile(tmp: Path, name: str, model: Any, x: Any, loss: Any, *,
+             optimizer: Callable[[Any], Any] | None = None, steps: int = 1) -> tuple[Path, Path]:
+    """ET and Kineto trace of the steps after a first, unprofiled one (SGD with momentum unless
+    ``optimizer`` makes another from the parameters); with ``steps`` > 1 each profiled step
+    runs inside a ``record_function("## step k ##")`` scope."""
+    from torch.profiler import ExecutionTraceObserver, ProfilerActivity, profile, record_function
 
-    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    opt = (optimizer or (lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9)))(
+        model.parameters())
 
     def step() -> None:
         opt.zero_grad()
@@ -34,7 +39,12 @@ def _profile(tmp: Path, name: str, model: Any, x: Any, loss: Any) -> tuple[Path,
     observer.register_callback(str(et))
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True,
                  execution_trace_observer=observer) as prof:
-        step()
+        for k in range(steps):
+            if steps == 1:
+                step()
+                continue
+            with record_function(f"## step {k} ##"):
+                step()
     prof.export_chrome_trace(str(kineto))
     return et, kineto
 

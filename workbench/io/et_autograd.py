@@ -9,8 +9,12 @@ the operator calls inside it (``aten::convolution_backward``, ``aten::mm``, ``at
 its inner calls read that no earlier inner call wrote, and whose outputs are everything they
 wrote; the tensor (and storage) ids then link it to the forward ops whose saved tensors it
 reads, to the backward ops that consume its gradients and to the optimizer ops that read the
-accumulated ``.grad`` tensors.  A scope with no operator call inside is bookkeeping and has
-no tensors.
+accumulated ``.grad`` tensors.  The autograd function's own record inside the scope is looked
+through although ``torch::autograd::AccumulateGrad`` is named like an operator, so an
+``AccumulateGrad`` op writes ``.grad``: the ``aten::detach`` of the incoming gradient when
+``.grad`` was None (a new tensor id on the gradient's storage: the tensor the optimizer reads),
+or the ``aten::add_`` into the existing ``.grad``.  A scope with no operator call inside is
+bookkeeping and has no tensors.
 
 Costs (when no measured time is given, and for the FLOPs column): the sum of the inner calls'
 shape rules (:func:`workbench.io.fx.cost_of_call`); ``convolution_backward`` gets the
@@ -75,15 +79,30 @@ def scope_children(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, list[int
 def inner_calls(nid: int, nodes: Mapping[int, Mapping[str, Any]],
                 children: Mapping[int, list[int]], is_operator: Any) -> list[int]:
     """The operator calls directly inside node ``nid`` (record-function scopes between them
-    looked through; calls nested in those calls not included), in id order."""
+    looked through; calls nested in those calls not included), in id order.
+
+    The autograd function's own record inside its scope is looked through too, although
+    ``torch::autograd::AccumulateGrad`` is named like an operator: the calls in it
+    (``aten::detach`` making the ``.grad`` tensor, ``aten::add_`` accumulating into it) are
+    what the scope writes.
+    """
+    own = _function_record(str(nodes[nid].get("name", "")))
     out, stack = [], list(reversed(children.get(nid, [])))
     while stack:
         c = stack.pop()
-        if is_operator(nodes[c]):
+        if is_operator(nodes[c]) and (own is None or nodes[c].get("name") != own):
             out.append(c)
         else:
             stack.extend(reversed(children.get(c, [])))
     return sorted(out)
+
+
+def _function_record(scope: str) -> str | None:
+    """The name of the autograd function's own record inside the scope named ``scope``
+    (``torch::autograd::AccumulateGrad``, ``ConvolutionBackward0``); None outside autograd."""
+    if not scope.startswith(AUTOGRAD_PREFIX):
+        return None
+    return scope[len(AUTOGRAD_PREFIX):].strip() or None
 
 
 def _scope_phase(name: str) -> str | None:

@@ -12,7 +12,19 @@ parent (``ctrl_deps``), its record-function id (attr ``rf_id``) and its tensor a
   :func:`~workbench.io.pytorch_profile.load_pytorch_trace`; kind, FLOPs and bytes from the
   torch.fx import's rules (:func:`workbench.io.fx.cost_of_call`), shapes on the tensors;
 * edges: an op that reads a tensor (by tensor and storage id) depends on the last op that wrote
-  it; an op that writes in place also waits for the ops that read the old value (control edges).
+  it; an op that writes in place also waits for the ops that read the old bytes, through any
+  tensor of the storage (control edges).  What an op writes in place: the arguments its
+  ``op_schema`` marks ``(a!)`` (also the lists a foreach op updates and returns nothing of);
+  without a schema, its outputs that are inputs.  Writes of calls nested in an op that its
+  outputs leave out (batch norm's saved statistics and running stats) are its writes too.
+* storage aliases: a tensor id not seen before (a saved tensor unpacked in backward, a view
+  made outside any operator) reads what the last writes of its bytes (storage id, offset and
+  size) left there, when one of them wrote a tensor of its element size holding all its bytes;
+  a tensor read after its storage was written in place through another tensor also follows
+  that write.  A storage id is the address of its allocation, so a tensor on a storage none
+  of the op's inputs is on starts the storage afresh: no read links to what a freed allocation
+  at that address held, and a read no write covers (a wrapped scalar) is an input of the graph.
+  Undefined tensors (one id for all, no storage) are no tensors.
 
 The Kineto trace, joined on the record-function id (Kineto's ``args["Record function id"]``),
 gives each op its measured time: in a GPU run the kernels it launched (joined through
@@ -26,11 +38,13 @@ host thread.  Complexity: O(nodes + tensor arguments + events log events).
 from __future__ import annotations
 
 import bisect
+import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -52,6 +66,18 @@ from workbench.values.shape_costs import ShapeCost, TensorInfo, default_cost
 from workbench.values.trace import Trace
 
 TensorKey = tuple[int, int]  # (tensor id, storage id)
+Span = tuple[int, int]       # bytes [start, stop) of a storage
+
+
+class _Ref(NamedTuple):
+    """A tensor argument: its ids, shape, element size and the bytes of its storage it covers
+    (from its storage offset and element count: the extent of a contiguous tensor; a strided
+    view's last elements may lie past it)."""
+
+    key: TensorKey
+    shape: tuple[int, ...]
+    itemsize: int
+    span: Span
 
 
 @dataclass
@@ -61,14 +87,16 @@ class _Call:
     node_id: int
     name: str
     rf_id: int | str | None
-    ins: list[tuple[TensorKey, tuple[int, ...], int]]  # key, shape, element size
-    outs: list[tuple[TensorKey, tuple[int, ...], int]]
+    ins: list[_Ref]
+    outs: list[_Ref]
     values: list[Any]
     kernels: list[dict[str, Any]] = field(default_factory=list)
     host: dict[str, Any] | None = None
     phase: str = "forward"
     grad_fn: str | None = None
     parts: list[tuple[str, list[Any], list[Any], list[Any]]] = field(default_factory=list)
+    mutated: set[TensorKey] = field(default_factory=set)  # the inputs it writes in place
+    hidden: list[tuple[_Ref, bool]] = field(default_factory=list)  # nested writes (in place?)
 
 
 # ================================================================================ the ET side
@@ -91,15 +119,20 @@ def _is_operator(node: Mapping[str, Any]) -> bool:
     return bool(schema) or ("::" in name and not name.startswith("["))
 
 
-def _tensors(values: Any, shapes: Any) -> Iterator[tuple[TensorKey, tuple[int, ...], int]]:
-    """Tensor references inside an argument list (nested lists of tensors too)."""
+def _tensors(values: Any, shapes: Any) -> Iterator[_Ref]:
+    """Tensor references inside an argument list (nested lists of tensors too); an undefined
+    tensor (``[id, 0, 0, 0, 0, ""]``: one id for all of them, no storage) is none."""
     if isinstance(values, list) and len(values) == 6 and all(
             isinstance(v, int) and not isinstance(v, bool) for v in values[:5]) and isinstance(
             values[5], str):
+        if values[1] == 0 and not values[5]:
+            return
         shape = tuple(int(d) for d in shapes) if isinstance(shapes, list) and all(
             isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 2**31
             for d in shapes) else ()
-        yield (values[0], values[1]), shape, min(max(1, values[4]), 16)
+        itemsize = min(max(1, values[4]), 16)
+        offset, elements = values[2] * itemsize, max(0, values[3]) * itemsize
+        yield _Ref((values[0], values[1]), shape, itemsize, (offset, offset + elements))
     elif isinstance(values, list):
         shapes = shapes if isinstance(shapes, list) and len(shapes) == len(values) else [
             None] * len(values)
@@ -173,44 +206,116 @@ def _calls(data: Any, path: Path) -> list[_Call]:
         node = nodes[nid]
         if not _is_operator(node) or below_operator[nid]:
             continue
-        ins, outs = node.get("inputs"), node.get("outputs")
-        ins, outs = (ins if isinstance(ins, dict) else {}), (outs if isinstance(outs, dict) else {})
-        rf = _attr(node, "rf_id")
-        values = ins.get("values")
-        call = _Call(nid, str(node.get("name")), _key(rf),
-                     list(_tensors(ins.get("values"), ins.get("shapes"))),
-                     list(_tensors(outs.get("values"), outs.get("shapes"))),
-                     values if isinstance(values, list) else [])
+        t_in, t_out, mutated = _io(node)
+        values = _args(node, "inputs").get("values")
+        call = _Call(nid, str(node.get("name")), _key(_attr(node, "rf_id")), t_in, t_out,
+                     values if isinstance(values, list) else [], mutated=mutated)
         call.grad_fn = grad_fn_of(call.name)
         call.phase = phase_of(nid, nodes, call.grad_fn is not None, below)
         if call.grad_fn is not None:
             _autograd_scope(call, [nodes[c] for c in inner_calls(nid, nodes, children,
                                                                  _is_operator)])
+        call.hidden = _hidden_writes(nid, nodes, children, call.outs)
         calls.append(call)
     if not calls:
         raise FormatError(f"{path}: the execution trace records no operator calls")
     return calls
 
 
+def _args(node: Mapping[str, Any], side: str) -> dict[str, Any]:
+    args = node.get(side)
+    return args if isinstance(args, dict) else {}
+
+
+def _io(node: Mapping[str, Any]) -> tuple[list[_Ref], list[_Ref], set[TensorKey]]:
+    """A call's tensor inputs, its outputs and the inputs it writes in place: those its
+    ``op_schema`` marks ``(a!)`` (added to the outputs when it does not return them, as a
+    foreach op's lists); without a schema, the outputs that are inputs."""
+    ins, outs = _args(node, "inputs"), _args(node, "outputs")
+    t_in = list(_tensors(ins.get("values"), ins.get("shapes")))
+    t_out = list(_tensors(outs.get("values"), outs.get("shapes")))
+    schema = _attr(node, "op_schema")
+    if not isinstance(schema, str) or not schema:
+        in_keys = {r.key for r in t_in}
+        return t_in, t_out, {r.key for r in t_out if r.key in in_keys}
+    values, shapes = ins.get("values"), ins.get("shapes")
+    values = values if isinstance(values, list) else []
+    shapes = shapes if isinstance(shapes, list) and len(shapes) == len(values) else [None] * len(
+        values)
+    written = {r.key: r for i in _mutated_args(schema) if i < len(values)
+               for r in _tensors(values[i], shapes[i])}
+    shown = {r.key for r in t_out}
+    return t_in, t_out + [r for k, r in written.items() if k not in shown], set(written)
+
+
+@lru_cache(maxsize=1024)
+def _mutated_args(schema: str) -> tuple[int, ...]:
+    """Positions of the arguments an operator schema marks as written (``Tensor(a!)``,
+    ``Tensor(a!)[]``), counting the keyword-only ones after ``*`` as the trace lists them.
+
+    >>> _mutated_args("aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1)"
+    ...               " -> Tensor(a!)")
+    (0,)
+    >>> _mutated_args("aten::sum.IntList_out(Tensor self, int[1]? dim, bool keepdim=False, *, "
+    ...               "ScalarType? dtype=None, Tensor(a!) out) -> Tensor(a!)")
+    (4,)
+    """
+    start = schema.find("(")
+    args, depth, part = [], 0, ""
+    for ch in schema[start + 1:] if start >= 0 else "":
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            if depth == 0:
+                break
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append(part.strip())
+            part = ""
+        else:
+            part += ch
+    args = [a for a in [*args, part.strip()] if a and a != "*"]
+    return tuple(i for i, a in enumerate(args) if re.match(r"[\w.]+\(\w+!\)", a))
+
+
+def _hidden_writes(nid: int, nodes: Mapping[int, Mapping[str, Any]],
+                   children: Mapping[int, list[int]], shown: list[_Ref]) -> list[tuple[_Ref, bool]]:
+    """What the calls nested in call ``nid`` wrote that its outputs ``shown`` leave out
+    (batch norm's saved statistics and running stats, temporaries), in node order, each with
+    whether the nested call wrote it in place: the storages they overwrite must not be linked
+    to their earlier writers."""
+    keys = {r.key for r in shown}
+    found: list[tuple[int, _Ref, bool]] = []
+    stack, seen = list(children.get(nid, [])), {nid}
+    while stack:
+        c = stack.pop()
+        if c in seen:
+            continue
+        seen.add(c)
+        stack.extend(children.get(c, []))
+        _, outs, mutated = _io(nodes[c])
+        found.extend((c, r, r.key in mutated) for r in outs if r.key not in keys)
+    return [(r, m) for _, r, m in sorted(found, key=lambda f: f[0])]
+
+
 def _autograd_scope(call: _Call, inner: list[Mapping[str, Any]]) -> None:
     """An autograd function's scope as one call (:mod:`workbench.io.et_autograd`): its inner
     calls as ``parts``; inputs: what they read that no earlier one wrote; outputs: what they
     wrote (the last value per tensor)."""
-    written: dict[TensorKey, tuple[TensorKey, tuple[int, ...], int]] = {}
-    read: dict[TensorKey, tuple[TensorKey, tuple[int, ...], int]] = {}
+    written: dict[TensorKey, _Ref] = {}
+    read: dict[TensorKey, _Ref] = {}
+    call.mutated = set()
     for node in inner:
-        ins, outs = node.get("inputs"), node.get("outputs")
-        ins, outs = (ins if isinstance(ins, dict) else {}), (outs if isinstance(outs, dict) else {})
-        t_in = list(_tensors(ins.get("values"), ins.get("shapes")))
-        t_out = list(_tensors(outs.get("values"), outs.get("shapes")))
-        values = ins.get("values")
+        t_in, t_out, mutated = _io(node)
+        values = _args(node, "inputs").get("values")
         call.parts.append((str(node.get("name", "")).split("::", 1)[-1], t_in, t_out,
                            values if isinstance(values, list) else []))
         for t in t_in:
-            if t[0] not in written:
-                read.setdefault(t[0], t)
+            if t.key not in written:
+                read.setdefault(t.key, t)
         for t in t_out:
-            written[t[0]] = t
+            written[t.key] = t
+        call.mutated |= mutated
     call.ins, call.outs = list(read.values()), list(written.values())
 
 
@@ -274,6 +379,114 @@ def _attach_kineto(calls: list[_Call], kineto: Path) -> tuple[bool, str]:
 
 
 # ================================================================================ the graph
+class _Write(NamedTuple):
+    """A write of a storage's bytes: the tensor written, the call, the graph tensors holding
+    the value and the ops that wrote it; ``fresh``: a new allocation (:class:`_Values`)."""
+
+    ref: _Ref
+    call: int
+    tids: list[str]
+    writers: list[str]
+    fresh: bool
+
+
+@dataclass
+class _Values:
+    """Which graph tensors hold each ET tensor's value while the calls are walked in trace
+    order (call ``n`` reads, then writes), by tensor id and through storage aliases (module
+    docstring).  An output is written ``in_place`` (its tensor is an input), is an ``alias``
+    (a new tensor on an input's storage: a view, ``.grad`` made by ``detach``; no bytes
+    written) or ``fresh`` (new bytes: a new storage, or a freed one reused; a storage id is
+    its allocation's address, so everything the storage held before is gone)."""
+
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+    current: dict[TensorKey, list[str]] = field(default_factory=dict)  # key -> its value's tensors
+    dated: dict[TensorKey, int] = field(default_factory=dict)  # key -> call its value dates from
+    readers: dict[TensorKey, list[str]] = field(default_factory=lambda: defaultdict(list))
+    # storage id -> its allocation's writes still visible, oldest first; the ops that read since
+    writes: dict[int, list[_Write]] = field(default_factory=dict)
+    reads: dict[int, list[tuple[Span, str]]] = field(default_factory=dict)
+
+    def read(self, ref: _Ref, n: int) -> tuple[list[str], list[str]]:
+        """The tensors holding ``ref``'s value, and the ops call ``n`` must follow for having
+        written its bytes since through another tensor of the same allocation.
+
+        A tensor id first seen here (a saved tensor unpacked, ``.grad``), or seen before its
+        storage was allocated again, is read where the last writes of its bytes left them when
+        one of those writes made a tensor of its element size that holds all of its bytes
+        (else it is an allocation the trace does not show: an input of the graph, no edge)."""
+        later = self._since(ref, self.dated.get(ref.key, n))
+        if ref.key in self.current and not any(w.fresh for w in later):
+            return self.current[ref.key], [op for w in later for op in w.writers]
+        last = self._since(ref, -1)
+        start, stop = ref.span
+        if not any(w.ref.itemsize == ref.itemsize and w.ref.span[0] <= start
+                   and stop <= w.ref.span[1] for w in last):
+            last = []
+        held = list(dict.fromkeys(t for w in last for t in w.tids))
+        if not held:
+            tid = f"t{ref.key[0]}.{ref.key[1]}"
+            self.tensors[tid] = Tensor(tid, _size(ref.shape, ref.itemsize), role="input",
+                                       shape=ref.shape, dtype=_dtype(ref.itemsize))
+            held = [tid]
+        self.current[ref.key], self.dated[ref.key] = held, n - 1
+        return held, [op for w in last for op in w.writers]
+
+    def hold(self, ref: _Ref, n: int, tids: list[str], how: str, writers: list[str]) -> None:
+        """Call ``n`` (an op of ``writers``) leaves ``ref``'s value in ``tids`` (``how``: class
+        docstring)."""
+        self.current[ref.key], self.dated[ref.key] = list(tids), n
+        self.hide(ref, n, how, writers, tids)
+
+    def hide(self, ref: _Ref, n: int, how: str, writers: list[str],
+             tids: list[str] | None = None) -> None:
+        """Call ``n`` wrote ``ref`` (for :meth:`hold`, or inside a nested call, with no graph
+        tensor holding it: its readers follow ``writers``)."""
+        start, stop = ref.span
+        if how == "alias" or start >= stop:
+            return
+        sid = ref.key[1]  # fresh: the storage's old writes are gone; in place: those it covers
+        kept = [] if how == "fresh" else [w for w in self.writes.get(sid, []) if not
+                                          start <= w.ref.span[0] <= w.ref.span[1] <= stop]
+        self.writes[sid] = [*kept, _Write(ref, n, list(tids or []), list(writers),
+                                          how == "fresh")]
+
+    def overwrite(self, ref: _Ref, how: str) -> list[str]:
+        """An op writes ``ref``: the ops that read the old bytes, which it must follow when
+        it writes in place (a fresh value's bytes were free: their readers read a dead
+        tensor, no edge).  Readers of the bytes written are forgotten."""
+        start, stop = ref.span
+        sid, key = ref.key[1], ref.key
+        before, self.readers[key] = self.readers[key], []
+        if how == "fresh" and start < stop:
+            self.reads.pop(sid, None)
+        if how != "in_place":
+            return []
+        old = self.reads.get(sid, [])
+        self.reads[sid] = [(span, op) for span, op in old
+                           if not start <= span[0] <= span[1] <= stop]
+        return before + [op for (a, b), op in old if a < stop and start < b]
+
+    def reader(self, ref: _Ref, op_id: str) -> None:
+        """``op_id`` reads ``ref``."""
+        self.readers[ref.key].append(op_id)
+        if ref.span[0] < ref.span[1]:
+            self.reads.setdefault(ref.key[1], []).append((ref.span, op_id))
+
+    def _since(self, ref: _Ref, after: int) -> list[_Write]:
+        """The writes of ``ref``'s bytes after call ``after`` still visible, oldest first."""
+        start, stop = ref.span
+        return [w for w in self.writes.get(ref.key[1], ())
+                if w.call > after and w.ref.span[0] < stop and start < w.ref.span[1]]
+
+
+def _how(ref: _Ref, call: _Call, mutated: bool) -> str:
+    """How ``call`` writes ``ref`` (:class:`_Values`); ``mutated``: written in place."""
+    if mutated:
+        return "in_place"
+    return "alias" if any(r.key[1] == ref.key[1] for r in call.ins) else "fresh"
+
+
 def _graph_of(calls: list[_Call], name: str, gpu_run: bool,
               need_host: bool = False) -> tuple[Graph, list[_Call]]:
     """The ops, tensors and edges of the calls kept (module docstring); ``need_host`` (a CPU
@@ -283,40 +496,45 @@ def _graph_of(calls: list[_Call], name: str, gpu_run: bool,
     seen: dict[str, int] = {}
     ops: list[Op] = []
     kept: list[_Call] = []
-    tensors: dict[str, Tensor] = {}
-    current: dict[TensorKey, list[str]] = {}  # key -> tensor ids holding its latest value
-    readers: dict[TensorKey, list[str]] = defaultdict(list)
+    values = _Values()
+    tensors = values.tensors
     control: list[tuple[str, str]] = []
-    for call in calls:
+    for n, call in enumerate(calls):
         k = seen.get(call.name, 0)
         seen[call.name] = k + 1
         op_id = f"{call.name}#{k}"
         inputs: list[str] = []
-        for key, shape, itemsize in call.ins:
-            if key not in current:
-                tid = f"t{key[0]}.{key[1]}"
-                tensors[tid] = Tensor(tid, _size(shape, itemsize), role="input", shape=shape,
-                                      dtype=_dtype(itemsize))
-                current[key] = [tid]
-            inputs.extend(t for t in current[key] if t not in inputs)
+        after: list[str] = []  # ops that wrote what it reads through another tensor id
+        for ref in call.ins:
+            held, writers = values.read(ref, n)
+            inputs.extend(t for t in held if t not in inputs)
+            after.extend(writers)
+        hidden = [(ref, _how(ref, call, mutated)) for ref, mutated in call.hidden]
+        shown = [(ref, _how(ref, call, ref.key in call.mutated)) for ref in call.outs]
         if (gpu_run and not call.kernels) or (need_host and call.host is None) or (
                 call.grad_fn is not None and not call.parts):  # or an empty autograd scope
             # no device work (or no measured time): its outputs alias what it read
-            for key, _, _ in call.outs:
-                current[key] = list(inputs)
+            made_by = [p for p in dict.fromkeys(tensors[t].producer for t in inputs) if p]
+            for ref, how in hidden:
+                values.hide(ref, n, how, made_by)
+            for ref, how in shown:
+                values.hold(ref, n, inputs, how, made_by)
             continue
-        in_keys = {key for key, _, _ in call.ins}
+        control.extend((w, op_id) for w in dict.fromkeys(after) if w != op_id)
+        # new allocations first: an in-place write into one waits for no earlier reader
+        for ref, how in sorted([*hidden, *shown], key=lambda rh: rh[1] != "fresh"):
+            control.extend((r, op_id) for r in values.overwrite(ref, how) if r != op_id)
+        for ref, how in hidden:
+            values.hide(ref, n, how, [op_id])
         outputs = []
-        for j, (key, shape, itemsize) in enumerate(call.outs):
+        for j, (ref, how) in enumerate(shown):
             tid = f"{op_id}:{j}"
-            tensors[tid] = Tensor(tid, _size(shape, itemsize), producer=op_id, shape=shape,
-                                  dtype=_dtype(itemsize))
+            tensors[tid] = Tensor(tid, _size(ref.shape, ref.itemsize), producer=op_id,
+                                  shape=ref.shape, dtype=_dtype(ref.itemsize))
             outputs.append(tid)
-            if key in in_keys:  # in place: after the readers of the old value
-                control.extend((r, op_id) for r in readers[key] if r != op_id)
-            current[key], readers[key] = [tid], []
-        for key in in_keys:
-            readers[key].append(op_id)
+            values.hold(ref, n, [tid], how, [op_id])
+        for ref in call.ins:
+            values.reader(ref, op_id)
         ins = [TensorInfo(tensors[t].shape, _itemsize(tensors[t])) if tensors[t].shape else None
                for t in inputs]
         outs = [TensorInfo(tensors[t].shape, _itemsize(tensors[t])) if tensors[t].shape
@@ -349,8 +567,8 @@ def _graph_of(calls: list[_Call], name: str, gpu_run: bool,
     return Graph(ops, tensors.values(), control, name=name), kept
 
 
-def _infos(refs: list[tuple[TensorKey, tuple[int, ...], int]]) -> list[TensorInfo | None]:
-    return [TensorInfo(shape, itemsize) if shape else None for _, shape, itemsize in refs]
+def _infos(refs: list[_Ref]) -> list[TensorInfo | None]:
+    return [TensorInfo(r.shape, r.itemsize) if r.shape else None for r in refs]
 
 
 def _size(shape: tuple[int, ...], itemsize: int) -> int:
