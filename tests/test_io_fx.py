@@ -71,7 +71,7 @@ def test_two_branch_module() -> None:
     assert g.op("fc").flops == 320
     assert g.tensor("x").role == "input" and g.tensor("fc.weight").role == "parameter"
     assert g.outputs == ("fc:out",) and g.tensor("fc:out").role == "output"
-    assert g.op("stem").attrs["kernel_size"] == [3, 3] and g.op("stem").attrs["module"] == "Conv2d"
+    assert g.op("stem").attrs["kernel"] == [3, 3] and g.op("stem").attrs["module"] == "Conv2d"
     s = wb.schedule(g, "nnc")
     s.validate()
     assert s.n_streams >= 2  # the two branches run side by side
@@ -156,7 +156,7 @@ def test_functional_keywords_and_default_name() -> None:
         g = from_torch(Pools(), torch.randn(1, 3, 16, 16), tracer="fx")
     assert g.name == "Pools"  # the module's class, not the last submodule's
     # avg_pool2d(kernel_size=3): 9 adds per output element of (1, 4, 8, 8)
-    assert g.op("avg_pool2d").flops == 9 * 256 and g.op("avg_pool2d").attrs["kernel_size"] == 3
+    assert g.op("avg_pool2d").flops == 9 * 256 and g.op("avg_pool2d").attrs["kernel"] == [3, 3]
     assert g.op("max_pool2d").flops == 4 * 64  # window 2x2 on (1, 4, 4, 4)
     conv = g.op("conv2d")
     assert conv.attrs["stride"] == 2 and conv.flops == 2 * 256 * 27

@@ -48,9 +48,49 @@ class Case:
     inputs: list[tuple[tuple[int, ...], str]]
     output: tuple[int, ...]
     attrs: dict[str, Any] = field(default_factory=dict)
+    dtype: Any = np.float32  # the output's (comparisons give bool, argmax and shape int64)
 
 
 X = (2, 3, 4, 5)
+I64 = np.int64
+#: Comparisons and logic: bool outputs.
+BOOL_KINDS = ("equal greater less greater_or_equal less_or_equal and or xor not isnan").split()
+_I, _P = "input", "parameter"
+#: The kinds the op vocabulary added (the importers' kinds with a torch form), on small shapes.
+VOCABULARY_CASES = {
+    "conv1d": Case([((1, 2, 5), _I), ((3, 2, 3), _P)], (1, 3, 3)),
+    "conv3d": Case([((1, 2, 3, 4, 4), _I), ((3, 2, 1, 3, 3), _P)], (1, 3, 3, 2, 2)),
+    "conv_transpose": Case([((1, 2, 3, 3), _I), ((2, 3, 3, 3), _P)], (1, 3, 5, 5)),
+    "global_maxpool": Case([((1, 2, 4, 4), _I)], (1, 2, 1, 1)),
+    "groupnorm": Case([((2, 4, 3), _I), ((4,), _P), ((4,), _P)], (2, 4, 3), {"groups": 2}),
+    "instancenorm": Case([((2, 3, 4), _I), ((3,), _P), ((3,), _P)], (2, 3, 4)),
+    "lrn": Case([(X, _I)], X, {"window": 3}),
+    "stack": Case([((2, 3), _I)] * 2, (2, 2, 3), {"axis": 0}),
+    "mod": Case([(X, _I), (X, _I)], X),
+    "prelu": Case([(X, _I), ((3,), _P)], X),
+    "where": Case([(X, _I)] * 3, X),
+    "attention": Case([((1, 2, 3, 4), _I)] * 3, (1, 2, 3, 4)),
+    "gather": Case([((5, 4), _P), ((2, 3), _I)], (2, 3, 4)),
+    "embedding": Case([((5, 4), _P), ((2, 3), _I)], (2, 3, 4)),
+    "slice": Case([(X, _I)], (2, 3, 2, 5), {"starts": [1], "ends": [3], "axes": [2]}),
+    "getitem": Case([(X, _I)], (2, 4, 5), {"axis": 1, "index": 1}),
+    "split": Case([((2, 6), _I)], (12,), {"axis": 1, "sizes": [2, 4]}),
+    "expand": Case([((1, 3, 1), _I)], (2, 3, 4)),
+    "broadcast_to": Case([((1, 3, 1), _I)], (2, 3, 4)),
+    "tile": Case([((2, 3), _I)], (4, 3), {"repeats": [2, 1]}),
+    "pad": Case([((2, 3), _I)], (3, 6), {"padding": [1, 1, 0, 2]}),
+    "resize": Case([((1, 1, 2, 2), _I)], (1, 1, 4, 4), {"mode": "linear"}),
+    "shape": Case([(X, _I)], (4,), dtype=I64),
+    "size": Case([(X, _I)], (), dtype=I64),
+    "range": Case([], (4,), {"start": 0.5, "end": 4.5, "step": 1.0}),
+    "depth_to_space": Case([((1, 8, 2, 2), _I)], (1, 2, 4, 4), {"blocksize": 2}),
+    "space_to_depth": Case([((1, 2, 4, 4), _I)], (1, 8, 2, 2), {"blocksize": 2}),
+    "argmax": Case([(X, _I)], (2, 1, 4, 5), {"axis": 1}, dtype=I64),
+    "argmin": Case([(X, _I)], (2, 4, 5), {"axis": 1, "keepdims": False}, dtype=I64),
+    **{k: Case([(X, _I)], (2, 1, 4, 5), {"axes": [1], "keepdims": True}) for k in (
+        "reduce_sum reduce_mean reduce_max reduce_min reduce_prod reduce_l2 "
+        "reduce_sum_square").split()},
+}
 
 
 def case(kind: str) -> Case:
@@ -75,9 +115,12 @@ def case(kind: str) -> Case:
         "transpose": Case([((2, 3, 4), "input")], (2, 4, 3), {"perm": (0, 2, 1)}),
         "add": Case([(X, "input")] * 3, X),
         "op": Case([((2, 3), "input")], (2, 3)),
+        **VOCABULARY_CASES,
     }
     if kind in special:
         return special[kind]
+    if kind in BOOL_KINDS:
+        return Case([(X, "input")] * (1 if kind in ("not", "isnan") else 2), X, dtype=bool)
     if info.category == "view":
         return Case([((2, 3, 4), "input")], (6, 4))
     if info.binary is not None or info.assigns:
@@ -125,7 +168,7 @@ def test_reference_runs_on_small_shapes(kind: str) -> None:
     out = reference(op, _arrays(c), lambda t: c.output)
     assert len(out) == 1
     assert out[0].shape == c.output, (kind, out[0].shape)
-    assert out[0].dtype == F32, kind
+    assert out[0].dtype == c.dtype, kind
     assert np.isfinite(out[0]).all(), kind
 
 
@@ -254,9 +297,6 @@ IMPORTERS = ("io/fx.py", "io/onnx_rules.py", "io/pytorch_profile.py")
 ALLOWED_IMPORTER_DISPLAYS: dict[tuple[str, str], str] = {
     ("io/pytorch_profile.py", "GPU_CATEGORIES"):
         "Kineto event categories (``memcpy``, ``memset``), not op kinds",
-    ("io/fx.py", "_CALL_PARAMS"):
-        "positional parameters of torch functionals by function name (an argument convention; "
-        "torch's conv1d/conv2d/conv3d are spelled as their kinds)",
 }
 ALL_KINDS = frozenset(OPS) | frozenset(IMPORT_ONLY)
 
@@ -352,15 +392,18 @@ def test_importer_tables_round_trip_the_old_ones() -> None:
         OLD_MODULES,
         OLD_ONNX_RULES,
     )
+    from tests._vocabulary_spec import VOCABULARY_FUNCTIONS, VOCABULARY_MODULES
     from workbench.io import fx, onnx_rules, pytorch_profile
 
-    # attention and the composite transformer modules came later (issue 24), nothing else
+    # attention and the composite transformer modules came later (issue 24), then the op
+    # vocabulary's torch names (tests/_vocabulary_spec.py), nothing else
     new = {"MultiheadAttention": ("attention", "multi_head_attention", 0),
-           "TransformerEncoderLayer": ("transformer_layer", "encoder_layer", 0)}
+           "TransformerEncoderLayer": ("transformer_layer", "encoder_layer", 0),
+           **VOCABULARY_MODULES}
     new_functions = {"scaled_dot_product_attention": ("attention", "sdpa", 0),
                      "_native_multi_head_attention": ("attention", "multi_head_attention", 0),
                      "_transformer_encoder_layer_fwd": ("transformer_layer", "encoder_layer", 0),
-                     "unflatten": ("reshape", "view", 0)}
+                     "unflatten": ("reshape", "view", 0), **VOCABULARY_FUNCTIONS}
     assert fx.MODULES == {**OLD_MODULES, **new}
     assert fx.FUNCTIONS == {**OLD_FUNCTIONS, **new_functions}
     assert dict(TORCH_ALIASES) == {n: e[0] for n, e in {
@@ -388,8 +431,10 @@ def test_kernel_names_match_in_the_explicit_order() -> None:
 
 
 def test_import_only_kinds_stay_unknown() -> None:
-    """Kinds only the importers name are not known kinds: canonical_kind keeps them as given."""
+    """Kinds only the importers name are not known kinds: canonical_kind keeps them as given
+    (the kinds an importer emits for a computation with a torch form are known kinds)."""
     assert not set(IMPORT_ONLY) & KNOWN_KINDS
-    assert canonical_kind("HardSwish") == "HardSwish" and canonical_kind("Conv3d") == "Conv3d"
+    assert canonical_kind("TransformerLayer") == "TransformerLayer"
+    assert canonical_kind("Sort") == "Sort" and canonical_kind("HardSwish") == "hard_swish"
     assert {k.name for k in IMPORT_ONLY.values() if k.torch or k.flops_per_element
             or k.kernel_names} == set(IMPORT_ONLY), "an import-only entry without facts"

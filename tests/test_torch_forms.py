@@ -110,7 +110,11 @@ def test_every_reference_kind_has_a_torch_form() -> None:
 
 
 def test_every_reference_kind_has_a_case() -> None:
-    assert {kind for kind, *_ in CASES} == set(REFERENCE_KINDS)
+    """Here, or (integer and boolean inputs, the op vocabulary's kinds) in
+    tests/_form_cases.py, checked by tests/test_op_vocabulary.py."""
+    from tests._form_cases import FORM_CASES
+
+    assert {kind for kind, *_ in [*CASES, *FORM_CASES]} == set(REFERENCE_KINDS)
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids())
@@ -129,11 +133,16 @@ def test_torch_form_equals_the_numpy_reference(case: Case) -> None:
         np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-5, err_msg=kind)
 
 
-def test_avgpool_without_count_include_pad_is_refused_in_one_line() -> None:
+def test_avgpool_without_count_include_pad_divides_by_the_real_elements() -> None:
+    """ONNX's AveragePool default (count_include_pad 0): both the form and the reference divide
+    by the elements inside the input (it used to be refused; the GPU lowering still refuses)."""
     op = _op("avgpool", {"kernel": (3, 3), "padding": (1, 1), "count_include_pad": False}, 1, 1)
-    with pytest.raises(OptionError, match="count_include_pad") as err:
-        OPS["avgpool"].torch_form(op, [torch.zeros(1, 1, 4, 4)], lambda t: (1, 1, 4, 4))
-    assert "\n" not in str(err.value)
+    form, reference = OPS["avgpool"].torch_form, OPS["avgpool"].reference
+    assert form is not None and reference is not None
+    got = form(op, [torch.ones(1, 1, 4, 4)], lambda t: (1, 1, 4, 4))
+    want = reference(op, [np.ones((1, 1, 4, 4), np.float32)], lambda t: None)
+    np.testing.assert_allclose(got[0].numpy(), want[0], rtol=1e-6)
+    assert float(got[0].min()) == 1.0  # corners: 4 real elements, not 9
 
 
 def test_unknown_activation_is_a_one_line_error_naming_the_op() -> None:

@@ -55,6 +55,11 @@ def _first(seq: Sequence[Info]) -> Info:
     return seq[0] if seq else None
 
 
+def _shapes(infos: Sequence[Info]) -> list[tuple[int, ...] | None]:
+    """The shapes of tensor infos (``None`` where unknown), as the attribute rules take them."""
+    return [i.shape if i is not None else None for i in infos]
+
+
 def _window(module: Any) -> int | None:
     k = getattr(module, "kernel_size", None)
     if isinstance(k, int):
@@ -138,10 +143,12 @@ _FORMULA_OF: dict[str, Formula] = {name: formula for formula, names in (
     (_pool, "MaxPool2d AvgPool2d max_pool2d avg_pool2d"),
     (_adaptive, "AdaptiveAvgPool2d AdaptiveMaxPool2d adaptive_avg_pool2d adaptive_max_pool2d "
                 "mean sum amax"),
-    (_copy, "cat concat concatenate stack contiguous clone to float half pad"),
+    (_copy, "cat concat concatenate stack contiguous clone to float half pad constant_pad_nd "
+            "repeat arange zeros_like ones_like full_like Upsample interpolate "
+            "upsample_nearest2d upsample_bilinear2d"),
     (_gather, "Embedding embedding index_select"),
     (_view, "Dropout Flatten Identity flatten view reshape squeeze unsqueeze permute transpose t "
-            "expand getitem slice select split chunk dropout identity unflatten"),
+            "expand getitem slice select split chunk split_with_sizes dropout identity unflatten"),
     (attention_costs.sdpa, "scaled_dot_product_attention"),
     (attention_costs.multi_head_attention, "MultiheadAttention _native_multi_head_attention"),
     (attention_costs.encoder_layer, "TransformerEncoderLayer _transformer_encoder_layer_fwd"),
@@ -196,7 +203,7 @@ def cost_of_call(label: str, ins: Sequence[Info], outs: Sequence[Info],
     cost None.  O(rank)."""
     kwargs = kwargs or {}
     entry = FUNCTIONS.get(label) or FUNCTIONS.get(label.rstrip("_"))
-    attrs = call_attrs(label, args, kwargs)
+    attrs = call_attrs(label, args, kwargs, ins=_shapes(ins), outs=_shapes(outs))
     if entry is None:
         return label.strip("_").lower() or "op", None, attrs
     if entry[1] == "view":
@@ -429,11 +436,12 @@ class _Importer:
         arg_nodes = _arg_nodes((node.args, node.kwargs))
         inputs = [self.produced[n.name] for n in arg_nodes if n.name in self.produced]
         attrs: dict[str, Any] = {"fx_op": node.op, "tracer": self.tracer}
+        out_shapes = _shapes([_info(m) for m in metas])
+        out_dtype = str(metas[0].dtype).replace("torch.", "") if metas else None
         if sub is not None:
             type_name = type(sub).__name__
             entry = MODULES.get(type_name)
             attrs.update({"target": str(node.target), "module": type_name})
-            attrs.update(module_attrs(sub))
             for pname, p in [*sub.named_parameters(recurse=False),
                              *sub.named_buffers(recurse=False)]:
                 if pname == "num_batches_tracked":
@@ -442,12 +450,16 @@ class _Importer:
                 if tid not in self.tensors:
                     self.add_tensor(tid, [p], None, "parameter")
                 inputs.append(tid)
+            attrs.update(module_attrs(sub, ins=_shapes([self.infos[t] for t in inputs]),
+                                      outs=out_shapes, out_dtype=out_dtype))
             label = type_name
         else:
             label = _target_name(node)
             entry = FUNCTIONS.get(label)
             attrs["target"] = label
-            attrs.update(call_attrs(label, node.args, node.kwargs))
+            attrs.update(call_attrs(label, node.args, node.kwargs,
+                                    ins=_shapes([self.infos[t] for t in inputs]),
+                                    outs=out_shapes, out_dtype=out_dtype))
         tid = f"{node.name}:out"
         self.add_tensor(tid, metas, node.name, "activation")
         self.produced[node.name] = tid

@@ -4,18 +4,25 @@ One function per kind family, registered as ``reference=`` in :data:`workbench.v
 table binds the elementwise maps, so this module holds no table keyed by kind).  The CPU
 reference executor (:func:`workbench.executors.reference.run_reference`), the GPU references
 (:mod:`workbench.executors.gpu.reference`) and the kernel twins of the emulator all compute with
-these.
+these.  This module holds the convolutions, pools, norms, products and views; the elementwise
+maps, arithmetic, comparisons and reductions are in :mod:`workbench.values.op_reference_maps`,
+the data-movement kinds (indexing, shapes, resizing) in :mod:`workbench.values.op_reference_data`.
+
+Attributes are read in the vocabulary of :mod:`workbench.values.op_attrs`, through its readers
+(:func:`~workbench.values.op_attrs.window_of`, ...), so the torch forms
+(:mod:`workbench.values.op_torch`) apply the same defaults.
 
 Conventions: inputs are accumulated in float64 and the result has the inputs' floating dtype
-(float32 for everything :func:`workbench.executors.reference.draw_inputs` draws); conv2d is NCHW
-without
-dilation, with ``pre_act`` applied to the input before zero padding and ``act`` after the bias;
-max pooling never picks padding and average pooling counts it in the divisor; layernorm takes
-params ``(2, D)`` (gamma, beta), batchnorm ``(4, C)`` (gamma, beta, mean, var); views reshape to
-their output's shape; copies and ``print`` return their input; the ``assign`` family returns the
-value it writes (the executors keep the state); the generic kind ``"op"`` of
-:meth:`Graph.from_edges` graphs outputs ``1 + sum of the inputs' means`` (enough to follow data
-flow).  Every function is one NumPy call chain per op.
+(float32 for everything :func:`workbench.executors.reference.draw_inputs` draws; integer inputs
+keep integer results where the op is integral, comparisons give bool); convolutions are NC + any
+number of spatial axes, with ``pre_act`` applied to the input before zero padding and ``act``
+after the bias; max pooling never picks padding and average pooling counts it in the divisor
+unless ``count_include_pad`` is false; layernorm takes params ``(2, D)`` (gamma, beta) or
+ONNX's separate scale and bias inputs, batchnorm ``(4, C)`` (gamma, beta, mean, var) or ONNX's
+four inputs; views reshape to their output's shape; copies and ``print`` return their input; the
+``assign`` family returns the value it writes (the executors keep the state); the generic kind
+``"op"`` of :meth:`Graph.from_edges` graphs outputs ``1 + sum of the inputs' means`` (enough to
+follow data flow).  Every function is one NumPy call chain per op.
 
 >>> import numpy as np
 >>> from workbench.values.ops import OPS
@@ -32,6 +39,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
+
+from workbench.values.op_attrs import axes_of, flag, number, pads_per_side, per_axis, window_of
 
 Array = np.ndarray
 F32 = np.float32
@@ -61,6 +70,10 @@ def _dtype(*arrays: Array) -> Any:
     return kind if np.issubdtype(kind, np.floating) else F32
 
 
+def _f64(x: Array) -> Array:
+    return np.asarray(x, dtype=np.float64)
+
+
 # ------------------------------------------------------------------------ elementwise maps
 def identity(x: Array) -> Array:
     return x
@@ -88,103 +101,178 @@ def _pair(value: Any, default: int) -> tuple[int, int]:
     return (int(value[0]), int(value[1]))
 
 
-def conv2d(x: Array, w: Array, bias: Array | None = None, *, stride: Any = 1, padding: Any = 0,
-           groups: int = 1, act: UnaryFn = identity, pre_act: UnaryFn = identity) -> Array:
-    """NCHW convolution (no dilation), float64 accumulation; ``pre_act`` is applied to the input
-    before zero padding, ``act`` after the bias."""
-    sh, sw = _pair(stride, 1)
-    ph, pw = _pair(padding, 0)
+def _windows(xp: Array, kernel: Sequence[int], stride: Sequence[int],
+             dilation: Sequence[int]) -> Array:
+    """``(N, C, *out, *kernel)`` strided windows of a padded ``(N, C, *spatial)`` array."""
+    n = len(kernel)
+    span = [(k - 1) * d + 1 for k, d in zip(kernel, dilation, strict=True)]
+    win = np.lib.stride_tricks.sliding_window_view(xp, span, axis=tuple(range(2, 2 + n)))
+    picks = (slice(None), slice(None), *(slice(None, None, s) for s in stride),
+             *(slice(None, None, d) for d in dilation))
+    return win[picks]
+
+
+def convnd(x: Array, w: Array, bias: Array | None = None, *, stride: Sequence[int],
+           begin: Sequence[int], end: Sequence[int], dilation: Sequence[int], groups: int = 1,
+           act: UnaryFn = identity, pre_act: UnaryFn = identity) -> Array:
+    """An NC + spatial convolution (any number of spatial axes), float64 accumulation;
+    padding per side (``begin``, ``end``), ``pre_act`` before the padding, ``act`` after the
+    bias."""
     dtype = _dtype(x, w)
-    x = pre_act(x.astype(np.float64))
-    n, c, _, _ = x.shape
-    k, cpg, kh, kw = w.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
-    ho, wo = win.shape[2], win.shape[3]
-    win = win.reshape(n, groups, cpg, ho, wo, kh, kw)
-    wg = w.astype(np.float64).reshape(groups, k // groups, cpg, kh, kw)
-    out = np.einsum("ngchwrs,gkcrs->ngkhw", win, wg, optimize=True).reshape(n, k, ho, wo)
+    x = pre_act(_f64(x))
+    n_sp = w.ndim - 2
+    xp = np.pad(x, [(0, 0), (0, 0), *zip(begin, end, strict=True)])
+    win = _windows(xp, w.shape[2:], stride, dilation)
+    out_sp = win.shape[2:2 + n_sp]
+    k = w.shape[0]
+    win = win.reshape(x.shape[0], groups, x.shape[1] // groups, *out_sp, *w.shape[2:])
+    wg = _f64(w).reshape(groups, k // groups, w.shape[1], *w.shape[2:])
+    o, r = "pqrst"[:n_sp], "PQRST"[:n_sp]  # output and kernel axes (no clash with z, g, c, k)
+    out = np.einsum(f"zgc{o}{r},gkc{r}->zgk{o}", win, wg, optimize=True)
+    out = out.reshape(x.shape[0], k, *out_sp)
     if bias is not None:
-        out = out + bias.reshape(1, -1, 1, 1)
+        out = out + _f64(bias).reshape(1, -1, *[1] * n_sp)
     return act(out).astype(dtype)
 
 
-def pool2d(x: Array, *, kernel: Any, stride: Any = None, padding: Any = 0,
-           mode: str = "max") -> Array:
-    """Max pool (padding never wins) or average pool with the padding in the divisor."""
-    kh, kw = _pair(kernel, 1)
-    sh, sw = _pair(stride if stride is not None else kernel, 1)
-    ph, pw = _pair(padding, 0)
+def conv2d(x: Array, w: Array, bias: Array | None = None, *, stride: Any = 1, padding: Any = 0,
+           groups: int = 1, act: UnaryFn = identity, pre_act: UnaryFn = identity,
+           dilation: Any = 1) -> Array:
+    """NCHW convolution, float64 accumulation; ``pre_act`` is applied to the input before zero
+    padding, ``act`` after the bias.  ``padding``: as the vocabulary's (symmetric per axis, or
+    explicit per side)."""
+    begin, end = pads_per_side(padding, 2)
+    return convnd(x, w, bias, stride=per_axis(stride, 2, 1), begin=begin, end=end,
+                  dilation=per_axis(dilation, 2, 1), groups=groups, act=act, pre_act=pre_act)
+
+
+def pool2d(x: Array, *, kernel: Any, stride: Any = None, padding: Any = 0, mode: str = "max",
+           dilation: Any = 1, ceil_mode: bool = False, count_include_pad: bool = True) -> Array:
+    """Max pool (padding never wins) or average pool (the padding in the divisor unless
+    ``count_include_pad`` is false) over the spatial axes of an NC + spatial array."""
+    n = x.ndim - 2
+    attrs = {"kernel": kernel, "stride": stride, "padding": padding, "dilation": dilation}
+    w = window_of(attrs, n, stride_is_kernel=True)
+    end = list(w.end)
+    if ceil_mode:  # pad the end so the last partial window fits, if it starts inside
+        for i in range(n):
+            span = (w.kernel[i] - 1) * w.dilation[i] + 1
+            length = x.shape[2 + i] + w.begin[i] + w.end[i]
+            out = -(-(length - span) // w.stride[i]) + 1
+            if (out - 1) * w.stride[i] >= x.shape[2 + i] + w.begin[i]:
+                out -= 1
+            end[i] += max(0, (out - 1) * w.stride[i] + span - length)
+    pads = [(0, 0), (0, 0), *zip(w.begin, end, strict=True)]
     fill = -np.inf if mode == "max" else 0.0
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)),
-                constant_values=fill)
-    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
-    out = win.max(axis=(4, 5)) if mode == "max" else win.sum(axis=(4, 5)) / (kh * kw)
+    xp = np.pad(_f64(x), pads, constant_values=fill)
+    win = _windows(xp, w.kernel, w.stride, w.dilation)
+    axes = tuple(range(2 + n, 2 + 2 * n))
+    if mode == "max":
+        out = win.max(axis=axes)
+    elif count_include_pad and not ceil_mode:
+        out = win.sum(axis=axes) / math.prod(w.kernel)
+    else:
+        inside = np.pad(np.ones(x.shape[2:]), list(zip(w.begin, w.end, strict=True)),
+                        constant_values=1.0 if count_include_pad else 0.0)
+        inside = np.pad(inside, [(0, e - w_) for e, w_ in zip(end, w.end, strict=True)])
+        counts = _windows(inside[None, None], w.kernel, w.stride, w.dilation).sum(axis=axes)
+        out = win.sum(axis=axes) / counts
     return out.astype(_dtype(x))
 
 
 def softmax(x: Array, *, axis: int = -1, scale: float = 1.0) -> Array:
-    z = x.astype(np.float64) * scale
+    z = _f64(x) * scale
     e = np.exp(z - z.max(axis=axis, keepdims=True))
     return (e / e.sum(axis=axis, keepdims=True)).astype(_dtype(x))
 
 
 def layernorm(x: Array, params: Array, *, eps: float = 1e-5) -> Array:
-    z = x.astype(np.float64)
-    p = params.astype(np.float64).reshape(2, -1)
-    mean = z.mean(axis=-1, keepdims=True)
-    var = z.var(axis=-1, keepdims=True)
-    return ((z - mean) / np.sqrt(var + eps) * p[0] + p[1]).astype(_dtype(x, params))
+    p = _f64(params).reshape(2, -1)
+    return _normalize(x, (x.ndim - 1,), p[0], p[1], eps).astype(_dtype(x, params))
+
+
+def _normalize(x: Array, axes: tuple[int, ...], scale: Array | None, bias: Array | None,
+               eps: float) -> Array:
+    z = _f64(x)
+    mean = z.mean(axis=axes, keepdims=True)
+    var = z.var(axis=axes, keepdims=True)
+    out = (z - mean) / np.sqrt(var + eps)
+    if scale is not None:
+        out = out * _f64(scale)
+    return out + _f64(bias) if bias is not None else out
 
 
 def batchnorm(x: Array, params: Array, *, eps: float = 1e-3, axis: int = 1) -> Array:
-    z = x.astype(np.float64)
-    gamma, beta, mean, var = params.astype(np.float64).reshape(4, -1)
+    gamma, beta, mean, var = _f64(params).reshape(4, -1)
+    return _batchnorm(x, gamma, beta, mean, var, eps, axis).astype(_dtype(x, params))
+
+
+def _batchnorm(x: Array, gamma: Array, beta: Array, mean: Array, var: Array, eps: float,
+               axis: int) -> Array:
+    z = _f64(x)
     shape = [1] * z.ndim
     shape[axis % z.ndim] = -1
-    scale = gamma / np.sqrt(var + eps)
-    out = z * scale.reshape(shape) + (beta - mean * scale).reshape(shape)
-    return out.astype(_dtype(x, params))
+    scale = _f64(gamma) / np.sqrt(_f64(var) + eps)
+    return z * scale.reshape(shape) + (_f64(beta) - _f64(mean) * scale).reshape(shape)
 
 
 def matmul(a: Array, b: Array, bias: Array | None = None) -> Array:
-    out = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    out = np.matmul(_f64(a), _f64(b))
     if bias is not None:
         out = out + bias
     return out.astype(_dtype(a, b))
 
 
 # ------------------------------------------------------------------------ per-kind references
-def unary_reference(fn: UnaryFn) -> Reference:
-    """The reference of an elementwise kind computing ``fn`` (in float64)."""
-    return lambda op, a, s: [fn(a[0].astype(np.float64)).astype(_dtype(a[0]))]
-
-
-def binary_reference(fn: Callable[[Array, Array], Array]) -> Reference:
-    """The reference of a two-input elementwise kind (computed in the inputs' type)."""
-    return lambda op, a, s: [np.asarray(fn(a[0], a[1]), dtype=_dtype(a[0], a[1]))]
-
-
-def add(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    """Sum of any number of inputs."""
-    out = a[0]
-    for x in a[1:]:
-        out = out + x
-    return [np.asarray(out, dtype=_dtype(*a))]
 
 
 def conv(op: OpLike, a: list[Array], shape_of: ShapeOf, *,
          unary: Callable[[str | None], UnaryFn]) -> list[Array]:
-    """conv2d: input, weight (any layout of ``K*C/groups*kh*kw`` elements), optional bias."""
+    """conv1d/2d/3d: input, weight (its own shape, or any layout of ``K*C/groups*prod(kernel)``
+    elements), optional bias; ``kernel``, ``stride``, ``padding``, ``dilation``, ``groups``."""
     x = a[0]
     at = op.attrs
-    kh, kw = _pair(at.get("kernel"), 1)
+    n = x.ndim - 2
     groups = int(at.get("groups", 1) or 1)
-    k = shape_of(op.outputs[0])[1]
-    w = a[1].reshape(k, x.shape[1] // groups, kh, kw)
+    w = a[1]
+    if w.ndim != n + 2:
+        k = shape_of(op.outputs[0])[1]
+        w = w.reshape(k, x.shape[1] // groups, *per_axis(at.get("kernel"), n, 1))
+    win = window_of(at, n, kernel=w.shape[2:])
     bias = a[2] if len(a) > 2 else None
-    return [conv2d(x, w, bias, stride=at.get("stride", 1), padding=at.get("padding", 0),
-                   groups=groups, act=unary(at.get("act")), pre_act=unary(at.get("pre_act")))]
+    return [convnd(x, w, bias, stride=win.stride, begin=win.begin, end=win.end,
+                   dilation=win.dilation, groups=groups, act=unary(at.get("act")),
+                   pre_act=unary(at.get("pre_act")))]
+
+
+def conv_transpose(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    """Transposed convolution (weight ``(C, K/groups, *kernel)``): the convolution of the input
+    spread by ``stride`` (zeros between) with the flipped, transposed weight, padded
+    ``dilation * (kernel - 1) - padding`` per side and ``output_padding`` more at the end."""
+    x, w = a[0], a[1]
+    at = op.attrs
+    n, groups = x.ndim - 2, int(at.get("groups", 1) or 1)
+    win = window_of(at, n, kernel=w.shape[2:])
+    extra = per_axis(at.get("output_padding"), n, 0)
+    spread = np.zeros((*x.shape[:2], *[(s - 1) * st + 1 for s, st in
+                                         zip(x.shape[2:], win.stride, strict=True)]))
+    spread[(slice(None), slice(None), *(slice(None, None, st) for st in win.stride))] = x
+    c, kg = w.shape[0], w.shape[1]
+    flipped = _f64(w)[(slice(None), slice(None), *[slice(None, None, -1)] * n)]
+    wt = flipped.reshape(groups, c // groups, kg, *w.shape[2:]).swapaxes(1, 2).reshape(
+        groups * kg, c // groups, *w.shape[2:])
+    full = [d * (k - 1) for d, k in zip(win.dilation, win.kernel, strict=True)]
+    begin = [f - b for f, b in zip(full, win.begin, strict=True)]
+    end = [f - e + o for f, e, o in zip(full, win.end, extra, strict=True)]
+    lo = [max(0, -b) for b in begin]  # padding beyond the kernel's reach crops
+    spread = spread[(slice(None), slice(None), *(slice(cut, None) for cut in lo))]
+    out = convnd(spread, wt, a[2] if len(a) > 2 else None, stride=(1,) * n,
+                 begin=[max(0, b) for b in begin], end=[max(0, e) for e in end],
+                 dilation=win.dilation, groups=groups)
+    hi = [max(0, -e) for e in end]
+    out = out[(slice(None), slice(None), *(slice(0, s - h) for s, h in
+                                          zip(out.shape[2:], hi, strict=True)))]
+    return [out.astype(_dtype(x, w))]
 
 
 def sepconv(op: OpLike, a: list[Array], shape_of: ShapeOf, *,
@@ -202,18 +290,31 @@ def sepconv(op: OpLike, a: list[Array], shape_of: ShapeOf, *,
 
 
 def pool(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    """maxpool and avgpool."""
+    """maxpool and avgpool (``kernel``, ``stride`` (default: the kernel), ``padding``,
+    ``dilation``, ``ceil_mode``, ``count_include_pad`` (default true))."""
     at = op.attrs
     return [pool2d(a[0], kernel=at.get("kernel"), stride=at.get("stride"),
-                   padding=at.get("padding", 0), mode="max" if op.kind == "maxpool" else "avg")]
+                   padding=at.get("padding", 0), mode="max" if op.kind == "maxpool" else "avg",
+                   dilation=at.get("dilation"), ceil_mode=flag(at, "ceil_mode", False),
+                   count_include_pad=flag(at, "count_include_pad", True))]
 
 
 def global_avgpool(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    return [a[0].astype(np.float64).mean(axis=(2, 3), keepdims=True).astype(_dtype(a[0]))]
+    axes = tuple(range(2, a[0].ndim))
+    return [_f64(a[0]).mean(axis=axes, keepdims=True).astype(_dtype(a[0]))]
+
+
+def global_maxpool(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    return [a[0].max(axis=tuple(range(2, a[0].ndim)), keepdims=True)]
 
 
 def batchnorm_reference(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    return [batchnorm(a[0], a[1], eps=op.attrs.get("eps", 1e-3), axis=op.attrs.get("axis", 1))]
+    """Inference batch norm over ``axis`` (default 1): params ``(4, C)`` (the builder's), or
+    ONNX's / torch's four inputs scale, bias, mean, var; ``eps`` (default 1e-3)."""
+    eps, axis = number(op.attrs, "eps", 1e-3), int(op.attrs.get("axis", 1) or 1)
+    if len(a) >= 5:
+        return [_batchnorm(a[0], a[1], a[2], a[3], a[4], eps, axis).astype(_dtype(*a))]
+    return [batchnorm(a[0], a[1], eps=eps, axis=axis)]
 
 
 def concat(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
@@ -221,27 +322,150 @@ def concat(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
     return [np.concatenate(a, axis=axis)]
 
 
+def _gemm_operands(op: OpLike, a: list[Array]) -> tuple[Array, Array, Array | None]:
+    """(A, B, bias) of a matmul: ``bias_first`` (torch's addmm) moves the bias first."""
+    if op.attrs.get("bias_first") and len(a) > 2:
+        return a[1], a[2], a[0]
+    return a[0], a[1], a[2] if len(a) > 2 else None
+
+
 def matmul_reference(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    """``x @ W``, plus the bias when a third input is given."""
-    return [matmul(a[0], a[1], a[2] if len(a) > 2 else None)]
+    """``alpha * op(A) @ op(B) + beta * bias`` (op: transposed when ``trans_a``/``trans_b``,
+    ONNX's Gemm and torch's linear weight), the bias when an input gives it."""
+    x, w, bias = _gemm_operands(op, a)
+    at = op.attrs
+    x = np.swapaxes(x, -1, -2) if at.get("trans_a") else x
+    w = np.swapaxes(w, -1, -2) if at.get("trans_b") else w
+    out = np.matmul(_f64(x), _f64(w)) * number(at, "alpha", 1.0)
+    if bias is not None:
+        out = out + number(at, "beta", 1.0) * _f64(bias)
+    return [out.astype(_dtype(x, w))]
 
 
 def softmax_reference(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
     return [softmax(a[0], axis=op.attrs.get("axis", -1), scale=op.attrs.get("scale", 1.0))]
 
 
+def log_softmax(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    z = _f64(a[0])
+    axis = int(op.attrs.get("axis", -1))
+    z = z - z.max(axis=axis, keepdims=True)
+    return [(z - np.log(np.exp(z).sum(axis=axis, keepdims=True))).astype(_dtype(a[0]))]
+
+
 def layernorm_reference(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    return [layernorm(a[0], a[1], eps=op.attrs.get("eps", 1e-5))]
+    """Layer norm over the axes from ``axis`` (default -1) on, ``eps`` (1e-5): params ``(2, D)``
+    (the builder's gamma and beta), or ONNX's / torch's scale and optional bias inputs."""
+    x = a[0]
+    axis = int(op.attrs.get("axis", -1)) % x.ndim
+    axes = tuple(range(axis, x.ndim))
+    eps = number(op.attrs, "eps", 1e-5)
+    if len(a) == 2 and a[1].size == 2 * math.prod(x.shape[axis:]):
+        return [layernorm(x, a[1], eps=eps)]
+    return [_normalize(x, axes, a[1] if len(a) > 1 else None, a[2] if len(a) > 2 else None,
+                       eps).astype(_dtype(*a))]
+
+
+def _channel(v: Array, rank: int) -> Array:
+    return _f64(v).reshape(-1, *[1] * (rank - 2))
+
+
+def instancenorm(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    """Per sample and channel over the spatial axes; scale and bias per channel; ``eps``."""
+    x = a[0]
+    out = _normalize(x, tuple(range(2, x.ndim)), None, None, number(op.attrs, "eps", 1e-5))
+    if len(a) > 1:
+        out = out * _channel(a[1], x.ndim)
+    if len(a) > 2:
+        out = out + _channel(a[2], x.ndim)
+    return [out.astype(_dtype(x))]
+
+
+def groupnorm(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    """``groups`` groups of channels normalised together; scale and bias per channel (ONNX's
+    opset-18 per-group scale is repeated over each group's channels); ``eps``."""
+    x = a[0]
+    g = int(op.attrs.get("groups", 1) or 1)
+    z = _f64(x).reshape(x.shape[0], g, -1)
+    out = _normalize(z, (2,), None, None, number(op.attrs, "eps", 1e-5)).reshape(x.shape)
+    for k, v in enumerate(a[1:3]):
+        v = np.repeat(_f64(v), x.shape[1] // g) if v.size == g != x.shape[1] else v
+        out = out * _channel(v, x.ndim) if k == 0 else out + _channel(v, x.ndim)
+    return [out.astype(_dtype(x))]
+
+
+def lrn(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    """Local response norm across channels: ``x / (k + alpha/window * sum of x^2 over the
+    window)^beta`` (ONNX's and torch's)."""
+    x = _f64(a[0])
+    at = op.attrs
+    size = int(at.get("window", 1) or 1)
+    sq = np.pad(x * x, [(0, 0), ((size - 1) // 2, size // 2), *[(0, 0)] * (x.ndim - 2)])
+    total = sum(sq[:, i:i + x.shape[1]] for i in range(size))
+    div = (number(at, "k", 1.0) + number(at, "alpha", 1e-4) / size * total) ** number(
+        at, "beta", 0.75)
+    return [(x / div).astype(_dtype(a[0]))]
+
+
+def attention(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    """Scaled dot-product attention of ``q, k, v`` (and an optional mask: boolean keeps,
+    floating adds): ``softmax(q k^T * scale + mask) v``, ``scale`` default 1/sqrt(head size),
+    ``is_causal`` masks the future."""
+    q, k, v = (_f64(t) for t in a[:3])
+    scale = number(op.attrs, "scale", 1.0 / math.sqrt(q.shape[-1]))
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if flag(op.attrs, "is_causal", False):
+        s = np.where(np.tril(np.ones(s.shape[-2:], dtype=bool)), s, -np.inf)
+    if len(a) > 3:
+        mask = a[3]
+        s = np.where(mask, s, -np.inf) if mask.dtype == bool else s + _f64(mask)
+    return [np.matmul(softmax(s, axis=-1).astype(np.float64), v).astype(_dtype(a[0]))]
 
 
 def transpose(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    return [np.ascontiguousarray(np.transpose(a[0], op.attrs["perm"]))]
+    perm = op.attrs.get("perm")
+    return [np.ascontiguousarray(np.transpose(a[0], perm if perm is not None else None))]
+
+
+def view_shape(op: OpLike, in_shape: Sequence[int], shape_of: ShapeOf) -> tuple[int, ...]:
+    """The shape a view op gives its input: the output's when known, else from its attributes
+    (``shape`` with ONNX's 0 = keep and -1 = infer; ``squeeze``/``unsqueeze`` ``axes``;
+    ``flatten``'s ONNX ``axis`` or torch ``start_dim``/``end_dim``), else the input's."""
+    known = shape_of(op.outputs[0]) if op.outputs else None
+    if known:
+        return tuple(known)
+    at, dims = op.attrs, list(in_shape)
+    rank = len(dims)
+    if op.kind == "squeeze":
+        gone = axes_of(at.get("axes"), rank)
+        return tuple(d for i, d in enumerate(dims) if (d != 1 if gone is None else i not in gone))
+    if op.kind in ("unsqueeze", "expand_dims") and at.get("axes") is not None:
+        added = at["axes"] if isinstance(at["axes"], (list, tuple)) else [at["axes"]]
+        out_rank = rank + len(added)
+        for ax in sorted(int(a) % out_rank for a in added):
+            dims.insert(ax, 1)
+        return tuple(dims)
+    if op.kind == "flatten" and rank:
+        if at.get("axis") is not None:
+            k = int(at["axis"]) % (rank + 1)
+            return (math.prod(dims[:k]), math.prod(dims[k:]))
+        lo = int(at.get("start_dim", 1) or 0) % rank
+        hi = int(at.get("end_dim", -1) if at.get("end_dim") is not None else -1) % rank
+        return (*dims[:lo], math.prod(dims[lo:hi + 1]), *dims[hi + 1:])
+    target = at.get("shape")
+    if isinstance(target, (list, tuple)) and target:
+        out = [dims[i] if v == 0 and i < rank else int(v) for i, v in enumerate(target)]
+        if -1 in out:
+            rest = math.prod(v for v in out if v != -1)
+            out[out.index(-1)] = math.prod(dims) // rest if rest else 0
+        return tuple(out)
+    return tuple(dims)
 
 
 def view(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    """A view: the input reshaped to the output's shape (unchanged when that is unknown)."""
-    shape = shape_of(op.outputs[0]) if op.outputs else None
-    return [a[0].reshape(shape) if shape else a[0]]
+    """A view: the input reshaped to the output's shape (:func:`view_shape` when that is
+    unknown)."""
+    return [a[0].reshape(view_shape(op, a[0].shape, shape_of))]
 
 
 def copy(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
@@ -277,9 +501,10 @@ def spin_value(inputs: Sequence[Array]) -> float:
 
 
 __all__ = [
-    "F32", "Array", "OpLike", "Reference", "ShapeOf", "UnaryFn", "add", "assign", "batchnorm",
-    "batchnorm_reference", "binary_reference", "concat", "conv", "conv2d", "copy", "gelu",
-    "generic", "global_avgpool", "identity", "layernorm", "layernorm_reference", "matmul",
+    "F32", "Array", "OpLike", "Reference", "ShapeOf", "UnaryFn", "assign", "attention",
+    "batchnorm", "batchnorm_reference", "concat", "conv", "conv2d", "conv_transpose", "convnd",
+    "copy", "gelu", "generic", "global_avgpool", "global_maxpool", "groupnorm", "identity",
+    "instancenorm", "layernorm", "layernorm_reference", "log_softmax", "lrn", "matmul",
     "matmul_reference", "pool", "pool2d", "relu", "sepconv", "sigmoid", "softmax",
-    "softmax_reference", "spin_value", "transpose", "unary_reference", "view",
+    "softmax_reference", "spin_value", "transpose", "view", "view_shape",
 ]

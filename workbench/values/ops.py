@@ -17,6 +17,14 @@ Categories (:data:`CATEGORIES`), one per kind:
 * ``io``: an I/O side effect (print, summaries, save);
 * ``control``: control flow and barriers (while, case_of, join, device_sync).
 
+Attributes: each kind declares the attribute names it reads (``OpKind.attrs``), all from one
+vocabulary (:mod:`workbench.values.op_attrs`: ``kernel``, ``stride``, ``padding``, ``groups``,
+``axis``, ``perm``, ``trans_b``, ``eps`` ...).  Every importer writes these names (ONNX's
+``kernel_shape``/``strides``/``pads``/``group``, torch's call arguments and module configuration
+are converted at import), the JSON and DOT readers rename synonyms and check types
+(:func:`normalize_op_attrs`), and the references, torch forms and cost rules read only these.
+:func:`attrs_of` lists a kind's attributes with what they mean.
+
 Kind names are matched case- and separator-insensitively: :func:`canonical_kind` maps
 ``ExpandDims``, ``FLATTEN_GRAD`` or ``MaxPool`` to the table's spelling, and
 :class:`workbench.values.graph.Op` stores that spelling, so table lookups need no normalising.
@@ -41,7 +49,10 @@ from typing import Any
 import numpy as np
 
 from workbench.values import op_reference as ref
-from workbench.values import op_torch
+from workbench.values import op_reference_data as refd
+from workbench.values import op_reference_maps as refm
+from workbench.values import op_torch, op_torch_data, op_torch_maps
+from workbench.values.op_attrs import ATTRIBUTES, check_declared, normalize_attrs
 
 CATEGORIES = ("compute", "elementwise", "reduction", "view", "copy", "state", "io", "control")
 
@@ -86,8 +97,13 @@ class OpKind:
     kind (``unary`` doubles as a conv activation and an emulator code's meaning).
     ``torch_form``: the same function with PyTorch's kernels, ``(op, tensors, shape_of) ->
     tensors`` (:mod:`workbench.values.op_torch`, torch imported only when one runs); every kind with
-    a
-    ``reference`` has one (the torch executor, :mod:`workbench.executors.torch_exec`, runs them).
+    a ``reference`` has one (the torch executor, :mod:`workbench.executors.torch_exec`, runs them).
+
+    ``attrs``: the attribute names the kind reads (its references, torch form, cost and launch
+    rules, GPU lowering), each a name of the vocabulary
+    :data:`workbench.values.op_attrs.ATTRIBUTES` (which says what it means, its type and the
+    synonyms the readers rename).  Every importer writes these names and only these for what
+    they mean (:func:`attrs_of` lists them with their meanings).
     """
 
     name: str
@@ -114,6 +130,7 @@ class OpKind:
     unary: ref.UnaryFn | None = None
     binary: Callable[[Any, Any], Any] | None = None
     torch_form: op_torch.TorchForm | None = None
+    attrs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.category in CATEGORIES, self
@@ -136,6 +153,10 @@ def _entries() -> dict[str, OpKind]:
     add("elementwise", "relu6 leaky_relu silu swish atan elu sub div neg abs exp log "
         "sqrt rsqrt square pow maximum minimum clip cast erf reciprocal sin cos",
         fuse="elemwise")
+    # elementwise kinds the importers emit that O1 leaves alone
+    add("elementwise", "hard_swish hard_sigmoid where mod floor ceil round sign not and or xor "
+        "equal greater less greater_or_equal less_or_equal isnan thresholded_relu prelu selu "
+        "celu softplus softsign")
     # broadcast a per-channel operand (fused by O1 as BROADCAST)
     add("elementwise", "batchnorm", fuse="broadcast", epilogue=True,
         launch_rule="per_channel_norm")
@@ -145,11 +166,13 @@ def _entries() -> dict[str, OpKind]:
     add("reduction", "softmax log_softmax layernorm global_avgpool reduce_sum reduce_mean "
         "reduce_max reduce_min", fuse="reduce")
     add("reduction", "argmax max min mean global_maxpool groupnorm instancenorm")
+    add("reduction", "reduce_prod reduce_l2 reduce_sum_square argmin")
     # views
     add("view", "reshape flatten squeeze unsqueeze expand_dims view", no_task=True,
         shape_only=True)
     add("view", "flatten_grad reformat identity dropout", no_task=True)
     add("view", "identity_view", shape_only=True)
+    add("view", "expand getitem split")  # move bytes (a broadcast copy, an item, the pieces)
     # copies and communication
     add("copy", "h2d d2h", engine_copy=True)
     add("copy", "d2d", engine_copy=True, within_device=True)
@@ -174,13 +197,16 @@ def _entries() -> dict[str, OpKind]:
     add("compute", "conv_transpose")
     add("compute", "maxpool avgpool", launch_rule="window")
     add("compute", "lrn transpose gather slice constant shape size fused op")
+    add("compute", "conv1d conv3d embedding stack contiguous clone pad attention resize tile "
+        "trilu range depth_to_space space_to_depth")
     _bind_references(out)
+    _declare_attrs(out)
     onnx = {"conv2d": ("Conv",), "matmul": ("Gemm", "MatMul"), "add": ("Sum",),
             "maxpool": ("MaxPool",), "avgpool": ("AveragePool",),
             "global_avgpool": ("GlobalAveragePool",), "global_maxpool": ("GlobalMaxPool",),
             "batchnorm": ("BatchNormalization",), "layernorm": ("LayerNormalization",),
             "instancenorm": ("InstanceNormalization",), "groupnorm": ("GroupNormalization",),
-            "constant": ("ConstantOfShape",)}
+            "constant": ("ConstantOfShape",), "resize": ("Upsample",), "isnan": ("IsNaN",)}
     for name, types in onnx.items():
         out[name] = replace(out[name], onnx=types)
     return out
@@ -190,21 +216,15 @@ def _import_only() -> dict[str, OpKind]:
     """Kinds the importers emit that the rest of the workbench does not know: not in :data:`OPS`
     (so not in :data:`KNOWN_KINDS`; :func:`canonical_kind` keeps them as given and no derived
     kind set holds them), registered only for the importer facts (``torch``,
-    ``flops_per_element``, ``kernel_names``; ``onnx`` where the snake_case spelling would be
-    wrong: ``IsNaN`` imports as ``isnan``, not ``is_na_n``)."""
+    ``flops_per_element``, ``kernel_names``).  Every kind an importer of a model (ONNX,
+    ``from_torch``) emits for a computation with a torch form is in :data:`OPS` instead."""
     out: dict[str, OpKind] = {}
     for category, names in (
-            ("elementwise", "hard_swish hard_sigmoid where mod floor ceil round sign not and or "
-                            "xor equal greater less greater_or_equal less_or_equal isnan "
-                            "thresholded_relu prelu selu celu softplus softsign elementwise"),
-            ("compute", "conv1d conv3d embedding stack contiguous clone pad memset sort attention "
-                        "transformer_layer"),
-            ("copy", "collective"),
-            ("view", "expand getitem split"), ("reduction", "reduce")):
+            ("elementwise", "elementwise"), ("compute", "memset sort transformer_layer"),
+            ("copy", "collective"), ("reduction", "reduce")):
         for name in names.split():
             assert name not in out and name not in _KNOWN, f"op kind {name!r} registered twice"
             out[name] = OpKind(name, category)
-    out["isnan"] = replace(out["isnan"], onnx=("IsNaN",))
     return out
 
 
@@ -218,8 +238,10 @@ def _importer_facts(entries: dict[str, OpKind]) -> None:
         "layernorm": "LayerNorm layer_norm", "groupnorm": "GroupNorm group_norm",
         "instancenorm": "InstanceNorm2d", "relu": "ReLU relu relu_", "relu6": "ReLU6",
         "gelu": "GELU gelu", "sigmoid": "Sigmoid sigmoid", "tanh": "Tanh tanh",
-        "silu": "SiLU silu", "leaky_relu": "LeakyReLU leaky_relu",
-        "hard_swish": "Hardswish hardswish", "hard_sigmoid": "Hardsigmoid",
+        "silu": "SiLU silu silu_", "leaky_relu": "LeakyReLU leaky_relu",
+        "hard_swish": "Hardswish hardswish hardswish_",
+        "hard_sigmoid": "Hardsigmoid hardsigmoid hardsigmoid_", "elu": "ELU elu",
+        "softplus": "Softplus softplus", "prelu": "PReLU prelu",
         "softmax": "Softmax softmax", "log_softmax": "LogSoftmax log_softmax",
         "maxpool": "MaxPool2d max_pool2d", "avgpool": "AvgPool2d avg_pool2d",
         "global_avgpool": "AdaptiveAvgPool2d adaptive_avg_pool2d",
@@ -228,12 +250,21 @@ def _importer_facts(entries: dict[str, OpKind]) -> None:
         "identity": "Identity identity", "embedding": "Embedding embedding",
         "reduce_mean": "mean", "reduce_sum": "sum", "reduce_max": "amax",
         "concat": "cat concat concatenate", "stack": "stack", "contiguous": "contiguous",
-        "clone": "clone", "cast": "to float half", "pad": "pad", "gather": "index_select",
+        "clone": "clone", "cast": "to float half", "pad": "pad constant_pad_nd",
+        "gather": "index_select",
         "reshape": "view reshape unflatten", "squeeze": "squeeze", "unsqueeze": "unsqueeze",
         "transpose": "permute transpose t", "expand": "expand",
-        "getitem": "getitem slice select", "split": "split chunk", "exp": "exp", "sqrt": "sqrt",
+        "getitem": "getitem select", "slice": "slice", "split": "split chunk split_with_sizes",
+        "tile": "repeat", "range": "arange", "constant": "zeros_like ones_like full_like",
+        "resize": "Upsample interpolate upsample_nearest2d upsample_bilinear2d",
+        "equal": "eq", "greater": "gt", "less": "lt", "greater_or_equal": "ge",
+        "less_or_equal": "le", "not": "logical_not", "and": "logical_and",
+        "or": "logical_or", "isnan": "isnan", "mod": "remainder fmod", "abs": "abs",
+        "log": "log", "reciprocal": "reciprocal", "sin": "sin", "cos": "cos",
+        "floor": "floor", "ceil": "ceil", "round": "round", "sign": "sign", "exp": "exp",
+        "sqrt": "sqrt",
         "rsqrt": "rsqrt", "pow": "pow", "erf": "erf", "clip": "clamp", "neg": "neg",
-        "add": "add iadd add_", "sub": "sub isub", "mul": "mul imul mul_",
+        "add": "add iadd add_", "sub": "sub isub rsub", "mul": "mul imul mul_",
         "div": "truediv div itruediv floordiv", "max": "maximum", "min": "minimum",
         "where": "where", "attention": "MultiheadAttention scaled_dot_product_attention "
                                        "_native_multi_head_attention",
@@ -283,6 +314,26 @@ def _importer_facts(entries: dict[str, OpKind]) -> None:
         entries[name] = replace(entries[name], kernel_names=tuple(fragments.split()))
 
 
+def _groups(table: dict[str, Any]) -> dict[str, Any]:
+    """``{"a b": v}`` -> ``{"a": v, "b": v}`` (each kind once)."""
+    out: dict[str, Any] = {}
+    for names, value in table.items():
+        for name in names.split():
+            assert name not in out, f"{name!r} listed twice"
+            out[name] = value
+    return out
+
+
+#: Elementwise kinds whose map may read attributes (or has no fixed NumPy/torch pair):
+#: :func:`workbench.values.op_reference.mapped` and its torch twin.
+_MAPPED = ("gelu leaky_relu elu celu selu thresholded_relu hard_sigmoid hard_swish relu6 silu "
+           "swish softplus softsign erf rsqrt square reciprocal sin cos floor ceil round sign")
+_ARITH = "sub mul div pow mod"
+_VARIADIC = "max min mean maximum minimum"
+_COMPARE = "equal greater less greater_or_equal less_or_equal and or xor not isnan"
+_REDUCE = "reduce_sum reduce_mean reduce_max reduce_min reduce_prod reduce_l2 reduce_sum_square"
+
+
 def _bind_references(out: dict[str, OpKind]) -> None:
     """Attach the NumPy references (:mod:`workbench.values.op_reference`) to the entries."""
     unary: dict[str, ref.UnaryFn] = {
@@ -296,18 +347,32 @@ def _bind_references(out: dict[str, OpKind]) -> None:
         return ref.identity if name is None else unary[name]
 
     references: dict[str, ref.Reference] = {
-        "conv2d": partial(ref.conv, unary=activation),
-        "sepconv": partial(ref.sepconv, unary=activation),
-        "maxpool": ref.pool, "avgpool": ref.pool, "global_avgpool": ref.global_avgpool,
-        "batchnorm": ref.batchnorm_reference, "concat": ref.concat,
-        "matmul": ref.matmul_reference, "softmax": ref.softmax_reference,
-        "layernorm": ref.layernorm_reference, "transpose": ref.transpose, "op": ref.generic,
-        "add": ref.add, **{k: ref.binary_reference(fn) for k, fn in binary.items() if k != "add"},
-        **{k: ref.unary_reference(fn) for k, fn in unary.items() if k != "identity"},
+        **{k: refm.unary_reference(fn) for k, fn in unary.items() if k != "identity"},
+        **_groups({
+            "conv2d conv1d conv3d": partial(ref.conv, unary=activation),
+            "sepconv": partial(ref.sepconv, unary=activation),
+            "conv_transpose": ref.conv_transpose, "maxpool avgpool": ref.pool,
+            "global_avgpool": ref.global_avgpool, "global_maxpool": ref.global_maxpool,
+            "batchnorm": ref.batchnorm_reference, "layernorm": ref.layernorm_reference,
+            "instancenorm": ref.instancenorm, "groupnorm": ref.groupnorm, "lrn": ref.lrn,
+            "concat": ref.concat, "matmul": ref.matmul_reference,
+            "softmax": ref.softmax_reference, "log_softmax": ref.log_softmax,
+            "transpose": ref.transpose, "op": ref.generic, "add": refm.add,
+            _MAPPED: refm.mapped, _VARIADIC: refm.variadic, _COMPARE: refm.compare,
+            _REDUCE: refm.reduce, "argmax argmin": refm.arg_extreme, "where": refm.where,
+            "clip": refm.clip, "prelu": refm.prelu, "attention": ref.attention,
+            "contiguous clone": ref.copy, "stack": refd.stack,
+            "gather": refd.gather, "embedding": refd.embedding, "slice": refd.slice_,
+            "getitem": refd.getitem, "split": refd.split, "expand broadcast_to": refd.expand,
+            "tile": refd.tile, "pad": refd.pad, "resize": refd.resize, "cast": refd.cast,
+            "constant": refd.constant, "shape": refd.shape, "size": refd.size,
+            "range": refd.range_, "trilu": refd.trilu, "depth_to_space": refd.depth_to_space,
+            "space_to_depth": refd.space_to_depth}),
+        **{k: refm.arith(k) for k in _ARITH.split()},
     }
     for name, info in out.items():
         fn = references.get(name)
-        if info.category == "view":
+        if fn is None and info.category == "view":
             fn = ref.view
         elif info.engine_copy or info.passthrough:
             fn = ref.copy
@@ -319,22 +384,75 @@ def _bind_references(out: dict[str, OpKind]) -> None:
 
 def _torch_form(name: str, info: OpKind) -> op_torch.TorchForm | None:
     """The PyTorch form of a kind (:mod:`workbench.values.op_torch`), chosen as the reference is."""
-    t = op_torch
+    t, d, m = op_torch, op_torch_data, op_torch_maps
     forms: dict[str, op_torch.TorchForm] = {
-        "conv2d": t.conv, "sepconv": t.sepconv, "maxpool": t.pool, "avgpool": t.pool,
-        "global_avgpool": t.global_avgpool, "batchnorm": t.batchnorm, "concat": t.concat,
-        "matmul": t.matmul, "softmax": t.softmax, "layernorm": t.layernorm,
-        "transpose": t.transpose, "op": t.generic, "add": t.add,
-        **{k: t.binary_form(k) for k in ("sub", "mul", "div")},
-        **{k: t.unary_form(k) for k in ("relu", "gelu", "sigmoid", "tanh", "exp", "log", "neg",
-                                        "abs", "sqrt", "atan")}}
-    if info.category == "view":
+        **{k: t.unary_form(k) for k in ("relu", "sigmoid", "tanh", "exp", "log", "neg", "abs",
+                                        "sqrt", "atan")},
+        **_groups({
+            "conv2d conv1d conv3d": t.conv, "sepconv": t.sepconv,
+            "conv_transpose": t.conv_transpose, "maxpool avgpool": t.pool,
+            "global_avgpool": t.global_avgpool, "global_maxpool": t.global_maxpool,
+            "batchnorm": t.batchnorm, "layernorm": t.layernorm, "instancenorm": t.instancenorm,
+            "groupnorm": t.groupnorm, "lrn": t.lrn, "concat": t.concat, "matmul": t.matmul,
+            "softmax": t.softmax, "log_softmax": t.log_softmax, "transpose": t.transpose,
+            "op": t.generic, "add": m.add, _MAPPED: m.mapped, _VARIADIC: m.variadic,
+            _COMPARE: m.compare, _REDUCE: m.reduce, "argmax argmin": m.arg_extreme,
+            "where": m.where, "clip": m.clip, "prelu": m.prelu, "attention": t.attention,
+            "contiguous clone": t.copy, "stack": d.stack, "gather": d.gather,
+            "embedding": d.embedding, "slice": d.slice_, "getitem": d.getitem,
+            "split": d.split, "expand broadcast_to": d.expand, "tile": d.tile, "pad": d.pad,
+            "resize": d.resize, "cast": d.cast, "constant": d.constant, "shape": d.shape,
+            "size": d.size, "range": d.range_, "trilu": d.trilu,
+            "depth_to_space": d.depth_to_space, "space_to_depth": d.space_to_depth}),
+        **{k: m.arith(k) for k in _ARITH.split()},
+    }
+    form = forms.get(name)
+    if form is None and info.category == "view":
         return t.view
     if info.engine_copy or info.passthrough:
         return t.copy
     if info.assigns:
         return t.assign
-    return forms.get(name)
+    return form
+
+
+def _declare_attrs(out: dict[str, OpKind]) -> None:
+    """Attach the attribute names each kind reads (:mod:`workbench.values.op_attrs`)."""
+    reshapes = ("reshape view expand_dims flatten_grad reformat identity identity_view "
+                "broadcast_to expand")
+    declared: dict[str, list[str]] = {}
+    for names, attrs in (
+            ("conv2d conv1d conv3d", "kernel stride padding dilation groups act pre_act bias "
+                                     "cin cout"),
+            ("sepconv", "kernel stride padding groups pre_act bias cin cout"),
+            ("conv_transpose", "kernel stride padding output_padding dilation groups"),
+            ("maxpool avgpool", "pool kernel stride padding dilation ceil_mode"),
+            ("avgpool", "count_include_pad"), ("global_avgpool global_maxpool", "pool kernel"),
+            ("matmul", "trans_a trans_b alpha beta bias_first bias m k n batch weight"),
+            ("batchnorm layernorm", "eps axis"), ("instancenorm", "eps"),
+            ("groupnorm", "eps groups"), ("lrn", "window alpha beta k"),
+            ("softmax", "axis scale"), ("log_softmax concat stack", "axis"),
+            ("gather", "axis index"), ("split", "axis sizes"), ("getitem", "index axis offset"),
+            ("slice", "starts ends axes steps"), ("transpose", "perm"),
+            (reshapes, "shape"), ("flatten", "shape start_dim end_dim axis"),
+            ("squeeze unsqueeze", "shape axes"), ("dropout", "shape p"), ("tile", "repeats"),
+            ("pad", "padding mode value"),
+            ("resize", "mode scales sizes align_corners coordinate_mode nearest_mode"),
+            ("cast", "dtype"), ("constant", "value dtype"), ("range", "start end step dtype"),
+            ("shape", "start end"), (_REDUCE, "axes keepdims"),
+            ("argmax argmin", "axis keepdims select_last_index"), ("clip", "min max"),
+            ("leaky_relu elu celu thresholded_relu", "alpha"), ("selu", "alpha gamma"),
+            ("hard_sigmoid", "alpha beta"), ("gelu", "approximate"),
+            ("add sub", "scalar reverse alpha"), ("mul div pow mod", "scalar reverse"),
+            ("div", "rounding"), ("mod", "fmod"), (_VARIADIC, "scalar"),
+            (_COMPARE.replace(" not isnan", ""), "scalar reverse"), ("trilu", "upper"),
+            ("depth_to_space", "blocksize mode"), ("space_to_depth", "blocksize"),
+            ("attention", "is_causal scale needs_program")):
+        for name in names.split():
+            declared.setdefault(name, []).extend(attrs.split())
+    for name, names_read in declared.items():
+        check_declared(names_read)
+        out[name] = replace(out[name], attrs=tuple(names_read))
 
 
 _KNOWN = _entries()
@@ -435,6 +553,26 @@ def canonical_kind(kind: str) -> str:
     return _CANONICAL.get(kind_key(kind), kind)
 
 
+def attrs_of(kind: str) -> dict[str, str]:
+    """The attributes ``kind`` reads, each with what it means (``{}`` for an unknown kind).
+
+    >>> list(attrs_of("transpose").items())
+    [('perm', 'transpose: output axis i is input axis perm[i] (default: reversed)')]
+    """
+    info = OPS.get(canonical_kind(kind))
+    return {} if info is None else {a: ATTRIBUTES[a].meaning for a in info.attrs}
+
+
+def normalize_op_attrs(kind: str, attrs: Mapping[str, Any], *, op: str = "?") -> dict[str, Any]:
+    """``attrs`` of an op of ``kind`` in the vocabulary (:func:`workbench.values.op_attrs
+    .normalize_attrs`: synonyms renamed, types checked); unknown kinds' attrs unchanged.
+    O(attributes)."""
+    info = OPS.get(canonical_kind(kind))
+    if info is None:
+        return dict(attrs)
+    return normalize_attrs(info.name, info.attrs, attrs, op=op)
+
+
 __all__ = [
     "ACTIVATION_FLOPS", "ASSIGN_KINDS", "BARRIER_KINDS", "BROADCAST_KINDS", "CATEGORIES",
     "COMMUNICATION_KINDS", "CONTROL_KINDS", "ELEMWISE_KINDS", "ENGINE_COPY_KINDS",
@@ -443,5 +581,6 @@ __all__ = [
     "GPU_COPY_KINDS", "IO_KINDS", "KNOWN_KINDS", "NO_TASK_KINDS", "OFF_DEVICE_TRANSFER_KINDS",
     "ONNX_ALIASES",
     "OPS", "REDUCE_KINDS", "REFERENCE_KINDS", "SHAPE_ONLY_KINDS", "TRANSFER_KINDS",
-    "WRITE_KINDS", "OpKind", "canonical_kind", "kind_key", "kinds_where",
+    "WRITE_KINDS", "OpKind", "attrs_of", "canonical_kind", "kind_key", "kinds_where",
+    "normalize_op_attrs",
 ]

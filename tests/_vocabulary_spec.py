@@ -1,0 +1,34 @@
+"""What the op vocabulary (issue: ONNX graphs run too) added to the importers' tables, beside
+tests/_op_aliases_spec.py's old tables: torch names that now import as a vocabulary kind
+(in-place and aten spellings, the calls the zoo models make) instead of a defaulted kind of
+their own name.  ``test_ops.test_importer_tables_round_trip_the_old_ones`` checks the tables
+are exactly the old ones plus these."""
+
+from __future__ import annotations
+
+_E, _C, _V = "elementwise", "copy", "view"
+
+#: Module type name -> (kind, cost formula, FLOPs per element).
+VOCABULARY_MODULES = {
+    "ELU": ("elu", _E, 3), "PReLU": ("prelu", _E, 2), "Softplus": ("softplus", _E, 3),
+    "Upsample": ("resize", _C, 0),
+}
+#: Function / method / aten name -> (kind, cost formula, FLOPs per element).
+VOCABULARY_FUNCTIONS = {
+    "silu_": ("silu", _E, 5), "elu": ("elu", _E, 3), "rsub": ("sub", _E, 1),
+    "abs": ("abs", _E, 1), "log": ("log", _E, 1), "reciprocal": ("reciprocal", _E, 1),
+    "sin": ("sin", _E, 1), "cos": ("cos", _E, 1), "hardswish_": ("hard_swish", _E, 4),
+    "hardsigmoid": ("hard_sigmoid", _E, 3), "hardsigmoid_": ("hard_sigmoid", _E, 3),
+    "remainder": ("mod", _E, 1), "fmod": ("mod", _E, 1), "floor": ("floor", _E, 1),
+    "ceil": ("ceil", _E, 1), "round": ("round", _E, 1), "sign": ("sign", _E, 1),
+    "logical_not": ("not", _E, 1), "logical_and": ("and", _E, 1),
+    "logical_or": ("or", _E, 1), "eq": ("equal", _E, 1), "gt": ("greater", _E, 1),
+    "lt": ("less", _E, 1), "ge": ("greater_or_equal", _E, 1),
+    "le": ("less_or_equal", _E, 1), "isnan": ("isnan", _E, 1), "prelu": ("prelu", _E, 2),
+    "softplus": ("softplus", _E, 3), "split_with_sizes": ("split", _V, 0),
+    "slice": ("slice", _V, 0), "zeros_like": ("constant", _C, 0),
+    "ones_like": ("constant", _C, 0), "full_like": ("constant", _C, 0),
+    "constant_pad_nd": ("pad", _C, 0), "interpolate": ("resize", _C, 0),
+    "upsample_nearest2d": ("resize", _C, 0), "upsample_bilinear2d": ("resize", _C, 0),
+    "repeat": ("tile", _C, 0), "arange": ("range", _C, 0),
+}
