@@ -65,7 +65,7 @@ def test_conv_strides_pads(tmp_path: Path) -> None:
     assert op.bytes_read == (3072 + 432 + 16) * 4 and op.bytes_written == 4096 * 4
     # implicit GEMM: ceil(N*Hout*Wout / 64) * ceil(Cout / 64) = ceil(256/64) * 1
     assert op.thread_blocks == 4
-    assert op.attrs["strides"] == [2, 2] and op.attrs["kernel_shape"] == [3, 3]
+    assert op.attrs["stride"] == [2, 2] and op.attrs["kernel"] == [3, 3]
     assert g.tensor("w").role == "parameter" and g.tensor("x").role == "input"
     assert g.tensor("y").role == "output" and g.outputs == ("y",)
 
@@ -76,7 +76,7 @@ def test_conv_group_and_dilation(tmp_path: Path) -> None:
               [_init("w", (8, 2, 3, 3))])
     # dilated kernel spans 2*(3-1)+1 = 5 -> Hout = 10 - 5 + 1 = 6
     # MACs = 1*8*6*6 * (Cin/group = 2)*3*3 = 5184
-    assert op.flops == 2 * 5184 and op.attrs["group"] == 4
+    assert op.flops == 2 * 5184 and op.attrs["groups"] == 4
     assert op.bytes_written == 8 * 36 * 4
 
 

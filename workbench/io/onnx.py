@@ -9,6 +9,14 @@ static shapes) are folded, as an inference compiler does (:mod:`workbench.io.onn
 outputs are parameters and no kernel is scheduled for them.  ``If``/``Loop``/``Scan`` become
 ``case_of``/``while`` ops holding their bodies as sub-graphs (:mod:`workbench.io.onnx_control`).
 
+Op attributes are written in the op vocabulary (:mod:`workbench.io.onnx_attrs`: ``kernel_shape``
+/``strides``/``pads``/``group`` become ``kernel``/``stride``/``padding``/``groups``, ONNX's
+defaults written out, constant inputs such as ``Slice``'s starts lifted into attributes).  The
+graph carries its weights (``graph.program``, a :class:`~workbench.values.program.Weights`): the
+initializers and the folded constants its ops read (:mod:`workbench.io.onnx_weights`), the
+graph inputs that are not initializers (file order) and the graph outputs (file order), so the
+torch executor runs the model itself.
+
 Tensors are the ONNX values: their byte size is the number of elements times the element size of
 their ONNX data type (float32 = 4 bytes).  Initializers and folded values are
 ``role="parameter"``, the other graph inputs ``role="input"``, the graph outputs ``role="output"``.
@@ -32,6 +40,7 @@ from typing import Any
 from workbench._atomic import read_input
 from workbench._checks import warn_line
 from workbench.errors import FormatError, GraphError, OptionError
+from workbench.io.onnx_attrs import Node, vocabulary_attrs
 from workbench.io.onnx_control import (
     CONTROL_FLOW,
     Body,
@@ -49,7 +58,10 @@ from workbench.io.onnx_rules import (
     kind_of,
 )
 from workbench.io.onnx_simplify import simplify as _simplify
+from workbench.io.onnx_weights import parameter_values
 from workbench.values.graph import Graph, Op, Tensor
+from workbench.values.ops import canonical_kind
+from workbench.values.program import Weights
 from workbench.values.shape_costs import (
     VIEW_COST,
     Info,
@@ -83,6 +95,12 @@ def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
     those it has.  Op ids are the node names verbatim; unnamed nodes get ``<op_type>_<k>``.
     Complexity: O(nodes + values), bodies included, after ONNX's own shape inference.  Every
     problem with the file is a one-line :class:`~workbench.errors.FormatError` naming it.
+
+    The graph's program (``graph.program``) holds the weights: every initializer and folded
+    constant an op reads, as NumPy arrays (one copy of each; folded nodes no op needs are not
+    evaluated), with the model's inputs and outputs in file order; ``wb.execute(...,
+    executor="torch", inputs=...)`` then runs the model (``inputs``: its inputs, positional or
+    by name).
 
     ``simplify=True`` first runs onnxscript's optimizer (``onnxscript.optimizer.optimize``:
     constant folding, shape-op elimination, dead code; the legacy exporter's transformers lose
@@ -329,6 +347,8 @@ class _Scope:
     graph_outputs: frozenset[str] = frozenset()
     tensors: dict[str, Tensor] = field(default_factory=dict)
     defaulted: Counter[str] = field(default_factory=Counter)
+    values: dict[str, Any] = field(default_factory=dict)  # folded constants and initializers
+    opset: int = 17
 
     def info(self, name: str) -> Info:
         shape, _, itemsize = self.infos.get(name, (None, "float32", 4))
@@ -366,9 +386,12 @@ def _import_nodes(onnx: Any, graph: Any, scope: _Scope, prefix: str = "") -> lis
 def _node_op(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope) -> Op:
     inputs = [t for t in node.inputs if t]
     outputs = [t for t in node.outputs if t]
-    attrs = dict(node.attrs)
     kind, rule = RULES.get(node.op_type, (kind_of(node.op_type), None))
     ins, outs = [scope.info(t) for t in inputs], [scope.info(t) for t in outputs]
+    if node.op_type == "Conv" and len(ins) > 1 and ins[1] is not None and len(
+            ins[1].shape) != 4:
+        kind = f"conv{max(1, len(ins[1].shape) - 2)}d"
+    attrs = _vocabulary(node, canonical_kind(kind), scope)
     if node.op_type in CONTROL_FLOW and node.domain in ("", "ai.onnx"):
         op = _control_node(onnx, proto, node, op_id, scope, attrs)
         if op is not None:
@@ -381,9 +404,6 @@ def _node_op(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope) -> O
         cost = rule(ins, outs, attrs) if rule is not None else None
     if cost is not None and max(cost.flops, cost.bytes_read, cost.bytes_written) > 2**62:
         cost = None  # absurd sizes from a corrupt file: treat as unknown
-    if node.op_type == "Conv" and len(ins) > 1 and ins[1] is not None and len(
-            ins[1].shape) != 4:
-        kind = f"conv{max(1, len(ins[1].shape) - 2)}d"
     attrs["onnx_op_type"] = node.op_type
     if node.domain not in ("", "ai.onnx"):
         attrs["onnx_domain"] = node.domain
@@ -398,6 +418,23 @@ def _node_op(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope) -> O
               bytes_read=int(cost.bytes_read), bytes_written=int(cost.bytes_written),
               inputs=tuple(inputs), outputs=tuple(outputs), thread_blocks=int(cost.thread_blocks),
               attrs=attrs)
+
+
+def _vocabulary(node: _Node, kind: str, scope: _Scope) -> dict[str, Any]:
+    """The node's attributes in the op vocabulary (:mod:`workbench.io.onnx_attrs`); a node of
+    a custom domain keeps its own."""
+    if node.domain not in ("", "ai.onnx"):
+        return dict(node.attrs)
+
+    def shape(name: str) -> tuple[int, ...] | None:
+        info = scope.info(name) if name else None
+        return None if info is None else tuple(info.shape)
+
+    outputs = [t for t in node.outputs if t]
+    view = Node(node.inputs, [shape(t) for t in node.inputs], [shape(t) for t in outputs],
+                scope.values, scope.opset,
+                [scope.infos.get(t, (None, "float32", 4))[1] for t in outputs])
+    return vocabulary_attrs(node.op_type, kind, node.attrs, view)
 
 
 def _repeats(node: _Node, scope: _Scope) -> int | None:
@@ -443,7 +480,8 @@ def _import_subgraph(onnx: Any, body: Any, outer: _Scope, name: str) -> Body:
     declared = [_s(vi.name) for vi in body.input if vi.name]
     outs = list(dict.fromkeys(_s(vi.name) for vi in body.output if vi.name))
     scope = _Scope(infos, outer.weights | set(inits), {**outer.ints, **_small_ints(onnx, body)},
-                   frozenset(outs), defaulted=outer.defaulted)
+                   frozenset(outs), defaulted=outer.defaulted, values=outer.values,
+                   opset=outer.opset)
     for t in declared:
         scope.add_tensor(t, None, "input")
     for t in inits:
@@ -463,7 +501,7 @@ def _import_body(onnx: Any, body: Any, outer: _Scope, prefix: str) -> list[Op]:
     infos = {**outer.infos, **_value_infos(onnx, body)}
     weights = outer.weights | {_s(t.name) for t in body.initializer}
     scope = _Scope(infos, weights, {**outer.ints, **_small_ints(onnx, body)},
-                   defaulted=outer.defaulted)
+                   defaulted=outer.defaulted, values=outer.values, opset=outer.opset)
     return _import_nodes(onnx, body, scope, prefix)
 
 
@@ -480,6 +518,8 @@ def _build(onnx: Any, model: Any, path: Path, failed: str) -> Graph:
     for name in initializers:
         if name:
             scope.add_tensor(name, None, "parameter")
+    scope.opset = _opset(model)
+    scope.values = _weights(onnx, model, scope, path)
     ops = _import_nodes(onnx, g, scope)
     if scope.defaulted:
         listed = ", ".join(f"{k} ×{v}" for k, v in sorted(scope.defaulted.items()))
@@ -487,8 +527,33 @@ def _build(onnx: Any, model: Any, path: Path, failed: str) -> Graph:
         warn_line(_one_line(f"{path.name}: {sum(scope.defaulted.values())} op(s) imported "
                             f"with a default cost (flops = output elements): {listed}{note}"),
                   str(path))
-    return Graph(ops, scope.tensors.values(), outputs=list(dict.fromkeys(graph_outputs)),
-                 name=graph_name(_s(g.name), path))
+    outputs = list(dict.fromkeys(graph_outputs))
+    inputs = [_s(vi.name) for vi in g.input if vi.name and _s(vi.name) not in initializers]
+    read = {t for op in ops for t in op.inputs} | set(outputs)
+    program = Weights({t: v for t, v in scope.values.items() if t in read}, inputs, outputs)
+    return Graph(ops, scope.tensors.values(), outputs=outputs,
+                 name=graph_name(_s(g.name), path), program=program)
+
+
+def _opset(model: Any) -> int:
+    """The model's default-domain opset (17 when the file names none)."""
+    versions = [int(o.version) for o in model.opset_import if _s(o.domain) in ("", "ai.onnx")]
+    return max(versions, default=17)
+
+
+def _weights(onnx: Any, model: Any, scope: _Scope, path: Path) -> dict[str, Any]:
+    """The value of every initializer or folded constant a kept node of the main graph reads
+    (or the graph returns), for the graph's :class:`~workbench.values.program.Weights`
+    (:mod:`workbench.io.onnx_weights`); folded nodes no kept node needs are not evaluated."""
+    g = model.graph
+    nodes = _nodes(onnx, g)
+    folded, _ = weight_only_nodes(nodes, scope.weights,
+                                  lambda name: scope.infos.get(name, (None,))[0] is not None)
+    needed = {t for k, n in enumerate(nodes) if k not in folded for t in n.inputs if t}
+    needed |= scope.graph_outputs
+    return parameter_values(onnx, g, nodes, folded, needed,
+                            lambda name: scope.infos.get(name, (None,))[0],
+                            opsets=list(model.opset_import), path=path)
 
 
 __all__ = ["CONSTANT_OP_TYPES", "GENERIC_NAMES", "RULES", "VIEW_COST", "VIEW_OP_TYPES", "Info",

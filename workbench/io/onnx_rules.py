@@ -3,7 +3,9 @@
 The cost functions themselves (FLOPs, bytes and thread blocks from tensor shapes, the builders'
 conventions) live in :mod:`workbench.values.shape_costs`, shared with :mod:`workbench.io.fx`,
 :mod:`workbench.io.execution_trace` and the model builders; this module adapts them to ONNX
-attributes.  Every rule is O(rank of its tensors).
+nodes.  The rules read the node's attributes in the op vocabulary
+(:mod:`workbench.values.op_attrs`: ``kernel``, ``trans_a``, ``window``), as
+:mod:`workbench.io.onnx_attrs` converted them.  Every rule is O(rank of its tensors).
 """
 
 from __future__ import annotations
@@ -48,12 +50,12 @@ def _conv_t(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> 
 
 
 def _gemm(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
-    """Gemm ``op(A) @ op(B) + C`` with ``A`` 2-D: inner size is ``A[0]`` if ``transA`` else
+    """Gemm ``op(A) @ op(B) + C`` with ``A`` 2-D: inner size is ``A[0]`` if ``trans_a`` else
     ``A[1]``."""
     x = _first(ins)
     if x is None or len(x.shape) != 2:
         return None
-    return matmul_cost(x.shape[0] if a.get("transA") else x.shape[1], _first(outs), ins, outs)
+    return matmul_cost(x.shape[0] if a.get("trans_a") else x.shape[1], _first(outs), ins, outs)
 
 
 def _matmul(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
@@ -74,15 +76,15 @@ def _variadic(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -
 
 
 def _lrn(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
-    """LRN: ``2*size + 3`` FLOPs per element (square and sum over the window, scale, power,
+    """LRN: ``2*window + 3`` FLOPs per element (square and sum over the window, scale, power,
     divide)."""
-    size = a.get("size", 1)
+    size = a.get("window", 1)
     size = size if isinstance(size, int) and 0 < size < MAX_ELEMENTS else 1
     return elementwise_cost(_first(outs), ins, outs, per_element=2 * size + 3)
 
 
 def _pool(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
-    kernel = a.get("kernel_shape")
+    kernel = a.get("kernel")
     if not isinstance(kernel, list) or not all(isinstance(k, int) and k > 0 for k in kernel):
         return None
     window = numel(kernel)

@@ -179,21 +179,23 @@ def _pair(value: Any, default: int) -> tuple[int, int]:
 
 
 def _conv_geometry(op: Op, shapes: _Shapes) -> dict[str, int] | None:
-    """N, Cin, H, W, Cout, Ho, Wo, kh, kw, stride, groups of a 2-D convolution from the builder's
-    attrs or ONNX's (``kernel_shape``, ``strides``, ``group``); None if unknown."""
+    """N, Cin, H, W, Cout, Ho, Wo, kh, kw, stride, groups of a 2-D convolution from its attrs
+    (the op vocabulary, :mod:`workbench.values.op_attrs`: ``kernel``, ``stride``, ``groups``;
+    every importer writes them), the kernel from the weight's shape when not given; None if
+    unknown."""
     x, out = shapes.ins[0], shapes.out
     if x is None or out is None or len(x) != 4 or len(out) != 4:
         return None
     a = op.attrs
-    kernel = a.get("kernel") or a.get("kernel_shape")
+    kernel = a.get("kernel")
     if kernel is None and len(shapes.ins) > 1 and shapes.ins[1] is not None \
             and len(shapes.ins[1]) == 4:
         kernel = shapes.ins[1][2:]
     if kernel is None:
         return None
     kh, kw = _pair(kernel, 1)
-    sh, sw = _pair(a.get("stride", a.get("strides")), 1)
-    groups = int(a.get("groups", a.get("group", 1)) or 1)
+    sh, sw = _pair(a.get("stride"), 1)
+    groups = int(a.get("groups", 1) or 1)
     n, cin, h, w = x
     _, cout, ho, wo = out
     cin = int(a.get("cin", cin))  # a consumer may read a channel slice of a wider tensor
