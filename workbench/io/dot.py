@@ -8,7 +8,9 @@ by hand, with a small tokenizer (no pydot):
 
 * ``digraph NAME { ... }`` (``strict`` allowed; an undirected ``graph`` is an error);
 * node statements ``a [kind=conv2d, flops=1e9, duration_us=12, thread_blocks=80, size=4096,
-  device=gpu]``; Graphviz's own attributes (``label``, ``shape``, ...) are ignored, any other
+  device=gpu]``; op attributes the kind reads, in the op vocabulary or a synonym
+  (``kernel="3,3"``, ``strides=2``, ``group=4``: ``Op.attrs`` as ``kernel``, ``stride``,
+  ``groups``); Graphviz's own attributes (``label``, ``shape``, ...) are ignored, any other
   name is an error naming the nearest workbench attribute (:mod:`workbench.io.dot_attrs`);
 * edge chains ``a -> b -> c [style=dashed]``; ``style=dashed`` or ``kind="control"`` makes control
   edges, anything else data edges; ``{a b} -> c`` and ``subgraph x { ... }`` are flattened;
@@ -33,7 +35,7 @@ from typing import Any
 from workbench._atomic import read_input, write_bytes
 from workbench._checks import show
 from workbench.errors import FormatError, GraphError
-from workbench.io.dot_attrs import NUMBER_ATTRS, check_attr
+from workbench.io.dot_attrs import NUMBER_ATTRS, check_attr, op_attrs
 from workbench.values.graph import DEFAULT_TENSOR_BYTES, Graph, Op, Tensor
 
 
@@ -419,6 +421,7 @@ def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tupl
             inputs=tuple(f"{p}:out" for p in preds), outputs=(f"{node_id}:out",),
             thread_blocks=int(v["thread_blocks"]) if "thread_blocks" in v else None,
             duration_us=duration, workspace_bytes=int(v.get("workspace_bytes", 0)),
+            attrs=op_attrs(node_id, node.attrs.get("kind", ("op", 0))[0], node.attrs, where),
         ))
     return ops, tensors, control_list
 

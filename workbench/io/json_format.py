@@ -10,6 +10,11 @@ Two shapes are accepted:
 Errors are one line and name the file and the place: a JSON syntax error gives its line and column;
 a schema error gives the JSON path (``ops[3].flops``) and the line where that op starts.
 
+Op attributes are read in the op vocabulary (:func:`workbench.values.ops.normalize_op_attrs`): a
+synonym of an attribute the op's kind reads becomes the vocabulary's name (``kernel_shape`` ->
+``kernel``, ``pads`` -> ``padding``, ``transB`` -> ``trans_b``), and a value of the wrong type
+for such an attribute is a one-line error naming the op and the attribute.
+
 Control-flow ops (``while``, ``case_of``; :mod:`workbench.control`) keep their sub-graphs inside
 ``attrs`` in the full form, nested to any depth: ``cond``/``body`` are graph objects,
 ``branches`` a list of ``{"name", "graph"}``; ``carried`` a list of ``[state, init, next]``.
@@ -27,6 +32,7 @@ from workbench._atomic import read_input, write_text
 from workbench._checks import check_choice, check_keys, did_you_mean, parse_json, show
 from workbench.errors import FormatError, GraphError
 from workbench.values.graph import CONTROL_KINDS, Graph, Op, Tensor
+from workbench.values.ops import normalize_op_attrs
 
 FORMAT_NAME = "schedule-workbench-graph"
 FORMAT_VERSION = 1
@@ -246,6 +252,10 @@ def _op(raw: Any, where: str) -> Op:
     op_id = raw["id"]
     if not isinstance(op_id, str):
         raise FormatError(f"{where}.id must be a string, got {op_id!r}")
+    try:
+        attrs = normalize_op_attrs(str(raw.get("kind", "op")), attrs, op=op_id)
+    except FormatError as exc:
+        raise FormatError(f"{where}: {exc}") from None
     return Op(op_id, kind=str(raw.get("kind", "op")), device=str(raw.get("device", "gpu")),
               flops=raw.get("flops", 0.0), bytes_read=raw.get("bytes_read", 0),
               bytes_written=raw.get("bytes_written", 0),
