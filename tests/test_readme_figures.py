@@ -94,6 +94,7 @@ def _ios_default(name: str) -> object:
 
 COMPUTED = [  # (text with {} where the figure stands, format, computation)
     ("By default `compare` runs all {} registered policies", "{}", _n_policies),
+    ("give `model(x)` under all {} policies", "{}", _n_policies),
     ("(squeezenet, all {} policies: 150 kB)", "{}", _n_policies),
     ("(IOS: `max_states`, {} DP states;", "{:,}", lambda: _ios_default("max_states")),
     ("`max_states` work budget (default {} DP states: deterministic)", "{:,}",
@@ -168,6 +169,10 @@ MEASURED_ELSEWHERE = {  # text quoted in the README -> where it was measured
     "6x slower than cuDNN (Inception V3 batch 1 on an H200: 24,006 µs serial, against 3,922 µs":
         "H200, measured",
     "in under 5 minutes on one H100/H200": "timing, H100/H200",
+    "ran in 2,120 µs on an H200 against 3,949 µs for torchvision's Inception V3 as one CUDA "
+    "graph (1.86x)": "H200, measured (issue 32; the 2,120 µs is workbench/data/measured/h200's)",
+    "within 4-12% of the same call in a plain loop": "timing, this 2-core host "
+    "(tests/test_calibrate_cpu.py checks within 25%)",
 }
 
 
@@ -176,6 +181,7 @@ GIVEN = {  # text quoted in the README -> why it is not computed here
     "with",
     "1, 2 and 4 kernels at once": "the probes `workbench calibrate` runs, by design",
     "from 1k to 1M ops": "the range `benchmarks/scale.py` is built for (--sizes)",
+    "Opara reports up to 1.68x over PyTorch's": "cited from the Opara paper (arXiv 2312.10351)",
 }
 
 

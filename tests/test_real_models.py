@@ -86,6 +86,25 @@ def test_without_inputs_a_run_uses_the_example_it_was_traced_with() -> None:
         _same(trace.meta["outputs"], model(*example))
 
 
+def test_tensors_the_model_creates_are_made_on_the_run_s_device() -> None:
+    _, _, graph = _imported("gpt2")  # torch.arange(..., device=<the trace's>) for positions
+    program = graph.program
+    (arange,) = [n for n in program.nodes if n.startswith("arange")]
+    traced = program.call(program.gm, arange, lambda name: None)
+    moved = program.call(program.gm, arange, lambda name: None, torch.device("meta"))
+    assert traced.device.type == "cpu" and moved.device.type == "meta"
+    assert moved.shape == traced.shape
+
+
+def test_a_zero_dimensional_input_stays_zero_dimensional() -> None:
+    import numpy as np
+
+    from workbench.executors.torch_exec.values import as_tensor
+
+    assert as_tensor(np.array(3.0), device="cpu", dtype=None).shape == ()
+    assert as_tensor(np.array([3.0]), device="cpu", dtype=None).shape == (1,)
+
+
 def test_a_wrong_number_of_inputs_is_one_line() -> None:
     _, example, graph = _imported("bert")
     with pytest.raises(wb.OptionError, match=r"traced with 2 input value\(s\).*got 1"):

@@ -54,9 +54,9 @@ def _instrumented(schedule: wb.Schedule, cuda: FakeCuda) -> tuple[tcuda.Streams,
     ev.streams = rt
     original = program.call
 
-    def call(module: Any, name: str, lookup: Any) -> Any:
+    def call(module: Any, name: str, lookup: Any, device: Any = None) -> Any:
         reads = frozenset().union(*[_ptrs(lookup(a)) for a in program.args_of(name)])
-        out = original(module, name, lookup)
+        out = original(module, name, lookup, device)
         stream = rt.current.id if rt.current is not None else LAUNCH
         cuda.log.append(("call", stream, name, reads, _ptrs(out) - reads))
         return out

@@ -154,14 +154,20 @@ class TorchProgram(ModelProgram):
                 return self.model
         return self.module_on(device, dtype)
 
-    def call(self, module: Any, name: str, lookup: Callable[[str], Any]) -> Any:
+    def call(self, module: Any, name: str, lookup: Callable[[str], Any],
+             device: Any = None) -> Any:
         """Run fx node ``name`` of ``module`` (the traced module or a copy of it) with its
-        arguments' values from ``lookup`` (node name -> value), as the traced ``forward`` does."""
+        arguments' values from ``lookup`` (node name -> value), as the traced ``forward`` does.
+        ``device``: where the run keeps its tensors; a call that creates a tensor on the device
+        it was traced on (``aten.arange(..., device=cpu)``, ``zeros``, ``full``) creates it
+        there instead."""
         from torch.fx.node import map_arg
 
         node = self.nodes[name]
         args = map_arg(node.args, lambda n: lookup(n.name))
         kwargs = map_arg(node.kwargs, lambda n: lookup(n.name))
+        if device is not None and kwargs.get("device") is not None:
+            kwargs = {**kwargs, "device": device}
         if node.op == "call_function":
             return node.target(*args, **kwargs)
         if node.op == "call_method":

@@ -54,16 +54,18 @@ class CallEvaluator:
     """Runs the ops of ``graph`` as the calls of its :class:`TorchProgram`, one
     :meth:`run_op` per op; :meth:`start` begins a fresh run from ``inputs`` (placeholder name ->
     tensor, already on the device).  ``module``: the traced module on the run's device
-    (:meth:`TorchProgram.module_on`).  ``streams``: the issue loop's
-    :class:`~workbench.executors.torch_exec.cuda.Streams` on CUDA (``None`` on the CPU), which
-    tells the current stream and records cross-stream uses.  ``on_release(name, value)`` is
+    (:meth:`TorchProgram.module_on`); ``device``: that device (tensors the model creates, such
+    as ``arange``'s, are made there; ``None``: where the trace made them).  ``streams``: the
+    issue loop's :class:`~workbench.executors.torch_exec.cuda.Streams` on CUDA (``None`` on the
+    CPU), which tells the current stream and records cross-stream uses.  ``on_release(name, value)`` is
     called when a value is dropped (the tests log it)."""
 
     def __init__(self, graph: Graph, program: TorchProgram, inputs: Mapping[str, Any], *,
-                 module: Any) -> None:
+                 module: Any, device: Any = None) -> None:
         self.graph = graph
         self.program = program
         self.module = module
+        self.device = device
         self.inputs = dict(inputs)
         missing = [n for n in program.input_names if n not in self.inputs]
         if missing:
@@ -114,7 +116,7 @@ class CallEvaluator:
             return self.env[name]
         node = self.program.nodes[name]
         if node.op == "get_attr":
-            self.env[name] = self.program.call(self.module, name, self._value)
+            self.env[name] = self.program.call(self.module, name, self._value, self.device)
         elif name in self.scheduled:
             raise ScheduleError(f"torch executor: an op reads {name!r} before it is computed "
                                 f"(the order violates a dependency)")
@@ -130,7 +132,7 @@ class CallEvaluator:
         arg_values = [(a, self._value(a)) for a in args]
         if stream is not None:
             self._record_uses(arg_values, stream)
-        value = self.program.call(self.module, name, self._value)
+        value = self.program.call(self.module, name, self._value, self.device)
         self.env[name] = value
         if stream is not None:
             seen = {_storage(t) for _, v in arg_values for t in _tensors(v)}

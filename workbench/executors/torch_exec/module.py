@@ -115,7 +115,8 @@ class ScheduledModule(torch.nn.Module):
         self._static_inputs = static
         self._evaluator = CallEvaluator(schedule.graph, program,
                                         dict(zip(program.input_names, static, strict=True)),
-                                        module=program.module_on(self.device))
+                                        module=program.module_on(self.device),
+                                        device=self.device)
         self._streams: cuda_run.Streams | None = None
         self._captured: cuda_run.Captured | None = None
         if on_cuda:

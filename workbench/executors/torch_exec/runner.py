@@ -160,7 +160,8 @@ def _evaluator(schedule: Schedule, *, seed: int, inputs: Any, device: str,
         given = program.graph_inputs(program.example if inputs is None else inputs)
         values = {k: as_tensor(v, device=where, dtype=dtype) if _is_tensor(v) else v
                   for k, v in given.items()}
-        evaluator = CallEvaluator(graph, program, values, module=program.module_on(where, dtype))
+        evaluator = CallEvaluator(graph, program, values, module=program.module_on(where, dtype),
+                                  device=where)
         return evaluator, {"weights": program.describe(),
                            "inputs": "the example traced" if inputs is None else "given"}
     if program is not None:

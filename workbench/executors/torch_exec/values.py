@@ -51,10 +51,11 @@ class EvaluatorLike(Protocol):
 
 def as_tensor(value: Any, *, device: str, dtype: Any) -> Any:
     """A NumPy array or a tensor as a tensor on ``device``; floating values cast to ``dtype``
-    (``None``: kept; integer values, e.g. token ids or shape constants, keep theirs)."""
+    (``None``: kept; integer values, e.g. token ids or shape constants, keep theirs).  A 0-d
+    array stays 0-d (``np.ascontiguousarray`` would make it 1-d)."""
     torch = torch_module()
     tensor = (value if isinstance(value, torch.Tensor)
-              else torch.from_numpy(np.ascontiguousarray(value))).to(device)
+              else torch.from_numpy(np.require(value, requirements="C"))).to(device)
     return tensor.to(dtype) if dtype is not None and tensor.is_floating_point() else tensor
 
 
