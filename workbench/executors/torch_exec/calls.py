@@ -57,8 +57,8 @@ class CallEvaluator:
     (:meth:`TorchProgram.module_on`); ``device``: that device (tensors the model creates, such
     as ``arange``'s, are made there; ``None``: where the trace made them).  ``streams``: the
     issue loop's :class:`~workbench.executors.torch_exec.cuda.Streams` on CUDA (``None`` on the
-    CPU), which tells the current stream and records cross-stream uses.  ``on_release(name, value)`` is
-    called when a value is dropped (the tests log it)."""
+    CPU), which tells the current stream and records cross-stream uses.
+    ``on_release(name, value)`` is called when a value is dropped (the tests log it)."""
 
     def __init__(self, graph: Graph, program: TorchProgram, inputs: Mapping[str, Any], *,
                  module: Any, device: Any = None) -> None:
