@@ -1,6 +1,6 @@
 """Cost rules of attention and the composite transformer modules, for the torch importers
-(:mod:`workbench.io.fx` and, through :func:`workbench.io.fx.cost_of_call`, the execution-trace
-import).
+(:mod:`workbench.io.fx` and, through :func:`workbench.io.torch_costs.cost_of_call`, the
+execution-trace import).
 
 FLOPs are counted the way ``torch.utils.flop_counter.FlopCounterMode`` counts them (2 per
 multiply-add of the matrix products; softmax, masks and norms not counted), so imported models

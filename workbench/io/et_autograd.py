@@ -17,7 +17,7 @@ or the ``aten::add_`` into the existing ``.grad``.  A scope with no operator cal
 bookkeeping and has no tensors.
 
 Costs (when no measured time is given, and for the FLOPs column): the sum of the inner calls'
-shape rules (:func:`workbench.io.fx.cost_of_call`); ``convolution_backward`` gets the
+shape rules (:func:`workbench.io.torch_costs.cost_of_call`); ``convolution_backward`` gets the
 grad-input and grad-weight convolutions (each the forward convolution's FLOPs, as its
 ``output_mask`` asks) and the bias gradient (one add per output element); matrix products
 inside ``AddmmBackward0`` / ``MmBackward0`` are ``aten::mm`` calls with their own rule.
@@ -54,7 +54,7 @@ def backward_kind(grad_fn: str) -> str:
     >>> backward_kind("ConvolutionBackward0"), backward_kind("NativeBatchNormBackward0")
     ('conv2d_backward', 'batchnorm_backward')
     """
-    from workbench.io.fx import FUNCTIONS
+    from workbench.io.torch_costs import FUNCTIONS
 
     base = re.sub(r"Backward\d*$", "", grad_fn)
     snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", base).lower()
@@ -171,7 +171,7 @@ def _conv_backward(ins: Sequence[Info], outs: Sequence[Info], values: Sequence[A
 def part_cost(label: str, ins: Sequence[Info], outs: Sequence[Info],
               values: Sequence[Any]) -> ShapeCost:
     """The cost of one inner call (module docstring)."""
-    from workbench.io.fx import cost_of_call
+    from workbench.io.torch_costs import cost_of_call
 
     if label == "convolution_backward":
         cost = _conv_backward(ins, outs, values)

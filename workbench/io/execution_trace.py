@@ -10,7 +10,7 @@ parent (``ctrl_deps``), its record-function id (attr ``rf_id``) and its tensor a
   ``aten::_convolution`` calls inside it; record-function scopes around them are looked through),
   in the order they started (node id), named ``"<name>#<k>"`` as in
   :func:`~workbench.io.pytorch_profile.load_pytorch_trace`; kind, FLOPs and bytes from the
-  torch.fx import's rules (:func:`workbench.io.fx.cost_of_call`), shapes on the tensors;
+  torch.fx import's rules (:func:`workbench.io.torch_costs.cost_of_call`), shapes on the tensors;
 * edges: an op that reads a tensor (by tensor and storage id) depends on the last op that wrote
   it; an op that writes in place also waits for the ops that read the old bytes, through any
   tensor of the storage (control edges).  What an op writes in place: the arguments its
@@ -135,7 +135,7 @@ def _graph_of(calls: list[Call], name: str, gpu_run: bool,
               need_host: bool = False) -> tuple[Graph, list[Call]]:
     """The ops, tensors and edges of the calls kept (module docstring); ``need_host`` (a CPU
     run with its Kineto trace) leaves out the calls the Kineto trace has no event for."""
-    from workbench.io.fx import cost_of_call
+    from workbench.io.torch_costs import cost_of_call
 
     seen: dict[str, int] = {}
     ops: list[Op] = []

@@ -98,7 +98,7 @@ def aten_kind(name: str) -> str:
     >>> aten_kind("aten::cat"), aten_kind("aten::relu_"), aten_kind("aten::addmm")
     ('concat', 'relu', 'matmul')
     """
-    from workbench.io.fx import FUNCTIONS
+    from workbench.io.torch_costs import FUNCTIONS
 
     base = name.split("::", 1)[1] if "::" in name else name
     for key in (base, base.rstrip("_"), base.lstrip("_")):
