@@ -146,39 +146,13 @@ def _rel_err(got: Any, want: Any) -> float:
     return worst
 
 
-def _time_calls(call: Any, device: Any, warmup: int, repeats: int) -> float:
-    """Median µs of ``repeats`` calls (CUDA events on a GPU, the host clock on the CPU)."""
-    import statistics
-
-    import torch
-
-    for _ in range(warmup):
-        call()
-    if getattr(device, "type", str(device)) != "cuda":
-        spans = []
-        for _ in range(repeats):
-            t0 = time.perf_counter_ns()
-            call()
-            spans.append((time.perf_counter_ns() - t0) / 1e3)
-        return float(statistics.median(spans))
-    torch.cuda.synchronize()
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-             for _ in range(repeats)]
-    for first, last in pairs:
-        first.record()
-        call()
-        last.record()
-    torch.cuda.synchronize()
-    return float(statistics.median(a.elapsed_time(b) * 1e3 for a, b in pairs))
-
-
 def run_case(name: str, batch: int, precision: str, args: argparse.Namespace,
              device: Any) -> dict[str, Any]:
     """One row: the model four ways and every policy, outputs checked."""
     import torch
 
     import workbench as wb
-    from workbench.executors.torch_exec.baseline import time_model
+    from workbench.executors.torch_exec.baseline import time_call, time_model
     from workbench.executors.torch_exec.runner import precision_flags
 
     model, example = build(name, batch, device)
@@ -197,8 +171,9 @@ def run_case(name: str, batch: int, precision: str, args: argparse.Namespace,
             t0 = time.perf_counter()
             row["compile_err"] = _rel_err(compiled(*example), want)
             row["compile_s"] = time.perf_counter() - t0
-            row["compile_us"] = _time_calls(lambda: compiled(*example), device, args.warmup,
-                                            args.repeats)
+            row["compile_us"] = time_call(lambda: compiled(*example), device=device,
+                                          warmup=args.warmup,
+                                          repeats=args.repeats)["makespan_median_us"]
         t0 = time.perf_counter()
         fast = wb.accelerate(model, example, policy="auto", mode="graph", precision=precision,
                              policies=[p for p in args.policies.split(",") if p],
@@ -206,7 +181,8 @@ def run_case(name: str, batch: int, precision: str, args: argparse.Namespace,
         row["accelerate_s"] = time.perf_counter() - t0
         row["auto_policy"] = fast.policy
         row["auto_err"] = _rel_err(fast(*example), want)
-        row["auto_us"] = _time_calls(lambda: fast(*example), device, args.warmup, args.repeats)
+        row["auto_us"] = time_call(lambda: fast(*example), device=device, warmup=args.warmup,
+                                   repeats=args.repeats)["makespan_median_us"]
     cmp = fast.comparison
     if cmp is not None:
         row["policies"] = {p: {"median_us": t.meta["makespan_median_us"],

@@ -21,7 +21,12 @@ torch = pytest.importorskip("torch")
 
 import workbench as wb  # noqa: E402
 from tests.model_zoo import ZOO, new_inputs  # noqa: E402
-from tests.test_torch_cuda_fake import LAUNCH, FakeCuda, violations  # noqa: E402
+from tests.test_torch_cuda_fake import (  # noqa: E402
+    LAUNCH,
+    FakeCuda,
+    fake_cuda,  # noqa: F401 - the fixture: the runner on the fake CUDA
+    violations,
+)
 from workbench.executors.torch_exec import cuda as tcuda  # noqa: E402
 from workbench.executors.torch_exec import runner  # noqa: E402
 from workbench.executors.torch_exec.calls import CallEvaluator  # noqa: E402
@@ -161,17 +166,9 @@ def test_values_are_freed_after_their_last_reader_and_outputs_kept() -> None:
         assert torch.equal(ev.result(), model(*example))
 
 
-@pytest.fixture
-def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
-    cuda = FakeCuda()
-    monkeypatch.setattr(runner, "_cuda_api", lambda: cuda)
-    monkeypatch.setattr(runner, "_tensor_device", lambda device: "cpu")
-    return cuda
-
-
+@pytest.mark.usefixtures("fake_cuda")
 @pytest.mark.parametrize("mode", ["eager", "graph"])
-def test_a_run_on_the_fake_gpu_computes_the_model_with_its_inputs(
-        fake_cuda: FakeCuda, mode: str) -> None:
+def test_a_run_on_the_fake_gpu_computes_the_model_with_its_inputs(mode: str) -> None:
     model, example, graph = _imported("bert")
     sched = wb.schedule(graph, "nnc")
     fresh = new_inputs(example)

@@ -6,13 +6,14 @@ call issued eagerly (``mode="eager"``) or the model's ``forward`` captured once 
 on one stream and replayed (``mode="graph"``, the model's own CUDA graph, as a schedule's
 capture is replayed).  A model that cannot be captured (a host synchronisation inside, say) is
 timed eagerly and the result says so.  Returns the median and quartiles
-(:func:`workbench.executors.torch_exec.frame.makespan_stats`) and ``how`` it was timed.
-O((warmup + repeats) · one forward).
+(:func:`workbench.executors.torch_exec.frame.makespan_stats`) and ``how`` it was timed;
+:func:`time_call` times any call that way.  O((warmup + repeats) · one forward).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from workbench.executors.torch_exec.frame import makespan_stats
@@ -29,26 +30,35 @@ def time_model(model: Any, args: tuple[Any, ...], *, device: Any, mode: str = "g
     dev = torch.device(device)
     with torch.no_grad(), precision_flags(precision):
         if dev.type != "cuda":
-            for _ in range(warmup):
-                model(*args)
-            spans = []
-            for _ in range(repeats):
-                t0 = time.perf_counter_ns()
-                model(*args)
-                spans.append((time.perf_counter_ns() - t0) / 1e3)
-            return {**makespan_stats(spans), "how": "the model's forward on the CPU"}
+            return {**time_call(lambda: model(*args), device=dev, warmup=warmup,
+                                repeats=repeats), "how": "the model's forward on the CPU"}
         if mode == "graph":
             try:
                 return _graph(torch, model, args, warmup, repeats)
             except RuntimeError as exc:
                 why = str(exc).strip().splitlines()[0] if str(exc).strip() else "error"
-                timed = _eager(torch, model, args, warmup, repeats)
+                timed = _eager(model, args, warmup, repeats)
                 timed["how"] += f" (its capture as a CUDA graph failed: {why})"
                 return timed
-        return _eager(torch, model, args, warmup, repeats)
+        return _eager(model, args, warmup, repeats)
 
 
-def _events(torch: Any, call: Any, repeats: int) -> list[float]:
+def time_call(call: Callable[[], Any], *, device: Any, warmup: int = 3,
+              repeats: int = 20) -> dict[str, Any]:
+    """Median and quartiles (µs, :func:`~workbench.executors.torch_exec.frame.makespan_stats`)
+    of ``repeats`` calls of ``call()`` after ``warmup``: two CUDA events on the current stream
+    around each call on a GPU, ``perf_counter_ns`` on the CPU."""
+    torch = torch_module()
+    for _ in range(warmup):
+        call()
+    if torch.device(device).type != "cuda":
+        spans = []
+        for _ in range(repeats):
+            t0 = time.perf_counter_ns()
+            call()
+            spans.append((time.perf_counter_ns() - t0) / 1e3)
+        return makespan_stats(spans)
+    torch.cuda.synchronize()
     pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
              for _ in range(repeats)]
     for first, last in pairs:
@@ -56,16 +66,12 @@ def _events(torch: Any, call: Any, repeats: int) -> list[float]:
         call()
         last.record()
     torch.cuda.synchronize()
-    return [a.elapsed_time(b) * 1e3 for a, b in pairs]
+    return makespan_stats([a.elapsed_time(b) * 1e3 for a, b in pairs])
 
 
-def _eager(torch: Any, model: Any, args: tuple[Any, ...], warmup: int,
-           repeats: int) -> dict[str, Any]:
-    for _ in range(warmup):
-        model(*args)
-    torch.cuda.synchronize()
-    spans = _events(torch, lambda: model(*args), repeats)
-    return {**makespan_stats(spans), "how": "the model's forward, issued eagerly"}
+def _eager(model: Any, args: tuple[Any, ...], warmup: int, repeats: int) -> dict[str, Any]:
+    return {**time_call(lambda: model(*args), device="cuda", warmup=warmup, repeats=repeats),
+            "how": "the model's forward, issued eagerly"}
 
 
 def _graph(torch: Any, model: Any, args: tuple[Any, ...], warmup: int,
@@ -82,12 +88,8 @@ def _graph(torch: Any, model: Any, args: tuple[Any, ...], warmup: int,
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         model(*static)
-    for _ in range(warmup):
-        graph.replay()
-    torch.cuda.synchronize()
-    spans = _events(torch, graph.replay, repeats)
-    return {**makespan_stats(spans), "how": "the model's forward captured as one CUDA graph "
-                                            "(one stream), replayed"}
+    return {**time_call(graph.replay, device="cuda", warmup=warmup, repeats=repeats),
+            "how": "the model's forward captured as one CUDA graph (one stream), replayed"}
 
 
-__all__ = ["time_model"]
+__all__ = ["time_call", "time_model"]
