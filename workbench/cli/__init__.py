@@ -41,7 +41,7 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
@@ -120,27 +120,25 @@ def _memory(text: str) -> int | None:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not 1 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"expected a positive integer below 2**63, got "
-                                         f"{text[:80]!r}")
-    return value
+def _integer_from(low: int) -> Callable[[str], int]:
+    """An argparse type: an integer of at least ``low`` (0 or 1) and below 2**63."""
+    what = "a positive integer" if low == 1 else f"an integer >= {low}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not low <= value < 2**63:
+            raise argparse.ArgumentTypeError(f"expected {what} below 2**63, got "
+                                             f"{text[:80]!r}")
+        return value
+
+    return parse
 
 
-def _non_negative_int(text: str) -> int:
-    """``--warmup``: 0 or a positive integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if not 0 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0 below 2**63, got "
-                                         f"{text[:80]!r}")
-    return value
+_positive_int = _integer_from(1)
+_non_negative_int = _integer_from(0)  # --warmup
 
 
 def _columns(text: str) -> tuple[str, ...]:
