@@ -343,7 +343,8 @@ def _event_graph(rows: list[dict[str, Any]], name: str,
                  edges: Iterable[tuple[int, int]] = ()) -> Graph:
     ops = [Op(r["op"], kind=r["kind"], device=r["device"],
               duration_us=r["end_us"] - r["start_us"], thread_blocks=r["blocks"],
-              attrs={"kernel" if r["device"] == "gpu" else "event": r["name"]}) for r in rows]
+              attrs={"kernel_name" if r["device"] == "gpu" else "event": r["name"]})
+           for r in rows]
     return Graph(ops, control_edges=[(rows[a]["op"], rows[b]["op"]) for a, b in edges],
                  name=name)
 
