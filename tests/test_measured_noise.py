@@ -10,6 +10,7 @@ a subprocess on this machine's CPU.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -230,8 +231,11 @@ def test_the_reported_cpu_comparison_calls_the_one_stream_orders_a_tie(tmp_path:
                "--executor", "torch,simulator",
                "--policies", "serial,bfs,dfs,memory_greedy,gpto", "--repeats", "9",
                "--warmup", "1", "--no-progress", "-o", str(tmp_path / "r.html")]
+    # one intra-op thread: on a shared 2-core machine a second OpenMP thread waits for a core
+    # until the next 4 ms scheduler tick, which alone can separate one order from the others
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     for _attempt in range(3):   # a loaded machine may itself separate the orders: measure again
-        run = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        run = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
         assert run.returncode == 0, run.stderr
         rows = _rows(run.stdout)
         if not _separated(rows):
