@@ -187,12 +187,12 @@ def test_accelerate_gives_the_model_for_the_example_and_for_new_inputs(name: str
 
 def test_accelerate_auto_measures_and_keeps_the_model_unless_a_schedule_beats_it() -> None:
     model, example, _ = _imported("inception")
-    fast = wb.accelerate(model, example, policies=["serial", "nnc", "dfs"], repeats=5,
-                         warmup=1, budget_s=60)
+    fast = wb.accelerate(model, example, policies=["serial", "nnc"], repeats=3, warmup=1,
+                         budget_s=60)
     cmp = fast.comparison
-    assert cmp is not None and set(cmp.traces) == {"serial", "nnc", "dfs"}
+    assert cmp is not None and set(cmp.traces) == {"serial", "nnc"}
     itself = cmp.settings["model_itself"]
-    assert len(itself["makespans_us"]) == 10  # before and after the policies
+    assert len(itself["makespans_us"]) == 6  # before and after the policies
     decision = cmp.settings["decision"]
     if fast.policy == "model":  # the usual outcome on one CPU: no streams to overlap
         assert "no schedule beats the model beyond measurement noise" in decision
