@@ -4,7 +4,8 @@ In the style of JAX's per-primitive rules, each known kind has a small frozen :c
 registered in :data:`OPS`, keyed by its canonical spelling.  The sets the rest of the package
 tests ``op.kind in ...`` against (:data:`NO_TASK_KINDS`, the fusion patterns, the side-effect
 kinds, the copy kinds of each use) are *derived* from the table by named predicates, so a new
-kind is one entry here (plus its GPU lowering and kernel, if it runs on the GPU).
+kind is one entry here (plus its functions in :mod:`workbench.values.op_bindings` if it computes
+something, and its GPU lowering and kernel if it runs on the GPU).
 
 Categories (:data:`CATEGORIES`), one per kind:
 
@@ -25,6 +26,12 @@ are converted at import), the JSON and DOT readers rename synonyms and check typ
 (:func:`normalize_op_attrs`), and the references, torch forms and cost rules read only these.
 :func:`attrs_of` lists a kind's attributes with what they mean.
 
+What computes each kind is listed by kind in :mod:`workbench.values.op_bindings` (the NumPy
+reference, the PyTorch form, the elementwise maps, the attribute names they read); the table
+attaches those to its entries (``reference``, ``torch_form``, ``unary``, ``binary``, ``attrs``)
+and gives a kind listed there with none its category's (views reshape, copies copy).  The
+importers' facts (torch names, FLOPs per element, kernel-name fragments) stay here.
+
 Kind names are matched case- and separator-insensitively: :func:`canonical_kind` maps
 ``ExpandDims``, ``FLATTEN_GRAD`` or ``MaxPool`` to the table's spelling, and
 :class:`workbench.values.graph.Op` stores that spelling, so table lookups need no normalising.
@@ -43,16 +50,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
-import numpy as np
-
+from workbench.values import op_bindings as bindings
 from workbench.values import op_reference as ref
-from workbench.values import op_reference_data as refd
-from workbench.values import op_reference_maps as refm
-from workbench.values import op_torch, op_torch_data, op_torch_maps
-from workbench.values.op_attrs import ATTRIBUTES, check_declared, normalize_attrs
+from workbench.values import op_torch
+from workbench.values.op_attrs import ATTRIBUTES, normalize_attrs
 
 CATEGORIES = ("compute", "elementwise", "reduction", "view", "copy", "state", "io", "control")
 
@@ -314,145 +317,35 @@ def _importer_facts(entries: dict[str, OpKind]) -> None:
         entries[name] = replace(entries[name], kernel_names=tuple(fragments.split()))
 
 
-def _groups(table: dict[str, Any]) -> dict[str, Any]:
-    """``{"a b": v}`` -> ``{"a": v, "b": v}`` (each kind once)."""
-    out: dict[str, Any] = {}
-    for names, value in table.items():
-        for name in names.split():
-            assert name not in out, f"{name!r} listed twice"
-            out[name] = value
-    return out
-
-
-#: Elementwise kinds whose map may read attributes (or has no fixed NumPy/torch pair):
-#: :func:`workbench.values.op_reference.mapped` and its torch twin.
-_MAPPED = ("gelu leaky_relu elu celu selu thresholded_relu hard_sigmoid hard_swish relu6 silu "
-           "swish softplus softsign erf rsqrt square reciprocal sin cos floor ceil round sign")
-_ARITH = "sub mul div pow mod"
-_VARIADIC = "max min mean maximum minimum"
-_COMPARE = "equal greater less greater_or_equal less_or_equal and or xor not isnan"
-_REDUCE = "reduce_sum reduce_mean reduce_max reduce_min reduce_prod reduce_l2 reduce_sum_square"
-
-
 def _bind_references(out: dict[str, OpKind]) -> None:
-    """Attach the NumPy references (:mod:`workbench.values.op_reference`) to the entries."""
-    unary: dict[str, ref.UnaryFn] = {
-        "identity": ref.identity, "relu": ref.relu, "gelu": ref.gelu, "sigmoid": ref.sigmoid,
-        "tanh": np.tanh, "exp": np.exp, "log": np.log, "neg": np.negative, "abs": np.abs,
-        "sqrt": np.sqrt, "atan": np.arctan}
-    binary = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
-
-    def activation(name: str | None) -> ref.UnaryFn:
-        """A conv's ``act`` / ``pre_act`` by name (``None``: identity); KeyError if unknown."""
-        return ref.identity if name is None else unary[name]
-
-    references: dict[str, ref.Reference] = {
-        **{k: refm.unary_reference(fn) for k, fn in unary.items() if k != "identity"},
-        **_groups({
-            "conv2d conv1d conv3d": partial(ref.conv, unary=activation),
-            "sepconv": partial(ref.sepconv, unary=activation),
-            "conv_transpose": ref.conv_transpose, "maxpool avgpool": ref.pool,
-            "global_avgpool": ref.global_avgpool, "global_maxpool": ref.global_maxpool,
-            "batchnorm": ref.batchnorm_reference, "layernorm": ref.layernorm_reference,
-            "instancenorm": ref.instancenorm, "groupnorm": ref.groupnorm, "lrn": ref.lrn,
-            "concat": ref.concat, "matmul": ref.matmul_reference,
-            "softmax": ref.softmax_reference, "log_softmax": ref.log_softmax,
-            "transpose": ref.transpose, "op": ref.generic, "add": refm.add,
-            _MAPPED: refm.mapped, _VARIADIC: refm.variadic, _COMPARE: refm.compare,
-            _REDUCE: refm.reduce, "argmax argmin": refm.arg_extreme, "where": refm.where,
-            "clip": refm.clip, "prelu": refm.prelu, "attention": ref.attention,
-            "contiguous clone": ref.copy, "stack": refd.stack,
-            "gather": refd.gather, "embedding": refd.embedding, "slice": refd.slice_,
-            "getitem": refd.getitem, "split": refd.split, "expand broadcast_to": refd.expand,
-            "tile": refd.tile, "pad": refd.pad, "resize": refd.resize, "cast": refd.cast,
-            "constant": refd.constant, "shape": refd.shape, "size": refd.size,
-            "range": refd.range_, "trilu": refd.trilu, "depth_to_space": refd.depth_to_space,
-            "space_to_depth": refd.space_to_depth}),
-        **{k: refm.arith(k) for k in _ARITH.split()},
-    }
+    """Attach the NumPy references, elementwise maps and PyTorch forms the kinds are listed with
+    (:mod:`workbench.values.op_bindings`); a view listed with none reshapes, and whatever is
+    listed, an engine copy or pass-through I/O copies and the ``assign`` family assigns."""
+    references, forms = bindings.references(), bindings.torch_forms()
+    unary, binary = bindings.unary_maps(), bindings.binary_maps()
     for name, info in out.items():
-        fn = references.get(name)
+        fn, form = references.get(name), forms.get(name)
         if fn is None and info.category == "view":
             fn = ref.view
         elif info.engine_copy or info.passthrough:
             fn = ref.copy
         elif info.assigns:
             fn = ref.assign
+        if form is None and info.category == "view":
+            form = op_torch.view
+        elif info.engine_copy or info.passthrough:
+            form = op_torch.copy
+        elif info.assigns:
+            form = op_torch.assign
         out[name] = replace(info, reference=fn, unary=unary.get(name), binary=binary.get(name),
-                            torch_form=_torch_form(name, info))
-
-
-def _torch_form(name: str, info: OpKind) -> op_torch.TorchForm | None:
-    """The PyTorch form of a kind (:mod:`workbench.values.op_torch`), chosen as the reference is."""
-    t, d, m = op_torch, op_torch_data, op_torch_maps
-    forms: dict[str, op_torch.TorchForm] = {
-        **{k: t.unary_form(k) for k in ("relu", "sigmoid", "tanh", "exp", "log", "neg", "abs",
-                                        "sqrt", "atan")},
-        **_groups({
-            "conv2d conv1d conv3d": t.conv, "sepconv": t.sepconv,
-            "conv_transpose": t.conv_transpose, "maxpool avgpool": t.pool,
-            "global_avgpool": t.global_avgpool, "global_maxpool": t.global_maxpool,
-            "batchnorm": t.batchnorm, "layernorm": t.layernorm, "instancenorm": t.instancenorm,
-            "groupnorm": t.groupnorm, "lrn": t.lrn, "concat": t.concat, "matmul": t.matmul,
-            "softmax": t.softmax, "log_softmax": t.log_softmax, "transpose": t.transpose,
-            "op": t.generic, "add": m.add, _MAPPED: m.mapped, _VARIADIC: m.variadic,
-            _COMPARE: m.compare, _REDUCE: m.reduce, "argmax argmin": m.arg_extreme,
-            "where": m.where, "clip": m.clip, "prelu": m.prelu, "attention": t.attention,
-            "contiguous clone": t.copy, "stack": d.stack, "gather": d.gather,
-            "embedding": d.embedding, "slice": d.slice_, "getitem": d.getitem,
-            "split": d.split, "expand broadcast_to": d.expand, "tile": d.tile, "pad": d.pad,
-            "resize": d.resize, "cast": d.cast, "constant": d.constant, "shape": d.shape,
-            "size": d.size, "range": d.range_, "trilu": d.trilu,
-            "depth_to_space": d.depth_to_space, "space_to_depth": d.space_to_depth}),
-        **{k: m.arith(k) for k in _ARITH.split()},
-    }
-    form = forms.get(name)
-    if form is None and info.category == "view":
-        return t.view
-    if info.engine_copy or info.passthrough:
-        return t.copy
-    if info.assigns:
-        return t.assign
-    return form
+                            torch_form=form)
 
 
 def _declare_attrs(out: dict[str, OpKind]) -> None:
-    """Attach the attribute names each kind reads (:mod:`workbench.values.op_attrs`)."""
-    reshapes = ("reshape view expand_dims flatten_grad reformat identity identity_view "
-                "broadcast_to expand")
-    declared: dict[str, list[str]] = {}
-    for names, attrs in (
-            ("conv2d conv1d conv3d", "kernel stride padding dilation groups act pre_act bias "
-                                     "cin cout"),
-            ("sepconv", "kernel stride padding groups pre_act bias cin cout"),
-            ("conv_transpose", "kernel stride padding output_padding dilation groups"),
-            ("maxpool avgpool", "pool kernel stride padding dilation ceil_mode"),
-            ("avgpool", "count_include_pad"), ("global_avgpool global_maxpool", "pool kernel"),
-            ("matmul", "trans_a trans_b alpha beta bias_first bias m k n batch weight"),
-            ("batchnorm layernorm", "eps axis"), ("instancenorm", "eps"),
-            ("groupnorm", "eps groups"), ("lrn", "window alpha beta k"),
-            ("softmax", "axis scale"), ("log_softmax concat stack", "axis"),
-            ("gather", "axis index"), ("split", "axis sizes"), ("getitem", "index axis offset"),
-            ("slice", "starts ends axes steps"), ("transpose", "perm"),
-            (reshapes, "shape"), ("flatten", "shape start_dim end_dim axis"),
-            ("squeeze unsqueeze", "shape axes"), ("dropout", "shape p"), ("tile", "repeats"),
-            ("pad", "padding mode value"),
-            ("resize", "mode scales sizes align_corners coordinate_mode nearest_mode"),
-            ("cast", "dtype"), ("constant", "value dtype"), ("range", "start end step dtype"),
-            ("shape", "start end"), (_REDUCE, "axes keepdims"),
-            ("argmax argmin", "axis keepdims select_last_index"), ("clip", "min max"),
-            ("leaky_relu elu celu thresholded_relu", "alpha"), ("selu", "alpha gamma"),
-            ("hard_sigmoid", "alpha beta"), ("gelu", "approximate"),
-            ("add sub", "scalar reverse alpha"), ("mul div pow mod", "scalar reverse"),
-            ("div", "rounding"), ("mod", "fmod"), (_VARIADIC, "scalar"),
-            (_COMPARE.replace(" not isnan", ""), "scalar reverse"), ("trilu", "upper"),
-            ("depth_to_space", "blocksize mode"), ("space_to_depth", "blocksize"),
-            ("attention", "is_causal scale needs_program")):
-        for name in names.split():
-            declared.setdefault(name, []).extend(attrs.split())
-    for name, names_read in declared.items():
-        check_declared(names_read)
-        out[name] = replace(out[name], attrs=tuple(names_read))
+    """Attach the attribute names each kind reads (:func:`workbench.values.op_bindings
+    .declared_attrs`, in the vocabulary of :mod:`workbench.values.op_attrs`)."""
+    for name, names_read in bindings.declared_attrs().items():
+        out[name] = replace(out[name], attrs=names_read)
 
 
 _KNOWN = _entries()
