@@ -3,7 +3,9 @@
 :func:`load_onnx` reads a ``.onnx`` file (the ``onnx`` package is imported inside the function),
 sets the symbolic input dimensions (``dims=``), runs ``onnx.shape_inference.infer_shapes`` and
 turns every node that computes on activations, in file order, into an
-:class:`~workbench.values.graph.Op`.  Nodes that compute only from weights (``Constant``,
+:class:`~workbench.values.graph.Op`.  Reading the protobuf into plain values (the file checked,
+its symbolic dimensions set, value infos, nodes, op ids) is :mod:`workbench.io.onnx_proto`'s
+job; this module builds the graph from them.  Nodes that compute only from weights (``Constant``,
 ``ConstantOfShape``, ``Identity``/``Cast``/``Unsqueeze`` of initializers, shape arithmetic on
 static shapes) are folded, as an inference compiler does (:mod:`workbench.io.onnx_fold`): their
 outputs are parameters and no kernel is scheduled for them.  ``If``/``Loop``/``Scan`` become
@@ -32,12 +34,11 @@ warning per file that lists them with counts.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import read_input
 from workbench._checks import warn_line
 from workbench.errors import FormatError, GraphError, OptionError
 from workbench.io.onnx_attrs import Node, vocabulary_attrs
@@ -50,6 +51,18 @@ from workbench.io.onnx_control import (
     control_op,
 )
 from workbench.io.onnx_fold import weight_only_nodes
+from workbench.io.onnx_proto import (
+    PlainNode,
+    ValueInfo,
+    fix_symbolic_dims,
+    one_line,
+    op_ids,
+    plain_nodes,
+    read_model,
+    small_ints,
+    text_of,
+    value_infos,
+)
 from workbench.io.onnx_rules import (
     CONSTANT_OP_TYPES,
     MAX_ELEMENTS,
@@ -81,7 +94,6 @@ ONNX_MISSING = "reading .onnx needs the onnx package: pip install 'schedule-work
 #: Graph names exporters write by default; the file name is used instead.
 GENERIC_NAMES = frozenset({"", "main_graph", "torch-jit-export", "torch_jit", "torch-jit",
                            "graph"})
-_ValueInfo = tuple[tuple[int, ...] | None, str, int]
 
 
 # ================================================================================ the loader
@@ -115,8 +127,8 @@ def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
     for key, value in (dims or {}).items():
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < MAX_ELEMENTS:
             raise OptionError(f"dims[{key!r}] must be a positive integer, got {value!r}")
-    model = _read_model(onnx, path)
-    _fix_symbolic_dims(model, dims or {}, path)
+    model = read_model(onnx, path)
+    fix_symbolic_dims(model, dims or {}, path)
     if simplify:
         model = _simplify(model, path)
     failed = ""
@@ -130,201 +142,7 @@ def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
     try:
         return _build(onnx, model, path, failed)
     except GraphError as exc:
-        raise GraphError(_one_line(f"{path}: {exc}")) from None
-
-
-def _one_line(text: str) -> str:
-    return text.replace("\r", "\\r").replace("\n", "\\n")
-
-
-def _s(value: Any) -> str:
-    """A protobuf string field as text (a corrupt file can hold invalid UTF-8, read as bytes)."""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-def _read_model(onnx: Any, path: Path) -> Any:
-    from google.protobuf.message import DecodeError
-
-    data = read_input(path, what="ONNX model")
-    if not data:
-        raise FormatError(f"{path}: empty file (not an ONNX model)")
-    model = onnx.ModelProto()
-    try:
-        model.ParseFromString(data)
-    except (DecodeError, ValueError, RuntimeError, RecursionError) as exc:
-        raise FormatError(_one_line(f"{path}: not an ONNX model or truncated file "
-                                    f"({type(exc).__name__})")) from None
-    if not model.HasField("graph") or not (model.ir_version or model.opset_import):
-        raise FormatError(f"{path}: not an ONNX model (no graph or version found)")
-    return model
-
-
-def _fix_symbolic_dims(model: Any, dims: Mapping[str, int], path: Path) -> None:
-    """Set symbolic or missing input dimensions to ``dims[name]`` (default 1), in place.  A name
-    in ``dims`` that is no symbolic dimension of the graph is a one-line error listing them."""
-    initializers = {_s(t.name) for t in model.graph.initializer}
-    inputs = [vi for vi in model.graph.input if _s(vi.name) not in initializers
-              and vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")]
-    symbolic = list(dict.fromkeys(_s(d.dim_param) for vi in inputs
-                                  for d in vi.type.tensor_type.shape.dim
-                                  if d.WhichOneof("value") == "dim_param"))
-    unknown = [k for k in dims if k not in symbolic]
-    if unknown:
-        have = ", ".join(map(repr, symbolic)) if symbolic else "none"
-        raise OptionError(_one_line(f"{path.name}: no symbolic dimension {unknown[0]!r} "
-                                    f"(symbolic dimensions of this graph: {have})"))
-    defaulted: list[str] = []
-    for vi in inputs:
-        for k, d in enumerate(vi.type.tensor_type.shape.dim):
-            if d.WhichOneof("value") == "dim_value" and d.dim_value < 0:
-                raise FormatError(_one_line(f"{path.name}: input {_s(vi.name)!r} dimension {k} is "
-                                            f"{d.dim_value} (negative)"))
-            if d.WhichOneof("value") == "dim_value":
-                continue
-            name = _s(d.dim_param) if d.WhichOneof("value") == "dim_param" else "?"
-            value = dims.get(name)
-            if value is None:
-                value = 1
-                if name not in defaulted:
-                    defaulted.append(name)
-            d.dim_value = int(value)
-    if defaulted:
-        warn_line(_one_line(f"{path.name}: symbolic input dimensions set to 1: "
-                            f"{', '.join(map(repr, defaulted))} (pass dims={{...}} to choose)"),
-                  str(path))
-
-
-def _tensor_type(onnx: Any, elem_type: int) -> tuple[str, int] | None:
-    """(dtype name, bytes per element) of an ONNX data type, None if unknown."""
-    if elem_type in (0, onnx.TensorProto.STRING):
-        return None
-    try:
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(elem_type)
-    except Exception:  # noqa: BLE001 - unknown or corrupt data-type code
-        return None
-    return dtype.name, max(1, dtype.itemsize)
-
-
-def _shape_of(dims: Sequence[Any]) -> tuple[int, ...] | None:
-    shape = []
-    for d in dims:
-        if isinstance(d, int):
-            value = d
-        elif d.WhichOneof("value") == "dim_value":
-            value = d.dim_value
-        else:
-            return None
-        if value < 0:
-            return None
-        shape.append(value)
-    return tuple(shape) if numel(shape) <= MAX_ELEMENTS else None
-
-
-def _value_infos(onnx: Any, graph: Any) -> dict[str, _ValueInfo]:
-    """Value name -> (shape or None, dtype, itemsize) from a graph's initializers and value
-    infos (a body graph's own; shape inference fills them in too)."""
-    table: dict[str, _ValueInfo] = {}
-    for vi in (*graph.value_info, *graph.input, *graph.output):
-        if not vi.type.HasField("tensor_type"):
-            continue
-        tt = vi.type.tensor_type
-        kind = _tensor_type(onnx, tt.elem_type) or ("float32", 4)
-        shape = _shape_of(tt.shape.dim) if tt.HasField("shape") else None
-        old = table.get(_s(vi.name))
-        if old is None or old[0] is None:
-            table[_s(vi.name)] = (shape, *kind)
-    for init in graph.initializer:
-        kind = _tensor_type(onnx, init.data_type) or ("float32", 4)
-        table[_s(init.name)] = (_shape_of(list(init.dims)), *kind)
-    return table
-
-
-def _small_ints(onnx: Any, graph: Any) -> dict[str, int]:
-    """Scalar integer initializers and ``Constant`` outputs (a ``Loop``'s trip count)."""
-    found: dict[str, int] = {}
-    tensors = [(_s(t.name), t) for t in graph.initializer]
-    for node in graph.node:
-        if node.op_type == "Constant" and node.output:
-            tensors += [(_s(node.output[0]), a.t) for a in node.attribute if a.HasField("t")]
-    for name, t in tensors:
-        if numel(list(t.dims)) != 1 or t.data_type not in (onnx.TensorProto.INT64,
-                                                          onnx.TensorProto.INT32):
-            continue
-        try:
-            found[name] = int(onnx.numpy_helper.to_array(t).reshape(-1)[0])
-        except Exception:  # noqa: BLE001 - corrupt payload: trip count unknown
-            pass
-    return found
-
-
-def _plain(onnx: Any, value: Any) -> Any:
-    """An ONNX attribute value as plain Python (lists, numbers, strings)."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    if isinstance(value, (int, float, str, bool)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_plain(onnx, v) for v in value]
-    if isinstance(value, onnx.TensorProto):
-        dims = list(value.dims)
-        if value.data_location != onnx.TensorProto.EXTERNAL and 0 <= numel(dims) <= 16 and all(
-                d >= 0 for d in dims):
-            try:
-                return onnx.numpy_helper.to_array(value).tolist()
-            except Exception:  # noqa: BLE001 - corrupt tensor payload
-                pass
-        return f"<tensor {dims}>"
-    if isinstance(value, onnx.GraphProto):
-        return f"<graph {_s(value.name)}>"
-    return f"<{type(value).__name__}>"
-
-
-def _attrs(onnx: Any, node: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for attr in node.attribute:
-        try:
-            out[_s(attr.name)] = _plain(onnx, onnx.helper.get_attribute_value(attr))
-        except Exception:  # noqa: BLE001 - unknown or corrupt attribute type
-            out[_s(attr.name)] = None
-    return out
-
-
-@dataclass(frozen=True)
-class _Node:
-    """One ONNX node as plain Python values."""
-
-    name: str
-    op_type: str
-    domain: str
-    inputs: tuple[str, ...]
-    outputs: tuple[str, ...]
-    attrs: dict[str, Any]
-
-
-def _nodes(onnx: Any, graph: Any) -> list[_Node]:
-    return [_Node(_s(n.name), _s(n.op_type), _s(n.domain), tuple(_s(t) for t in n.input),
-                  tuple(_s(t) for t in n.output), _attrs(onnx, n)) for n in graph.node]
-
-
-def _op_ids(nodes: Sequence[_Node]) -> list[str]:
-    """Node names verbatim; unnamed (or repeated) nodes get ``<op_type>_<k>`` / ``<name>_<k>``."""
-    taken = {n.name for n in nodes if n.name}
-    seen: set[str] = set()
-    counters: Counter[str] = Counter()
-    ids = []
-    for n in nodes:
-        if n.name and n.name not in seen:
-            op_id = n.name
-        else:
-            base = n.name or n.op_type or "node"
-            while True:
-                op_id = f"{base}_{counters[base]}"
-                counters[base] += 1
-                if op_id not in taken and op_id not in seen:
-                    break
-        seen.add(op_id)
-        ids.append(op_id)
-    return ids
+        raise GraphError(one_line(f"{path}: {exc}")) from None
 
 
 def graph_name(model_name: str, path: Path) -> str:
@@ -341,7 +159,7 @@ def graph_name(model_name: str, path: Path) -> str:
 class _Scope:
     """What the import of one graph (the model's, or a body) knows and collects."""
 
-    infos: dict[str, _ValueInfo]
+    infos: dict[str, ValueInfo]
     weights: set[str]
     ints: dict[str, int]
     graph_outputs: frozenset[str] = frozenset()
@@ -366,11 +184,11 @@ class _Scope:
 def _import_nodes(onnx: Any, graph: Any, scope: _Scope, prefix: str = "") -> list[Op]:
     """The ops of one graph's nodes in file order, weight-only nodes folded into parameters,
     control-flow nodes costed from their bodies (imported recursively).  O(nodes)."""
-    nodes = _nodes(onnx, graph)
+    nodes = plain_nodes(onnx, graph)
     folded, _ = weight_only_nodes(nodes, scope.weights,
                                   lambda name: scope.infos.get(name, (None,))[0] is not None)
     ops: list[Op] = []
-    for k, (node, op_id) in enumerate(zip(nodes, _op_ids(nodes), strict=True)):
+    for k, (node, op_id) in enumerate(zip(nodes, op_ids(nodes), strict=True)):
         op_id = prefix + op_id
         outputs = [t for t in node.outputs if t]
         if k in folded:
@@ -383,7 +201,7 @@ def _import_nodes(onnx: Any, graph: Any, scope: _Scope, prefix: str = "") -> lis
     return ops
 
 
-def _node_op(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope) -> Op:
+def _node_op(onnx: Any, proto: Any, node: PlainNode, op_id: str, scope: _Scope) -> Op:
     inputs = [t for t in node.inputs if t]
     outputs = [t for t in node.outputs if t]
     kind, rule = RULES.get(node.op_type, (kind_of(node.op_type), None))
@@ -420,7 +238,7 @@ def _node_op(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope) -> O
               attrs=attrs)
 
 
-def _vocabulary(node: _Node, kind: str, scope: _Scope) -> dict[str, Any]:
+def _vocabulary(node: PlainNode, kind: str, scope: _Scope) -> dict[str, Any]:
     """The node's attributes in the op vocabulary (:mod:`workbench.io.onnx_attrs`); a node of
     a custom domain keeps its own."""
     if node.domain not in ("", "ai.onnx"):
@@ -437,13 +255,13 @@ def _vocabulary(node: _Node, kind: str, scope: _Scope) -> dict[str, Any]:
     return vocabulary_attrs(node.op_type, kind, node.attrs, view)
 
 
-def _repeats(node: _Node, scope: _Scope) -> int | None:
+def _repeats(node: PlainNode, scope: _Scope) -> int | None:
     """A ``Loop``'s constant trip count or a ``Scan``'s sequence length; None if unknown."""
     if node.op_type == "Loop":
         trips = scope.ints.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
         if isinstance(trips, int) and trips < 0:
-            raise FormatError(_one_line(f"Loop node {node.name or node.op_type!r}: trip count "
-                                        f"M={trips} is negative"))
+            raise FormatError(one_line(f"Loop node {node.name or node.op_type!r}: trip count "
+                                       f"M={trips} is negative"))
         return trips
     if node.op_type == "Scan":
         n_scan = node.attrs.get("num_scan_inputs")
@@ -458,7 +276,7 @@ def _repeats(node: _Node, scope: _Scope) -> int | None:
     return None
 
 
-def _control_node(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope,
+def _control_node(onnx: Any, proto: Any, node: PlainNode, op_id: str, scope: _Scope,
                   attrs: dict[str, Any]) -> Op | None:
     """The ``case_of``/``while`` op of a control-flow node with its bodies as sub-graphs; None
     when they do not fit the node (the caller then flattens them)."""
@@ -475,11 +293,11 @@ def _control_node(onnx: Any, proto: Any, node: _Node, op_id: str, scope: _Scope,
 def _import_subgraph(onnx: Any, body: Any, outer: _Scope, name: str) -> Body:
     """A body as a Graph: declared inputs (``role="input"``), initializers and folded weights
     (``parameter``), and the outer values it reads, captured by name as further inputs."""
-    infos = {**outer.infos, **_value_infos(onnx, body)}
-    inits = [_s(t.name) for t in body.initializer if t.name]
-    declared = [_s(vi.name) for vi in body.input if vi.name]
-    outs = list(dict.fromkeys(_s(vi.name) for vi in body.output if vi.name))
-    scope = _Scope(infos, outer.weights | set(inits), {**outer.ints, **_small_ints(onnx, body)},
+    infos = {**outer.infos, **value_infos(onnx, body)}
+    inits = [text_of(t.name) for t in body.initializer if t.name]
+    declared = [text_of(vi.name) for vi in body.input if vi.name]
+    outs = list(dict.fromkeys(text_of(vi.name) for vi in body.output if vi.name))
+    scope = _Scope(infos, outer.weights | set(inits), {**outer.ints, **small_ints(onnx, body)},
                    frozenset(outs), defaulted=outer.defaulted, values=outer.values,
                    opset=outer.opset)
     for t in declared:
@@ -498,21 +316,21 @@ def _import_subgraph(onnx: Any, body: Any, outer: _Scope, name: str) -> Body:
 
 def _import_body(onnx: Any, body: Any, outer: _Scope, prefix: str) -> list[Op]:
     """A body graph's ops: outer-scope values are visible, outer weights stay weights."""
-    infos = {**outer.infos, **_value_infos(onnx, body)}
-    weights = outer.weights | {_s(t.name) for t in body.initializer}
-    scope = _Scope(infos, weights, {**outer.ints, **_small_ints(onnx, body)},
+    infos = {**outer.infos, **value_infos(onnx, body)}
+    weights = outer.weights | {text_of(t.name) for t in body.initializer}
+    scope = _Scope(infos, weights, {**outer.ints, **small_ints(onnx, body)},
                    defaulted=outer.defaulted, values=outer.values, opset=outer.opset)
     return _import_nodes(onnx, body, scope, prefix)
 
 
 def _build(onnx: Any, model: Any, path: Path, failed: str) -> Graph:
     g = model.graph
-    initializers = {_s(t.name) for t in g.initializer}
-    graph_outputs = [_s(vi.name) for vi in g.output if vi.name]
-    scope = _Scope(_value_infos(onnx, g), set(initializers), _small_ints(onnx, g),
+    initializers = {text_of(t.name) for t in g.initializer}
+    graph_outputs = [text_of(vi.name) for vi in g.output if vi.name]
+    scope = _Scope(value_infos(onnx, g), set(initializers), small_ints(onnx, g),
                    frozenset(graph_outputs))
     for vi in g.input:
-        name = _s(vi.name)
+        name = text_of(vi.name)
         if name:
             scope.add_tensor(name, None, "parameter" if name in initializers else "input")
     for name in initializers:
@@ -524,20 +342,22 @@ def _build(onnx: Any, model: Any, path: Path, failed: str) -> Graph:
     if scope.defaulted:
         listed = ", ".join(f"{k} ×{v}" for k, v in sorted(scope.defaulted.items()))
         note = f"; {failed}" if failed else ""
-        warn_line(_one_line(f"{path.name}: {sum(scope.defaulted.values())} op(s) imported "
-                            f"with a default cost (flops = output elements): {listed}{note}"),
+        warn_line(one_line(f"{path.name}: {sum(scope.defaulted.values())} op(s) imported "
+                           f"with a default cost (flops = output elements): {listed}{note}"),
                   str(path))
     outputs = list(dict.fromkeys(graph_outputs))
-    inputs = [_s(vi.name) for vi in g.input if vi.name and _s(vi.name) not in initializers]
+    inputs = [text_of(vi.name) for vi in g.input
+              if vi.name and text_of(vi.name) not in initializers]
     read = {t for op in ops for t in op.inputs} | set(outputs)
     program = Weights({t: v for t, v in scope.values.items() if t in read}, inputs, outputs)
     return Graph(ops, scope.tensors.values(), outputs=outputs,
-                 name=graph_name(_s(g.name), path), program=program)
+                 name=graph_name(text_of(g.name), path), program=program)
 
 
 def _opset(model: Any) -> int:
     """The model's default-domain opset (17 when the file names none)."""
-    versions = [int(o.version) for o in model.opset_import if _s(o.domain) in ("", "ai.onnx")]
+    versions = [int(o.version) for o in model.opset_import
+                if text_of(o.domain) in ("", "ai.onnx")]
     return max(versions, default=17)
 
 
@@ -546,7 +366,7 @@ def _weights(onnx: Any, model: Any, scope: _Scope, path: Path) -> dict[str, Any]
     (or the graph returns), for the graph's :class:`~workbench.values.program.Weights`
     (:mod:`workbench.io.onnx_weights`); folded nodes no kept node needs are not evaluated."""
     g = model.graph
-    nodes = _nodes(onnx, g)
+    nodes = plain_nodes(onnx, g)
     folded, _ = weight_only_nodes(nodes, scope.weights,
                                   lambda name: scope.infos.get(name, (None,))[0] is not None)
     needed = {t for k, n in enumerate(nodes) if k not in folded for t in n.inputs if t}
