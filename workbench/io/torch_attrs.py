@@ -31,6 +31,7 @@ from typing import Any
 
 from workbench.io.torch_attr_rules import CONVERSIONS, Shape, plain
 from workbench.io.torch_attr_rules import Rule as Rule  # re-exported for older imports
+from workbench.values.op_attrs import ATTRIBUTES, TYPES
 from workbench.values.ops import OPS, TORCH_ALIASES, canonical_kind
 
 #: Parameters of torch functions / aten ops in order, as torch names them (the tensor ones
@@ -159,7 +160,17 @@ def _converted(label: str, kind: str, named: dict[str, Any], ins: list[Shape],
         except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError):
             pass  # arguments torch would not pass (a recorded trace's): keep what is known
     declared = set(OPS[kind].attrs) if kind in OPS else set()
-    return {k: v for k, v in attrs.items() if k in declared and v is not None}
+    return {k: v for k, v in attrs.items() if k in declared and v is not None and _fits(k, v)}
+
+
+def _fits(name: str, value: Any) -> bool:
+    """Whether ``value`` has the vocabulary's type for attribute ``name`` (a recorded trace
+    writes an absent argument as the text ``"<None>"``: left out, not stored)."""
+    spec = ATTRIBUTES.get(name)
+    if spec is None:
+        return True
+    check, _ = TYPES[spec.type]
+    return check(value) or (spec.type == "bool" and value in (0, 1))
 
 
 def _plainish(value: Any) -> bool:
