@@ -230,6 +230,9 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
     cmp.add_argument("--warmup", type=_non_negative_int,
                      help="untimed runs per schedule before the timed ones on a measured "
                           "executor")
+    cmp.add_argument("--rounds", type=_positive_int, default=None,
+                     help="measured executors: split each schedule's timed runs into this many "
+                          "rounds, the policies interleaved (default: 3; 1: one block each)")
     cmp.add_argument("--verify", action="store_true",
                      help="measured executors: require outputs bitwise equal to serial")
     cmp.add_argument("--mode", default="eager", choices=("eager", "graph"),
@@ -350,7 +353,8 @@ def _compare(args: argparse.Namespace) -> int:
                      executor_options=measured_options or None,
                      show_progress=not args.no_progress, budget_s=args.budget,
                      memory_budget_bytes=args.memory_budget,
-                     measured=measured)
+                     measured=measured,
+                     **({"rounds": args.rounds} if args.rounds is not None else {}))
     path = result.to_html(output, plotlyjs=args.plotlyjs)
     table = result.table
     mode = f", {result.mode} mode" if result.measured else f" ({result.mode})"

@@ -31,12 +31,16 @@ from workbench._bounded import Outcome, format_bytes, memory_budget, run_stages
 from workbench._progress import Progress
 from workbench.errors import OptionError
 from workbench.orchestration.compare_measured import (
+    KEEPS_RUNS,
     MEASURED_COLUMNS,
+    ROUNDS,
     check_measured_device,
     execute_options,
     executor_plan,
+    measure_rounds,
     measured_cells,
     provenance,
+    round_repeats,
     simulates,
     unmodelled_note,
 )
@@ -65,7 +69,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             optimum_max_ops: int = 8, show_progress: bool = True,
             budget_s: float | None = DEFAULT_BUDGET_S,
             memory_budget_bytes: int | str | None = "auto",
-            measured: Trace | None = None, precision: str = "auto") -> Comparison:
+            measured: Trace | None = None, precision: str = "auto",
+            rounds: int = ROUNDS) -> Comparison:
     """Schedule ``graph`` with each policy, execute each schedule, and rank them.
 
     ``options`` maps a policy name to its keyword options.  ``planner`` plans each schedule's
@@ -85,6 +90,11 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     (:mod:`workbench.orchestration.compare_measured`), and a policy is faster than another only
     beyond measurement noise (:attr:`Comparison.ties`, :attr:`Comparison.best_text`);
     ``executor_options`` go to the measured executor (``repeats``, ``warmup``, ``verify`` ...).
+    A measured comparison splits each policy's ``repeats`` timed runs into ``rounds`` rounds
+    (default :data:`~workbench.orchestration.compare_measured.ROUNDS`; ``1``: one block each),
+    the policies interleaved round by round
+    (:func:`~workbench.orchestration.compare_measured.measure_rounds`), so that the machine's
+    drift is shared by all of them rather than read as differences between them.
     ``device`` is a device name or a device file or profile path
     (:func:`workbench.simulator.cost_model.devices.get_device`).  Speedups are over
     ``serial`` (which is always run, and listed first).  Every schedule is validated before it is
@@ -149,7 +159,19 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops, budget, notes,
                                     precision, mem)
     results: dict[str, list[Outcome]] = {}
-    rows = []
+    measuring = executor != "simulator"
+    rounds = _check_rounds(rounds) if executor in KEEPS_RUNS else (_check_rounds(rounds) and 1)
+    if rounds > 1:
+        exec_opts["repeats"] = round_repeats(exec_opts, rounds)
+
+    def row_of(name: str) -> dict[str, Any]:
+        row = _row(name, results[name], bounds, budget)
+        if measuring and len(results[name]) > 1 and results[name][1].ok:
+            trace, m = results[name][1].value
+            row.update(measured_cells(trace, spec, precision, m.get("simulated_us"), bounds,
+                                      modelled=simulates(spec, trace)))
+        return row
+
     per_stage = "no budget" if budget is None else f"budget {_secs(budget)} per stage"
     per_stage += "" if mem is None else f", {format_bytes(mem)} of memory"
     with Progress(len(names), desc=f"comparing on {graph.name}", enabled=show_progress) as bar:
@@ -166,19 +188,22 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
                                         pool_chunk_bytes=pool_chunk_bytes, budget=budget,
                                         memory_bytes=mem,
                                         exec_opts=exec_opts, simulate_too=simulate_too)
-            rows.append(_row(name, results[name], bounds, budget))
-            if executor != "simulator" and len(results[name]) > 1 and results[name][1].ok:
-                trace, m = results[name][1].value
-                rows[-1].update(measured_cells(trace, spec, precision, m.get("simulated_us"),
-                                               bounds, modelled=simulates(spec, trace)))
-            span = rows[-1]["makespan_us"]
-            bar.line(f"{tag}: {rows[-1]['status']} in {time.perf_counter() - t0:.2f} s"
+            row = row_of(name)
+            span = row["makespan_us"]
+            bar.line(f"{tag}: {row['status']} in {time.perf_counter() - t0:.2f} s"
                      + ("" if math.isnan(span) else f" (makespan {span:,.1f} µs)"))
             bar.advance()
+        if rounds > 1:
+            measure_rounds({n: out[1].value[0] for n, out in results.items()
+                            if len(out) > 1 and out[1].ok}, executor, exec_opts, rounds,
+                           on_round=lambda k: bar.line(f"round {k}/{rounds}: every policy's "
+                                                       f"timed runs again, interleaved"))
+    rows = [row_of(name) for name in names]
     if measured is not None:
         rows.append(_measured_row(measured, graph, bounds))
         rows[-1].update(measured_cells(measured, spec, precision, None, bounds))
     settings = {"policies": names, "options": {k: dict(v) for k, v in options.items()},
+                **({"rounds": rounds} if measuring else {}),  # 1: one block per policy
                 "device": spec.name, "device_description": spec.description, "mode": mode,
                 "executor": executor, "simulated_beside": simulate_too,
                 "memory_planner": planner,
@@ -244,6 +269,12 @@ def _check_budget(budget_s: Any) -> float | None:
     if budget_s > MAX_BUDGET_S:  # inf, 1e308: no limit (timeouts that large overflow)
         return None
     return float(budget_s)
+
+
+def _check_rounds(rounds: Any) -> int:
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
+        raise OptionError(f"rounds must be an integer from 1 to 100, got {rounds!r:.80}")
+    return rounds
 
 
 def _secs(seconds: float) -> str:
