@@ -195,4 +195,16 @@ FORM_CASES: list[FormCase] = [
     ("flatten", {"start_dim": 1}, [_f(2, 3, 4)], [()]),
     ("transpose", {}, [_f(2, 3, 4)], [(4, 3, 2)]),
 ]
-__all__ = ["FORM_CASES", "FormCase"]
+
+
+def case_ids(cases: list[Any]) -> list[str]:
+    """Test ids ``<kind>-<k>``: the k-th case of that kind (cases are tuples, kind first)."""
+    seen: dict[str, int] = {}
+    out = []
+    for kind, *_ in cases:
+        seen[kind] = seen.get(kind, 0) + 1
+        out.append(f"{kind}-{seen[kind]}")
+    return out
+
+
+__all__ = ["FORM_CASES", "FormCase", "case_ids"]

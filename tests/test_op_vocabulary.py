@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import workbench as wb
-from tests._form_cases import FORM_CASES, FormCase
+from tests._form_cases import FORM_CASES, FormCase, case_ids
 from workbench.errors import FormatError, OptionError
 from workbench.io.dot import graph_from_dot
 from workbench.io.json_format import graph_from_dict, graph_to_dict
@@ -83,16 +83,7 @@ def test_a_module_call_attention_needs_the_program_in_one_line() -> None:
 
 
 # ----------------------------------------------------------------------------- forms vs NumPy
-def _case_ids() -> list[str]:
-    seen: dict[str, int] = {}
-    out = []
-    for kind, *_ in FORM_CASES:
-        seen[kind] = seen.get(kind, 0) + 1
-        out.append(f"{kind}-{seen[kind]}")
-    return out
-
-
-@pytest.mark.parametrize("case", FORM_CASES, ids=_case_ids())
+@pytest.mark.parametrize("case", FORM_CASES, ids=case_ids(FORM_CASES))
 def test_torch_form_equals_the_numpy_reference(case: FormCase) -> None:
     kind, attrs, arrays, out_shapes = case
     op = Op("x", kind=kind, inputs=tuple(f"i{k}" for k in range(len(arrays))),

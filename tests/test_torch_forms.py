@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests._form_cases import case_ids
 from workbench.errors import OptionError
 from workbench.values.graph import Op
 from workbench.values.ops import OPS, REFERENCE_KINDS, TORCH_FORM_KINDS
@@ -78,15 +79,6 @@ CASES: list[Case] = [
 POSITIVE = {"log", "sqrt", "div"}  # kinds whose inputs are drawn positive
 
 
-def _ids() -> list[str]:
-    seen: dict[str, int] = {}
-    out = []
-    for kind, *_ in CASES:
-        seen[kind] = seen.get(kind, 0) + 1
-        out.append(f"{kind}-{seen[kind]}")
-    return out
-
-
 def _op(kind: str, attrs: dict[str, Any], n_in: int, n_out: int) -> Op:
     return Op("x", kind=kind, inputs=tuple(f"i{k}" for k in range(n_in)),
               outputs=tuple(f"o{k}" for k in range(n_out)), attrs=attrs)
@@ -117,7 +109,7 @@ def test_every_reference_kind_has_a_case() -> None:
     assert {kind for kind, *_ in [*CASES, *FORM_CASES]} == set(REFERENCE_KINDS)
 
 
-@pytest.mark.parametrize("case", CASES, ids=_ids())
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
 def test_torch_form_equals_the_numpy_reference(case: Case) -> None:
     kind, attrs, in_shapes, out_shapes = case
     op = _op(kind, attrs, len(in_shapes), len(out_shapes))

@@ -323,22 +323,21 @@ def _bind_references(out: dict[str, OpKind]) -> None:
     listed, an engine copy or pass-through I/O copies and the ``assign`` family assigns."""
     references, forms = bindings.references(), bindings.torch_forms()
     unary, binary = bindings.unary_maps(), bindings.binary_maps()
+    def by_category(info: OpKind, listed: Any, family: Any) -> Any:
+        """The listed function, or the family's ``view`` / ``copy`` / ``assign`` the kind's
+        category implies (``family``: the NumPy references or the torch forms)."""
+        if listed is None and info.category == "view":
+            return family.view
+        if info.engine_copy or info.passthrough:
+            return family.copy
+        if info.assigns:
+            return family.assign
+        return listed
+
     for name, info in out.items():
-        fn, form = references.get(name), forms.get(name)
-        if fn is None and info.category == "view":
-            fn = ref.view
-        elif info.engine_copy or info.passthrough:
-            fn = ref.copy
-        elif info.assigns:
-            fn = ref.assign
-        if form is None and info.category == "view":
-            form = op_torch.view
-        elif info.engine_copy or info.passthrough:
-            form = op_torch.copy
-        elif info.assigns:
-            form = op_torch.assign
-        out[name] = replace(info, reference=fn, unary=unary.get(name), binary=binary.get(name),
-                            torch_form=form)
+        out[name] = replace(info, reference=by_category(info, references.get(name), ref),
+                            unary=unary.get(name), binary=binary.get(name),
+                            torch_form=by_category(info, forms.get(name), op_torch))
 
 
 def _declare_attrs(out: dict[str, OpKind]) -> None:
