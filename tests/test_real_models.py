@@ -292,3 +292,12 @@ def test_accelerate_falls_back_with_one_line_when_the_schedule_cannot_run(
     assert fast.policy == "model"
     with torch.no_grad():
         _same(fast(*example), model(*example))
+
+
+def test_the_model_s_own_state_is_a_static_input_and_data_is_not() -> None:
+    from workbench.executors.torch_exec.module import is_static_input
+
+    marked = torch.randn(2)
+    marked._dynamo_static_input_type = "unguarded"  # type: ignore[attr-defined]
+    assert is_static_input(nn.Parameter(torch.randn(2))) and is_static_input(marked)
+    assert not is_static_input(torch.randn(2))

@@ -37,6 +37,13 @@ def show(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def first_line(exc: BaseException, default: str | None = None) -> str:
+    """The first non-empty line of an exception's message, else ``default`` (else the
+    exception's type name): third-party errors in one line."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else (default or type(exc).__name__)
+
+
 def warn_line(message: str, where: str = "workbench") -> None:
     """A :class:`UserWarning` that prints as one line on stderr: ``where:0: UserWarning: ...``
     with no Python source line under it (``warnings.warn`` shows the caller's code)."""

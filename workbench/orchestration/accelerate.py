@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from workbench._checks import check_choice, warn_line
+from workbench._checks import check_choice, first_line, warn_line
 from workbench.errors import OptionError, WorkbenchError
 from workbench.values.graph import Graph
 
@@ -134,8 +134,8 @@ def accelerate_graph(graph: Graph, model: Any, example: tuple[Any, ...], *, poli
                                precision=precision)
         _verify(fast, model, example, precision)
     except (WorkbenchError, RuntimeError) as exc:  # RuntimeError: torch refused a capture
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return _itself(model, f"accelerate: {sched.policy} on {type(model).__name__}: {first}; "
+        return _itself(model, f"accelerate: {sched.policy} on {type(model).__name__}: "
+                              f"{first_line(exc)}; "
                               f"running the model itself", warn=True, comparison=comparison)
     fast.comparison = comparison
     return fast
@@ -206,9 +206,10 @@ def _verify(fast: Any, model: Any, example: tuple[Any, ...], precision: str | No
     """The accelerated module's outputs on the example equal the model's (within the
     precision's tolerance), else a one-line ScheduleError."""
     from workbench.executors.torch_exec.check import TOLERANCE, compare_results
+    from workbench.executors.torch_exec.runner import precision_flags
 
     torch = _torch()
-    with torch.no_grad():
+    with torch.no_grad(), precision_flags(precision):  # the reference under the run's flags
         want = model(*example)
     compare_results(fast(*example), want, tolerance=TOLERANCE[precision],
                     what=f"accelerated {type(model).__name__} ({fast.policy})")

@@ -33,6 +33,7 @@ def workbench_backend(gm: Any, example_inputs: list[Any], *,
                       options: dict[str, Any] | None = None) -> Any:
     """The dynamo backend: a callable computing what ``gm`` computes under the chosen schedule
     (``gm.forward`` itself when nothing beats it or it cannot be imported)."""
+    from workbench.executors.torch_exec.module import is_static_input
     from workbench.io.fx import graph_of_traced
 
     opts = dict(options or {})
@@ -41,9 +42,7 @@ def workbench_backend(gm: Any, example_inputs: list[Any], *,
         raise OptionError(f"torch.compile backend 'workbench': unknown option {unknown[0]!r} "
                           f"(options: {', '.join(OPTIONS)})")
     example = tuple(example_inputs)
-    static = {i for i, x in enumerate(example)
-              if getattr(x, "_dynamo_static_input_type", None) is not None
-              or type(x).__name__ == "Parameter"}
+    static = {i for i, x in enumerate(example) if is_static_input(x)}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # default-cost notes: costs are not used here

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from workbench._checks import first_line
 from workbench.executors.torch_exec.frame import makespan_stats
 from workbench.executors.torch_exec.runner import precision_flags
 from workbench.values.op_torch import torch_module
@@ -36,9 +37,8 @@ def time_model(model: Any, args: tuple[Any, ...], *, device: Any, mode: str = "g
             try:
                 return _graph(torch, model, args, warmup, repeats)
             except RuntimeError as exc:
-                why = str(exc).strip().splitlines()[0] if str(exc).strip() else "error"
                 timed = _eager(model, args, warmup, repeats)
-                timed["how"] += f" (its capture as a CUDA graph failed: {why})"
+                timed["how"] += f" (its capture as a CUDA graph failed: {first_line(exc, 'error')})"
                 return timed
         return _eager(model, args, warmup, repeats)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.errors import OptionError, ScheduleError
-from workbench.executors.torch_exec.values import as_tensor, dtype_of
+from workbench.executors.torch_exec.values import as_tensor, cast_dtype
 from workbench.io.torch_program import TorchProgram
 from workbench.values.op_torch import torch_module
 
@@ -66,7 +66,7 @@ def check_against_model(program: TorchProgram, result: Any, inputs: Any, *, devi
         raise OptionError("verify needs the model's arguments as it takes them (a tensor or a "
                           "tuple), not a mapping by input name")
     call = tuple(args) if isinstance(args, (tuple, list)) else (args,)
-    dtype = None if precision in (None, "fp32", "tf32") else dtype_of(precision)
+    dtype = cast_dtype(precision)
     torch = torch_module()
     moved = tree_map(lambda v: as_tensor(v, device=device, dtype=dtype)
                      if isinstance(v, torch.Tensor) else v, call)

@@ -40,6 +40,7 @@ from workbench.executors.torch_exec import cuda as cuda_run
 from workbench.executors.torch_exec.calls import CallEvaluator
 from workbench.executors.torch_exec.host import run_once
 from workbench.executors.torch_exec.program import build_program
+from workbench.executors.torch_exec.runner import precision_flags
 from workbench.io.torch_program import TorchProgram
 from workbench.values.schedule import Schedule
 
@@ -53,25 +54,11 @@ def signature(values: Sequence[Any]) -> Signature:
                  for v in values)
 
 
-class _Flags:
-    """TF32 flags set for a call and restored after (``precision=None``: left alone)."""
-
-    def __init__(self, precision: str | None) -> None:
-        self.precision = precision
-        self.saved: tuple[bool, bool, bool] | None = None
-
-    def __enter__(self) -> None:
-        if self.precision is None:
-            return
-        matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
-        self.saved = (matmul.allow_tf32, cudnn.allow_tf32, cudnn.benchmark)
-        matmul.allow_tf32 = cudnn.allow_tf32 = self.precision == "tf32"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.saved is not None:
-            matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
-            matmul.allow_tf32, cudnn.allow_tf32, cudnn.benchmark = self.saved
-            self.saved = None
+def is_static_input(value: Any) -> bool:
+    """Whether an input is the model's own state rather than data: a parameter, or a tensor
+    TorchDynamo marks static (the weights it hands a backend as inputs)."""
+    return isinstance(value, torch.nn.Parameter) or getattr(
+        value, "_dynamo_static_input_type", None) is not None
 
 
 class ScheduledModule(torch.nn.Module):
@@ -79,7 +66,9 @@ class ScheduledModule(torch.nn.Module):
 
     ``example``: the arguments the schedule was made (and, on CUDA with ``mode="graph"``,
     captured) for; ``device``: where it runs (the model's); ``precision``: ``None`` (torch's
-    flags as they are), ``"fp32"`` or ``"tf32"`` (TF32 off / on for the calls).  Attributes:
+    flags as they are), ``"fp32"`` or ``"tf32"`` (TF32 off / on and cuDNN's heuristics for the
+    calls, as :func:`~workbench.executors.torch_exec.runner.precision_flags` sets them for the
+    measured runs).  Attributes:
     ``schedule``, ``policy``, ``mode`` (what runs: ``"graph"``, ``"eager"`` or ``"cpu"``),
     ``comparison`` (set by :func:`workbench.accelerate` when it measured the choice).
     ``cuda``: the ``torch.cuda`` to issue on (default: torch's own on a CUDA device, none on
@@ -102,7 +91,6 @@ class ScheduledModule(torch.nn.Module):
         self.precision = precision
         self._program = program
         self._issue = build_program(schedule)
-        self._flags = _Flags(precision)
         flat = list(program.graph_inputs(example).values())
         self._signature = signature(flat)
         self._warned = False
@@ -129,10 +117,7 @@ class ScheduledModule(torch.nn.Module):
     def _static(value: Any) -> Any:
         """A static input: a parameter or buffer handed in as an input is itself; another
         tensor is cloned (its storage is the capture's to keep)."""
-        if not isinstance(value, torch.Tensor):
-            return value
-        if isinstance(value, torch.nn.Parameter) or getattr(
-                value, "_dynamo_static_input_type", None) is not None:
+        if not isinstance(value, torch.Tensor) or is_static_input(value):
             return value
         return value.detach().clone()
 
@@ -140,7 +125,7 @@ class ScheduledModule(torch.nn.Module):
         rt = self._streams
         assert rt is not None
         cuda = self._cuda
-        with torch.no_grad(), self._flags:
+        with torch.no_grad(), precision_flags(self.precision):
             rt.launch.wait_stream(cuda.current_stream())
             for _ in range(max(1, warmup)):  # lazy library handles and workspaces first
                 self._evaluator.start()
@@ -158,7 +143,7 @@ class ScheduledModule(torch.nn.Module):
                               f"model itself for such calls", stacklevel=2)
                 self._warned = True
             return self.model(*args)
-        with torch.no_grad(), self._flags:
+        with torch.no_grad(), precision_flags(self.precision):
             if self.mode == "cpu":
                 return self._run_cpu(flat)
             return self._run_cuda(flat)
@@ -223,4 +208,4 @@ class ModelItself(torch.nn.Module):
         return f"reason={self.reason!r}"
 
 
-__all__ = ["ModelItself", "ScheduledModule", "signature"]
+__all__ = ["ModelItself", "ScheduledModule", "is_static_input", "signature"]

@@ -31,6 +31,7 @@ from workbench.executors.torch_exec.values import (
     Evaluator,
     EvaluatorLike,
     as_tensor,
+    cast_dtype,
     compare_outputs,
     dtype_of,
     initial_tensors,
@@ -156,7 +157,7 @@ def _evaluator(schedule: Schedule, *, seed: int, inputs: Any, device: str,
     graph, program = schedule.graph, schedule.graph.program
     where = _tensor_device(device)
     if isinstance(program, TorchProgram):
-        dtype = None if precision in (None, "fp32", "tf32") else dtype_of(precision)
+        dtype = cast_dtype(precision)
         given = program.graph_inputs(program.example if inputs is None else inputs)
         values = {k: as_tensor(v, device=where, dtype=dtype) if _is_tensor(v) else v
                   for k, v in given.items()}

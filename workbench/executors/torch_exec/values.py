@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from workbench._checks import first_line
 from workbench.errors import OptionError, ScheduleError
 from workbench.executors.reference import draw_inputs
 from workbench.values.graph import Graph, Op, TensorId
@@ -34,6 +35,12 @@ def dtype_of(precision: str | None) -> Any:
     """The torch dtype values are cast to under ``precision`` (fp32, tf32 and None: float32)."""
     torch = torch_module()
     return {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision or "", torch.float32)
+
+
+def cast_dtype(precision: str | None) -> Any:
+    """The dtype a traced model's floating values are cast to under ``precision``: ``None``
+    (kept as the model has them) for fp32, TF32 and None, else fp16's or bf16's."""
+    return None if precision in (None, "fp32", "tf32") else dtype_of(precision)
 
 
 class EvaluatorLike(Protocol):
@@ -131,9 +138,9 @@ class Evaluator:
         try:
             return form(op, args, self.shape_of)
         except (IndexError, ValueError, KeyError, TypeError, RuntimeError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise OptionError(f"torch executor: op {op.id!r} ({op.kind}) cannot run on inputs "
-                              f"of shapes {[tuple(a.shape) for a in args]}: {first}") from None
+                              f"of shapes {[tuple(a.shape) for a in args]}: "
+                              f"{first_line(exc)}") from None
 
     def _assign(self, op: Op, args: list[Any]) -> list[Any]:
         target = op.attrs.get("writes") or op.inputs[0]
@@ -199,5 +206,5 @@ def compare_outputs(got: Mapping[TensorId, np.ndarray], want: Mapping[TensorId, 
                                 f"(max |diff| {diff:.3g}): a missing sync or a stream race")
 
 
-__all__ = ["PRECISIONS", "Evaluator", "EvaluatorLike", "as_tensor", "compare_outputs",
-           "dtype_of", "initial_tensors", "to_numpy"]
+__all__ = ["PRECISIONS", "Evaluator", "EvaluatorLike", "as_tensor", "cast_dtype",
+           "compare_outputs", "dtype_of", "initial_tensors", "to_numpy"]
