@@ -347,7 +347,7 @@ class _Importer:
         control = [edge for edge in self.control if edge not in data]
         program = TorchProgram(self.gm, placeholders=self.placeholders,
                                outputs=list(dict.fromkeys(self.outputs)),
-                               ops=[o.id for o in self.ops], tracer=self.tracer, name=name,
+                               tracer=self.tracer, name=name,
                                example=example, model=model,
                                tensors={t: n for n, t in self.produced.items()})
         try:

@@ -78,18 +78,18 @@ class TorchProgram(ModelProgram):
     """A traced PyTorch module as a graph's program (see the module docstring).
 
     ``placeholders``: the fx placeholder names, which are the graph's input tensor ids, in the
-    order of the module's flattened arguments; ``outputs``: the graph output tensors; ``ops``:
-    the op ids (fx node names) the graph schedules; ``example``: the arguments it was traced
-    with (the default inputs of a run); ``model``: the user's module (the oracle a verified run
-    is compared with; ``None``: the traced module is); ``tensors``: graph tensor id -> the fx
-    node whose value it is.  Holds the ``GraphModule``, whose
-    parameters are the user's module's own (``torch.export`` shares them, it does not copy).
+    order of the module's flattened arguments; ``outputs``: the graph output tensors;
+    ``example``: the arguments it was traced with (the default inputs of a run); ``model``: the
+    user's module (the oracle a verified run is compared with; ``None``: the traced module is);
+    ``tensors``: graph tensor id -> the fx node whose value it is.  Holds the ``GraphModule``,
+    whose parameters are the user's module's own (``torch.export`` shares them, it does not
+    copy).  Which fx nodes are ops is the graph's to say (its op ids are node names).
     """
 
     source = "torch"
 
     def __init__(self, gm: Any, *, placeholders: Sequence[str], outputs: Sequence[TensorId],
-                 ops: Sequence[str], tracer: str, name: str, example: tuple[Any, ...] = (),
+                 tracer: str, name: str, example: tuple[Any, ...] = (),
                  model: Any = None, tensors: Mapping[TensorId, str] | None = None) -> None:
         super().__init__(placeholders, outputs)
         #: graph tensor id -> the fx node whose value it is (ops: ``<node>:out``)
@@ -100,7 +100,6 @@ class TorchProgram(ModelProgram):
         self.example = example
         self.model = model
         self.nodes = {n.name: n for n in gm.graph.nodes}
-        self.ops = frozenset(ops)
         self.output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
         self._modules: dict[tuple[str, str], Any] = {}
 
@@ -129,12 +128,8 @@ class TorchProgram(ModelProgram):
         """The traced module with its parameters on ``device`` (cast to ``dtype`` when given):
         the module itself when they are there already, else one cached copy (the user's
         module is never moved)."""
-        torch = _torch()
-        tensors = [*self.gm.parameters(), *self.gm.buffers()]
-        dev = torch.device(device)
-        here = all(t.device == dev and (dtype is None or not t.is_floating_point()
-                                        or t.dtype == dtype) for t in tensors)
-        if here:
+        dev = _torch().device(device)
+        if _lives_on(self.gm, dev, dtype):
             return self.gm
         key = (str(dev), str(dtype))
         if key not in self._modules:
@@ -145,13 +140,8 @@ class TorchProgram(ModelProgram):
     def reference_module(self, device: Any, dtype: Any = None) -> Any:
         """The module a run is checked against: the user's own when its parameters are on
         ``device`` (in ``dtype``), else the traced module there (:meth:`module_on`)."""
-        if self.model is not None:
-            torch = _torch()
-            dev = torch.device(device)
-            tensors = [*self.model.parameters(), *self.model.buffers()]
-            if all(t.device == dev and (dtype is None or not t.is_floating_point()
-                                        or t.dtype == dtype) for t in tensors):
-                return self.model
+        if self.model is not None and _lives_on(self.model, _torch().device(device), dtype):
+            return self.model
         return self.module_on(device, dtype)
 
     def call(self, module: Any, name: str, lookup: Callable[[str], Any],
@@ -194,6 +184,14 @@ class TorchProgram(ModelProgram):
 
         flat = map_arg(self.output_node.args[0], lambda n: lookup(n.name))
         return self.gm.graph._codegen.process_outputs(flat)
+
+
+def _lives_on(module: Any, device: Any, dtype: Any) -> bool:
+    """Whether every parameter and buffer of ``module`` is on ``device`` (and, given a
+    ``dtype``, every floating one of that dtype)."""
+    return all(t.device == device and (dtype is None or not t.is_floating_point()
+                                       or t.dtype == dtype)
+               for t in (*module.parameters(), *module.buffers()))
 
 
 def _torch() -> Any:

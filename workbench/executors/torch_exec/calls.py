@@ -75,12 +75,14 @@ class CallEvaluator:
         self.members: dict[str, list[str]] = {
             op.id: [str(e["op"]) for e in op.attrs.get("expr", ())] for op in graph.ops
             if op.kind == "fused" and op.id not in program.nodes}
-        self.keep = {n for n, node in program.nodes.items()
-                     if node.op in ("placeholder", "get_attr")}
-        self.keep.update(program.args_of(program.output_node.name))
+        #: the fx nodes each node reads (once per run of it: computed here, not per call)
+        self.args = {name: program.args_of(name) for name in program.nodes}
+        self.keep = frozenset({n for n, node in program.nodes.items()
+                               if node.op in ("placeholder", "get_attr")}
+                              | set(self.args[program.output_node.name]))
         self.readers: dict[str, int] = {}
-        for name in program.nodes:
-            for arg in program.args_of(name):
+        for args in self.args.values():
+            for arg in args:
                 self.readers[arg] = self.readers.get(arg, 0) + 1
         self.streams: Any = None
         self.on_release: Callable[[str, Any], None] | None = None
@@ -127,7 +129,7 @@ class CallEvaluator:
         return self.env[name]
 
     def _call(self, name: str) -> None:
-        args = self.program.args_of(name)
+        args = self.args[name]
         stream = self.streams.current if self.streams is not None else None
         arg_values = [(a, self._value(a)) for a in args]
         if stream is not None:
@@ -142,11 +144,13 @@ class CallEvaluator:
                     self.allocated_on[ptr] = stream
         for a in args:
             self.left[a] -= 1
-            if self.left[a] == 0 and a not in self.keep:
-                dropped = self.env.pop(a, None)
-                if self.on_release is not None:
-                    self.on_release(a, dropped)
-        if self.left.get(name, 0) == 0 and name not in self.keep:  # nobody reads it
+            self._release_if_done(a)
+        self._release_if_done(name)  # a value nobody reads goes at once
+
+    def _release_if_done(self, name: str) -> None:
+        """Drop ``name``'s value once every node that reads it has run (inputs, parameters and
+        the model's outputs stay)."""
+        if self.left.get(name, 0) == 0 and name not in self.keep and name in self.env:
             dropped = self.env.pop(name)
             if self.on_release is not None:
                 self.on_release(name, dropped)
