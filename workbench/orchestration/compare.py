@@ -160,7 +160,9 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
                                     precision, mem)
     results: dict[str, list[Outcome]] = {}
     measuring = executor != "simulator"
-    rounds = _check_rounds(rounds) if executor in KEEPS_RUNS else (_check_rounds(rounds) and 1)
+    rounds = _check_rounds(rounds)
+    if executor not in KEEPS_RUNS:  # its traces keep no runs to join: one block each
+        rounds = 1
     if rounds > 1:
         exec_opts["repeats"] = round_repeats(exec_opts, rounds)
 
