@@ -146,9 +146,9 @@ def _measure(graph: Graph, model: Any, example: tuple[Any, ...], *, device: Any,
              repeats: int, warmup: int, show_progress: bool) -> tuple[Any, str | None, str]:
     """(the measured comparison, the chosen policy or None for the model itself, why)."""
     from workbench.executors.torch_exec.baseline import time_model
-    from workbench.executors.torch_exec.frame import makespan_stats
     from workbench.orchestration.compare import compare
     from workbench.orchestration.compare_measured import clearly_faster
+    from workbench.values.trace import makespan_stats
 
     before = time_model(model, example, device=device, mode=mode, precision=precision,
                         warmup=warmup, repeats=repeats)

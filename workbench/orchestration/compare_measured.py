@@ -394,7 +394,7 @@ def measure_rounds(traces: Mapping[str, Trace], executor: str, exec_opts: Mappin
     round ``k`` starts.  Returns the rounds each policy got.  O(rounds · policies) runs."""
     from workbench.errors import WorkbenchError
     from workbench.executors.execute import execute
-    from workbench.executors.torch_exec.frame import makespan_stats
+    from workbench.values.trace import makespan_stats
 
     names = [p for p, t in traces.items()  # an executor that keeps no runs gets no rounds
              if t.schedule is not None and "makespans_us" in t.meta]

@@ -9,8 +9,11 @@ memory_us, flops, bytes, phase``.  Times are microseconds from the moment the ho
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import statistics
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from workbench.errors import OptionError
 from workbench.values.graph import Graph
@@ -153,3 +156,15 @@ def _union_length(starts: list[float], ends: list[float]) -> float:
         else:
             cur_e = max(cur_e, e)
     return total + cur_e - cur_s
+
+
+def makespan_stats(spans: Sequence[float]) -> dict[str, Any]:
+    """Median, quartiles (q1, q3), spread (q3 - q1), min and max of the timed makespans (µs):
+    the figures every measured executor keeps in ``meta``.  O(runs log runs)."""
+    values = np.asarray(list(spans), dtype=float)
+    q1, q3 = (float(v) for v in np.percentile(values, [25, 75])) if len(values) else (0.0, 0.0)
+    return {"makespan_median_us": float(statistics.median(values)) if len(values) else 0.0,
+            "makespan_q1_us": q1, "makespan_q3_us": q3, "makespan_spread_us": q3 - q1,
+            "makespan_min_us": float(values.min()) if len(values) else 0.0,
+            "makespan_max_us": float(values.max()) if len(values) else 0.0,
+            "makespans_us": [float(v) for v in values]}

@@ -58,7 +58,6 @@ from workbench.executors.gpu.launch_plan import (
 from workbench.executors.gpu.runtime import (
     Runtime,
     measure_alone_us,
-    spread,
     time_eager,
     time_graph,
 )
@@ -66,7 +65,7 @@ from workbench.executors.gpu.sources import get_function
 from workbench.memory.plan import MemoryPlan
 from workbench.simulator.cost_model.costs import DeviceSpec, get_device, op_cost
 from workbench.values.schedule import Schedule
-from workbench.values.trace import Trace
+from workbench.values.trace import Trace, makespan_stats
 
 MODES = ("eager", "graph")
 
@@ -218,13 +217,9 @@ def run(schedule: Schedule, *, mode: str = "eager", memory: str | MemoryPlan = "
             rt.issue()
         outputs = rt.read()
     alone = measure_alone_us(rt, alone_repeats) if measure_alone else None
-    q1, q3 = (float(v) for v in np.percentile(np.asarray(spans, dtype=float), [25, 75]))
     meta = {
         "executor": "cupy", "mode": mode, "repeats": repeats, "warmup": warmup, "seed": seed,
-        "makespan_median_us": float(statistics.median(spans)),
-        "makespan_q1_us": q1, "makespan_q3_us": q3,   # as the torch executor's makespan_stats
-        "makespan_spread_us": spread(spans), "makespan_min_us": float(min(spans)),
-        "makespan_max_us": float(max(spans)), "makespans_us": [float(s) for s in spans],
+        **makespan_stats(spans),
         "per_op_event_makespan_us": float(max(end, default=0.0)), "timeline": timeline,
         "host_us_median": float(statistics.median(host)),
         "host_us_per_launch": float(statistics.median(host)) / max(1, rt.n_launches),

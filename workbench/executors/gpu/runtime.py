@@ -211,14 +211,6 @@ def time_graph(rt: Runtime, graph: Any, repeats: int) -> tuple[list[float], list
     return _time_launches(rt, lambda: graph.launch(rt.streams[ORIGIN]), repeats)
 
 
-def spread(values: Sequence[float]) -> float:
-    """Interquartile range (p75 - p25)."""
-    if len(values) < 2:
-        return 0.0
-    q = np.percentile(np.asarray(values), [25, 75])
-    return float(q[1] - q[0])
-
-
 def measure_alone_us(rt: Runtime, repeats: int = 10) -> dict[str, float]:
     """Median device time (µs) of each op's launches run alone on one stream, between two timing
     events (after the graph ran once, so inputs hold real data).  Ops without kernels: 0."""
@@ -252,4 +244,4 @@ def measure_alone_us(rt: Runtime, repeats: int = 10) -> dict[str, float]:
     return out
 
 
-__all__ = ["Runtime", "measure_alone_us", "spread", "time_eager", "time_graph"]
+__all__ = ["Runtime", "measure_alone_us", "time_eager", "time_graph"]

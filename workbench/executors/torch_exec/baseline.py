@@ -6,7 +6,7 @@ call issued eagerly (``mode="eager"``) or the model's ``forward`` captured once 
 on one stream and replayed (``mode="graph"``, the model's own CUDA graph, as a schedule's
 capture is replayed).  A model that cannot be captured (a host synchronisation inside, say) is
 timed eagerly and the result says so.  Returns the median and quartiles
-(:func:`workbench.executors.torch_exec.frame.makespan_stats`) and ``how`` it was timed;
+(:func:`workbench.values.trace.makespan_stats`) and ``how`` it was timed;
 :func:`time_call` times any call that way.  O((warmup + repeats) · one forward).
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench._checks import first_line
-from workbench.executors.torch_exec.frame import makespan_stats
 from workbench.executors.torch_exec.runner import precision_flags
 from workbench.values.op_torch import torch_module
+from workbench.values.trace import makespan_stats
 
 
 def time_model(model: Any, args: tuple[Any, ...], *, device: Any, mode: str = "graph",
@@ -45,7 +45,7 @@ def time_model(model: Any, args: tuple[Any, ...], *, device: Any, mode: str = "g
 
 def time_call(call: Callable[[], Any], *, device: Any, warmup: int = 3,
               repeats: int = 20) -> dict[str, Any]:
-    """Median and quartiles (µs, :func:`~workbench.executors.torch_exec.frame.makespan_stats`)
+    """Median and quartiles (µs, :func:`~workbench.values.trace.makespan_stats`)
     of ``repeats`` calls of ``call()`` after ``warmup``: two CUDA events on the current stream
     around each call on a GPU, ``perf_counter_ns`` on the CPU."""
     torch = torch_module()

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import math
 import platform
-import statistics
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from workbench.executors.torch_exec.host import Timing
@@ -24,17 +21,7 @@ from workbench.simulator.cost_model.costs import op_cost
 from workbench.simulator.cost_model.devices import DeviceSpec
 from workbench.values.op_torch import torch_module
 from workbench.values.schedule import Schedule
-
-
-def makespan_stats(spans: Sequence[float]) -> dict[str, Any]:
-    """Median, quartiles (q1, q3), spread (q3 - q1), min and max of the timed makespans (µs)."""
-    values = np.asarray(list(spans), dtype=float)
-    q1, q3 = (float(v) for v in np.percentile(values, [25, 75])) if len(values) else (0.0, 0.0)
-    return {"makespan_median_us": float(statistics.median(values)) if len(values) else 0.0,
-            "makespan_q1_us": q1, "makespan_q3_us": q3, "makespan_spread_us": q3 - q1,
-            "makespan_min_us": float(values.min()) if len(values) else 0.0,
-            "makespan_max_us": float(values.max()) if len(values) else 0.0,
-            "makespans_us": [float(v) for v in values]}
+from workbench.values.trace import makespan_stats as makespan_stats  # re-exported
 
 
 def device_info(device: str, cuda: Any = None) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from workbench.errors import DeviceUnavailable, OptionError, ScheduleError
 from workbench.executors.torch_exec import cuda as cuda_run
 from workbench.executors.torch_exec.calls import CallEvaluator
 from workbench.executors.torch_exec.check import check_against_model
-from workbench.executors.torch_exec.frame import device_info, makespan_stats, trace_frame
+from workbench.executors.torch_exec.frame import device_info, trace_frame
 from workbench.executors.torch_exec.host import run_host, run_once
 from workbench.executors.torch_exec.program import build_program
 from workbench.executors.torch_exec.values import (
@@ -41,7 +41,7 @@ from workbench.io.torch_program import TorchProgram
 from workbench.simulator.cost_model.devices import DEVICES, DeviceSpec, get_device
 from workbench.values.op_torch import torch_module
 from workbench.values.schedule import Schedule, schedule_serial
-from workbench.values.trace import Trace
+from workbench.values.trace import Trace, makespan_stats
 
 MODES = ("eager", "graph")
 
