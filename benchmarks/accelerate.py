@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -137,13 +138,17 @@ def _tiny(name: str, batch: int) -> tuple[Any, Any]:
 
 # ------------------------------------------------------------------------------ one case
 def _rel_err(got: Any, want: Any) -> float:
-    from torch.utils._pytree import tree_leaves
+    """``max |diff| / max |y|`` over the outputs, as a verified run measures it
+    (:func:`workbench.executors.torch_exec.check.compare_results`); NaN when they do not even
+    match in structure or shape (or hold a NaN)."""
+    from workbench.errors import ScheduleError
+    from workbench.executors.torch_exec.check import compare_results
 
-    worst = 0.0
-    for a, b in zip(tree_leaves(got), tree_leaves(want), strict=True):
-        scale = float(b.abs().max()) or 1.0
-        worst = max(worst, float((a.float() - b.float()).abs().max()) / scale)
-    return worst
+    try:
+        return float(compare_results(got, want, tolerance=math.inf,
+                                     what="benchmark")["max_rel_diff"])
+    except ScheduleError:
+        return math.nan
 
 
 def run_case(name: str, batch: int, precision: str, args: argparse.Namespace,
