@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ def _on_grid(t: float) -> bool:
 
 
 def test_export_inception(nnc_trace: wb.Trace, tmp_path: Path) -> None:
-    path = save_chrome_trace(nnc_trace, tmp_path / "t.json")
+    path = save_chrome_trace(nnc_trace, tmp_path / "t.json", time_unit="ns")
     data = _strict_json(path.read_text())
     assert data["displayTimeUnit"] == "ms" and data["otherData"]["stream_offset"] == 1
     events = data["traceEvents"]
@@ -93,13 +94,78 @@ def test_export_gzip_and_zero_durations(tmp_path: Path) -> None:
                        "device": ["gpu", "gpu"], "start_us": [0.0, 5.0], "end_us": [5.0, 5.0],
                        "alone_us": [float("nan"), 1.0]})
     trace = wb.Trace(df, graph=g, policy="hand", device="h100")
-    data = to_chrome_trace(trace, memory=False)
+    data = to_chrome_trace(trace, memory=False, time_unit="ns")
     b = next(e for e in data["traceEvents"] if e.get("name") == "b" and e["ph"] == "X")
     assert b["dur"] == 0.002 and b["args"]["alone_us"] == 1.0
     a = next(e for e in data["traceEvents"] if e.get("name") == "a" and e["ph"] == "X")
     assert a["args"]["alone_us"] is None  # NaN is not JSON
-    path = save_chrome_trace(trace, tmp_path / "t.json.gz")
-    assert _strict_json(gzip.decompress(path.read_bytes()).decode())["traceEvents"]
+    path = save_chrome_trace(trace, tmp_path / "t.json.gz", rank=2)
+    text = gzip.decompress(path.read_bytes()).decode()
+    assert _strict_json(text)["traceEvents"] and _hta_rank(text) == 2
+    # whole µs (the default): b (0 µs long) lasts 1 µs, as no op follows it on its stream
+    us = to_chrome_trace(trace, memory=False)
+    assert [(e["ts"], e["dur"]) for e in us["traceEvents"] if e["ph"] == "X"] == [
+        (0.0, 5.0), (5.0, 1.0)]
+
+
+def _hta_rank(text: str) -> int | None:
+    """The rank HolisticTraceAnalysis 0.5 reads from a trace file's text (its pattern, first
+    match; hta.common.trace_file.create_rank_to_trace_dict)."""
+    match = re.search(r'"rank":\s+(\d+)', text)
+    return int(match.group(1)) if match else None
+
+
+def test_export_rank_where_hta_finds_it(tmp_path: Path) -> None:
+    g = wb.Graph.from_edges([("a", "b"), ("a", "c")])
+    trace = wb.simulate(wb.schedule(g, "nnc"))
+    for rank in (0, 1, 17):
+        text = save_chrome_trace(trace, tmp_path / f"rank{rank}.json", rank=rank).read_text()
+        assert _hta_rank(text) == rank and text.startswith('{"distributedInfo": {"rank": ')
+        assert _strict_json(text)["distributedInfo"] == {"rank": rank}
+    for bad in (-1, True, "1", 1.0, None):
+        with pytest.raises(wb.OptionError, match="rank must be a whole number") as info:
+            to_chrome_trace(trace, rank=bad)  # type: ignore[arg-type]
+        assert "\n" not in str(info.value)
+
+
+def _overlaps(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Slices of one track that overlap without nesting (Perfetto cannot draw them)."""
+    tracks: dict[tuple[int, int], list[tuple[float, float, str]]] = {}
+    for e in events:
+        if e["ph"] == "X":
+            tracks.setdefault((e["pid"], e["tid"]), []).append(
+                (e["ts"], -e["dur"], e["name"]))
+    bad = []
+    for track, slices in tracks.items():
+        open_ends: list[float] = []
+        for ts, neg, name in sorted(slices):
+            while open_ends and open_ends[-1] <= ts:
+                open_ends.pop()
+            if open_ends and ts - neg > open_ends[-1]:
+                bad.append((track, name, ts))
+            open_ends.append(ts - neg)
+    return bad
+
+
+@pytest.mark.parametrize("device", ["v100", "h100"])
+def test_export_whole_us_by_default_zero_length_ops(device: str, tmp_path: Path) -> None:
+    """The default export is on the whole-µs grid; zero-length ops (a transformer's views) stay
+    within their stream's order instead of overlapping the next op, so the file reads back (it
+    did not: 'kernels on one stream cannot overlap') and Perfetto nests nothing wrongly."""
+    trace = wb.simulate(wb.schedule(wb.models.transformer_block(), "nnc"), device)
+    assert ((trace.df["end_us"] - trace.df["start_us"]) == 0).any()
+    path = save_chrome_trace(trace, tmp_path / "t.json")
+    data = _strict_json(path.read_text())
+    events = data["traceEvents"]
+    assert data["otherData"]["time_unit"] == "us"
+    assert all(float(e["ts"]).is_integer() and float(e.get("dur", 0)).is_integer()
+               for e in events if "ts" in e)
+    assert _overlaps(events) == []
+    back = load_pytorch_trace(path).df.set_index("op").sort_index()
+    a = trace.df.set_index("op").sort_index()
+    assert list(a.index) == list(back.index)
+    assert (a["start_us"] - back["start_us"]).abs().max() <= 0.5 + 1e-9
+    assert (a["end_us"] - back["end_us"]).abs().max() <= 1.5 + 1e-9
 
 
 KINETO: dict[str, Any] = {
@@ -205,12 +271,14 @@ def test_kernel_kinds() -> None:
 
 @pytest.mark.parametrize("policy", ["nnc", "wavefront", "serial"])
 def test_round_trip_every_op(policy: str, tmp_path: Path) -> None:
+    """The ns export reads back to the ns grid (the default whole-µs one: above)."""
     g = wb.models.inception_v3(fused=False)
     host = wb.Graph.from_edges([("load", "a"), ("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")],
                                devices={"load": "cpu"})
     for graph in (g, host):
         trace = wb.simulate(wb.schedule(graph, policy), "h100")
-        back = load_pytorch_trace(save_chrome_trace(trace, tmp_path / f"{graph.name}.json"))
+        back = load_pytorch_trace(save_chrome_trace(trace, tmp_path / f"{graph.name}.json",
+                                                    time_unit="ns"))
         assert back.executor == "measured" and back.policy == "measured"
         a = trace.df.set_index("op").sort_index()
         b = back.df.set_index("op").sort_index()

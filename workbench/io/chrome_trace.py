@@ -1,12 +1,23 @@
 """Chrome / Perfetto trace-event JSON of a :class:`~workbench.values.trace.Trace`, in the layout of
-a
-PyTorch profiler (Kineto) trace, so HTA, Perfetto, chrome://tracing and
-:func:`load_pytorch_trace` (re-exported here) all read it.
+a PyTorch profiler (Kineto) trace, so HolisticTraceAnalysis (HTA), Perfetto, chrome://tracing
+and :func:`load_pytorch_trace` (re-exported here) all read it as written.
 
 Layout (see shared notes, "Timeline formats" and "Holistic Trace Analysis"):
 
-* every time is on the nanosecond grid (µs with three decimals: Perfetto keeps whole ns) and every
-  slice lasts at least :data:`MIN_DUR_US` (2 ns), so a flow can bind strictly inside it;
+* times are on a grid chosen by ``time_unit``:
+
+  - ``"us"`` (the default): whole microseconds, every boundary rounded to the nearest µs (so
+    back-to-back slices stay back to back); a slice lasts at least 1 µs unless the next slice on
+    its track starts sooner (a zero-length op, or ops that round into one µs, may last 0 µs: no
+    two slices of one track ever overlap).  HTA reads these times as they are, and its queue
+    lengths never go negative: each ``cudaLaunchKernel`` starts at least 1 µs before its kernel;
+  - ``"ns"``: the nanosecond grid (µs with three decimals; Perfetto keeps whole ns), every slice
+    lasting at least :data:`MIN_DUR_US` (2 ns) so a flow can bind strictly inside it, each launch
+    1 ns or more before its kernel.  For Perfetto's resolution; HTA reads it as written only with
+    ``HTA_DISABLE_NS_ROUNDING=1``: by default HTA rounds every fractional time stamp inwards to
+    whole µs (start up, end down), losing up to 1 µs per slice, and a launch less than 1 µs
+    before its kernel then lands in the kernel's µs, where HTA's queue-length analysis (an
+    unstable sort by time) may count the kernel first: a negative queue length;
 * accelerator ops are ``X`` events with ``cat`` ``kernel`` (``gpu_memcpy`` for copies) in process
   ``pid`` = 1 + device index (named ``GPU 0`` ...), thread ``tid`` = stream + 1, with
   ``args.stream`` (= tid: HTA takes stream ids > 0 as GPU streams), ``args.device``,
@@ -16,19 +27,23 @@ Layout (see shared notes, "Timeline formats" and "Holistic Trace Analysis"):
 * where the trace knows when the host issued each op (``issue_us``), a ``cudaLaunchKernel``
   (``cat`` ``cuda_runtime``) event on the host's launch thread carries the same correlation id,
   with an ``ac2g`` flow from the launch to the kernel, as Kineto writes them;
-* a schedule's sync ``(a, b)`` is a flow (``cat`` ``sync``): its start 1 ns before the end of
-  ``a`` on a's track (Perfetto binds a flow start to the slice open at that time), its end 1 ns
-  before the start of ``b`` with no binding point (so it binds to the next slice on b's track:
-  ``b``); every barrier is a global instant event (``ph`` ``i``, ``s`` ``g``) at the moment the
-  device has drained, naming the op issued after it;
+* a schedule's sync ``(a, b)`` is a flow (``cat`` ``sync``): its start one grid step before the
+  end of ``a`` on a's track (Perfetto binds a flow start to the slice open at that time), its end
+  one step before the start of ``b`` with no binding point (so it binds to the next slice on b's
+  track: ``b``); every barrier is a global instant event (``ph`` ``i``, ``s`` ``g``) at the
+  moment the device has drained, naming the op issued after it;
 * each launch sits in a ``cpu_op`` (the op's host-side call, ``args.wb_launch``) with the same
   ``External id`` as its kernel, as Kineto links an operator to the kernels it launched; a launch
-  starts strictly before its kernel (HTA's queue length counts a launch before its kernel, and
-  never goes negative);
-* ``time_unit="us"`` writes whole microseconds (every boundary rounded to the nearest µs, so
-  back-to-back slices stay back to back): HTA then reads the file as it is (it rounds any
-  fractional time stamps inwards to whole µs, losing up to 1 µs per slice, unless
-  ``HTA_DISABLE_NS_ROUNDING`` is set); the default ``"ns"`` keeps nanoseconds for Perfetto;
+  starts at least one grid step before its kernel (HTA's queue length counts a launch before its
+  kernel, and never goes negative);
+* ``distributedInfo.rank`` (``rank=``, default 0) is the file's rank for HTA, which finds it in
+  the file's text with the pattern ``"rank":\\s+(\\d+)`` (a space after the colon: a compact
+  ``"rank":0`` does not match, and HTA then takes every such file as rank 0, keeping only one of
+  them).  :func:`save_chrome_trace` writes it that way; give each file of one folder its own rank;
+* a trace whose ops all ran on the host (devices ``cpu``/``python``: a torch-executor run on a
+  CPU, a simulation of host ops) is written with a one-line warning: Perfetto and
+  :func:`load_pytorch_trace` read it, but HTA's analyses are of GPU kernels, and its temporal and
+  idle-time breakdowns raise on a trace with none (``IndexError``, ``ValueError``);
 * a ``C`` counter ``live memory`` follows the bytes of live activations;
 * ``args.op`` names the op, ``otherData`` records the stream offset and time origin, so
   :func:`load_pytorch_trace` gets every op back with its id, stream, device and times.
@@ -58,7 +73,11 @@ HOST_DEVICES = frozenset({"cpu", "python"})
 COPY_DEVICES = frozenset({"copy"})
 
 
-_UNIT = {"ns": 1000.0, "us": 1.0}
+_UNIT = {"us": 1.0, "ns": 1000.0}  # the first is the default
+#: :func:`save_chrome_trace`'s warning for a trace with no accelerator op
+HOST_ONLY_WARNING = ("no GPU op in this trace (every op ran on the host): Perfetto reads it, "
+                     "HolisticTraceAnalysis does not (it analyses GPU kernels: its temporal and "
+                     "idle-time breakdowns fail on a trace without any)")
 
 
 def _grid(t: float, unit: str) -> float:
@@ -127,22 +146,52 @@ class _Layout:
         return out
 
 
-def to_chrome_trace(trace: Trace, *, memory: bool = True, time_unit: str = "ns"
-                    ) -> dict[str, Any]:
-    """The trace as a Kineto-style Chrome trace-event dict (module docstring); O(ops + syncs).
+def _check_rank(rank: Any) -> int:
+    """A rank HTA's pattern reads: an int >= 0 (not a bool)."""
+    from workbench._checks import show
+    from workbench.errors import OptionError
+
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise OptionError(f"rank must be a whole number >= 0 (HTA's rank), got {show(rank)}")
+    return rank
+
+
+def _clip_to_tracks(spans: list[tuple[int, int, float, float, float, float]]) -> list[float]:
+    """The end of each span ``(pid, tid, start, end, exact start, exact end)``, cut where the
+    next span of its track starts: a minimum length never makes two slices of one track overlap
+    (the reader refuses that, and Perfetto would nest them).  O(n log n)."""
+    ends = [span[3] for span in spans]
+    order = sorted(range(len(spans)), key=lambda i: (spans[i][:3], spans[i][4:], i))
+    for i, j in zip(order, order[1:]):
+        if spans[i][:2] == spans[j][:2]:
+            ends[i] = max(spans[i][2], min(ends[i], spans[j][2]))
+    return ends
+
+
+def to_chrome_trace(trace: Trace, *, memory: bool = True, time_unit: str = "us",
+                    rank: int = 0) -> dict[str, Any]:
+    """The trace as a Kineto-style Chrome trace-event dict (module docstring); O(ops log ops +
+    syncs).  ``time_unit``: ``"us"`` (whole µs: HTA reads it as written) or ``"ns"`` (Perfetto's
+    resolution); ``rank``: ``distributedInfo.rank``, HTA's rank of the file.  Write it with
+    :func:`save_chrome_trace` (or ``json.dump`` with its default separators), so that HTA's
+    pattern finds the rank.
 
     >>> import workbench as wb
     >>> g = wb.Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
     >>> t = wb.simulate(wb.schedule(g, "nnc"))
-    >>> events = to_chrome_trace(t)["traceEvents"]
+    >>> data = to_chrome_trace(t, rank=1)
+    >>> events = data["traceEvents"]
     >>> sorted(e["name"] for e in events if e["ph"] == "X" and e["cat"] == "kernel")
     ['a', 'b', 'c', 'd']
     >>> sorted({e["cat"] for e in events if e["ph"] in "sf"})
     ['ac2g', 'sync']
+    >>> data["distributedInfo"], all(float(e["ts"]).is_integer() for e in events if "ts" in e)
+    ({'rank': 1}, True)
     """
     from workbench._checks import check_choice
 
     unit = check_choice(time_unit, tuple(_UNIT), "time_unit")
+    rank = _check_rank(rank)
     tick = 1.0 / _UNIT[unit]  # one step of the grid, µs
     least = MIN_DUR_US if unit == "ns" else 1.0
     df = trace.df
@@ -152,11 +201,19 @@ def to_chrome_trace(trace: Trace, *, memory: bool = True, time_unit: str = "ns"
     events: list[dict[str, Any]] = []
     place: dict[str, tuple[int, int, float, float]] = {}  # op -> (pid, tid, start, end)
     launches: list[tuple[float, int, str]] = []
-    for k, row in enumerate(df.to_dict("records"), start=CORRELATION_BASE):
-        op, device = str(row["op"]), str(row.get("device", "gpu"))
-        pid, tid = layout.track(device, int(row["stream"]))
+    rows = df.to_dict("records")
+    spans = []
+    for row in rows:
+        pid, tid = layout.track(str(row.get("device", "gpu")), int(row["stream"]))
         start = _grid(float(row["start_us"]), unit)
-        end = max(_grid(float(row["end_us"]), unit), _grid(start + least, unit))
+        spans.append((pid, tid, start,
+                      max(_grid(float(row["end_us"]), unit), _grid(start + least, unit)),
+                      float(row["start_us"]), float(row["end_us"])))
+    # whole µs: a sub-µs op stretched to 1 µs must not run into the next op of its track
+    ends = _clip_to_tracks(spans) if unit == "us" else [span[3] for span in spans]
+    for k, (row, (pid, tid, start, *_), end) in enumerate(zip(rows, spans, ends, strict=True),
+                                                          start=CORRELATION_BASE):
+        op, device = str(row["op"]), str(row.get("device", "gpu"))
         place[op] = (pid, tid, start, end)
         args: dict[str, Any] = {"op": op, "wb_device": device,
                                 **{c: _finite(row[c]) for c in extra}}
@@ -177,15 +234,16 @@ def to_chrome_trace(trace: Trace, *, memory: bool = True, time_unit: str = "ns"
     if memory:
         events.extend(_memory_counters(trace, pid=1, unit=unit))
     tracks = [(pid, tid) for pid, tid, _, _ in place.values()]
-    return {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": trace.device}],
-            "distributedInfo": {"rank": 0},
+    # distributedInfo first: HTA takes the first match of its rank pattern in the file
+    return {"distributedInfo": {"rank": rank}, "schemaVersion": 1,
+            "deviceProperties": [{"id": 0, "name": trace.device}],
             "traceEvents": layout.metadata(tracks, bool(launches)) + events,
             "displayTimeUnit": "ms",
             "otherData": {"graph": trace.graph.name, "policy": trace.policy,
                           "device": trace.device, "executor": trace.executor,
                           "mode": trace.mode, "makespan_us": _finite(trace.makespan),
                           "stream_offset": STREAM_OFFSET, "time_origin_us": 0.0,
-                          "writer": "schedule-workbench"}}
+                          "time_unit": unit, "writer": "schedule-workbench"}}
 
 
 def _launch_events(launches: list[tuple[float, int, str]],
@@ -279,17 +337,47 @@ def _memory_counters(trace: Trace, *, pid: int, unit: str = "ns") -> list[dict[s
              "args": {"bytes": b}} for t, b in zip(times, levels, strict=True)]
 
 
+def dumps(data: dict[str, Any]) -> str:
+    """Compact JSON of a :func:`to_chrome_trace` dict, with ``"rank": N`` spelled as HTA's rank
+    pattern (``"rank":\\s+(\\d+)``, searched in the file's text) wants it, first in the text.
+
+    >>> dumps({"distributedInfo": {"rank": 3}, "traceEvents": [{"ts": 1.0}]})
+    '{"distributedInfo": {"rank": 3},"traceEvents":[{"ts":1.0}]}'
+    """
+    head = {"distributedInfo": data["distributedInfo"]} if "distributedInfo" in data else {}
+    rest = {k: v for k, v in data.items() if k not in head}
+    body = json.dumps(rest, allow_nan=False, separators=(",", ":"))
+    if not head:
+        return body
+    head_text = json.dumps(head, allow_nan=False)[:-1]  # default separators: "rank": N
+    return head_text + ("," + body[1:] if rest else "}")
+
+
 def save_chrome_trace(trace: Trace, path: str | Path, *, memory: bool = True,
-                      time_unit: str = "ns") -> Path:
-    """Write :func:`to_chrome_trace` as JSON (gzipped when the name ends in ``.gz``);
-    ``time_unit="us"`` for HolisticTraceAnalysis (module docstring)."""
+                      time_unit: str = "us", rank: int = 0) -> Path:
+    """Write :func:`to_chrome_trace` as JSON (gzipped when the name ends in ``.gz``): whole µs
+    by default, which HolisticTraceAnalysis reads as written (``time_unit="ns"`` for Perfetto's
+    resolution), with HTA's rank ``rank`` (give each file of one folder its own).  A trace with
+    no accelerator op (a CPU run) is written with a one-line warning that HTA's GPU analyses
+    cannot read it (module docstring).
+
+    >>> import tempfile, workbench as wb
+    >>> t = wb.simulate(wb.schedule(wb.Graph.from_edges([("a", "b")]), "serial"))
+    >>> path = save_chrome_trace(t, Path(tempfile.mkdtemp()) / "rank1.json", rank=1)
+    >>> path.read_text()[:32]
+    '{"distributedInfo": {"rank": 1},'
+    """
     path = Path(path)
-    text = json.dumps(to_chrome_trace(trace, memory=memory, time_unit=time_unit),
-                      allow_nan=False, separators=(",", ":"))
+    text = dumps(to_chrome_trace(trace, memory=memory, time_unit=time_unit, rank=rank))
+    devices = set(map(str, trace.df["device"])) if "device" in trace.df else {"gpu"}
+    if devices <= HOST_DEVICES:
+        from workbench._checks import warn_line
+
+        warn_line(HOST_ONLY_WARNING, where=str(path))
     if path.suffix.lower() == ".gz":
         return write_bytes(path, gzip.compress(text.encode("utf-8")))
     return write_text(path, text)
 
 
-__all__ = ["MIN_DUR_US", "kernel_kind", "load_pytorch_trace", "ns", "save_chrome_trace",
-           "to_chrome_trace"]
+__all__ = ["HOST_ONLY_WARNING", "MIN_DUR_US", "dumps", "kernel_kind", "load_pytorch_trace", "ns",
+           "save_chrome_trace", "to_chrome_trace"]
