@@ -38,6 +38,12 @@ def _step(text: str) -> int | str:
                                          f"got {text!r}") from None
 
 
+def _rank(text: str) -> int:
+    if text.isascii() and text.isdigit():
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a rank (a whole number >= 0), got {text!r}")
+
+
 def add_import_parser(sub: Any) -> None:
     imp = sub.add_parser("import", help="import a PyTorch profiler trace (and its execution "
                                         "trace) as a graph with measured times")
@@ -62,6 +68,9 @@ def add_compare_options(cmp: Any) -> None:
     cmp.add_argument("--trace-unit", choices=("us", "ns"), default="us",
                      help="--export-trace times: whole µs (default; HolisticTraceAnalysis reads "
                           "them as they are) or ns (Perfetto's resolution)")
+    cmp.add_argument("--trace-rank", type=_rank, default=0, metavar="N",
+                     help="--export-trace: HTA's rank of the first row's trace, the next rows "
+                          "N+1, N+2, ... (one folder of traces, one rank each; default: 0)")
     cmp.add_argument("--table", metavar="OUT.csv|OUT.json", help="write the ranking table")
 
 
@@ -139,10 +148,12 @@ def write_compare_outputs(result: Any, args: argparse.Namespace) -> list[str]:
         suffix = "".join(base.suffixes[-2:]) if base.name.endswith(".json.gz") else \
             (base.suffix or ".json")
         stem = base.name[:-len(suffix)] if base.name.endswith(suffix) else base.name
+        first = getattr(args, "trace_rank", 0)
         written = [save_chrome_trace(trace, base.with_name(f"{stem}.{policy}{suffix}"),
-                                     time_unit=args.trace_unit)
-                   for policy, trace in result.traces.items()]
-        lines.append(f"traces: {len(written)} files, e.g. {written[0]}" if written
+                                     time_unit=args.trace_unit, rank=first + i)
+                   for i, (policy, trace) in enumerate(result.traces.items())]
+        lines.append(f"traces: {len(written)} files (HTA ranks {first}-{first + len(written) - 1}"
+                     f" in row order), e.g. {written[0]}" if written
                      else "traces: none (no policy finished)")
     return lines
 
