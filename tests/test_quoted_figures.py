@@ -100,7 +100,7 @@ QUOTED = [  # (notebook, text with {} where the figure stands, its format, the c
     (NB04, "to {} µs.", "{:.1f}", lambda: _level("O2").makespan),
     (NB04, "the serial host takes {} µs", "{:.1f}",
      lambda: _serial(host_pipeline="serial").makespan),
-    (NB04, "On the {} small kernels of the tiny transformer", "{}", lambda: len(_tiny())),
+    (NB04, "On the {} small ops of the tiny transformer", "{}", lambda: len(_tiny())),
     (NB04, "the pipelined host {} µs", "{:.1f}",
      lambda: _serial(host_pipeline="pipelined").makespan),
     # §3: whole GiB, as the seed writes them ("5G"), from the cell's SOMAS lower bound
@@ -121,7 +121,11 @@ QUOTED = [  # (notebook, text with {} where the figure stands, its format, the c
     # §6: the arena of SOMAS's plan of NNC's two streams vs the DFS order
     (NB04, "NNC's two streams need {}G where DFS needs {}G", "{:.0f}",
      lambda: tuple(wb.plan_memory(_six(p), "somas").arena_bytes / GIB for p in ("nnc", "dfs"))),
-    (NB03, "tiny transformer's {} kernels", "{}", lambda: len(_tiny())),
+    (NB03, "tiny transformer's {} ops", "{}", lambda: len(_tiny())),
+    (NB03, "eager), {} of them reshapes that launch nothing", "{}",
+     lambda: sum(1 for o in _tiny().ops if o.kind == "reshape")),
+    (NB04, "({} of them reshapes, which the host only shape-infers)", "{}",
+     lambda: sum(1 for o in _tiny().ops if o.kind == "reshape")),
     (NB03, "(host_bound_fraction {} eager)", "{:.2f}",
      lambda: _serial(mode="eager").meta["host_bound_fraction"]),
     (NB03, "take {} µs eager", "{:.1f}", lambda: _serial(mode="eager").makespan),

@@ -277,7 +277,7 @@ class _Importer:
             label = type_name
         else:
             label = _target_name(node)
-            entry = FUNCTIONS.get(label)
+            entry = FUNCTIONS.get(label) or FUNCTIONS.get(label.rstrip("_"))  # relu_: relu
             attrs["target"] = label
             attrs.update(call_attrs(label, node.args, node.kwargs,
                                     ins=shapes_of([self.infos[t] for t in inputs]),

@@ -161,7 +161,7 @@ def _split(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
     return {"axis": axis}
 
 
-@_rule("transpose")
+@_rule("transpose", "swapaxes", "swapdims")
 def _transpose(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
                dtype: str | None) -> dict[str, Any]:
     rank = _rank(ins)
@@ -169,6 +169,17 @@ def _transpose(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
     d0, d1 = int(named["dim0"]) % rank, int(named["dim1"]) % rank
     perm[d0], perm[d1] = perm[d1], perm[d0]
     return {"perm": perm}
+
+
+@_rule("einsum")
+def _einsum(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+            dtype: str | None) -> dict[str, Any]:
+    """The equation, and its contraction as the GEMM the launch rule times (two operands)."""
+    from workbench.values.shape_costs import einsum_gemm
+
+    equation = str(named["equation"])
+    gemm = einsum_gemm(equation, ins)
+    return {"equation": equation, **({} if gemm is None else gemm)}
 
 
 @_rule("t")

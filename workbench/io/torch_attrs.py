@@ -49,7 +49,8 @@ group_norm: input num_groups weight bias eps
 softmax log_softmax: input dim
 cat concat concatenate stack: tensors dim
 split split_with_sizes chunk: input split_size dim
-transpose: input dim0 dim1
+transpose swapaxes swapdims: input dim0 dim1
+einsum: equation operands
 permute: input dims
 select: input dim index
 slice: input dim start end step
@@ -61,7 +62,7 @@ elu: input alpha
 clamp: input min max
 add sub rsub iadd isub: input other alpha
 mul div truediv floordiv pow remainder fmod imul itruediv mul_ add_: input other
-eq gt lt ge le logical_and logical_or maximum minimum: input other
+eq gt lt ge le ne logical_and logical_or maximum minimum: input other
 linear: input weight bias
 addmm: input mat1 mat2 beta alpha
 scaled_dot_product_attention: query key value attn_mask dropout_p is_causal scale

@@ -25,10 +25,13 @@ from workbench.values.shape_costs import (
     ShapeCost,
     conv_cost,
     copy_cost,
+    einsum_gemm,
     elementwise_cost,
+    gemm_blocks,
     global_pool_cost,
     matmul_cost,
     numel,
+    total_bytes,
     window_cost,
 )
 
@@ -114,6 +117,18 @@ def _copy(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module:
     return copy_cost(_first(outs), ins, outs)
 
 
+def _einsum(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+            args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    """A two-operand contraction: ``2·batch·m·k·n`` (:func:`einsum_gemm`)."""
+    equation = args[0] if args else kwargs.get("equation")
+    y = _first(outs)
+    gemm = einsum_gemm(str(equation), [t.shape if t is not None else None for t in ins])
+    if gemm is None or y is None:
+        return None
+    return ShapeCost(2.0 * gemm["batch"] * gemm["m"] * gemm["k"] * gemm["n"], total_bytes(ins),
+                     total_bytes(outs), gemm_blocks(gemm["m"], gemm["n"], gemm["batch"]))
+
+
 def _gather(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
             args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
     """Reads what it copies plus the index tensor (the smaller input)."""
@@ -134,17 +149,19 @@ _FORMULA_OF: dict[str, Formula] = {name: formula for formula, names in (
                 "mean sum amax"),
     (_copy, "cat concat concatenate stack contiguous clone to float half pad constant_pad_nd "
             "repeat arange zeros_like ones_like full_like Upsample interpolate "
-            "upsample_nearest2d upsample_bilinear2d"),
-    (_gather, "Embedding embedding index_select"),
+            "upsample_nearest2d upsample_bilinear2d lift_fresh_copy roll empty_like new_zeros "
+            "new_ones new_full new_empty zeros ones full empty fill"),
+    (_gather, "Embedding embedding index_select index gather"), (_einsum, "einsum"),
     (_view, "Dropout Flatten Identity flatten view reshape squeeze unsqueeze permute transpose t "
-            "expand getitem slice select split chunk split_with_sizes dropout identity unflatten"),
+            "expand getitem slice select split chunk split_with_sizes dropout identity unflatten "
+            "alias reshape_as view_as swapaxes swapdims"),
     (attention_costs.sdpa, "scaled_dot_product_attention"),
     (attention_costs.multi_head_attention, "MultiheadAttention _native_multi_head_attention"),
     (attention_costs.encoder_layer, "TransformerEncoderLayer _transformer_encoder_layer_fwd"),
 ) for name in names.split()}
 _FORMULAS: dict[str, Formula] = {f.__name__.lstrip("_"): f for f in (
     _conv, _conv_t, _linear, _matmul, _addmm, _elementwise, _pool, _adaptive, _copy, _gather,
-    _view, attention_costs.sdpa, attention_costs.multi_head_attention,
+    _einsum, _view, attention_costs.sdpa, attention_costs.multi_head_attention,
     attention_costs.encoder_layer)}
 
 

@@ -40,8 +40,11 @@ class LaunchCosts:
         spec = self.spec
         device = self.devices[i]
         launches = self.n_kernels[i]
+        stages = spec.host_stages_us(device)
         if self.pipelined:
-            infer, resize, launch = (s * max(1, launches) for s in spec.host_stages_us(device))
+            # a view (no kernel) passes InferShape only: no allocation, nothing to launch
+            infer, resize, launch = ((s * launches for s in stages) if launches
+                                     else (stages[0], 0.0, 0.0))
             t1 = self.stage_free[0] + infer
             t2 = max(self.stage_free[1], t1) + resize
             self.stage_free = [t1, t2]
@@ -49,8 +52,8 @@ class LaunchCosts:
             first, gap = launch, 0.0
         else:
             first = gap = spec.host_op_us(device)
-            if launches == 0:
-                first = 0.0
+            if launches == 0:  # a view: the host infers its shape and launches nothing
+                first = stages[0]
         if i in self.barrier_at and not self.device_sync:
             host += spec.event_overhead_us * 2 * self.n_streams  # record + wait every stream
         host += spec.event_overhead_us * self.n_waits[i] + first

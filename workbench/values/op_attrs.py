@@ -207,6 +207,7 @@ def _table() -> dict[str, Attr]:
     add("nearest_mode", "str", "resize: ONNX's rounding of nearest (floor, round_prefer_floor, "
         "...)")
     add("is_causal", "bool", "attention: a causal mask")
+    add("equation", "str", "einsum: the subscripts of the contraction (``bhid,bhjd->bhij``)")
     add("needs_program", "bool", "attention: a module call whose weights live in the model "
         "(nn.MultiheadAttention): only from_torch's program runs it")
     add("start", "number", "range: first value; shape: first axis reported")

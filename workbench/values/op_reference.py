@@ -277,6 +277,11 @@ def lrn(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
     return [(x / div).astype(_dtype(a[0]))]
 
 
+def einsum(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    """``einsum(equation, *operands)`` in float64, returned in the operands' dtype."""
+    return [np.einsum(str(op.attrs["equation"]), *(_f64(t) for t in a)).astype(_dtype(*a))]
+
+
 def attention(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
     """Scaled dot-product attention of ``q, k, v`` (and an optional mask: boolean keeps,
     floating adds): ``softmax(q k^T * scale + mask) v``, ``scale`` default 1/sqrt(head size),

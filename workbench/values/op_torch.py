@@ -312,6 +312,10 @@ def matmul(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
     return [out + bias if beta == 1.0 else out + beta * bias]
 
 
+def einsum(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
+    return [torch_module().einsum(str(op.attrs["equation"]), *a)]
+
+
 def attention(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
     """``F.scaled_dot_product_attention(q, k, v, mask, is_causal, scale)``; an op that is the
     model's own (``needs_program``: a ``MultiheadAttention`` module call) has no form."""

@@ -196,11 +196,13 @@ def _entries() -> dict[str, OpKind]:
     add("compute", "conv2d", gemm=True, launch_rule="convolution")
     add("compute", "sepconv", gemm=True, launch_rule="separable_convolution")
     add("compute", "matmul", gemm=True, launch_rule="gemm")
+    add("compute", "einsum", gemm=True, launch_rule="gemm")  # a two-operand contraction
     add("compute", "concat", launch_rule="copy_each_input")
     add("compute", "conv_transpose")
     add("compute", "maxpool avgpool", launch_rule="window")
     add("compute", "lrn transpose gather slice constant shape size fused op")
-    add("compute", "conv1d conv3d embedding stack contiguous clone pad attention resize tile "
+    add("compute", "attention", launch_rule="attention")  # one fused kernel (flash SDPA)
+    add("compute", "conv1d conv3d embedding stack contiguous clone pad resize tile "
         "trilu range depth_to_space space_to_depth")
     _bind_references(out)
     _declare_attrs(out)
@@ -223,8 +225,9 @@ def _import_only() -> dict[str, OpKind]:
     ``from_torch``) emits for a computation with a torch form is in :data:`OPS` instead."""
     out: dict[str, OpKind] = {}
     for category, names in (
-            ("elementwise", "elementwise"), ("compute", "memset sort transformer_layer"),
-            ("copy", "collective"), ("reduction", "reduce")):
+            ("elementwise", "elementwise masked_fill not_equal diff"),
+            ("compute", "memset sort transformer_layer index gather_elements roll"),
+            ("copy", "collective"), ("reduction", "reduce cumsum")):
         for name in names.split():
             assert name not in out and name not in _KNOWN, f"op kind {name!r} registered twice"
             out[name] = OpKind(name, category)
@@ -250,33 +253,39 @@ def _importer_facts(entries: dict[str, OpKind]) -> None:
         "global_avgpool": "AdaptiveAvgPool2d adaptive_avg_pool2d",
         "global_maxpool": "AdaptiveMaxPool2d adaptive_max_pool2d",
         "dropout": "Dropout dropout", "flatten": "Flatten flatten",
-        "identity": "Identity identity", "embedding": "Embedding embedding",
+        "identity": "Identity identity alias", "embedding": "Embedding embedding",
         "reduce_mean": "mean", "reduce_sum": "sum", "reduce_max": "amax",
         "concat": "cat concat concatenate", "stack": "stack", "contiguous": "contiguous",
-        "clone": "clone", "cast": "to float half", "pad": "pad constant_pad_nd",
+        "clone": "clone lift_fresh_copy", "cast": "to float half", "pad": "pad constant_pad_nd",
         "gather": "index_select",
-        "reshape": "view reshape unflatten", "squeeze": "squeeze", "unsqueeze": "unsqueeze",
-        "transpose": "permute transpose t", "expand": "expand",
+        "reshape": "view reshape unflatten reshape_as view_as", "squeeze": "squeeze", "unsqueeze": "unsqueeze",
+        "transpose": "permute transpose t swapaxes swapdims", "expand": "expand",
         "getitem": "getitem select", "slice": "slice", "split": "split chunk split_with_sizes",
-        "tile": "repeat", "range": "arange", "constant": "zeros_like ones_like full_like",
+        "tile": "repeat", "range": "arange",
+        "constant": "zeros_like ones_like full_like empty_like new_zeros new_ones new_full "
+                    "new_empty zeros ones full empty fill",
         "resize": "Upsample interpolate upsample_nearest2d upsample_bilinear2d",
         "equal": "eq", "greater": "gt", "less": "lt", "greater_or_equal": "ge",
-        "less_or_equal": "le", "not": "logical_not", "and": "logical_and",
-        "or": "logical_or", "isnan": "isnan", "mod": "remainder fmod", "abs": "abs",
+        "less_or_equal": "le", "not": "logical_not bitwise_not __invert__",
+        "and": "logical_and bitwise_and __and__", "or": "logical_or bitwise_or __or__",
+        "xor": "logical_xor bitwise_xor __xor__", "not_equal": "ne", "isnan": "isnan", "mod": "remainder fmod", "abs": "abs",
         "log": "log", "reciprocal": "reciprocal", "sin": "sin", "cos": "cos",
         "floor": "floor", "ceil": "ceil", "round": "round", "sign": "sign", "exp": "exp",
         "sqrt": "sqrt",
         "rsqrt": "rsqrt", "pow": "pow", "erf": "erf", "clip": "clamp", "neg": "neg",
         "add": "add iadd add_", "sub": "sub isub rsub", "mul": "mul imul mul_",
-        "div": "truediv div itruediv floordiv", "max": "maximum", "min": "minimum",
-        "where": "where", "attention": "MultiheadAttention scaled_dot_product_attention "
+        "div": "truediv div itruediv floordiv", "max": "maximum max", "min": "minimum min",
+        "where": "where", "masked_fill": "masked_fill", "cumsum": "cumsum", "diff": "diff",
+        "index": "index", "gather_elements": "gather", "roll": "roll", "einsum": "einsum",
+        "attention": "MultiheadAttention scaled_dot_product_attention "
                                        "_native_multi_head_attention",
         "transformer_layer": "TransformerEncoderLayer _transformer_encoder_layer_fwd"}
     flops = {  # 1 for arithmetic and simple maps, 2 for two-step maps (clip, leaky relu) and
         # folded batch norm (x*a + b), 3 for exp-based maps, 5/6 for (log-)softmax, 8 for norms
         1: "relu exp sqrt rsqrt pow erf neg add sub mul div max min where mod log reciprocal "
            "abs floor ceil round sign sin cos not and or xor equal greater less "
-           "greater_or_equal less_or_equal isnan thresholded_relu",
+           "greater_or_equal less_or_equal isnan thresholded_relu masked_fill not_equal diff "
+           "cumsum",
         2: "relu6 leaky_relu clip prelu batchnorm", 3: "hard_sigmoid elu selu celu softplus "
         "softsign", 4: "sigmoid hard_swish", 5: "tanh silu softmax", 6: "log_softmax",
         8: "gelu layernorm groupnorm instancenorm"}

@@ -136,6 +136,48 @@ def copy_cost(y: Info, ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost |
 VIEW_COST = ShapeCost(0, 0, 0, 1)  # reshape-likes and constants: nothing moves
 
 
+def einsum_gemm(equation: str, shapes: Sequence[Sequence[int] | None]) -> dict[str, int] | None:
+    """A two-operand ``einsum`` as the batched GEMM it runs: ``{"batch", "m", "k", "n"}``, the
+    products of the sizes of the indices in both operands and the output (batch), in the first
+    operand and the output only (m), in both operands but not the output, or in one operand only
+    and summed (k), and in the second operand and the output only (n); ``None`` for another
+    number of operands or unknown shapes.  ``...`` stands for the leading axes (each its own
+    index).  FLOPs are ``2·batch·m·k·n``, as ``FlopCounterMode`` counts the ``bmm`` torch runs.
+    O(length of the equation).
+
+    >>> einsum_gemm("bhid,bhjd->bhij", [(2, 4, 8, 16), (2, 4, 9, 16)])
+    {'batch': 8, 'm': 8, 'k': 16, 'n': 9}
+    """
+    eq = equation.replace(" ", "")
+    lhs, _, out = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != 2 or len(shapes) < 2 or any(s is None for s in shapes[:2]):
+        return None
+    sizes: dict[str, int] = {}
+    letters: list[list[str]] = []
+    for term, shape in zip(terms, shapes[:2], strict=True):
+        assert shape is not None
+        named = [c for c in term if c != "."]
+        idx = named
+        if "..." in term:  # the ellipsis stands where it is written
+            at, extra = term.index("..."), len(shape) - len(named)
+            idx = named[:at] + [f"_{i}" for i in range(extra)] + named[at:]
+        if len(idx) != len(shape):
+            return None
+        for c, n in zip(idx, shape, strict=True):
+            sizes[c] = max(sizes.get(c, 1), int(n))
+        letters.append(idx)
+    a, b = set(letters[0]), set(letters[1])
+    if "->" in eq:
+        o = {c for c in out if c != "."} | ({c for c in sizes if c.startswith("_")}
+                                            if "..." in out else set())
+    else:  # implicit output: the indices that occur once
+        o = {c for c in sizes if (letters[0] + letters[1]).count(c) == 1}
+    prod = {name: numel([sizes[c] for c in group]) for name, group in (
+        ("batch", a & b & o), ("m", (a - b) & o), ("k", (a | b) - o), ("n", (b - a) & o))}
+    return {"batch": prod["batch"], "m": prod["m"], "k": prod["k"], "n": prod["n"]}
+
+
 def default_cost(ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost:
     """Unknown op or shapes: bytes from the known shapes, FLOPs = output elements."""
     elements = sum(t.elements for t in outs if t is not None)
@@ -144,6 +186,6 @@ def default_cost(ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost:
 
 __all__ = [
     "ELEMENTS_PER_BLOCK", "GEMM_TILE", "VIEW_COST", "Info", "Rule", "ShapeCost", "TensorInfo",
-    "blocks", "conv_cost", "copy_cost", "default_cost", "elementwise_cost", "gemm_blocks",
+    "blocks", "conv_cost", "copy_cost", "default_cost", "einsum_gemm", "elementwise_cost", "gemm_blocks",
     "global_pool_cost", "matmul_cost", "numel", "total_bytes", "window_cost",
 ]

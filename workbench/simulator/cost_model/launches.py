@@ -18,9 +18,12 @@ it really runs:
   convolution (+ bias kernel): three to five kernels.
 * ``matmul``: the fastest GEMM candidate, plus a bias kernel when it has a bias.
 * ``concat``: one strided copy per input (IOS's ``assign_with_stride_src``).
-* views (``attrs["view"]``, reshape/flatten): one empty kernel (launch cost, no work): the
-  engine still launches it unless the no-task pass (seed 004, MindSpore's no-task nodes) turns it
-  into an alias of its input.
+* ``attention``: one fused kernel (flash / memory-efficient SDPA), timed as a batched GEMM
+  (:func:`_attention`).
+* views (``attrs["view"]``; reshape/flatten/squeeze ... moving no bytes): no kernel.  In graph
+  mode they cost nothing; in eager mode the host still dispatches them (its InferShape stage,
+  :mod:`workbench.simulator.host`), which the no-task pass (seed 004, MindSpore's no-task nodes)
+  saves by turning each into an alias of its input.
 * every other op with a known output shape: one elementwise-class kernel over its output elements
   with the op's FLOPs and bytes (pools, activations, norms, adds, softmax ...).
 * ops with no shape information (toy graphs, random DAGs, imported traces), or whose launch
@@ -58,6 +61,13 @@ _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2
 VIEW_KINDS = SHAPE_ONLY_KINDS
 
 
+def is_view(op: Op) -> bool:
+    """Whether ``op`` only rewrites shape metadata and moves no data (a view the importer
+    marked, or a ``shape_only`` kind with no bytes): it launches no kernel."""
+    return bool(op.attrs.get("view")) or (op.kind in VIEW_KINDS
+                                          and op.bytes_read + op.bytes_written == 0)
+
+
 def op_launches(op: Op, graph: Graph | None, spec: DeviceSpec, model: GpuModel, *,
                 precision: str = "fp32", fixed_us: float | None = None) -> list[Launch]:
     """The kernels ``op`` launches on ``spec`` (module docstring).  ``fixed_us`` pins the total
@@ -80,9 +90,8 @@ def op_launches(op: Op, graph: Graph | None, spec: DeviceSpec, model: GpuModel, 
     if op.attrs.get("launch") == "given":
         return [_generic(op, spec, model, scale=_byte_scale(op, graph, precision),
                          precision=precision)]
-    if op.attrs.get("view") or op.kind in VIEW_KINDS and op.bytes_read + op.bytes_written == 0:
-        return [Launch(f"{op.kind} (view)", "elementwise", 0.0, 0.0, 1, 32, 16, 0,
-                       detail="no work: shape metadata only")]
+    if is_view(op):
+        return []  # shape metadata only: no kernel (the host still dispatches it in eager mode)
     out = graph.tensors.get(op.outputs[0]) if graph is not None and op.outputs else None
     scale = _scale_for(out.dtype if out is not None else "float32", precision)
     rule = _RULES.get(op.kind)
@@ -342,6 +351,38 @@ def _matmul(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisio
     return launches
 
 
+def _attention(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
+               scale: float) -> list[Launch] | None:
+    """``scaled_dot_product_attention`` as the one fused kernel PyTorch runs on Ampere and
+    Hopper: FlashAttention (fp16/bf16) or the memory-efficient kernel, which runs FP32 on tensor
+    cores as 3xTF32 (CUTLASS's ``OpMultiplyAddFastF32``: three TF32 products per FP32 one;
+    plain FP32 where the device has no TF32).  Each block takes a tile of query rows of one
+    (batch, head) and streams every key and value through it, so it is timed as one batched
+    GEMM of ``L`` rows by ``Ev`` columns whose depth carries both products
+    (``2·B·L·S·(E + Ev)`` FLOPs, halved under a causal mask, whose masked tiles are skipped), with
+    no split-K, reading q, k, v once and writing the output once: the score matrix never
+    reaches DRAM.  A ``MultiheadAttention`` module call (its projections inside) is one GEMM
+    chain of its FLOPs."""
+    q, k, v = (shapes.ins[i] if i < len(shapes.ins) else None for i in range(3))
+    eb = _element_bytes(scale)
+    run = kernel_precision(precision, spec, convolution=False)
+    if op.attrs.get("needs_program") or q is None or k is None or v is None or len(q) < 2:
+        rows = math.prod(q[:-1]) if q else 1
+        width = q[-1] if q else 1
+        depth = max(1, round(op.flops / max(1.0, 2.0 * rows * width)))
+        return fastest(gemm_candidates(rows, width, depth, batch=1, precision=run, model=model,
+                                       element_bytes=eb, name="attention"), spec, model)
+    batch, (length, e), keys, ev = math.prod(q[:-2]), q[-2:], k[-2], v[-1]
+    fast_f32 = run == "fp32" and "tf32" in spec.precisions()
+    causal = 0.5 if op.attrs.get("is_causal") else 1.0
+    depth = max(1, round(keys * (e + ev) / ev))
+    name = "attention (memory-efficient, 3xTF32)" if fast_f32 else f"attention (flash, {run})"
+    return fastest(gemm_candidates(
+        length, ev, depth, batch=batch, precision="tf32" if fast_f32 else run, model=model,
+        element_bytes=eb, name=name, split=False, flop_scale=(3.0 if fast_f32 else 1.0) * causal,
+        operand_bytes=eb * batch * (length * e + keys * e + keys * ev)), spec, model)
+
+
 def _concat(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
             scale: float) -> list[Launch] | None:
     eb = _element_bytes(scale)
@@ -412,6 +453,7 @@ LAUNCH_RULES: Mapping[str, _Rule] = {
     "convolution": _conv,
     "separable_convolution": _sepconv,
     "gemm": _matmul,
+    "attention": _attention,
     "copy_each_input": _concat,
     "n_ary_sum": _sum,
     "per_channel_norm": _batchnorm,
