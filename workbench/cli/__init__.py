@@ -238,6 +238,9 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
     cmp.add_argument("--mode", default="eager", choices=("eager", "graph"),
                      help="eager: per-op host launches; graph: whole-graph sink (CUDA graph)")
     cmp.add_argument("--max-streams", type=_positive_int, help="cap on streams for every policy")
+    cmp.add_argument("--keep-views", action="store_true",
+                     help="keep the no-task ops (reshape, flatten, squeeze, eval dropout), which a "
+                          "simulated comparison drops by default (MindSpore's no-task rule)")
     cmp.add_argument("--precision", default="auto",
                      choices=("auto", "fp32", "tf32", "fp16", "bf16"),
                      help="simulated precision (auto: FP32 tensors, TF32 convolutions where the "
@@ -353,7 +356,7 @@ def _compare(args: argparse.Namespace) -> int:
                      executor_options=measured_options or None,
                      show_progress=not args.no_progress, budget_s=args.budget,
                      memory_budget_bytes=args.memory_budget,
-                     measured=measured,
+                     measured=measured, keep_views=args.keep_views,
                      **({"rounds": args.rounds} if args.rounds is not None else {}))
     path = result.to_html(output, plotlyjs=args.plotlyjs)
     table = result.table

@@ -45,6 +45,7 @@ from workbench.orchestration.compare_measured import (
     unmodelled_note,
 )
 from workbench.orchestration.comparison import BASELINE, Comparison
+from workbench.passes.no_task import drop_for_comparison
 from workbench.schedulers import POLICIES, PolicyInfo, schedule
 from workbench.simulator.cost_model.costs import DeviceSpec, lower_bound_us
 from workbench.simulator.cost_model.target import resolve_device
@@ -70,7 +71,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             budget_s: float | None = DEFAULT_BUDGET_S,
             memory_budget_bytes: int | str | None = "auto",
             measured: Trace | None = None, precision: str = "auto",
-            rounds: int = ROUNDS) -> Comparison:
+            rounds: int = ROUNDS, keep_views: bool = False) -> Comparison:
     """Schedule ``graph`` with each policy, execute each schedule, and rank them.
 
     ``options`` maps a policy name to its keyword options.  ``planner`` plans each schedule's
@@ -117,6 +118,11 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     ``budget_s=None``.  Policy errors (bad
     options, invalid schedules) are raised as before.
 
+    ``keep_views``: a simulated comparison (no measured executor, no ``measured`` run) first
+    drops the no-task ops (reshape, flatten, squeeze, eval-mode dropout ...: MindSpore's no-task
+    rule, :func:`workbench.passes.no_task.drop_no_task_ops`), as a graph compiler does, and says
+    how many in ``settings["notes"]`` and ``settings["no_task_dropped"]``; ``True`` keeps them.
+
     ``show_progress`` prints one line on stderr per policy as it starts and ends (time, status),
     also when stderr is not a terminal, and shows a bar in terminals and notebooks.
     """
@@ -152,6 +158,10 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     import workbench.orchestration.optimum  # noqa: F401
 
     notes: list[str] = []
+    if not isinstance(keep_views, bool):
+        raise OptionError(f"keep_views must be True or False, got {keep_views!r:.80}")
+    graph, dropped = drop_for_comparison(graph, keep_views or executor != "simulator"
+                                         or measured is not None, notes)
     from workbench.simulator.cost_model.kernel_model import check_precision
 
     check_precision(precision)
@@ -211,6 +221,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
                 "memory_planner": planner,
                 "pool_chunk_mib": pool_chunk_bytes / 2**20,
                 "budget_s_per_stage": budget, "memory_budget_bytes": mem,
+                "no_task_dropped": dropped,
                 **({"notes": notes} if notes else {}),
                 **({"measured_device": measured_on} if measured_on else {})}
     first = next((out[1].value[0] for out in results.values() if len(out) > 1 and out[1].ok),

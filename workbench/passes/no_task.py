@@ -30,6 +30,7 @@ False
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from workbench.values.graph import NO_TASK_KINDS, Graph, OpId, TensorId
@@ -85,6 +86,20 @@ def drop_no_task_ops(graph: Graph) -> Graph:
     outputs = list(dict.fromkeys(root.get(t, t) for t in graph.outputs))
     control = _relink_control(graph, removed)
     return graph.replace(ops=new_ops, tensors=new_tensors, control_edges=control, outputs=outputs)
+
+
+def drop_for_comparison(graph: Graph, keep: bool, notes: list[str]) -> tuple[Graph, int]:
+    """What :func:`workbench.compare` schedules: ``graph`` without its no-task ops unless
+    ``keep`` (a note in ``notes`` says how many of which kinds went), and that count."""
+    dropped = [] if keep else no_task_ops(graph)
+    if not dropped:
+        return graph, 0
+    kinds = Counter(graph.op(o).kind for o in dropped)
+    listed = ", ".join(f"{k} ×{n}" for k, n in kinds.most_common())
+    notes.append(f"{len(dropped)} no-task ops dropped before scheduling ({listed}): MindSpore's "
+                 f"no-task rule, as a graph compiler runs them (keep_views=True / --keep-views "
+                 f"keeps them)")
+    return drop_no_task_ops(graph), len(dropped)
 
 
 def _relink_control(graph: Graph, removed: set[OpId]) -> list[tuple[OpId, OpId]]:
