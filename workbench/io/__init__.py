@@ -12,7 +12,7 @@ engine; never the views, orchestration or apps.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from workbench._atomic import check_input
@@ -41,12 +41,14 @@ SAVERS.register(".gv", save_dot)
 
 
 def load(path: str | Path, *, dims: Mapping[str, int] | None = None,
-         simplify: bool = False) -> Graph:
+         simplify: bool = False,
+         input_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
     """Load a graph; the format comes from the suffix (``.json``, ``.onnx``, ``.dot``, ``.gv``).
 
-    ``dims`` sets symbolic input dimensions of an ONNX model (``{"batch": 8}``); other formats
-    have none, so ``dims`` with them is an error; so is ``simplify`` (an ONNX model through
-    onnxscript's optimizer first, :func:`~workbench.io.onnx.load_onnx`).  Devices, FIFOs,
+    ``input_shapes`` gives example shapes of an ONNX model's inputs (``{"input": (1, 3, 224,
+    224)}``) and ``dims`` its symbolic input dimensions by name (``{"batch": 8}``); other
+    formats have neither, so they are an error with them; so is ``simplify`` (an ONNX model
+    through onnxscript's optimizer first, :func:`~workbench.io.onnx.load_onnx`).  Devices, FIFOs,
     directories and files over the input limit (``WORKBENCH_MAX_INPUT_BYTES``, default 1 GiB)
     are refused with one line.
     """
@@ -61,8 +63,12 @@ def load(path: str | Path, *, dims: Mapping[str, int] | None = None,
                           f"symbolic dimensions)")
     if simplify and loader is not load_onnx:
         raise OptionError(f"{path}: simplify applies to .onnx models only")
+    if input_shapes and loader is not load_onnx:
+        raise OptionError(f"{path}: input_shapes apply to .onnx models only")
     check_input(path, what="graph file")
-    return load_onnx(path, dims=dims, simplify=simplify) if dims or simplify else loader(path)
+    if dims or simplify or input_shapes:
+        return load_onnx(path, dims=dims, simplify=simplify, input_shapes=input_shapes)
+    return loader(path)
 
 
 def save(graph: Graph, path: str | Path) -> Path:

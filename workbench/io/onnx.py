@@ -1,8 +1,10 @@
 """ONNX import as a compiler sees the model: weights folded, control flow costed from its bodies.
 
 :func:`load_onnx` reads a ``.onnx`` file (the ``onnx`` package is imported inside the function),
-sets the symbolic input dimensions (``dims=``), runs ``onnx.shape_inference.infer_shapes`` and
-turns every node that computes on activations, in file order, into an
+sets the symbolic input dimensions (``dims=``, ``input_shapes=``), runs
+``onnx.shape_inference.infer_shapes`` and completes its shapes where exporters' shape arithmetic
+stopped it (:mod:`workbench.io.onnx_shapes`), and turns every node that computes on activations,
+in file order, into an
 :class:`~workbench.values.graph.Op`.  Reading the protobuf into plain values (the file checked,
 its symbolic dimensions set, value infos, nodes, op ids) is :mod:`workbench.io.onnx_proto`'s
 job; this module builds the graph from them.  Nodes that compute only from weights (``Constant``,
@@ -28,13 +30,14 @@ default (``main_graph``, ``torch-jit-export``, empty).
 
 Unknown op types, and known ones whose shapes inference could not find, get a default cost (bytes
 from whatever shapes are known, FLOPs = output elements), ``attrs["cost"] = "default"`` and one
-warning per file that lists them with counts.
+warning per file that lists the commonest with counts, and says how to find the shapes
+(``simplify=True``, ``input_shapes=``) when they are what is missing.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +73,7 @@ from workbench.io.onnx_rules import (
     VIEW_OP_TYPES,
     kind_of,
 )
+from workbench.io.onnx_shapes import StaticShapes, infer_shapes, static_shapes
 from workbench.io.onnx_simplify import simplify as _simplify
 from workbench.io.onnx_weights import parameter_values
 from workbench.values.graph import Graph, Op, Tensor
@@ -98,15 +102,29 @@ GENERIC_NAMES = frozenset({"", "main_graph", "torch-jit-export", "torch_jit", "t
 
 # ================================================================================ the loader
 def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
-              simplify: bool = False) -> Graph:
+              simplify: bool = False,
+              input_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
     """Read an ONNX model into a :class:`~workbench.values.graph.Graph`.
 
-    ``dims`` gives values for symbolic input dimensions (``{"batch": 8}``); the others are set to
-    1 (with a warning) so that shape inference can reach every node; a name that is not a
-    symbolic dimension of the graph is a one-line :class:`~workbench.errors.OptionError` listing
-    those it has.  Op ids are the node names verbatim; unnamed nodes get ``<op_type>_<k>``.
-    Complexity: O(nodes + values), bodies included, after ONNX's own shape inference.  Every
-    problem with the file is a one-line :class:`~workbench.errors.FormatError` naming it.
+    ``input_shapes`` gives example shapes of the model's inputs (``{"input": (1, 3, 224,
+    224)}``) and ``dims`` values of symbolic dimensions by their name (``{"batch": 8}``); both
+    set the same thing, the symbolic dimensions of the inputs (an input shape sets the symbolic
+    dimensions it covers, for every input that shares them: ``input_shapes={"ids": (1, 128)}``
+    on ``ids: (batch, seq)`` is ``dims={"batch": 1, "seq": 128}``, and also shapes a ``mask:
+    (batch, seq)``).  Dimensions neither sets are 1 (with a warning) so that shape inference can
+    reach every node.  A ``dims`` name that is not a symbolic dimension of the graph, an input
+    name the graph does not have, a shape of another rank, a dimension that is not positive or
+    that the file fixes to another value, is a one-line :class:`~workbench.errors.OptionError`
+    listing what the graph has.  Op ids are the node names verbatim; unnamed nodes get
+    ``<op_type>_<k>``.  Complexity: O(nodes + values), bodies included, after ONNX's own shape
+    inference.  Every problem with the file is a one-line :class:`~workbench.errors.FormatError`
+    naming it.
+
+    Shapes: ONNX's shape inference (data propagation on) runs first; then one pass
+    (:mod:`workbench.io.onnx_shapes`) evaluates the shape arithmetic real exporters write
+    (``Shape``/``Gather``/``Concat``/``Div``/``Where``/``Range``/...) and infers again every
+    node inference left without a static shape, with those values as constant inputs, so the
+    legacy exporter's BERT or Swin transformer imports with every op shaped, in seconds.
 
     The graph's program (``graph.program``) holds the weights: every initializer and folded
     constant an op reads, as NumPy arrays (one copy of each; folded nodes no op needs are not
@@ -117,7 +135,7 @@ def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
     ``simplify=True`` first runs onnxscript's optimizer (``onnxscript.optimizer.optimize``:
     constant folding, shape-op elimination, dead code; the legacy exporter's transformers lose
     their ``Shape``/``Gather``/``Concat`` chains) when onnxscript is installed (the ``onnx``
-    extra), else warns that only ONNX's own shape inference (with data propagation) ran.
+    extra), else warns that it did not run.
     """
     try:
         import onnx
@@ -127,22 +145,49 @@ def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
     for key, value in (dims or {}).items():
         if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < MAX_ELEMENTS:
             raise OptionError(f"dims[{key!r}] must be a positive integer, got {value!r}")
+    if input_shapes is not None and not isinstance(input_shapes, Mapping):
+        raise OptionError(one_line(f"input_shapes must map input names to shapes, got "
+                                   f"{input_shapes!r}"[:300]))
     model = read_model(onnx, path)
-    fix_symbolic_dims(model, dims or {}, path)
+    fix_symbolic_dims(model, dims or {}, path, input_shapes)
     if simplify:
         model = _simplify(model, path)
-    failed = ""
+    failed = infer_shapes(onnx, model)
     try:
-        # data_prop folds Shape -> Gather -> Reshape chains; a model that trips ONNX's own checker
-        # falls back to the shapes stored in the file (so any exception type is acceptable here).
-        model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False,
-                                                  data_prop=True)
-    except Exception as exc:  # noqa: BLE001 - third-party inference on an arbitrary file
-        failed = f"shape inference failed ({type(exc).__name__})"
-    try:
-        return _build(onnx, model, path, failed)
+        return _build(onnx, model, path, failed, static_shapes(onnx, model, str(path.parent)))
     except GraphError as exc:
         raise GraphError(one_line(f"{path}: {exc}")) from None
+
+
+#: How many op types the default-cost warning lists by name.
+LISTED_TYPES = 6
+#: What the warning suggests when shapes stay unknown.
+SHAPES_REMEDY = ("to find them, load with simplify=True (CLI --simplify) or give example input "
+                 "shapes: input_shapes={name: shape} (CLI --input-shape NAME=1,3,224,224)")
+
+
+def defaulted_text(name: str, defaulted: Mapping[str, int], failed: str = "") -> str:
+    """The one-line warning for ops imported with a default cost: how many, the commonest
+    types with counts (:data:`LISTED_TYPES` of them, then how many more), why, and the remedy
+    when shapes stayed unknown.
+
+    >>> defaulted_text("m.onnx", {"MatMul (shapes unknown)": 3, "Foo (unknown op type)": 1})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    'm.onnx: 4 op(s) imported with a default cost (flops = output elements): MatMul (shapes
+    unknown) ×3, Foo (unknown op type) ×1; to find them, load with simplify=True (CLI
+    --simplify) or give example input shapes: input_shapes={name: shape} (CLI --input-shape
+    NAME=1,3,224,224)'
+    """
+    ranked = sorted(defaulted.items(), key=lambda kv: (-kv[1], kv[0]))
+    listed = ", ".join(f"{k} ×{v}" for k, v in ranked[:LISTED_TYPES])
+    if len(ranked) > LISTED_TYPES:
+        rest = sum(v for _, v in ranked[LISTED_TYPES:])
+        listed += f" and {rest} more of {len(ranked) - LISTED_TYPES} other types"
+    note = f"; {failed}" if failed else ""
+    if any(k.endswith("(shapes unknown)") for k in defaulted):
+        note += f"; {SHAPES_REMEDY}"
+    return one_line(f"{name}: {sum(defaulted.values())} op(s) imported with a default cost "
+                    f"(flops = output elements): {listed}{note}")
 
 
 def graph_name(model_name: str, path: Path) -> str:
@@ -323,12 +368,13 @@ def _import_body(onnx: Any, body: Any, outer: _Scope, prefix: str) -> list[Op]:
     return _import_nodes(onnx, body, scope, prefix)
 
 
-def _build(onnx: Any, model: Any, path: Path, failed: str) -> Graph:
+def _build(onnx: Any, model: Any, path: Path, failed: str, found: StaticShapes) -> Graph:
     g = model.graph
     initializers = {text_of(t.name) for t in g.initializer}
     graph_outputs = [text_of(vi.name) for vi in g.output if vi.name]
-    scope = _Scope(value_infos(onnx, g), set(initializers), small_ints(onnx, g),
-                   frozenset(graph_outputs))
+    infos = value_infos(onnx, g)
+    infos.update(found.infos)
+    scope = _Scope(infos, set(initializers), small_ints(onnx, g), frozenset(graph_outputs))
     for vi in g.input:
         name = text_of(vi.name)
         if name:
@@ -337,14 +383,10 @@ def _build(onnx: Any, model: Any, path: Path, failed: str) -> Graph:
         if name:
             scope.add_tensor(name, None, "parameter")
     scope.opset = _opset(model)
-    scope.values = _weights(onnx, model, scope, path)
+    scope.values = _weights(onnx, model, scope, path, found.values)
     ops = _import_nodes(onnx, g, scope)
     if scope.defaulted:
-        listed = ", ".join(f"{k} ×{v}" for k, v in sorted(scope.defaulted.items()))
-        note = f"; {failed}" if failed else ""
-        warn_line(one_line(f"{path.name}: {sum(scope.defaulted.values())} op(s) imported "
-                           f"with a default cost (flops = output elements): {listed}{note}"),
-                  str(path))
+        warn_line(defaulted_text(path.name, scope.defaulted, failed), str(path))
     outputs = list(dict.fromkeys(graph_outputs))
     inputs = [text_of(vi.name) for vi in g.input
               if vi.name and text_of(vi.name) not in initializers]
@@ -361,7 +403,8 @@ def _opset(model: Any) -> int:
     return max(versions, default=17)
 
 
-def _weights(onnx: Any, model: Any, scope: _Scope, path: Path) -> dict[str, Any]:
+def _weights(onnx: Any, model: Any, scope: _Scope, path: Path,
+             known: Mapping[str, Any]) -> dict[str, Any]:
     """The value of every initializer or folded constant a kept node of the main graph reads
     (or the graph returns), for the graph's :class:`~workbench.values.program.Weights`
     (:mod:`workbench.io.onnx_weights`); folded nodes no kept node needs are not evaluated."""
@@ -373,7 +416,7 @@ def _weights(onnx: Any, model: Any, scope: _Scope, path: Path) -> dict[str, Any]
     needed |= scope.graph_outputs
     return parameter_values(onnx, g, nodes, folded, needed,
                             lambda name: scope.infos.get(name, (None,))[0],
-                            opsets=list(model.opset_import), path=path)
+                            opsets=list(model.opset_import), path=path, known=known)
 
 
 __all__ = ["CONSTANT_OP_TYPES", "GENERIC_NAMES", "RULES", "VIEW_COST", "VIEW_OP_TYPES", "Info",

@@ -61,13 +61,84 @@ def read_model(onnx: Any, path: Path) -> Any:
     return model
 
 
-def fix_symbolic_dims(model: Any, dims: Mapping[str, int], path: Path) -> None:
-    """Set symbolic or missing input dimensions to ``dims[name]`` (default 1), in place.  A name
-    in ``dims`` that is no symbolic dimension of the graph is a one-line error listing them."""
+def _dims_text(vi: Any) -> str:
+    """An input's declared shape as text: ``(batch, 3, 224, 224)``, ``?`` without a shape."""
+    tt = vi.type.tensor_type
+    if not tt.HasField("shape"):
+        return "?"
+    return "(" + ", ".join(str(d.dim_value) if d.WhichOneof("value") == "dim_value" else
+                           (text_of(d.dim_param) or "?") for d in tt.shape.dim) + ")"
+
+
+def _shape_dims(input_shapes: Mapping[str, Any], inputs: Sequence[Any], path: Path,
+                dims: dict[str, int]) -> dict[tuple[str, int], int]:
+    """``input_shapes`` checked against the graph's inputs and turned into dimension values:
+    the symbolic dimensions they name go into ``dims`` (so ``input_shapes={"x": (8, 3, 224,
+    224)}`` on an input ``x: (batch, 3, 224, 224)`` is ``dims={"batch": 8}``), unnamed unknown
+    dimensions are returned by (input, axis).  Every mistake is a one-line OptionError naming the
+    input and the graph's inputs with their shapes."""
+    by_name = {text_of(vi.name): vi for vi in inputs}
+    listed = ", ".join(f"{name!r} {_dims_text(vi)}" for name, vi in by_name.items()) or "none"
+    where = f"{path.name}: input_shapes"
+    given_by: dict[str, str] = {}
+    direct: dict[tuple[str, int], int] = {}
+    for name, value in input_shapes.items():
+        vi = by_name.get(name)
+        if vi is None:
+            raise OptionError(one_line(f"{where}: the graph has no input {name!r} "
+                                       f"(inputs: {listed})"))
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise OptionError(one_line(f"{where}[{name!r}] must be a sequence of positive "
+                                       f"integers, got {value!r} (inputs: {listed})"))
+        tt = vi.type.tensor_type
+        declared = list(tt.shape.dim) if tt.HasField("shape") else None
+        if declared is not None and len(declared) != len(value):
+            raise OptionError(one_line(f"{where}[{name!r}] has {len(value)} dimensions "
+                                       f"{tuple(value)}, the input has {len(declared)} "
+                                       f"{_dims_text(vi)} (inputs: {listed})"))
+        for k, v in enumerate(value):
+            if not 0 < v < MAX_ELEMENTS:
+                raise OptionError(one_line(f"{where}[{name!r}] dimension {k} is {v}: dimensions "
+                                           f"must be positive (inputs: {listed})"))
+        if declared is None:
+            tt.shape.SetInParent()
+            for v in value:
+                tt.shape.dim.add().dim_value = v
+            continue
+        for k, (d, v) in enumerate(zip(declared, value, strict=True)):
+            kind = d.WhichOneof("value")
+            if kind == "dim_value" and d.dim_value != v:
+                raise OptionError(one_line(f"{where}[{name!r}] dimension {k} is {v}, the file "
+                                           f"fixes it at {d.dim_value} (inputs: {listed})"))
+            if kind == "dim_param" and text_of(d.dim_param):
+                symbol = text_of(d.dim_param)
+                if symbol in dims and dims[symbol] != v:
+                    before = given_by.get(symbol, "dims")
+                    raise OptionError(one_line(
+                        f"{where}[{name!r}] dimension {k} ({symbol!r}) is {v}, but {before} "
+                        f"sets {symbol!r} to {dims[symbol]}"))
+                dims[symbol] = v
+                given_by[symbol] = f"input_shapes[{name!r}]"
+            elif kind != "dim_value":
+                direct[(name, k)] = v
+    return direct
+
+
+def fix_symbolic_dims(model: Any, dims: Mapping[str, int], path: Path,
+                      input_shapes: Mapping[str, Any] | None = None) -> None:
+    """Set symbolic or missing input dimensions, in place: from ``input_shapes`` (input name ->
+    full shape; the symbolic dimensions it names take its values), else ``dims[name]``
+    (symbolic dimension name -> value), else 1 (with a warning).  A name in ``dims`` that is no
+    symbolic dimension of the graph, and an ``input_shapes`` entry that does not fit its input
+    (no such input, another rank, a dimension that is not positive or differs from one the file
+    fixes, two values for one symbolic dimension), is a one-line
+    :class:`~workbench.errors.OptionError` naming what the graph has."""
     initializers = {text_of(t.name) for t in model.graph.initializer}
-    inputs = [vi for vi in model.graph.input if text_of(vi.name) not in initializers
-              and vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")]
-    symbolic = list(dict.fromkeys(text_of(d.dim_param) for vi in inputs
+    declared = [vi for vi in model.graph.input if text_of(vi.name) not in initializers
+                and vi.type.HasField("tensor_type")]
+    symbolic = list(dict.fromkeys(text_of(d.dim_param) for vi in declared
+                                  if vi.type.tensor_type.HasField("shape")
                                   for d in vi.type.tensor_type.shape.dim
                                   if d.WhichOneof("value") == "dim_param"))
     unknown = [k for k in dims if k not in symbolic]
@@ -75,6 +146,9 @@ def fix_symbolic_dims(model: Any, dims: Mapping[str, int], path: Path) -> None:
         have = ", ".join(map(repr, symbolic)) if symbolic else "none"
         raise OptionError(one_line(f"{path.name}: no symbolic dimension {unknown[0]!r} "
                                    f"(symbolic dimensions of this graph: {have})"))
+    dims = dict(dims)
+    direct = _shape_dims(input_shapes or {}, declared, path, dims)
+    inputs = [vi for vi in declared if vi.type.tensor_type.HasField("shape")]
     defaulted: list[str] = []
     for vi in inputs:
         for k, d in enumerate(vi.type.tensor_type.shape.dim):
@@ -84,7 +158,7 @@ def fix_symbolic_dims(model: Any, dims: Mapping[str, int], path: Path) -> None:
             if d.WhichOneof("value") == "dim_value":
                 continue
             name = text_of(d.dim_param) if d.WhichOneof("value") == "dim_param" else "?"
-            value = dims.get(name)
+            value = direct.get((text_of(vi.name), k)) or dims.get(name)
             if value is None:
                 value = 1
                 if name not in defaulted:
@@ -92,11 +166,33 @@ def fix_symbolic_dims(model: Any, dims: Mapping[str, int], path: Path) -> None:
             d.dim_value = int(value)
     if defaulted:
         warn_line(one_line(f"{path.name}: symbolic input dimensions set to 1: "
-                           f"{', '.join(map(repr, defaulted))} (pass dims={{...}} to choose)"),
+                           f"{', '.join(map(repr, defaulted))} (pass dims={{...}} or "
+                           f"input_shapes={{...}} to choose; CLI --dim / --input-shape)"),
                   str(path))
 
 
-def _tensor_type(onnx: Any, elem_type: int) -> tuple[str, int] | None:
+def parse_input_shapes(texts: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """The CLI's ``--input-shape NAME=1,3,224,224`` options as ``input_shapes`` (name ->
+    shape); a malformed one, or one input given twice, is a one-line OptionError.  The shapes
+    are checked against the graph by :func:`fix_symbolic_dims`.
+
+    >>> parse_input_shapes(["input.1=1,3,224,224", "ids = 1x128"])
+    {'input.1': (1, 3, 224, 224), 'ids': (1, 128)}
+    """
+    out: dict[str, tuple[int, ...]] = {}
+    for text in texts:
+        name, sep, dims = text.rpartition("=")
+        parts = [p.strip() for p in dims.replace("x", ",").split(",")]
+        if not sep or not name.strip() or not all(p.lstrip("-").isdigit() for p in parts):
+            raise OptionError(one_line(f"--input-shape expects NAME=D1,D2,... (e.g. "
+                                       f"input=1,3,224,224), got {text!r}"))
+        if name.strip() in out:
+            raise OptionError(one_line(f"--input-shape gives input {name.strip()!r} twice"))
+        out[name.strip()] = tuple(int(p) for p in parts)
+    return out
+
+
+def tensor_type(onnx: Any, elem_type: int) -> tuple[str, int] | None:
     """(dtype name, bytes per element) of an ONNX data type, None if unknown."""
     if elem_type in (0, onnx.TensorProto.STRING):
         return None
@@ -130,13 +226,13 @@ def value_infos(onnx: Any, graph: Any) -> dict[str, ValueInfo]:
         if not vi.type.HasField("tensor_type"):
             continue
         tt = vi.type.tensor_type
-        kind = _tensor_type(onnx, tt.elem_type) or ("float32", 4)
+        kind = tensor_type(onnx, tt.elem_type) or ("float32", 4)
         shape = _shape_of(tt.shape.dim) if tt.HasField("shape") else None
         old = table.get(text_of(vi.name))
         if old is None or old[0] is None:
             table[text_of(vi.name)] = (shape, *kind)
     for init in graph.initializer:
-        kind = _tensor_type(onnx, init.data_type) or ("float32", 4)
+        kind = tensor_type(onnx, init.data_type) or ("float32", 4)
         table[text_of(init.name)] = (_shape_of(list(init.dims)), *kind)
     return table
 
@@ -231,5 +327,6 @@ def op_ids(nodes: Sequence[PlainNode]) -> list[str]:
     return ids
 
 
-__all__ = ["PlainNode", "ValueInfo", "fix_symbolic_dims", "one_line", "op_ids", "plain_nodes",
-           "read_model", "small_ints", "text_of", "value_infos"]
+__all__ = ["PlainNode", "ValueInfo", "fix_symbolic_dims", "one_line", "op_ids",
+           "parse_input_shapes", "plain_nodes", "read_model", "small_ints", "tensor_type",
+           "text_of", "value_infos"]

@@ -108,6 +108,21 @@ def _gather(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> 
                      blocks(y.elements))
 
 
+def _resize(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    """Resize/Upsample: reads its input, writes its output; per output element, nearest copies
+    (0 FLOPs), linear interpolates ``2**n - 1`` times over the ``n`` resized axes (3 FLOPs a
+    lerp), cubic weighs ``4**n`` taps (2 FLOPs each)."""
+    x, y = _first(ins), _first(outs)
+    if x is None or y is None or len(x.shape) != len(y.shape):
+        return None
+    n = sum(i != o for i, o in zip(x.shape, y.shape, strict=True))
+    mode = str(a.get("mode") or "nearest").lower()
+    per_element = (3 * (2**n - 1) if mode in ("linear", "bilinear", "trilinear") else
+                   2 * 4**n if mode in ("cubic", "bicubic") else 0)
+    return ShapeCost(per_element * y.elements, total_bytes(ins), total_bytes(outs),
+                     blocks(y.elements))
+
+
 def _view(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
     return VIEW_COST
 
@@ -141,6 +156,8 @@ _COSTS: dict[str, Rule] = {
     "GlobalAveragePool": _global,
     "GlobalMaxPool": _global,
     "LRN": _lrn,
+    "Resize": _resize,
+    "Upsample": _resize,
     "Gather": _gather,
     "Slice": _gather,
     "Reshape": _view,

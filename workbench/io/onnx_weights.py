@@ -10,6 +10,8 @@ reads, so that the graph runs the model (:class:`workbench.values.program.Weight
   bytes are not kept); initializers no kept op reads are not converted at all;
 * ``Shape`` / ``Size`` of a tensor with a static shape: from the shape; ``Identity``: the same
   array (no copy);
+* a folded value the import's shape pass already computed (:mod:`workbench.io.onnx_shapes`:
+  shape arithmetic, masks, small index tables): that array;
 * every other folded node an op needs (and only those, found backwards from the ops' inputs):
   one ``onnx.reference.ReferenceEvaluator`` run over just those nodes, fed the values above.
 
@@ -20,7 +22,7 @@ Complexity: O(nodes) plus the folded nodes' own work.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,21 +42,29 @@ def _array(onnx: Any, tensor: Any, base_dir: str) -> np.ndarray:
 
 def parameter_values(onnx: Any, graph: Any, nodes: Sequence[Any], folded: Collection[int],
                      needed: Collection[str], shape_of: Callable[[str], tuple[int, ...] | None],
-                     *, opsets: Sequence[Any], path: Path) -> dict[str, np.ndarray]:
+                     *, opsets: Sequence[Any], path: Path,
+                     known: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """The value of each name in ``needed`` that is an initializer of ``graph`` or an output of
     a ``folded`` node (``nodes``: the graph's nodes as plain values, in file order);
-    ``shape_of``: a value's static shape (``None`` if unknown).  See the module docstring."""
+    ``shape_of``: a value's static shape (``None`` if unknown); ``known``: folded values already
+    computed (:mod:`workbench.io.onnx_shapes`), taken as they are.  See the module docstring."""
+    known = known or {}
     inits = {str(t.name): t for t in graph.initializer if t.name}
     # the folded nodes the needed values come from, found backwards
     want = set(needed)
     required: list[int] = []
+    values: dict[str, np.ndarray] = {}
     for i in sorted(folded, reverse=True):
-        if want.intersection(t for t in nodes[i].outputs if t):
-            required.append(i)
-            want.update(t for t in nodes[i].inputs if t)
+        outs = [t for t in nodes[i].outputs if t]
+        if not want.intersection(outs):
+            continue
+        if all(t in known for t in outs):
+            values.update((t, known[t]) for t in outs)
+            continue
+        required.append(i)
+        want.update(t for t in nodes[i].inputs if t)
     required.reverse()
     base_dir = str(path.parent)
-    values: dict[str, np.ndarray] = {}
     for name in want:
         if name in inits:
             try:
