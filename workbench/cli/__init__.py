@@ -48,6 +48,7 @@ from typing import Any, NoReturn
 
 from workbench._terminal import ESSENTIAL_COLUMNS, clean, ranking_text
 from workbench.cli.calibrate import calibrate_parser, run_calibrate
+from workbench.cli.onnx_options import add_onnx_options, onnx_options
 from workbench.cli.profiles import (
     add_compare_options,
     add_import_parser,
@@ -213,6 +214,7 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
                      help="a builder parameter of the built-in model (repeatable)")
     cmp.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
                      help="a symbolic dimension of an ONNX graph file (repeatable)")
+    add_onnx_options(cmp)
     cmp.add_argument("--policies", help="comma-separated policies (default: all)")
     cmp.add_argument("--device", default="h100",
                      help="device model (see `workbench devices`), or the path of a device file "
@@ -279,9 +281,10 @@ def _load_graph(args: argparse.Namespace) -> Any:
     if args.graph:
         if args.param or args.batch is not None:
             raise OptionError("--batch/--param apply to --model only")
-        return load(args.graph, dims=_params(args.dim, "--dim") or None)
+        return load(args.graph, dims=_params(args.dim, "--dim") or None, **onnx_options(args))
     if args.dim:
         raise OptionError("--dim applies to graph files only")
+    onnx_options(args)  # --input-shape/--simplify: graph files only
     params = _params(args.param)
     if args.batch is not None:
         params["batch"] = args.batch
