@@ -45,6 +45,7 @@ from workbench.orchestration.compare_measured import (
     unmodelled_note,
 )
 from workbench.orchestration.comparison import BASELINE, Comparison
+from workbench.orchestration.graph_notes import default_cost_note
 from workbench.passes.no_task import drop_for_comparison
 from workbench.schedulers import POLICIES, PolicyInfo, schedule
 from workbench.simulator.cost_model.costs import DeviceSpec, lower_bound_us
@@ -162,6 +163,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         raise OptionError(f"keep_views must be True or False, got {keep_views!r:.80}")
     graph, dropped = drop_for_comparison(graph, keep_views or executor != "simulator"
                                          or measured is not None, notes)
+    notes.extend(n for n in (default_cost_note(graph),) if n)
     from workbench.simulator.cost_model.kernel_model import check_precision
 
     check_precision(precision)
