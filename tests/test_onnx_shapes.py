@@ -299,7 +299,9 @@ def test_input_shapes_set_the_symbolic_dimensions(dynamic: Path) -> None:
     # the same as naming the symbolic dimensions (dims=), or both when they agree
     by_dims = load_onnx(dynamic, dims={"batch": 4, "h": 32, "w": 32})
     both = load_onnx(dynamic, dims={"batch": 4}, input_shapes={"x": [4, 3, 32, 32]})
-    for other in (by_dims, both):
+    array = load_onnx(dynamic, input_shapes={"x": np.array([4, 3, 32, 32])})
+    size = load_onnx(dynamic, input_shapes={"x": torch.Size([4, 3, 32, 32])})
+    for other in (by_dims, both, array, size):
         assert [(o.id, o.flops) for o in other.ops] == [(o.id, o.flops) for o in graph.ops]
     # without either: the dimensions are 1, and the warning says how to choose them
     _, messages = _load_quietly(dynamic)

@@ -16,6 +16,7 @@ as nested lists, others as ``<tensor dims>``).  O(nodes + values).
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -70,6 +71,22 @@ def _dims_text(vi: Any) -> str:
                            (text_of(d.dim_param) or "?") for d in tt.shape.dim) + ")"
 
 
+def _int_tuple(value: Any) -> tuple[int, ...] | None:
+    """A shape given as a list, tuple, ``torch.Size`` or 1-D integer array, as ints; None when
+    it is not one (text, floats, booleans, a mapping)."""
+    if isinstance(value, (str, bytes, Mapping)) or not hasattr(value, "__iter__"):
+        return None
+    out = []
+    try:
+        for v in value:
+            if isinstance(v, bool):
+                return None
+            out.append(operator.index(v))
+    except TypeError:
+        return None
+    return tuple(out)
+
+
 def _shape_dims(input_shapes: Mapping[str, Any], inputs: Sequence[Any], path: Path,
                 dims: dict[str, int]) -> dict[tuple[str, int], int]:
     """``input_shapes`` checked against the graph's inputs and turned into dimension values:
@@ -87,10 +104,11 @@ def _shape_dims(input_shapes: Mapping[str, Any], inputs: Sequence[Any], path: Pa
         if vi is None:
             raise OptionError(one_line(f"{where}: the graph has no input {name!r} "
                                        f"(inputs: {listed})"))
-        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(
-                isinstance(v, int) and not isinstance(v, bool) for v in value):
+        value = _int_tuple(value)
+        if value is None:
             raise OptionError(one_line(f"{where}[{name!r}] must be a sequence of positive "
-                                       f"integers, got {value!r} (inputs: {listed})"))
+                                       f"integers, got {input_shapes[name]!r} (inputs: "
+                                       f"{listed})"[:400]))
         tt = vi.type.tensor_type
         declared = list(tt.shape.dim) if tt.HasField("shape") else None
         if declared is not None and len(declared) != len(value):
