@@ -78,6 +78,12 @@ def _gather_elements(node: Any, data: np.ndarray, indices: np.ndarray) -> tuple[
 _OWN: dict[str, Callable[..., tuple[np.ndarray, ...]]] = {"GatherElements": _gather_elements}
 
 
+def _domain(domain: Any) -> str:
+    """An op domain, ONNX's own spelled ``""`` (files may write ``ai.onnx``)."""
+    text = text_of(domain)
+    return "" if text == "ai.onnx" else text
+
+
 def _static(tp: Any) -> tuple[int, ...] | None:
     """The static shape of a tensor ``TypeProto``; None when a dimension is unknown."""
     if tp is None or tp.WhichOneof("value") != "tensor_type":
@@ -108,9 +114,8 @@ class _Pass:
         self.onnx = onnx
         self.base_dir = base_dir
         g = model.graph
-        self.opsets = {text_of(o.domain) or "": int(o.version) for o in model.opset_import}
+        self.opsets = {_domain(o.domain): int(o.version) for o in model.opset_import}
         self.opsets.setdefault("", 17)
-        self.opsets.pop("ai.onnx", None)
         self.ir_version = int(model.ir_version) or 8
         self.types: dict[str, Any] = {}
         for vi in (*g.input, *g.value_info, *g.output):
@@ -206,7 +211,7 @@ class _Pass:
         from onnx.reference import ReferenceEvaluator
         from onnx.reference.ops import load_op
 
-        key = (text_of(node.domain), text_of(node.op_type))
+        key = (_domain(node.domain), text_of(node.op_type))
         try:
             cls = self._ops.get(key)
             if cls is None:
@@ -269,9 +274,9 @@ class _Pass:
         return fresh
 
     def _schema(self, node: Any) -> Any:
-        key = (text_of(node.domain), text_of(node.op_type))
+        key = (_domain(node.domain), text_of(node.op_type))
         if key not in self._schemas:
-            version = self.opsets.get(key[0] if key[0] != "ai.onnx" else "")
+            version = self.opsets.get(key[0])
             try:
                 self._schemas[key] = (None if version is None else
                                       self.onnx.defs.get_schema(key[1], version, key[0]))
