@@ -142,6 +142,28 @@ FORM_CASES: list[FormCase] = [
      [_f(2, 5)], [(2, 3)]),
     ("getitem", {"axis": 1, "index": -1}, [_f(2, 3, 4)], [(2, 4)]),
     ("getitem", {"index": 1, "offset": 6}, [_f(15)], [(3, 3)]),
+    # torch's indexing, shifting and scanning: x[:, idx] (negative, a mask, one tensor at two
+    # positions), gather, roll (flattened), masked_fill, !=, diff (prepend/append), cumsum
+    ("index", {"axes": [1]}, [_f(2, 4, 3), _i(4, 5, low=-4)], [(2, 5, 3)]),
+    ("index", {"axes": [0, 2]}, [_f(3, 4, 5), _i(3, 2, 1), _i(5, 2, 1)], [(2, 1, 4)]),
+    ("index", {"axes": [0, 1]}, [_f(4, 4, 2), _i(4, 3)], [(3, 2)]),
+    ("index", {"axes": [1]}, [_f(2, 3, 4), _f(3) > 0], [()]),
+    ("gather_elements", {"axis": 1}, [_f(3, 5, 2), _i(5, 3, 4, 2, low=-5)], [(3, 4, 2)]),
+    ("gather_elements", {"axis": -1}, [_f(3, 4), _i(4, 2, 2)], [(2, 2)]),
+    ("roll", {"shifts": [1, -2], "axes": [0, 2]}, [_f(3, 4, 5)], [(3, 4, 5)]),
+    ("roll", {"shifts": 3}, [_i(9, 2, 5)], [(2, 5)]),
+    ("masked_fill", {"value": -1e4}, [_f(2, 3, 4), _f(3, 1) > 0], [(2, 3, 4)]),
+    ("masked_fill", {}, [_i(9, 3, 4), _f(3, 4) > 0, np.int64(-7)], [(3, 4)]),
+    ("not_equal", {}, [_i(3, 3, 4), _i(3, 3, 4)], [(3, 4)]),
+    ("not_equal", {"scalar": 1}, [_i(3, 3, 4)], [(3, 4)]),
+    ("diff", {}, [_f(3, 5)], [(3, 4)]),
+    ("diff", {"n": 2, "axis": 0, "prepend": True, "append": True},
+     [_f(3, 4), _f(1, 4), _f(2, 4)], [(4, 4)]),
+    ("diff", {"axis": 1}, [_f(3, 4) > 0], [(3, 3)]),
+    ("cumsum", {"axis": 1}, [_f(2, 5, 3)], [(2, 5, 3)]),
+    ("cumsum", {"axis": -1}, [_f(3, 4) > 0], [(3, 4)]),
+    ("cumsum", {}, [_i(9, 3, 4), np.int64(0)], [(3, 4)]),  # ONNX's CumSum: the axis an input
+    ("einsum", {"equation": "bij,bjk->bik"}, [_f(2, 3, 4), _f(2, 4, 5)], [(2, 3, 5)]),
     # splitting, stacking, broadcasting, tiling, padding
     ("split", {"axis": 1, "sizes": [2, 3]}, [_f(2, 5, 3)], [(2, 2, 3), (2, 3, 3)]),
     ("split", {"axis": -1}, [_f(2, 6)], [(2, 3), (2, 3)]),

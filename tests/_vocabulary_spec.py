@@ -31,4 +31,19 @@ VOCABULARY_FUNCTIONS = {
     "constant_pad_nd": ("pad", _C, 0), "interpolate": ("resize", _C, 0),
     "upsample_nearest2d": ("resize", _C, 0), "upsample_bilinear2d": ("resize", _C, 0),
     "repeat": ("tile", _C, 0), "arange": ("range", _C, 0),
+    # the real models' calls (in-place and dunder spellings, aliases, the fill constructors)
+    # and torch's indexing, shifting and scanning kinds, which are full kinds with torch forms
+    "bitwise_not": ("not", _E, 1), "__invert__": ("not", _E, 1),
+    "bitwise_and": ("and", _E, 1), "__and__": ("and", _E, 1), "bitwise_or": ("or", _E, 1),
+    "__or__": ("or", _E, 1), "logical_xor": ("xor", _E, 1), "bitwise_xor": ("xor", _E, 1),
+    "__xor__": ("xor", _E, 1), "max": ("max", _E, 1), "min": ("min", _E, 1),
+    "reshape_as": ("reshape", _V, 0), "view_as": ("reshape", _V, 0),
+    "alias": ("identity", _V, 0), "swapaxes": ("transpose", _V, 0),
+    "swapdims": ("transpose", _V, 0), "einsum": ("einsum", "einsum", 0),
+    **{n: ("constant", _C, 0) for n in ("empty_like new_zeros new_ones new_full new_empty "
+                                        "zeros ones full empty fill").split()},
+    "lift_fresh_copy": ("clone", _C, 0), "ne": ("not_equal", _E, 1),
+    "masked_fill": ("masked_fill", _E, 1), "diff": ("diff", _E, 1),
+    "cumsum": ("cumsum", _E, 1), "index": ("index", "gather", 0),
+    "gather": ("gather_elements", "gather", 0), "roll": ("roll", _C, 0),
 }

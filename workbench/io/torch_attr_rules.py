@@ -315,7 +315,8 @@ def _operands(named: dict[str, Any]) -> dict[str, Any]:
 
 
 @_rule("add", "sub", "iadd", "isub", "mul", "imul", "div", "truediv", "itruediv", "pow", "eq",
-       "gt", "lt", "ge", "le", "logical_and", "logical_or", "maximum", "minimum", "remainder")
+       "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "maximum", "minimum",
+       "remainder")
 def _binary(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
             dtype: str | None) -> dict[str, Any]:
     out = _operands(named)
@@ -324,6 +325,45 @@ def _binary(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
     if _number(named.get("alpha")) and named["alpha"] != 1:
         out["alpha"] = named["alpha"]
     return out
+
+
+@_rule("index")
+def _index(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+           dtype: str | None) -> dict[str, Any]:
+    """``aten.index(x, [None, idx])`` (``x[:, idx]``): the positions of the indices list that
+    hold tensors, in order (each an input of the op after x)."""
+    return {"axes": [p for p, v in enumerate(named["indices"]) if v is not None]}
+
+
+@_rule("roll")
+def _roll(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    """``roll(x, shifts, dims)``: ``shifts`` and ``axes`` as lists (no dims: none, the
+    flattened input)."""
+    shifts, dims = named["shifts"], named.get("dims")
+    axes = [] if dims is None else [dims] if isinstance(dims, int) else list(dims)
+    return {"shifts": [int(v) for v in ([shifts] if isinstance(shifts, int) else shifts)],
+            "axes": [int(v) for v in axes] or None}
+
+
+@_rule("masked_fill")
+def _masked_fill(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+                 dtype: str | None) -> dict[str, Any]:
+    """A number ``value`` (a boolean as 0/1); a tensor value is the op's third input."""
+    value = named.get("value")
+    return {"value": int(value) if isinstance(value, bool) else value if _number(value)
+            else None}
+
+
+@_rule("diff")
+def _diff(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    """torch's defaults (``n`` 1, ``dim`` -1) written out; ``prepend``/``append``: whether that
+    tensor is given (it is the op's next input)."""
+    given = {k: named.get(k) is not None and not isinstance(named.get(k), str)
+             for k in ("prepend", "append")}
+    n, dim = named.get("n"), named.get("dim")
+    return {"n": 1 if n is None else int(n), "axis": -1 if dim is None else int(dim), **given}
 
 
 @_rule("rsub")

@@ -55,6 +55,12 @@ permute: input dims
 select: input dim index
 slice: input dim start end step
 index_select: input dim index
+gather: input dim index
+index: input indices
+roll: input shifts dims
+masked_fill: input mask value
+cumsum: input dim
+diff: input n dim prepend append
 mean sum amax: input dim keepdim
 gelu: input approximate
 leaky_relu: input negative_slope

@@ -152,14 +152,22 @@ def _table() -> dict[str, Attr]:
     add("m", "int", "matmul: rows of the output (builder; the cost model reads it)")
     add("k", "number", "matmul: the inner size (builder); lrn: the additive constant (ONNX's "
         "bias, torch's k)")
-    add("n", "int", "matmul: columns of the output (builder)")
+    add("n", "int", "matmul: columns of the output (builder); diff: how many times the "
+        "difference is taken (default 1)")
     add("batch", "int", "matmul: independent products (builder)")
     add("weight", "bool", "matmul: the second operand is a parameter (builder's linear)")
     # axes and shapes
-    add("axis", "int", "the axis the op works along (concat, softmax, gather, split, norms: "
-        "the first normalised axis for layernorm, the channel axis for batchnorm; select)", "dim")
-    add("axes", "int_or_ints", "the axes a reduction, slice, squeeze or unsqueeze works on",
-        "dim dims")
+    add("axis", "int", "the axis the op works along (concat, softmax, gather, gather_elements, "
+        "cumsum, split, norms: the first normalised axis for layernorm, the channel axis for "
+        "batchnorm; select; diff: default -1)", "dim")
+    add("axes", "int_or_ints", "the axes a reduction, slice, squeeze, unsqueeze or roll works "
+        "on; index: the positions of torch's indices list (x[:, idx] -> [1]) that hold the "
+        "index inputs, in order", "dim dims")
+    add("shifts", "int_or_ints", "roll: places each of axes is shifted by (no axes: the "
+        "flattened input, one shift)")
+    add("prepend", "bool", "diff: the input after x is joined before x along axis first")
+    add("append", "bool", "diff: the next input (after x and any prepended one) is joined "
+        "after x along axis first")
     add("keepdims", "bool", "reductions: keep reduced axes with size 1", "keepdim")
     add("select_last_index", "bool", "argmax/argmin: the last of equal extremes")
     add("perm", "ints", "transpose: output axis i is input axis perm[i] (default: reversed)")
@@ -190,7 +198,8 @@ def _table() -> dict[str, Attr]:
         "truncate, ONNX's)", "rounding_mode")
     add("min", "number", "clip: lower bound")
     add("max", "number", "clip: upper bound")
-    add("value", "number", "constant: the fill value; pad: the padding value (default 0)",
+    add("value", "number", "constant, masked_fill: the fill value; pad: the padding value "
+        "(default 0)",
         "constant_value fill_value")
     add("dtype", "dtype", "cast, constant, range: the element type of the result", "to",
         _onnx_dtype)

@@ -5,9 +5,9 @@ The op table (:data:`workbench.values.ops.OPS`) attaches these to its entries (`
 ``unary``, ``binary``, ``torch_form``, ``attrs``); this module only lists them, kind by kind, so
 it imports nothing of the table.  A kind listed in no table here gets its category's function
 from the table (views reshape, copies and pass-through I/O copy, the ``assign`` family assigns).
-The references are in :mod:`workbench.values.op_reference` (and its ``_maps`` / ``_data``
-halves), the torch forms in :mod:`workbench.values.op_torch` (and ``_maps`` / ``_data``), the
-attribute vocabulary in :mod:`workbench.values.op_attrs`.
+The references are in :mod:`workbench.values.op_reference` (and its ``_maps`` / ``_data`` /
+``_index`` parts), the torch forms in :mod:`workbench.values.op_torch` (and ``_maps`` /
+``_data``), the attribute vocabulary in :mod:`workbench.values.op_attrs`.
 
 Each table is built by a function, once, when the op table is built.  Kinds that share a
 function are listed together (``"maxpool avgpool": pool``); every kind appears once per table.
@@ -28,6 +28,7 @@ import numpy as np
 
 from workbench.values import op_reference as ref
 from workbench.values import op_reference_data as refd
+from workbench.values import op_reference_index as refi
 from workbench.values import op_reference_maps as refm
 from workbench.values import op_torch, op_torch_data, op_torch_maps
 from workbench.values.op_attrs import check_declared
@@ -49,7 +50,8 @@ _MAPPED = ("gelu leaky_relu elu celu selu thresholded_relu hard_sigmoid hard_swi
            "swish softplus softsign erf rsqrt square reciprocal sin cos floor ceil round sign")
 _ARITH = "sub mul div pow mod"
 _VARIADIC = "max min mean maximum minimum"
-_COMPARE = "equal greater less greater_or_equal less_or_equal and or xor not isnan"
+_COMPARE = ("equal not_equal greater less greater_or_equal less_or_equal and or xor not "
+            "isnan")
 _REDUCE = "reduce_sum reduce_mean reduce_max reduce_min reduce_prod reduce_l2 reduce_sum_square"
 
 
@@ -98,7 +100,9 @@ def references() -> dict[str, ref.Reference]:
             "tile": refd.tile, "pad": refd.pad, "resize": refd.resize, "cast": refd.cast,
             "constant": refd.constant, "shape": refd.shape, "size": refd.size,
             "range": refd.range_, "trilu": refd.trilu, "depth_to_space": refd.depth_to_space,
-            "space_to_depth": refd.space_to_depth}),
+            "space_to_depth": refd.space_to_depth, "index": refi.index,
+            "gather_elements": refi.gather_elements, "roll": refi.roll,
+            "masked_fill": refi.masked_fill, "diff": refi.diff, "cumsum": refi.cumsum}),
         **{k: refm.arith(k) for k in _ARITH.split()},
     }
 
@@ -126,7 +130,9 @@ def torch_forms() -> dict[str, op_torch.TorchForm]:
             "split": d.split, "expand broadcast_to": d.expand, "tile": d.tile, "pad": d.pad,
             "resize": d.resize, "cast": d.cast, "constant": d.constant, "shape": d.shape,
             "size": d.size, "range": d.range_, "trilu": d.trilu,
-            "depth_to_space": d.depth_to_space, "space_to_depth": d.space_to_depth}),
+            "depth_to_space": d.depth_to_space, "space_to_depth": d.space_to_depth,
+            "index": d.index, "gather_elements": d.gather_elements, "roll": d.roll,
+            "masked_fill": d.masked_fill, "diff": d.diff, "cumsum": d.cumsum}),
         **{k: m.arith(k) for k in _ARITH.split()},
     }
 
@@ -164,7 +170,9 @@ def declared_attrs() -> dict[str, tuple[str, ...]]:
             ("div", "rounding"), ("mod", "fmod"), (_VARIADIC, "scalar"),
             (_COMPARE.replace(" not isnan", ""), "scalar reverse"), ("trilu", "upper"),
             ("depth_to_space", "blocksize mode"), ("space_to_depth", "blocksize"),
-            ("attention", "is_causal scale needs_program")):
+            ("attention", "is_causal scale needs_program"), ("index", "axes"),
+            ("gather_elements cumsum", "axis"), ("roll", "shifts axes"),
+            ("masked_fill", "value"), ("diff", "n axis prepend append")):
         for name in names.split():
             declared.setdefault(name, []).extend(attrs.split())
     for names_read in declared.values():

@@ -10,7 +10,9 @@ the array functions they call (the activations, :func:`convnd`, :func:`conv2d`, 
 :func:`softmax`, the norms, :func:`matmul`) are in :mod:`workbench.values.op_reference_arrays`
 and re-exported here; the elementwise maps, arithmetic, comparisons and reductions are in
 :mod:`workbench.values.op_reference_maps`, the data-movement kinds (indexing, shapes, resizing) in
-:mod:`workbench.values.op_reference_data`.
+:mod:`workbench.values.op_reference_data`, torch's indexing, shifting and scanning kinds
+(``index``, ``gather_elements``, ``roll``, ``masked_fill``, ``diff``, ``cumsum``) in
+:mod:`workbench.values.op_reference_index`.
 
 Attributes are read in the vocabulary of :mod:`workbench.values.op_attrs`, through its readers
 (:func:`~workbench.values.op_attrs.window_of`, ...), so the torch forms

@@ -171,9 +171,10 @@ def variadic(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
 
 
 def compare(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    """Comparisons and logic (``equal``, ``greater``, ``and``, ``not``, ``isnan``, ...): bool."""
+    """Comparisons and logic (``equal``, ``not_equal``, ``greater``, ``and``, ``not``,
+    ``isnan``, ...): bool."""
     fns: dict[str, Callable[..., Array]] = {
-        "equal": np.equal, "greater": np.greater, "less": np.less,
+        "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater, "less": np.less,
         "greater_or_equal": np.greater_equal, "less_or_equal": np.less_equal,
         "and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor,
         "not": np.logical_not, "isnan": np.isnan}

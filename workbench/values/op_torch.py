@@ -6,8 +6,8 @@ beside the kind's ``reference`` (:mod:`workbench.values.op_reference`), with the
 (:mod:`workbench.executors.torch_exec`) runs every op through its kind's form, so what it times on
 a GPU is what cuDNN / cuBLAS / ATen run for ``torch.nn.functional`` calls.  This module holds the
 convolutions, pools, norms, products and views; the elementwise maps, arithmetic, comparisons and
-reductions are in :mod:`workbench.values.op_torch_maps`, the data-movement kinds in
-:mod:`workbench.values.op_torch_data`.
+reductions are in :mod:`workbench.values.op_torch_maps`, the data-movement kinds (torch's
+indexing, shifting and scanning kinds too) in :mod:`workbench.values.op_torch_data`.
 
 Attributes are read in the vocabulary of :mod:`workbench.values.op_attrs` through its readers,
 exactly as the references read them, so both compute the same function (checked kind by kind in

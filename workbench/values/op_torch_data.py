@@ -34,6 +34,13 @@ from workbench.values.op_reference_data import (
     table_first,
     tile_repeats,
 )
+from workbench.values.op_reference_index import (
+    cumsum_axis,
+    diff_operands,
+    index_key,
+    required,
+    roll_of,
+)
 from workbench.values.op_torch import Tensor, torch_module
 
 
@@ -265,8 +272,58 @@ def space_to_depth(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tenso
     return [y.reshape(n, c * b * b, h // b, w // b)]
 
 
+# ------------------------------------------------------------------------ torch's indexing, scans
+def index(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
+    """``x[key]``, the reference's subscript (:func:`~workbench.values.op_reference_index
+    .index_key`): masks as bool on x's device, other indices int64 modulo their axis."""
+    x = a[0]
+    torch = torch_module()
+    key = index_key(op, tuple(x.shape), a[1:], lambda i, n: _index(i, n, x.device),
+                    lambda i: i.dtype == torch.bool)
+    y = x[tuple(k.to(x.device) if isinstance(k, torch.Tensor) else k for k in key)]
+    shape = out_shape(op, shape_of)
+    return [(y.reshape(shape) if shape is not None and math.prod(shape) == y.numel()
+             else y).contiguous()]
+
+
+def gather_elements(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
+    """``torch.gather(x, axis, index)`` (axis default 0, indices modulo the axis)."""
+    x = a[0]
+    axis = int(op.attrs.get("axis", 0) or 0) % max(1, x.dim())
+    return [torch_module().gather(x, axis, _index(a[1], x.shape[axis], x.device))]
+
+
+def roll(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
+    """``torch.roll(x, shifts, axes)`` (no axes: the flattened input)."""
+    shifts, axes = roll_of(op)
+    torch = torch_module()
+    return [torch.roll(a[0], shifts[0]) if axes is None else torch.roll(a[0], shifts, axes)]
+
+
+def masked_fill(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
+    """``x.masked_fill(mask, value)`` (the reference's operands: a third input's value, x its
+    own mask when alone)."""
+    x = a[0]
+    mask = (a[1] if len(a) > 1 else a[0]).to(x.device).bool()
+    value = a[2].reshape(()) if len(a) > 2 else required(op, "value")
+    return [x.masked_fill(mask, value)]
+
+
+def diff(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
+    """``torch.diff(x, n, axis, prepend, append)``."""
+    pieces, axis, n = diff_operands(op, a)
+    x = torch_module().cat(pieces, dim=axis) if len(pieces) > 1 else pieces[0]
+    return [torch_module().diff(x, n=n, dim=axis)]
+
+
+def cumsum(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
+    """``torch.cumsum(x, axis)`` (:func:`~workbench.values.op_reference_index.cumsum_axis`;
+    integers and booleans sum as int64)."""
+    return [torch_module().cumsum(a[0], cumsum_axis(op, a))]
+
+
 __all__ = [
-    "cast", "constant", "depth_to_space", "embedding", "expand", "gather", "getitem", "pad",
-    "range_", "resize", "shape", "size", "slice_", "space_to_depth", "split", "stack", "tile",
-    "trilu",
+    "cast", "constant", "cumsum", "depth_to_space", "diff", "embedding", "expand", "gather",
+    "gather_elements", "getitem", "index", "masked_fill", "pad", "range_", "resize", "roll",
+    "shape", "size", "slice_", "space_to_depth", "split", "stack", "tile", "trilu",
 ]

@@ -132,7 +132,7 @@ def compare(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
         return [torch.logical_not(a[0])]
     if op.kind == "isnan":
         return [torch.isnan(a[0])]
-    fns = {"equal": torch.eq, "greater": torch.gt, "less": torch.lt,
+    fns = {"equal": torch.eq, "not_equal": torch.ne, "greater": torch.gt, "less": torch.lt,
            "greater_or_equal": torch.ge, "less_or_equal": torch.le, "and": torch.logical_and,
            "or": torch.logical_or, "xor": torch.logical_xor}
     x, y = _operands(op, a)

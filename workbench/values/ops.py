@@ -158,8 +158,8 @@ def _entries() -> dict[str, OpKind]:
         fuse="elemwise")
     # elementwise kinds the importers emit that O1 leaves alone
     add("elementwise", "hard_swish hard_sigmoid where mod floor ceil round sign not and or xor "
-        "equal greater less greater_or_equal less_or_equal isnan thresholded_relu prelu selu "
-        "celu softplus softsign")
+        "equal not_equal greater less greater_or_equal less_or_equal isnan thresholded_relu "
+        "prelu selu celu softplus softsign masked_fill diff")
     # broadcast a per-channel operand (fused by O1 as BROADCAST)
     add("elementwise", "batchnorm", fuse="broadcast", epilogue=True,
         launch_rule="per_channel_norm")
@@ -169,7 +169,7 @@ def _entries() -> dict[str, OpKind]:
     add("reduction", "softmax log_softmax layernorm global_avgpool reduce_sum reduce_mean "
         "reduce_max reduce_min", fuse="reduce")
     add("reduction", "argmax max min mean global_maxpool groupnorm instancenorm")
-    add("reduction", "reduce_prod reduce_l2 reduce_sum_square argmin")
+    add("reduction", "reduce_prod reduce_l2 reduce_sum_square argmin cumsum")
     # views
     add("view", "reshape flatten squeeze unsqueeze expand_dims view", no_task=True,
         shape_only=True)
@@ -201,6 +201,7 @@ def _entries() -> dict[str, OpKind]:
     add("compute", "conv_transpose")
     add("compute", "maxpool avgpool", launch_rule="window")
     add("compute", "lrn transpose gather slice constant shape size fused op")
+    add("compute", "index gather_elements roll")  # torch's x[:, idx], gather, roll
     add("compute", "attention", launch_rule="attention")  # one fused kernel (flash SDPA)
     add("compute", "conv1d conv3d embedding stack contiguous clone pad resize tile "
         "trilu range depth_to_space space_to_depth")
@@ -225,9 +226,8 @@ def _import_only() -> dict[str, OpKind]:
     ``from_torch``) emits for a computation with a torch form is in :data:`OPS` instead."""
     out: dict[str, OpKind] = {}
     for category, names in (
-            ("elementwise", "elementwise masked_fill not_equal diff"),
-            ("compute", "memset sort transformer_layer index gather_elements roll"),
-            ("copy", "collective"), ("reduction", "reduce cumsum")):
+            ("elementwise", "elementwise"), ("compute", "memset sort transformer_layer"),
+            ("copy", "collective"), ("reduction", "reduce")):
         for name in names.split():
             assert name not in out and name not in _KNOWN, f"op kind {name!r} registered twice"
             out[name] = OpKind(name, category)
@@ -257,8 +257,8 @@ def _importer_facts(entries: dict[str, OpKind]) -> None:
         "reduce_mean": "mean", "reduce_sum": "sum", "reduce_max": "amax",
         "concat": "cat concat concatenate", "stack": "stack", "contiguous": "contiguous",
         "clone": "clone lift_fresh_copy", "cast": "to float half", "pad": "pad constant_pad_nd",
-        "gather": "index_select",
-        "reshape": "view reshape unflatten reshape_as view_as", "squeeze": "squeeze", "unsqueeze": "unsqueeze",
+        "gather": "index_select", "reshape": "view reshape unflatten reshape_as view_as",
+        "squeeze": "squeeze", "unsqueeze": "unsqueeze",
         "transpose": "permute transpose t swapaxes swapdims", "expand": "expand",
         "getitem": "getitem select", "slice": "slice", "split": "split chunk split_with_sizes",
         "tile": "repeat", "range": "arange",
@@ -268,7 +268,8 @@ def _importer_facts(entries: dict[str, OpKind]) -> None:
         "equal": "eq", "greater": "gt", "less": "lt", "greater_or_equal": "ge",
         "less_or_equal": "le", "not": "logical_not bitwise_not __invert__",
         "and": "logical_and bitwise_and __and__", "or": "logical_or bitwise_or __or__",
-        "xor": "logical_xor bitwise_xor __xor__", "not_equal": "ne", "isnan": "isnan", "mod": "remainder fmod", "abs": "abs",
+        "xor": "logical_xor bitwise_xor __xor__", "not_equal": "ne", "isnan": "isnan",
+        "mod": "remainder fmod", "abs": "abs",
         "log": "log", "reciprocal": "reciprocal", "sin": "sin", "cos": "cos",
         "floor": "floor", "ceil": "ceil", "round": "round", "sign": "sign", "exp": "exp",
         "sqrt": "sqrt",
