@@ -186,6 +186,6 @@ def default_cost(ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost:
 
 __all__ = [
     "ELEMENTS_PER_BLOCK", "GEMM_TILE", "VIEW_COST", "Info", "Rule", "ShapeCost", "TensorInfo",
-    "blocks", "conv_cost", "copy_cost", "default_cost", "einsum_gemm", "elementwise_cost", "gemm_blocks",
-    "global_pool_cost", "matmul_cost", "numel", "total_bytes", "window_cost",
+    "blocks", "conv_cost", "copy_cost", "default_cost", "einsum_gemm", "elementwise_cost",
+    "gemm_blocks", "global_pool_cost", "matmul_cost", "numel", "total_bytes", "window_cost",
 ]
