@@ -53,7 +53,7 @@ from workbench.cli.profiles import (
     add_compare_options,
     add_import_parser,
     check_compare_outputs,
-    load_profile,
+    load_measured,
     run_import,
     write_compare_outputs,
 )
@@ -336,10 +336,7 @@ def _compare(args: argparse.Namespace) -> int:
 
     output, names = _check_arguments(args)
     graph = _load_graph(args)
-    measured = None
-    if args.measured is not None:
-        measured = load_profile(args.measured, args.et, args.step, graph)
-        graph = measured.graph if graph is None else graph
+    measured, graph, profile_notes = load_measured(args, graph)
     options = None
     if args.max_streams is not None:
         options = {p: {"max_streams": args.max_streams} for p in (names or POLICIES.names())}
@@ -376,7 +373,7 @@ def _compare(args: argparse.Namespace) -> int:
     best = result.best
     print(clean(f"best: {result.best_text}; report: {path}"))
     for note in (result.near_tie_text if best is not None else "",
-                 result.settings.get("unmodelled", "")):
+                 result.settings.get("unmodelled", ""), *profile_notes):
         if note:
             print(clean("note: " + note))
     for line in write_compare_outputs(result, args):

@@ -1,18 +1,29 @@
 """The profile verbs of the ``workbench`` command (:mod:`workbench.cli`):
 
     workbench import PROFILE [--et ET] [--step N|all] -o graph.json
-    workbench compare --measured TRACE [--et ET] [GRAPH] --export-trace out.json --table out.csv
+    workbench compare --measured TRACE [--et ET] [--step N|all] [GRAPH] --export-trace out.json
+        --table out.csv
 
 ``import`` reads a PyTorch profiler (Kineto) trace, alone (:func:`workbench.io.
 load_pytorch_trace`: one op per kernel, or per host op of a CPU run, with the stream-order and
 event-wait edges) or with its Execution Trace (``--et``: :func:`workbench.io.
 load_execution_trace`, the data dependencies and the training step's phases), and saves the
-graph with its measured times (``.json`` or ``.dot``).  ``compare --measured`` adds the recorded
-run as the row ``measured``: with no graph it compares the run's own graph; with a graph file it
-matches the trace to that graph.  ``--export-trace`` writes one Chrome / Perfetto trace per row
-(``out.<policy>.json``; whole µs by default so that HTA reads them without its rounding switch,
-``--trace-unit ns`` for Perfetto's resolution), ``--table`` the ranking table (``.csv`` or
-``.json``).
+graph with its measured times (``.json`` or ``.dot``).  ``--step N`` keeps ``ProfilerStep#N`` of a
+profile recorded over several steps, in the Kineto trace and in the Execution Trace alike
+(default: the last complete step; ``--step all``: every step merged into one graph); a step the
+traces lack is a one-line error naming the ones they have (or saying they have none).  A graph
+with nothing to schedule (one chain, or no costs: a profile alone of one thread or stream) is
+one ``warning:`` line.  ``compare --measured`` adds the recorded run as the row ``measured``: with
+no graph it compares the run's own graph; with a graph file it matches the trace to that graph.
+A CPU-only run (host ops) is compared on the device ``cpu`` (``workbench/data/devices/cpu.json``:
+the host, its ops timed by their measured durations), not on a GPU: with a built-in GPU device
+(``--device`` defaults to ``h100``) the what-ifs run on ``cpu`` instead, with one ``note:`` line
+saying so; a device file or profile (``--device PATH``, e.g. one calibrated on that CPU) is used
+as given.  The Python API does not switch: ``wb.compare(..., measured=trace)`` simulates on the
+device it is given, so pass ``device="cpu"`` for a CPU run.  ``--export-trace`` writes one
+Chrome / Perfetto trace per row (``out.<policy>.json``; whole µs by default so that HTA reads
+them without its rounding switch, ``--trace-unit ns`` for Perfetto's resolution), ``--table`` the
+ranking table (``.csv`` or ``.json``).
 """
 
 from __future__ import annotations
@@ -26,6 +37,8 @@ from workbench._terminal import clean
 from workbench.errors import OptionError
 
 TABLE_SUFFIXES = (".csv", ".json")
+#: The device a CPU-only profile is compared on (``workbench/data/devices/cpu.json``).
+CPU_DEVICE = "cpu"
 
 
 def _step(text: str) -> int | str:
@@ -50,8 +63,9 @@ def add_import_parser(sub: Any) -> None:
     imp.add_argument("profile", help="a PyTorch profiler (Kineto) JSON trace (.json, .json.gz)")
     imp.add_argument("--et", help="the Execution Trace of the same run "
                                   "(ExecutionTraceObserver): data dependencies and phases")
-    imp.add_argument("--step", type=_step, help="the ProfilerStep to keep (default: the last "
-                                                "complete one; 'all': every event)")
+    imp.add_argument("--step", type=_step, help="the ProfilerStep to keep, in the profile and "
+                                                "its execution trace (default: the last "
+                                                "complete one; 'all': every step merged)")
     imp.add_argument("-o", "--output", default="graph.json",
                      help="graph path, .json or .dot (default: %(default)s)")
 
@@ -76,20 +90,65 @@ def add_compare_options(cmp: Any) -> None:
 
 def load_profile(profile: str, et: str | None, step: int | str | None,
                  graph: Any = None) -> Any:
-    """The measured Trace of a profile (and ET); ``graph``: match the profile to it."""
+    """The measured Trace of a profile (and ET) for ``step`` (a ``ProfilerStep`` number, ``"all"``
+    or None: the last complete one); ``graph``: match the profile to it.  The importers' warning
+    that the graph has nothing to schedule is kept in ``meta["nothing_to_schedule"]`` (printed
+    by the verbs as one line) and not repeated on stderr as a Python warning."""
+    import warnings
+
     from workbench._atomic import check_input
     from workbench.io import load_execution_trace, load_pytorch_trace
+    from workbench.io.trace_events import NOTHING_TO_SCHEDULE
 
     check_input(Path(profile), what="profile")
-    if et is not None:
-        check_input(Path(et), what="execution trace")
-        if step is not None:
-            raise OptionError("--step applies to a profile alone (an execution trace records "
-                              "one step)")
-        if graph is not None:
-            raise OptionError("--et gives the run's own graph: leave the graph file out")
-        return load_execution_trace(et, profile)
-    return load_pytorch_trace(profile, graph=graph, step=step)
+    with warnings.catch_warnings():  # kept in meta and printed by the verbs as one line
+        warnings.filterwarnings("ignore", message=NOTHING_TO_SCHEDULE)
+        if et is not None:
+            check_input(Path(et), what="execution trace")
+            if graph is not None:
+                raise OptionError("--et gives the run's own graph: leave the graph file out")
+            trace = load_execution_trace(et, profile, step=step)
+        else:
+            trace = load_pytorch_trace(profile, graph=graph, step=step)
+    return trace
+
+
+def load_measured(args: argparse.Namespace, graph: Any) -> tuple[Any, Any, list[str]]:
+    """``compare --measured``: the recorded run (None without ``--measured``), the graph to
+    compare (the run's own when ``graph`` is None) and the notes to print; sets
+    ``args.device`` to the device to compare on (:func:`measured_device`)."""
+    if args.measured is None:
+        return None, graph, []
+    measured = load_profile(args.measured, args.et, args.step, graph)
+    graph = measured.graph if graph is None else graph
+    args.device, notes = measured_device(measured, graph, args.device)
+    return measured, graph, notes
+
+
+def measured_device(measured: Any, graph: Any, device: str) -> tuple[str, list[str]]:
+    """The device ``compare --measured`` simulates the what-ifs on, and its notes (one line
+    each): a CPU-only run (host ops) compared with a built-in GPU device (``--device`` defaults
+    to ``h100``) is compared on the device ``cpu`` instead, with a note saying so, since a CPU
+    time beside a GPU's name is no comparison; a device file or profile (a path) is kept as
+    given (a profile calibrated on that CPU describes it best).  A GPU run keeps ``device``
+    (compare checks that it names the run's GPU).  Adds the note that ``graph`` has nothing to
+    schedule, when it has not."""
+    from workbench.io.trace_events import nothing_to_schedule
+    from workbench.orchestration.compare_measured import measured_kind
+    from workbench.simulator.cost_model.devices import DEVICES, get_device
+
+    notes = []
+    spec = get_device(device)
+    builtin = str(device).lower() in DEVICES and DEVICES.get(str(device).lower()) is spec
+    if measured_kind(measured) == "cpu" and builtin and spec.name != CPU_DEVICE:
+        notes.append(f"the measured run is a CPU run: its what-ifs are simulated on device "
+                     f"'{CPU_DEVICE}' (the host, with the run's measured op times), not on "
+                     f"{spec.name!r}; a device file or profile of that CPU is --device PATH")
+        device = CPU_DEVICE
+    line = nothing_to_schedule(graph)
+    if line:
+        notes.append(line)
+    return device, notes
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -109,9 +168,13 @@ def run_import(args: argparse.Namespace) -> int:
                 f"{trace.makespan:,.1f} µs"))
     if "summary" in meta:
         print(clean(meta["summary"]))
+    if "step_text" in meta:
+        print(clean(meta["step_text"]))
     if "phases" in meta:
         print(clean("phases: " + ", ".join(f"{k} {v}" for k, v in meta["phases"].items())
                     + f"; {meta['left_out']} calls left out"))
+    if meta.get("nothing_to_schedule"):
+        print(clean("warning: " + meta["nothing_to_schedule"]))
     print(clean(f"graph: {path} ({time.perf_counter() - t0:.2f} s)"))
     return 0
 
@@ -158,5 +221,6 @@ def write_compare_outputs(result: Any, args: argparse.Namespace) -> list[str]:
     return lines
 
 
-__all__ = ["add_compare_options", "add_import_parser", "check_compare_outputs",
-           "load_profile", "run_import", "write_compare_outputs"]
+__all__ = ["CPU_DEVICE", "add_compare_options", "add_import_parser", "check_compare_outputs",
+           "load_measured", "load_profile", "measured_device", "run_import",
+           "write_compare_outputs"]

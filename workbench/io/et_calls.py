@@ -26,6 +26,7 @@ from workbench.io.et_autograd import (
     scope_children,
 )
 from workbench.io.et_values import Call, Ref, TensorKey
+from workbench.io.kineto_links import step_number
 
 
 def key_of(value: Any) -> int | str | None:
@@ -121,6 +122,32 @@ def _below_operator(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, bool]:
     return above
 
 
+def steps_below(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, int | None]:
+    """Per node id: N of the nearest ``ProfilerStep#N`` scope on its ``ctrl_deps`` chain
+    (itself included), else None; the walk ends where the chain leaves the trace or repeats.
+    Memoised along each walk: O(nodes) in all."""
+    memo: dict[int, int | None] = {}
+    for start in nodes:
+        path: list[int] = []
+        seen: set[int] = set()
+        cur: Any = start
+        result: int | None = None
+        while isinstance(cur, int) and not isinstance(cur, bool) and cur in nodes \
+                and cur not in seen:
+            if cur in memo:
+                result = memo[cur]
+                break
+            path.append(cur)
+            result = step_number(nodes[cur].get("name", ""))
+            if result is not None:
+                break
+            seen.add(cur)
+            cur = nodes[cur].get("ctrl_deps")
+        for node in path:
+            memo[node] = result
+    return memo
+
+
 def read_calls(data: Any, path: Path) -> list[Call]:
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise FormatError(f"{path}: not a PyTorch execution trace (no 'nodes' list)")
@@ -129,6 +156,7 @@ def read_calls(data: Any, path: Path) -> list[Call]:
     below_operator = _below_operator(nodes)
     below = phases_below(nodes)
     children = scope_children(nodes)
+    steps = steps_below(nodes)
     calls = []
     for nid in sorted(nodes):
         node = nodes[nid]
@@ -140,6 +168,7 @@ def read_calls(data: Any, path: Path) -> list[Call]:
                      values if isinstance(values, list) else [], mutated=mutated)
         call.grad_fn = grad_fn_of(call.name)
         call.phase = phase_of(nid, nodes, call.grad_fn is not None, below)
+        call.step = steps.get(nid)
         if call.grad_fn is not None:
             _autograd_scope(call, [nodes[c] for c in inner_calls(nid, nodes, children,
                                                                  _is_operator)])
@@ -247,4 +276,4 @@ def _autograd_scope(call: Call, inner: list[Mapping[str, Any]]) -> None:
     call.ins, call.outs = list(read.values()), list(written.values())
 
 
-__all__ = ["key_of", "read_calls"]
+__all__ = ["key_of", "read_calls", "steps_below"]

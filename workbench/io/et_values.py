@@ -49,6 +49,7 @@ class Call:
     parts: list[tuple[str, list[Any], list[Any], list[Any]]] = field(default_factory=list)
     mutated: set[TensorKey] = field(default_factory=set)  # the inputs it writes in place
     hidden: list[tuple[Ref, bool]] = field(default_factory=list)  # nested writes (in place?)
+    step: int | None = None  # N of the ProfilerStep#N scope it ran in, if any
 
 
 class Write(NamedTuple):

@@ -34,6 +34,15 @@ streams, with ``duration_us`` the sum of its kernels; ops that launched no kerne
 CPU-only run every op is a host op (``device="cpu"``) with its measured duration, one stream per
 host thread.  Complexity: O(nodes + tensor arguments + events log events).
 
+Steps: a profile recorded over several steps (``torch.profiler.schedule`` and ``prof.step()``)
+holds each step's calls under a ``ProfilerStep#N`` scope in the ET and a ``ProfilerStep#N``
+annotation in the Kineto trace.  One step is kept (``step=N``; default the last complete one
+both traces hold, :func:`~workbench.io.kineto_links.choose_step`; ``"all"``: every call, the
+steps merged into one graph): the ET's calls under its scope, and the calls under no step scope
+(on another thread, such as the autograd engine's device threads, or in an ET that names no
+steps) whose Kineto host event lies in the step's span.  Values a kept step reads that an
+earlier step wrote (momentum buffers, the weights an optimizer updated) are inputs of its graph.
+
 Reading the ET's calls is :mod:`workbench.io.et_calls`; the bookkeeping of which graph tensors
 hold each ET tensor's value is :mod:`workbench.io.et_values`; this module joins the Kineto trace
 and builds the graph.
@@ -42,6 +51,7 @@ and builds the graph.
 from __future__ import annotations
 
 import bisect
+import math
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
@@ -64,18 +74,24 @@ from workbench.io.et_values import (
     how_written,
     nbytes_of,
 )
+from workbench.io.kineto_links import Step, check_step, choose_step, missing_step, profiler_steps
 from workbench.io.pytorch_profile import GPU_CATEGORIES, gpu_name
-from workbench.io.trace_events import args_of, duration, number, read_trace_json, trace_events
+from workbench.io.trace_events import (
+    args_of,
+    duration,
+    number,
+    read_trace_json,
+    trace_events,
+    warn_nothing_to_schedule,
+)
 from workbench.values.graph import Graph, Op, Tensor
 from workbench.values.shape_costs import ShapeCost, TensorInfo, default_cost
 from workbench.values.trace import Trace
 
 
 # ================================================================================ the Kineto side
-def _attach_kineto(calls: list[Call], kineto: Path) -> tuple[bool, str]:
+def _attach_kineto(calls: list[Call], raw: list[Any], kineto: Path) -> bool:
     """Attach host events and kernels to the calls; True when the run had GPU kernels."""
-    data = read_trace_json(kineto)
-    raw = trace_events(data, kineto)
     by_rf: dict[Any, Call] = {c.rf_id: c for c in calls if c.rf_id is not None}
     # Kineto before PyTorch 2.1 has no "Record function id": its "External id" of a CPU op is
     # the record-function id (what HTA's ET correlation joins on for those traces)
@@ -127,7 +143,35 @@ def _attach_kineto(calls: list[Call], kineto: Path) -> tuple[bool, str]:
             runtime.get(key_of(args.get("correlation"))))
         if call is not None:
             call.kernels.append(ev)
-    return bool(kernels), gpu_name(data)
+    return bool(kernels)
+
+
+# ================================================================================ the step
+def _choose_calls(calls: list[Call], raw: list[Any], step: int | str | None,
+                  kineto: Path) -> tuple[list[Call], Step | None, list[int]]:
+    """The calls of the ``ProfilerStep`` to keep (module docstring), the step (None: every
+    call) and the step numbers of the calls.  A call's step is the ``ProfilerStep#N`` scope it
+    ran under in the ET, else (a call on another thread, such as the autograd engine's device
+    threads, or an ET that names no steps) the Kineto step whose span holds its host event.
+    O((calls + events) log steps)."""
+    check_step(step, kineto)
+    kineto_steps = {s.number: s for s in profiler_steps(raw)}
+    spans = sorted(kineto_steps.values(), key=lambda s: s.start)
+    starts = [s.start for s in spans]
+    for c in calls:
+        if c.step is None and c.host is not None:
+            i = bisect.bisect_right(starts, c.host["ts"]) - 1
+            if i >= 0 and c.host["ts"] <= spans[i].end:
+                c.step = spans[i].number
+    numbers = sorted({c.step for c in calls if c.step is not None})
+    steps = [kineto_steps.get(n) or Step(n, math.inf, -math.inf) for n in numbers]
+    launched = {corr for ev in raw if isinstance(ev, dict) and str(
+        ev.get("cat", "")).lower() in GPU_CATEGORIES and isinstance(
+        corr := args_of(ev).get("correlation"), int)}
+    chosen = choose_step(steps, raw, launched, step, kineto)
+    if chosen is None:
+        return calls, None, numbers
+    return [c for c in calls if c.step == chosen.number], chosen, numbers
 
 
 # ================================================================================ the graph
@@ -236,11 +280,21 @@ def _measured(call: Call, gpu_run: bool) -> float | None:
 
 
 # ================================================================================ entry points
-def execution_graph(path: str | Path, *, name: str | None = None) -> Graph:
+def execution_graph(path: str | Path, *, name: str | None = None,
+                    step: int | str | None = None) -> Graph:
     """The graph of an execution trace alone (no times: costs from the shape rules).  Every
-    outermost call is an op on the device of its tensors' run (``gpu``)."""
+    outermost call is an op on the device of its tensors' run (``gpu``).  ``step``: the
+    ``ProfilerStep#N`` whose calls to keep (default: the last the trace holds; ``"all"``: every
+    call)."""
     path = Path(path)
     calls = read_calls(read_trace_json(path), path)
+    check_step(step, path)
+    numbers = sorted({c.step for c in calls if c.step is not None})
+    if isinstance(step, int) and step not in numbers:
+        raise missing_step(step, numbers, path)
+    if numbers and step != "all":
+        keep = numbers[-1] if step is None else step
+        calls = [c for c in calls if c.step == keep]
     for c in calls:
         c.kernels = [{}]  # keep every call: no Kineto trace tells which did device work
     graph, _ = _graph_of(calls, name or path.name.split(".")[0], gpu_run=True)
@@ -255,17 +309,26 @@ def _unmeasured(op: Op) -> Op:
 
 
 def load_execution_trace(path: str | Path, kineto: str | Path, *,
-                         name: str | None = None) -> Trace:
+                         name: str | None = None, step: int | str | None = None) -> Trace:
     """The measured run of an execution trace and its Kineto trace (module docstring).
 
     Returns a :class:`~workbench.values.trace.Trace` (executor ``"measured"``, policy
     ``"measured"``)
     whose ``graph`` has the run's ops, data dependencies and measured ``duration_us``; time 0 is
-    the first op's start.  ``meta`` counts the calls, the kernels and the calls left out.
+    the first op's start.  ``step``: the ``ProfilerStep#N`` to keep (default: the last complete
+    one both traces hold; ``"all"``: every call, the steps merged into one graph); a number
+    neither trace holds is a one-line error naming the steps they have.  ``meta`` counts the
+    calls, the kernels and the calls left out, and names the ``step`` kept and the ``steps``.
+    A graph with nothing to schedule (one chain, or no costs) is a one-line warning
+    (:func:`~workbench.io.trace_events.nothing_to_schedule`).
     """
     path, kineto = Path(path), Path(kineto)
     calls = read_calls(read_trace_json(path), path)
-    gpu_run, gpu = _attach_kineto(calls, kineto)
+    data = read_trace_json(kineto)
+    raw = trace_events(data, kineto)
+    gpu_run = _attach_kineto(calls, raw, kineto)
+    every = len(calls)
+    calls, chosen, steps = _choose_calls(calls, raw, step, kineto)
     if gpu_run and not any(c.kernels for c in calls):
         raise FormatError(f"{kineto}: no GPU kernel links to an op of the execution trace "
                           f"(by External id or launch correlation): are they from the same run?")
@@ -304,9 +367,25 @@ def load_execution_trace(path: str | Path, kineto: str | Path, *,
             "left_out": len(calls) - len(kept), "gpu_run": gpu_run,
             "phases": {p: sum(op.attrs.get("phase") == p for op in graph.ops)
                        for p in ("forward", "backward", "optimizer")},
-            "kernels": sum(len(c.kernels) for c in kept)}
-    return Trace(df, graph=graph, policy="measured", device=gpu if gpu_run else "cpu",
+            "kernels": sum(len(c.kernels) for c in kept),
+            "step": None if chosen is None else chosen.number, "steps": steps,
+            "outside_step": every - len(calls)}
+    meta["step_text"] = _step_text(chosen, steps, every - len(calls))
+    meta["nothing_to_schedule"] = warn_nothing_to_schedule(graph, kineto, profile_alone=False)
+    return Trace(df, graph=graph, policy="measured", device=gpu_name(data) if gpu_run else "cpu",
                  executor="measured", mode="eager", meta=meta)
+
+
+def _step_text(chosen: Step | None, steps: list[int], outside: int) -> str:
+    """One line: the step kept, of which, and the calls of the others left out."""
+    if chosen is None:
+        return "whole trace" + (f" ({len(steps)} steps merged: pick one with step=N / "
+                                f"--step N)" if len(steps) > 1 else
+                                f" (ProfilerStep#{steps[0]})" if steps else ", no ProfilerStep")
+    state = "complete" if chosen.complete else \
+        f"incomplete: {chosen.missing} launches without their kernel"
+    return (f"ProfilerStep#{chosen.number} ({state}; steps {', '.join(map(str, steps))}); "
+            f"{outside} calls outside it left out")
 
 
 def _stream_of(ev: Mapping[str, Any]) -> int:

@@ -97,17 +97,46 @@ def runtime_calls(raw: Sequence[Any]) -> dict[int, dict[str, Any]]:
     return out
 
 
+def step_number(name: Any) -> int | None:
+    """N of a ``ProfilerStep#N`` annotation's name, else None.
+
+    >>> step_number("ProfilerStep#12"), step_number("aten::mm")
+    (12, None)
+    """
+    m = _STEP.match(str(name))
+    return int(m.group(1)) if m else None
+
+
+def check_step(step: int | str | None, path: object) -> None:
+    """A one-line error unless ``step`` is None, ``"all"`` or a step number."""
+    if step is None or step == "all":
+        return
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise FormatError(f"{path}: step must be a ProfilerStep number or 'all', got "
+                          f"{step!r:.60}")
+
+
+def missing_step(step: int, numbers: Sequence[int], path: object) -> FormatError:
+    """The one-line error for a step number the trace lacks, naming the steps it has (or
+    saying it has none: a profile recorded without ``prof.step()``)."""
+    if not numbers:
+        return FormatError(f"{path}: no ProfilerStep#{step} in the trace (it has no "
+                           f"ProfilerStep: profile with torch.profiler.schedule and call "
+                           f"prof.step() each step to record steps; leave the step out)")
+    have = ", ".join(str(n) for n in numbers)
+    return FormatError(f"{path}: no ProfilerStep#{step} in the trace (it has steps {have})")
+
+
 def profiler_steps(raw: Sequence[Any]) -> list[Step]:
     """The ``ProfilerStep#N`` spans of the trace, by number (one per number: the longest)."""
     steps: dict[int, Step] = {}
     for ev in raw:
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
-        m = _STEP.match(str(ev.get("name", "")))
+        n = step_number(ev.get("name", ""))
         ts, dur = ev.get("ts"), ev.get("dur")
-        if m is None or not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
+        if n is None or not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
             continue
-        n = int(m.group(1))
         if n not in steps or dur > steps[n].end - steps[n].start:
             steps[n] = Step(n, float(ts), float(ts) + float(dur))
     return [steps[n] for n in sorted(steps)]
@@ -116,9 +145,13 @@ def profiler_steps(raw: Sequence[Any]) -> list[Step]:
 def choose_step(steps: list[Step], raw: Sequence[Any], launched: set[int],
                 step: int | str | None, path: object) -> Step | None:
     """The step to keep: ``step`` (a number), ``None`` for the last complete one (the last
-    one when none is complete), ``"all"`` (or a trace without steps) for the whole trace.
-    ``launched``: the correlations that have a GPU event.  Counts each step's launches and
-    those missing their kernel.  A step number the trace lacks is a one-line error."""
+    one when none is complete), ``"all"`` (or ``None`` on a trace without steps) for the whole
+    trace.  ``launched``: the correlations that have a GPU event.  Counts each step's launches
+    and those missing their kernel.  A step number the trace lacks is a one-line error naming
+    the steps it has, also when it has none."""
+    check_step(step, path)
+    if isinstance(step, int) and step not in {s.number for s in steps}:
+        raise missing_step(step, [s.number for s in steps], path)
     if not steps or step == "all":
         return None
     for ev in raw:
@@ -137,13 +170,7 @@ def choose_step(steps: list[Step], raw: Sequence[Any], launched: set[int],
     if step is None:
         done = [s for s in steps if s.complete and (s.launches or not launched)]
         return done[-1] if done else steps[-1]
-    if isinstance(step, bool) or not isinstance(step, int):
-        raise FormatError(f"{path}: step must be a ProfilerStep number or 'all', got {step!r}")
-    for s in steps:
-        if s.number == step:
-            return s
-    have = ", ".join(str(s.number) for s in steps)
-    raise FormatError(f"{path}: no ProfilerStep#{step} in the trace (it has steps {have})")
+    return next(s for s in steps if s.number == step)
 
 
 def link(kernels: Sequence[Mapping[str, Any]], raw: Sequence[Any],
@@ -277,4 +304,5 @@ def _inferred(kernels: Sequence[Mapping[str, Any]], runtime: Mapping[int, Mappin
     return pairs
 
 
-__all__ = ["Links", "Step", "choose_step", "link", "profiler_steps", "runtime_calls"]
+__all__ = ["Links", "Step", "check_step", "choose_step", "link", "missing_step", "profiler_steps",
+           "runtime_calls", "step_number"]

@@ -18,6 +18,12 @@ are matched to the graph's ops: by id when the names match, else by kind and ord
 ``aten::conv2d`` is the graph's ``k``-th ``conv2d`` op: an eager run executes a traced module in
 its program order), and the trace's graph is ``graph`` with the measured durations (and device,
 for a CPU run) on its matched ops.
+
+A profile alone names no tensors, so its graph's edges are only the order each host thread and
+CUDA stream ran its ops in: a CPU run on one thread, or a GPU run on one stream, is one chain,
+which no policy can reorder.  Such a graph (or one with no costs) is a one-line warning
+(:func:`nothing_to_schedule`, also ``meta["nothing_to_schedule"]``) pointing to the Execution
+Trace import (:func:`workbench.io.execution_trace.load_execution_trace`).
 """
 
 from __future__ import annotations
@@ -43,11 +49,14 @@ from workbench.io.kineto_links import (
 )
 from workbench.io.trace_events import (
     MAX_SPAN_US,
+    NOTHING_TO_SCHEDULE,
     args_of,
     duration,
+    nothing_to_schedule,
     number,
     read_trace_json,
     trace_events,
+    warn_nothing_to_schedule,
 )
 from workbench.values.graph import Graph, Op
 from workbench.values.ops import KERNEL_KINDS as _KERNEL_KINDS
@@ -308,6 +317,9 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
     if graph is None:
         graph = _event_graph(rows, path.name.split(".")[0] or "trace",
                              links.edges if links else [])
+        if not exported:
+            meta["nothing_to_schedule"] = warn_nothing_to_schedule(graph, path,
+                                                                   profile_alone=True)
     else:
         rows, graph = match_to_graph(rows, graph, meta, path)
     return Trace(_frame(rows, graph), graph=graph, policy="measured",
@@ -446,5 +458,6 @@ def _match_by_kind(rows: list[dict[str, Any]], graph: Graph) -> list[str | None]
     return out
 
 
-__all__ = ["GPU_CATEGORIES", "aten_kind", "gpu_name", "kernel_kind", "load_pytorch_trace",
-           "match_to_graph", "outermost", "read_trace_json"]
+__all__ = ["GPU_CATEGORIES", "NOTHING_TO_SCHEDULE", "aten_kind", "gpu_name", "kernel_kind",
+           "load_pytorch_trace", "match_to_graph", "nothing_to_schedule", "outermost",
+           "read_trace_json", "warn_nothing_to_schedule"]

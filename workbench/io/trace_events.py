@@ -1,8 +1,10 @@
 """Reading Chrome/PyTorch trace files: the parsed JSON (gzip or plain, size-limited, duplicate
 keys refused), the ``traceEvents`` list, and event times checked against what a real trace can
-hold, each failure a one-line :class:`~workbench.errors.FormatError` naming the file and event.
-Shared by the Kineto importer (:mod:`workbench.io.pytorch_profile`) and the execution-trace
-importer (:mod:`workbench.io.execution_trace`)."""
+hold, each failure a one-line :class:`~workbench.errors.FormatError` naming the file and event;
+and the one-line warning of an imported graph with nothing to schedule
+(:func:`nothing_to_schedule`).  Shared by the Kineto importer
+(:mod:`workbench.io.pytorch_profile`) and the execution-trace importer
+(:mod:`workbench.io.execution_trace`)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,14 @@ import math
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench._atomic import max_input_bytes, read_input
 from workbench._checks import parse_json
 from workbench.errors import FormatError
+
+if TYPE_CHECKING:
+    from workbench.values.graph import Graph
 
 
 def read_trace_json(path: Path) -> Any:
@@ -99,3 +104,50 @@ def duration(event: dict[str, Any], k: int, path: Path) -> float:
 def args_of(event: Mapping[str, Any]) -> dict[str, Any]:
     args = event.get("args")
     return args if isinstance(args, dict) else {}
+
+
+#: How the line of :func:`nothing_to_schedule` begins.
+NOTHING_TO_SCHEDULE = "nothing to schedule:"
+
+
+def nothing_to_schedule(graph: Graph) -> str:
+    """One line when ``graph`` leaves a scheduler no choice, else ``""``: it is one chain (every
+    op has at most one predecessor and one successor, and they are all linked: each op waits for
+    the one before it), or no op has a cost (no FLOPs, no bytes, no measured time).  Then every
+    policy runs the ops as serial does and ties with it.  O(ops + edges).
+
+    >>> from workbench.values.graph import Graph
+    >>> nothing_to_schedule(Graph.from_edges([("a", "b"), ("b", "c")], name="g"))[:52]
+    "nothing to schedule: graph 'g' is one chain of 3 ops"
+    """
+    n = len(graph)
+    if n == 0:
+        return ""
+    if all(not op.flops and not op.bytes_read and not op.bytes_written and not op.duration_us
+           for op in graph.ops):
+        return (f"{NOTHING_TO_SCHEDULE} no op of graph {graph.name!r} has a cost (no FLOPs, "
+                f"bytes or measured time), so every policy ties with serial")
+    succ, pred = graph.succ_index, graph.pred_index
+    if n > 1 and len(graph.edges) == n - 1 and all(
+            len(succ[i]) <= 1 and len(pred[i]) <= 1 for i in range(n)):
+        return (f"{NOTHING_TO_SCHEDULE} graph {graph.name!r} is one chain of {n} ops (each op "
+                f"waits for the one before it), so every policy runs them in serial's order "
+                f"and ties with it")
+    return ""
+
+
+def warn_nothing_to_schedule(graph: Graph, path: Path | str, *, profile_alone: bool) -> str:
+    """Warn in one line (:func:`workbench._checks.warn_line`, naming ``path``) when the imported
+    ``graph`` has nothing to schedule (:func:`nothing_to_schedule`); ``profile_alone``: a
+    profiler trace read without its Execution Trace, whose edges are only the order each thread
+    and stream ran in (the hint names the ET).  Returns the line (``""`` when none)."""
+    from workbench._checks import warn_line
+
+    line = nothing_to_schedule(graph)
+    if line and profile_alone and " one chain " in line:
+        line += ("; a profile alone holds only the order each thread or stream ran its ops in: "
+                 "import it with the run's Execution Trace (--et, load_execution_trace) for "
+                 "the data dependencies")
+    if line:
+        warn_line(line, str(path))
+    return line

@@ -56,6 +56,7 @@ from workbench.orchestration.report_notes import (
     how_to_read,
     measured_note,
     near_tie_note,
+    nothing_to_schedule_note,
     shows_simulation,
     slower_note,
     unfinished_note,
@@ -216,6 +217,7 @@ def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
                  + (f'<p class="note">{escape(accuracy_note(comparison.device))}</p>'
                     if shows_simulation(comparison) else "")),
         _section("results", "Results", measured_note(comparison) + unfinished_note(comparison)
+                 + nothing_to_schedule_note(comparison)
                  + slower_note(comparison) + near_tie_note(comparison)
                  + table_html(comparison.table, css=False, best=best_names) + plots[0]
                  + barrier_note(comparison)),

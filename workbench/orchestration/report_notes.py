@@ -200,6 +200,16 @@ def near_tie_note(comparison: Comparison) -> str:
     return f'<p class="note">{escape(text)}</p>' if text else ""
 
 
+def nothing_to_schedule_note(comparison: Comparison) -> str:
+    """A note when the graph leaves the policies no choice (one chain, or no op with a cost:
+    :func:`workbench.io.trace_events.nothing_to_schedule`), so that their tie with serial
+    is not read as a finding; empty otherwise.  O(ops + edges)."""
+    from workbench.io.trace_events import nothing_to_schedule
+
+    line = nothing_to_schedule(comparison.graph)
+    return f'<p class="note">{escape(line[:1].upper() + line[1:])}.</p>' if line else ""
+
+
 def barrier_note(comparison: Comparison) -> str:
     """A note on what barriers cost: per policy with barriers, how many, of which kind, and how
     long the device sat idle at them (``Trace.barrier_idle_us``); empty when none has any."""
@@ -259,4 +269,5 @@ def shows_simulation(comparison: Comparison) -> bool:
 
 
 __all__ = ["EXECUTOR_NOTES", "HOW_TO_READ", "barrier_note", "how_to_read", "measured_note",
-           "near_tie_note", "shows_simulation", "slower_note", "unfinished_note"]
+           "near_tie_note", "nothing_to_schedule_note", "shows_simulation", "slower_note",
+           "unfinished_note"]
