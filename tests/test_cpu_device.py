@@ -54,6 +54,15 @@ def test_a_cpu_profile_replays_its_measured_times_on_cpu() -> None:
     assert serial.makespan <= trace.makespan + len(trace.graph) * dispatch
 
 
+def test_the_api_compares_a_cpu_run_on_cpu_with_a_note() -> None:
+    """``wb.compare(..., measured=cpu_trace)`` with its default GPU device: as the command."""
+    with pytest.warns(UserWarning, match="nothing to schedule"):
+        trace = load_pytorch_trace(CPU_PROFILE)
+    cmp = wb.compare(trace.graph, ["serial"], measured=trace, show_progress=False)
+    assert cmp.device == "cpu"
+    assert any("CPU run" in n and "not on 'h100'" in n for n in cmp.settings["notes"])
+
+
 @pytest.mark.parametrize("device", [None, "h200"])
 def test_command_compares_a_cpu_run_on_cpu_with_a_note(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], device: str | None) -> None:

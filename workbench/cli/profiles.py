@@ -134,17 +134,10 @@ def measured_device(measured: Any, graph: Any, device: str) -> tuple[str, list[s
     (compare checks that it names the run's GPU).  Adds the note that ``graph`` has nothing to
     schedule, when it has not."""
     from workbench.io.trace_events import nothing_to_schedule
-    from workbench.orchestration.compare_measured import measured_kind
-    from workbench.simulator.cost_model.devices import DEVICES, get_device
+    from workbench.orchestration.compare_measured import device_for_measured
 
-    notes = []
-    spec = get_device(device)
-    builtin = str(device).lower() in DEVICES and DEVICES.get(str(device).lower()) is spec
-    if measured_kind(measured) == "cpu" and builtin and spec.name != CPU_DEVICE:
-        notes.append(f"the measured run is a CPU run: its what-ifs are simulated on device "
-                     f"'{CPU_DEVICE}' (the host, with the run's measured op times), not on "
-                     f"{spec.name!r}; a device file or profile of that CPU is --device PATH")
-        device = CPU_DEVICE
+    device, note = device_for_measured(measured, device)
+    notes = [note.replace("device=PATH", "--device PATH")] if note else []
     line = nothing_to_schedule(graph)
     if line:
         notes.append(line)

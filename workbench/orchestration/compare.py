@@ -35,6 +35,7 @@ from workbench.orchestration.compare_measured import (
     MEASURED_COLUMNS,
     ROUNDS,
     check_measured_device,
+    device_for_measured,
     execute_options,
     executor_plan,
     measure_rounds,
@@ -104,7 +105,9 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     (:mod:`workbench.simulator.cost_model.costs`).  ``measured``, a recorded run of ``graph`` (e.g.
     from
     :func:`workbench.io.load_execution_trace`), is added as the row ``"measured"`` beside the
-    what-if schedules (and to ``traces``).
+    what-if schedules (and to ``traces``); a CPU run compared with a built-in GPU device is
+    simulated on the device ``cpu`` instead, with a note
+    (:func:`~workbench.orchestration.compare_measured.device_for_measured`).
 
     ``budget_s`` (default :data:`DEFAULT_BUDGET_S`) bounds every stage of every policy: its
     scheduling, its validation and execution, its memory planning (see the module docstring).  A
@@ -149,6 +152,9 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     for name in options:
         if name not in names:
             raise OptionError(f"options given for {name!r}, which is not among the policies")
+    cpu_note = None
+    if measured is not None:
+        device, cpu_note = device_for_measured(measured, device)
     spec = resolve_device(device, precision=precision)  # the one resolution of the device
     measured_on = None if measured is None else check_measured_device(measured, graph, spec)
     executor, simulate_too = executor_plan(executor)
@@ -158,7 +164,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     import workbench.memory
     import workbench.orchestration.optimum  # noqa: F401
 
-    notes: list[str] = []
+    notes: list[str] = [cpu_note] if cpu_note else []
     if not isinstance(keep_views, bool):
         raise OptionError(f"keep_views must be True or False, got {keep_views!r:.80}")
     graph, dropped = drop_for_comparison(graph, keep_views or executor != "simulator"

@@ -331,6 +331,22 @@ def _device_key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+def device_for_measured(trace: Trace, device: Any) -> tuple[Any, str | None]:
+    """The device a comparison with the recorded run ``trace`` simulates its what-ifs on, and a
+    note when it is not ``device``: a CPU run (host ops) compared with a built-in GPU device
+    (``compare``'s default ``h100``) is compared on the built-in ``cpu`` device (the host, with
+    the run's measured op times), since a CPU time beside a GPU's name is no comparison; a device
+    file, a profile or a spec is kept as given.  O(ops of the trace)."""
+    from workbench.simulator.cost_model.devices import DEVICES
+
+    name = str(device).lower() if isinstance(device, str) else None
+    if name is None or name not in DEVICES or name == "cpu" or measured_kind(trace) != "cpu":
+        return device, None
+    return "cpu", (f"the measured run is a CPU run: its what-ifs are simulated on device 'cpu' "
+                   f"(the host, with the run's measured op times), not on {name!r}; a device "
+                   f"file or profile of that CPU is device=PATH")
+
+
 def check_measured_device(trace: Trace, graph: Graph, spec: DeviceSpec) -> str:
     """The device a recorded run (``compare(measured=...)``) ran on, checked against what the
     what-ifs simulate; a one-line :class:`OptionError` when they differ, so that a measured
@@ -422,7 +438,8 @@ def measure_rounds(traces: Mapping[str, Trace], executor: str, exec_opts: Mappin
 
 __all__ = ["KEEPS_RUNS", "MEASURED_COLUMNS", "MODELLED_COLUMNS", "QUARTILE_COLUMNS", "ROUNDS",
            "Spread",
-           "check_measured_device", "clearly_faster", "device_name", "execute_options",
+           "check_measured_device", "clearly_faster", "device_for_measured", "device_name",
+           "execute_options",
            "executor_plan", "faster", "measure_rounds", "measured_cells", "measured_kind",
            "measured_utilisation", "noise_ranks", "noise_ties", "provenance",
            "quartiles_us", "round_repeats", "run_precision", "simulates", "unmodelled_note"]
