@@ -304,19 +304,14 @@ class _Pass:
                 self._evaluate(node, outs, fresh)
 
 
-def infer_shapes(onnx: Any, model: Any) -> str:
-    """ONNX's whole-model shape inference (data propagation on) written into ``model`` (value
-    infos, output types, bodies' value infos); ``""``, or why it failed (the model is then left as
-    it was).  The model goes to inference without its large initializers (they become typed
-    inputs): a BERT-base's 440 MB of weights would otherwise be copied four times, 8 s of the
-    import.  O(nodes) plus ONNX's inference."""
+def _light(onnx: Any, model: Any) -> Any:
+    """``model`` without its large initializers (each a typed graph input instead)."""
     g = model.graph
     light = onnx.ModelProto()
     light.ir_version = model.ir_version
     light.opset_import.extend(model.opset_import)
     light.functions.extend(model.functions)
     lg = light.graph
-    lg.name = g.name
     lg.node.extend(g.node)
     lg.input.extend(g.input)
     lg.output.extend(g.output)
@@ -333,6 +328,20 @@ def infer_shapes(onnx: Any, model: Any) -> str:
             vi.type.tensor_type.shape.SetInParent()
             for d in init.dims:
                 vi.type.tensor_type.shape.dim.add().dim_value = d
+    return light
+
+
+def infer_shapes(onnx: Any, model: Any) -> str:
+    """ONNX's whole-model shape inference (data propagation on) written into ``model`` (value
+    infos, output types, bodies' value infos); ``""``, or why it failed (the model is then left as
+    it was).  The model goes to inference without its large initializers (they become typed
+    inputs): a BERT-base's 440 MB of weights would otherwise be copied four times, 8 s of the
+    import.  O(nodes) plus ONNX's inference."""
+    g = model.graph
+    try:
+        light = _light(onnx, model)
+    except (UnicodeDecodeError, ValueError, TypeError):  # a corrupt name: the model as it is
+        light = model
     try:
         # data_prop folds Shape -> Gather -> Reshape chains; a model that trips ONNX's own
         # checker keeps the shapes stored in the file (so any exception type is acceptable here)
