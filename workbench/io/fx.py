@@ -43,7 +43,8 @@ def _trace(torch: Any, module: Any, args: tuple[Any, ...], tracer: str = "auto"
     export_exc: Exception | None = None
     if tracer in ("auto", "export"):
         try:
-            return torch.export.export(module, args).module(), "torch.export"
+            return _inline_disabled_autocast(torch.export.export(module, args).module()), \
+                "torch.export"
         except Exception as exc:  # noqa: BLE001 - any export failure sends us to torch.fx
             export_exc = exc
     try:
@@ -60,6 +61,34 @@ def _trace(torch: Any, module: Any, args: tuple[Any, ...], tracer: str = "auto"
                                 f"{export_exc}); try tracer='fx'"))
     _propagate_shapes(torch, gm, args, type(module).__name__)
     return gm, "torch.fx"
+
+
+def _inline_disabled_autocast(gm: Any) -> Any:
+    """``gm`` with every ``wrap_with_autocast`` region whose autocast is *disabled* (timm's
+    ``torch.autocast(..., enabled=False)`` around an attention kept in FP32) inlined: its calls
+    run in their inputs' dtypes either way, so they become ops of their own, costed from their
+    shapes.  An enabled region (mixed precision inside the model) is left as one call.
+    O(nodes)."""
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or getattr(node.target, "__name__", "") != \
+                "wrap_with_autocast" or len(node.args) < 5 or node.args[2] is not False:
+            continue
+        sub = getattr(gm, node.args[4].target)
+        env = dict(zip([n for n in sub.graph.nodes if n.op == "placeholder"], node.args[5:],
+                       strict=False))
+        with gm.graph.inserting_before(node):
+            out = gm.graph.graph_copy(sub.graph, env)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        for user in list(node.users):  # getitem(region, i) -> the region's i-th output
+            user.replace_all_uses_with(outs[user.args[1]])
+            gm.graph.erase_node(user)
+        gm.graph.erase_node(node)
+        changed = True
+    if changed:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return gm
 
 
 def _propagate_shapes(torch: Any, gm: Any, args: tuple[Any, ...], what: str) -> None:
