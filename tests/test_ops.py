@@ -420,9 +420,12 @@ def test_importer_tables_round_trip_the_old_ones() -> None:
     assert pytorch_profile.KERNEL_KINDS == KERNEL_KINDS
     assert [p for p in KERNEL_KINDS if p in OLD_KERNEL_KINDS] == list(OLD_KERNEL_KINDS)
     rules = {t: (kind, *_rule_facts(rule)) for t, (kind, rule) in onnx_rules.RULES.items()}
-    # ONNX's Resize / Upsample came later with a cost rule of their own (real exporters' files)
+    # ONNX's Resize / Upsample came later with a cost rule of their own (real exporters' files),
+    # then MaxViT's Einsum, CumSum and GatherElements (issue 33)
     assert rules == {**OLD_ONNX_RULES, "Resize": ("resize", "resize", 0),
-                     "Upsample": ("resize", "resize", 0)}
+                     "Upsample": ("resize", "resize", 0), "Einsum": ("einsum", "einsum", 0),
+                     "CumSum": ("cumsum", "unary", 1.0),
+                     "GatherElements": ("gather_elements", "gather", 0)}
     # one FLOP count per kind: fx's elementwise entries and ONNX's unary rules read the table
     for name, (kind, formula, flops) in {**fx.MODULES, **fx.FUNCTIONS}.items():
         assert formula != "elementwise" or flops == FLOPS_PER_ELEMENT[kind], name

@@ -238,3 +238,30 @@ def test_a_region_with_autocast_disabled_imports_as_its_own_ops() -> None:
     trace = wb.execute(wb.schedule(graph, "serial"), executor="torch", inputs=(x,),
                        return_outputs=True)
     assert torch.allclose(trace.meta["outputs"], model(x), atol=1e-6)
+
+
+def test_onnx_einsum_cumsum_and_gather_elements_are_costed(tmp_path: Path) -> None:
+    """MaxViT's Einsum (a batched GEMM), CumSum and GatherElements: costed from their shapes,
+    the Einsum's FLOPs as the contraction's and timed as a GEMM."""
+    from onnx import TensorProto, helper, save
+
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("Einsum", ["q", "k"], ["s"], equation="bhid,bhjd->bhij"),
+             helper.make_node("CumSum", ["s", "axis"], ["c"]),
+             helper.make_node("GatherElements", ["c", "idx"], ["y"], axis=3)]
+    graph = helper.make_graph(
+        nodes, "einsum_cumsum_gather",
+        [helper.make_tensor_value_info("q", f, [2, 4, 49, 32]),
+         helper.make_tensor_value_info("k", f, [2, 4, 49, 32]),
+         helper.make_tensor_value_info("idx", TensorProto.INT64, [2, 4, 49, 5])],
+        [helper.make_tensor_value_info("y", f, [2, 4, 49, 5])],
+        initializer=[helper.make_tensor("axis", TensorProto.INT64, [], [3])])
+    path = tmp_path / "m.onnx"
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    g = wb.load(path)
+    assert _defaulted(g) == []
+    einsum = next(op for op in g.ops if op.kind == "einsum")
+    assert einsum.flops == 2 * 2 * 4 * 49 * 49 * 32
+    from workbench.simulator.cost_model.costs import op_cost
+
+    assert "gemm" in op_cost(einsum, "h100", graph=g).explain()

@@ -24,7 +24,9 @@ from workbench.values.shape_costs import (
     blocks,
     conv_cost,
     copy_cost,
+    einsum_gemm,
     elementwise_cost,
+    gemm_blocks,
     global_pool_cost,
     matmul_cost,
     numel,
@@ -108,6 +110,17 @@ def _gather(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> 
                      blocks(y.elements))
 
 
+def _einsum(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    """A two-operand Einsum: the batched GEMM it runs, ``2·batch·m·k·n`` (``einsum_gemm``)."""
+    y = _first(outs)
+    gemm = einsum_gemm(str(a.get("equation", "")), [t.shape if t is not None else None
+                                                     for t in ins])
+    if gemm is None or y is None:
+        return None
+    return ShapeCost(2.0 * gemm["batch"] * gemm["m"] * gemm["k"] * gemm["n"], total_bytes(ins),
+                     total_bytes(outs), gemm_blocks(gemm["m"], gemm["n"], gemm["batch"]))
+
+
 def _resize(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
     """Resize/Upsample: reads its input, writes its output; per output element, nearest copies
     (0 FLOPs), linear interpolates ``2**n - 1`` times over the ``n`` resized axes (3 FLOPs a
@@ -159,6 +172,8 @@ _COSTS: dict[str, Rule] = {
     "Resize": _resize,
     "Upsample": _resize,
     "Gather": _gather,
+    "GatherElements": _gather,
+    "Einsum": _einsum,
     "Slice": _gather,
     "Reshape": _view,
     "Flatten": _view,
@@ -181,7 +196,7 @@ _ELEMENTWISE = (
     "LogSoftmax Add Sub Mul Div Pow Mod Where Relu Exp Log Sqrt Erf Reciprocal Neg Abs Floor Ceil "
     "Round Sign Sin Cos Not And Or Xor Equal Greater Less GreaterOrEqual LessOrEqual IsNaN "
     "ThresholdedRelu Clip LeakyRelu PRelu HardSigmoid Elu Selu Celu Softplus Softsign HardSwish "
-    "Sigmoid Tanh Gelu").split()
+    "Sigmoid Tanh Gelu CumSum").split()
 #: ONNX op types that copy their inputs (:func:`_copy`) and that reduce (:func:`_global`).
 _COPIES = "Concat Split Transpose Pad Tile Expand Cast DepthToSpace SpaceToDepth".split()
 _REDUCTIONS = ("ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL2 ReduceSumSquare "

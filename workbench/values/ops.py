@@ -212,7 +212,8 @@ def _entries() -> dict[str, OpKind]:
             "global_avgpool": ("GlobalAveragePool",), "global_maxpool": ("GlobalMaxPool",),
             "batchnorm": ("BatchNormalization",), "layernorm": ("LayerNormalization",),
             "instancenorm": ("InstanceNormalization",), "groupnorm": ("GroupNormalization",),
-            "constant": ("ConstantOfShape",), "resize": ("Upsample",), "isnan": ("IsNaN",)}
+            "constant": ("ConstantOfShape",), "resize": ("Upsample",), "isnan": ("IsNaN",),
+            "cumsum": ("CumSum",)}
     for name, types in onnx.items():
         out[name] = replace(out[name], onnx=types)
     return out

@@ -53,6 +53,7 @@ from workbench.simulator.cost_model.kernel_model import (
 )
 from workbench.values.graph import Graph, Op
 from workbench.values.ops import OPS, SHAPE_ONLY_KINDS
+from workbench.values.shape_costs import einsum_gemm
 
 _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float64": 8,
                 "double": 8, "int8": 1, "uint8": 1, "int32": 4, "int64": 8, "bool": 1}
@@ -333,6 +334,11 @@ def _sepconv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisi
 def _matmul(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
             scale: float) -> list[Launch] | None:
     a = op.attrs
+    if not all(k in a for k in ("m", "k", "n")) and op.kind == "einsum":
+        gemm = einsum_gemm(str(a.get("equation", "")), shapes.ins)
+        if gemm is None:
+            return None
+        a = {**a, **gemm}
     if not all(k in a for k in ("m", "k", "n")):
         out = shapes.out
         x = shapes.ins[0]
