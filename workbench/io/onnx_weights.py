@@ -16,12 +16,15 @@ reads, so that the graph runs the model (:class:`workbench.values.program.Weight
   one ``onnx.reference.ReferenceEvaluator`` run over just those nodes, fed the values above.
 
 Nothing else of the model is evaluated.  A folded node the reference evaluator cannot run leaves
-its values out (one warning names the first failure): a run then draws them at random.
+its values out (one warning names the first failure): a run then draws them at random; so do
+folded constants that would hold more than :data:`FOLDED_ELEMENTS` elements together (more than
+the largest initializer).
 Complexity: O(nodes) plus the folded nodes' own work.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,10 @@ import numpy as np
 
 from workbench._checks import warn_line
 from workbench.io.onnx_fold import SHAPE_OPS
+
+#: Most elements the folded constants evaluated here may hold together, unless the model has a
+#: larger initializer (a corrupt file's ``Range`` to 2**40 is not computed).
+FOLDED_ELEMENTS = 1 << 26
 
 
 def _array(onnx: Any, tensor: Any, base_dir: str) -> np.ndarray:
@@ -86,7 +93,13 @@ def parameter_values(onnx: Any, graph: Any, nodes: Sequence[Any], folded: Collec
             continue
         rest.append(i)
     if rest:
-        _evaluate([graph.node[i] for i in rest], values, opsets, path)
+        made = sum(math.prod(shape) for i in rest for t in nodes[i].outputs
+                   if t and (shape := shape_of(t)) is not None)
+        largest = max((math.prod(t.dims) for t in inits.values()), default=0)
+        if made > max(FOLDED_ELEMENTS, largest):
+            _warn(path, f"they would hold {made} elements")
+        else:
+            _evaluate([graph.node[i] for i in rest], values, opsets, path)
     return {k: v for k, v in values.items() if k in needed}
 
 
@@ -132,4 +145,4 @@ def _warn(path: Path, why: str) -> None:
     warn_line(text[:300], str(path))
 
 
-__all__ = ["parameter_values"]
+__all__ = ["FOLDED_ELEMENTS", "parameter_values"]
