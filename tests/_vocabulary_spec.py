@@ -11,7 +11,7 @@ _E, _C, _V = "elementwise", "copy", "view"
 #: Module type name -> (kind, cost formula, FLOPs per element).
 VOCABULARY_MODULES = {
     "ELU": ("elu", _E, 3), "PReLU": ("prelu", _E, 2), "Softplus": ("softplus", _E, 3),
-    "Upsample": ("resize", _C, 0),
+    "Upsample": ("resize", "resize", 0),
 }
 #: Function / method / aten name -> (kind, cost formula, FLOPs per element).
 VOCABULARY_FUNCTIONS = {
@@ -28,8 +28,9 @@ VOCABULARY_FUNCTIONS = {
     "softplus": ("softplus", _E, 3), "split_with_sizes": ("split", _V, 0),
     "slice": ("slice", _V, 0), "zeros_like": ("constant", _C, 0),
     "ones_like": ("constant", _C, 0), "full_like": ("constant", _C, 0),
-    "constant_pad_nd": ("pad", _C, 0), "interpolate": ("resize", _C, 0),
-    "upsample_nearest2d": ("resize", _C, 0), "upsample_bilinear2d": ("resize", _C, 0),
+    "constant_pad_nd": ("pad", _C, 0), "interpolate": ("resize", "resize", 0),
+    "upsample_nearest2d": ("resize", "resize_nearest", 0),
+    "upsample_bilinear2d": ("resize", "resize_bilinear", 0),
     "repeat": ("tile", _C, 0), "arange": ("range", _C, 0),
     # the real models' calls (in-place and dunder spellings, aliases, the fill constructors)
     # and torch's indexing, shifting and scanning kinds, which are full kinds with torch forms

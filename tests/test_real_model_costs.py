@@ -265,3 +265,22 @@ def test_onnx_einsum_cumsum_and_gather_elements_are_costed(tmp_path: Path) -> No
     from workbench.simulator.cost_model.costs import op_cost
 
     assert "gemm" in op_cost(einsum, "h100", graph=g).explain()
+
+
+class _Resizes(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        f = torch.nn.functional
+        return (f.interpolate(x, scale_factor=2, mode="bilinear"),
+                f.interpolate(x, scale_factor=2))
+
+
+def test_resizes_cost_the_same_through_both_paths(exports: Path) -> None:
+    """Bilinear: 3 FLOPs a lerp, 3 lerps per output element over two resized axes; nearest: 0."""
+    model, x = _Resizes().eval(), torch.randn(1, 3, 8, 8)
+    ours = wb.io.from_torch(model, x)
+    path = exports / "resizes.onnx"
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+        torch.onnx.export(model, (x,), str(path), dynamo=False, opset_version=17)
+    for graph in (ours, wb.load(path)):
+        assert sorted(op.flops for op in graph.ops if op.kind == "resize") == [0, 9 * 3 * 16 * 16]

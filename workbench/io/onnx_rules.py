@@ -30,6 +30,7 @@ from workbench.values.shape_costs import (
     global_pool_cost,
     matmul_cost,
     numel,
+    resize_cost,
     total_bytes,
     window_cost,
 )
@@ -122,18 +123,8 @@ def _einsum(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> 
 
 
 def _resize(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
-    """Resize/Upsample: reads its input, writes its output; per output element, nearest copies
-    (0 FLOPs), linear interpolates ``2**n - 1`` times over the ``n`` resized axes (3 FLOPs a
-    lerp), cubic weighs ``4**n`` taps (2 FLOPs each)."""
-    x, y = _first(ins), _first(outs)
-    if x is None or y is None or len(x.shape) != len(y.shape):
-        return None
-    n = sum(i != o for i, o in zip(x.shape, y.shape, strict=True))
-    mode = str(a.get("mode") or "nearest").lower()
-    per_element = (3 * (2**n - 1) if mode in ("linear", "bilinear", "trilinear") else
-                   2 * 4**n if mode in ("cubic", "bicubic") else 0)
-    return ShapeCost(per_element * y.elements, total_bytes(ins), total_bytes(outs),
-                     blocks(y.elements))
+    """Resize/Upsample: :func:`~workbench.values.shape_costs.resize_cost` in its mode."""
+    return resize_cost(_first(ins), _first(outs), str(a.get("mode") or "nearest"), ins, outs)
 
 
 def _view(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:

@@ -31,6 +31,7 @@ from workbench.values.shape_costs import (
     global_pool_cost,
     matmul_cost,
     numel,
+    resize_cost,
     total_bytes,
     window_cost,
 )
@@ -117,6 +118,30 @@ def _copy(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module:
     return copy_cost(_first(outs), ins, outs)
 
 
+def _resize(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+            args: Sequence[Any], kwargs: Mapping[str, Any], mode: str | None = None
+            ) -> ShapeCost | None:
+    """``interpolate`` / ``nn.Upsample`` / ``upsample_*2d``: :func:`resize_cost` in the call's
+    mode (``F.interpolate``'s fourth argument, the module's ``mode``, else ``mode``)."""
+    if mode is None:
+        given = getattr(module, "mode", None) if module is not None else kwargs.get(
+            "mode", args[3] if len(args) > 3 else None)
+        mode = str(given or "nearest")
+    return resize_cost(_first(ins), _first(outs), mode, ins, outs)
+
+
+def _resize_nearest(per_element: float, ins: Sequence[Info], outs: Sequence[Info],
+                    module: Any, args: Sequence[Any], kwargs: Mapping[str, Any]
+                    ) -> ShapeCost | None:
+    return _resize(per_element, ins, outs, module, args, kwargs, "nearest")
+
+
+def _resize_bilinear(per_element: float, ins: Sequence[Info], outs: Sequence[Info],
+                     module: Any, args: Sequence[Any], kwargs: Mapping[str, Any]
+                     ) -> ShapeCost | None:
+    return _resize(per_element, ins, outs, module, args, kwargs, "bilinear")
+
+
 def _einsum(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
             args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
     """A two-operand contraction: ``2·batch·m·k·n`` (:func:`einsum_gemm`)."""
@@ -148,10 +173,11 @@ _FORMULA_OF: dict[str, Formula] = {name: formula for formula, names in (
     (_adaptive, "AdaptiveAvgPool2d AdaptiveMaxPool2d adaptive_avg_pool2d adaptive_max_pool2d "
                 "mean sum amax"),
     (_copy, "cat concat concatenate stack contiguous clone to float half pad constant_pad_nd "
-            "repeat arange zeros_like ones_like full_like Upsample interpolate "
-            "upsample_nearest2d upsample_bilinear2d lift_fresh_copy roll empty_like new_zeros "
-            "new_ones new_full new_empty zeros ones full empty fill"),
+            "repeat arange zeros_like ones_like full_like lift_fresh_copy roll empty_like "
+            "new_zeros new_ones new_full new_empty zeros ones full empty fill"),
     (_gather, "Embedding embedding index_select index gather"), (_einsum, "einsum"),
+    (_resize, "Upsample interpolate"), (_resize_nearest, "upsample_nearest2d"),
+    (_resize_bilinear, "upsample_bilinear2d"),
     (_view, "Dropout Flatten Identity flatten view reshape squeeze unsqueeze permute transpose t "
             "expand getitem slice select split chunk split_with_sizes dropout identity unflatten "
             "alias reshape_as view_as swapaxes swapdims"),
@@ -161,8 +187,8 @@ _FORMULA_OF: dict[str, Formula] = {name: formula for formula, names in (
 ) for name in names.split()}
 _FORMULAS: dict[str, Formula] = {f.__name__.lstrip("_"): f for f in (
     _conv, _conv_t, _linear, _matmul, _addmm, _elementwise, _pool, _adaptive, _copy, _gather,
-    _einsum, _view, attention_costs.sdpa, attention_costs.multi_head_attention,
-    attention_costs.encoder_layer)}
+    _einsum, _resize, _resize_nearest, _resize_bilinear, _view, attention_costs.sdpa,
+    attention_costs.multi_head_attention, attention_costs.encoder_layer)}
 
 
 def _entry(name: str) -> tuple[str, str, float]:

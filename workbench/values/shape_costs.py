@@ -178,6 +178,22 @@ def einsum_gemm(equation: str, shapes: Sequence[Sequence[int] | None]) -> dict[s
     return {"batch": prod["batch"], "m": prod["m"], "k": prod["k"], "n": prod["n"]}
 
 
+def resize_cost(x: Info, y: Info, mode: str, ins: Sequence[Info], outs: Sequence[Info]
+                ) -> ShapeCost | None:
+    """A resize (ONNX's Resize/Upsample, torch's ``interpolate``): reads its input, writes its
+    output; per output element, nearest copies (0 FLOPs), linear interpolates ``2**n - 1``
+    times over the ``n`` resized axes (3 FLOPs a lerp), cubic weighs ``4**n`` taps (2 FLOPs
+    each)."""
+    if x is None or y is None or len(x.shape) != len(y.shape):
+        return None
+    n = sum(i != o for i, o in zip(x.shape, y.shape, strict=True))
+    mode = str(mode or "nearest").lower()
+    per_element = (3 * (2**n - 1) if mode in ("linear", "bilinear", "trilinear") else
+                   2 * 4**n if mode in ("cubic", "bicubic") else 0)
+    return ShapeCost(per_element * y.elements, total_bytes(ins), total_bytes(outs),
+                     blocks(y.elements))
+
+
 def default_cost(ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost:
     """Unknown op or shapes: bytes from the known shapes, FLOPs = output elements."""
     elements = sum(t.elements for t in outs if t is not None)
@@ -187,5 +203,6 @@ def default_cost(ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost:
 __all__ = [
     "ELEMENTS_PER_BLOCK", "GEMM_TILE", "VIEW_COST", "Info", "Rule", "ShapeCost", "TensorInfo",
     "blocks", "conv_cost", "copy_cost", "default_cost", "einsum_gemm", "elementwise_cost",
-    "gemm_blocks", "global_pool_cost", "matmul_cost", "numel", "total_bytes", "window_cost",
+    "gemm_blocks", "global_pool_cost", "matmul_cost", "numel", "resize_cost", "total_bytes",
+    "window_cost",
 ]
