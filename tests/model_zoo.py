@@ -9,7 +9,9 @@ gating (EfficientNet), dense concatenation (DenseNet), channel split / shuffle w
 concatenation (U-Net), token mixing by transposes (MLP-Mixer), ``nn.MultiheadAttention`` in
 ``nn.TransformerEncoderLayer`` with a class token (ViT), ``scaled_dot_product_attention`` with
 a causal mask and embeddings of integer tokens (GPT-2), and an attention mask input with a
-hand-written softmax attention and token-type embeddings (BERT), RMS norm (T5).
+hand-written softmax attention and token-type embeddings (BERT), RMS norm (T5), shifted
+windows by ``roll`` with masks built by ``masked_fill`` and a gathered position bias (Swin,
+:mod:`tests.model_zoo_swin`).
 
 :data:`ZOO` maps a name to a builder ``() -> (model in eval mode, example inputs tuple)``; the
 weights come from ``torch.manual_seed(0)`` so every test sees the same model.
@@ -24,6 +26,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from tests.model_zoo_swin import SwinTiny
 
 Built = tuple[nn.Module, tuple[Any, ...]]
 
@@ -454,6 +458,7 @@ ZOO: dict[str, Callable[[], Built]] = {
     "gpt2": _built(GPTTiny, lambda: (_tokens(),)),
     "bert": _built(BertTiny, _bert_inputs),
     "t5": _built(T5Tiny, lambda: (_tokens(),)),
+    "swin": _built(SwinTiny, lambda: (torch.randn(2, 3, 48, 48),)),
 }
 
 

@@ -105,8 +105,11 @@ def test_onnx_weights_hold_only_what_ops_read(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, Any, Path]]:
-    """Every zoo model's from_torch graph saved as JSON: name -> (model, example, path)."""
+def saved(tmp_path_factory: pytest.TempPathFactory
+          ) -> dict[str, tuple[Any, Any, Path, dict[str, Any]]]:
+    """Every zoo model's from_torch graph saved as JSON: name -> (model, example, path, the
+    traced program's weights by tensor id: parameters, buffers and the constants torch.export
+    lifted, such as Swin's attention masks)."""
     from workbench.io import from_torch
 
     root = tmp_path_factory.mktemp("json")
@@ -116,22 +119,28 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, Any,
         path = root / f"{name}.json"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "the program is not saved"
-            wb.save(from_torch(model, example), path)
-        out[name] = (model, example, path)
+            graph = from_torch(model, example)
+            wb.save(graph, path)
+        out[name] = (model, example, path, dict(graph.program.parameters()))
     return out
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))
 def test_from_torch_json_round_trip_runs_the_torch_forms(
-        name: str, saved: dict[str, tuple[Any, Any, Path]]) -> None:
-    model, example, path = saved[name]
+        name: str, saved: dict[str, tuple[Any, Any, Path, dict[str, Any]]]) -> None:
+    model, example, path, state = saved[name]
     g = wb.load(path)
     assert g.program is None
     s = wb.schedule(g, "serial")
+    stale = [op.id for op in g.ops if op.attrs.get("program_only")]
+    if stale:  # Swin's masks: written in place through slices, then read by another name
+        with pytest.warns(UserWarning, match="need the model's own program"):
+            random = wb.execute(s, executor="torch", device="cpu", repeats=1, warmup=0)
+        assert random.meta["program_only"] == stale
+        return
     random = wb.execute(s, executor="torch", device="cpu", repeats=1, warmup=0)
     assert random.meta["weights"].startswith("random")
     # fed the model's own weights and new inputs by tensor id, the forms compute the model
-    state = {**dict(model.named_parameters()), **dict(model.named_buffers())}
     free = [t for t in g.tensors.values() if t.producer is None]
     feed = {t.id: state[t.id].detach() for t in free if t.role == "parameter"}
     inputs = new_inputs(example)

@@ -327,19 +327,26 @@ class _Importer:
             self.defaulted[f"{label} ({'unknown' if entry is None else 'shapes unknown'})"] += 1
             cost = default_cost(ins, outs)
             attrs["cost"] = "default"
-        self.order(node, arg_nodes, sub, view)
+        stale = self.order(node, arg_nodes, sub, view)
+        if stale:
+            attrs["program_only"] = stale
         self.ops.append(Op(node.name, kind=kind, flops=float(cost.flops),
                            bytes_read=int(cost.bytes_read),
                            bytes_written=int(cost.bytes_written),
                            inputs=tuple(dict.fromkeys(inputs)), outputs=(tid,),
                            thread_blocks=int(cost.thread_blocks), attrs=attrs))
 
-    def order(self, node: Any, arg_nodes: Sequence[Any], sub: Any, view: bool) -> None:
+    def order(self, node: Any, arg_nodes: Sequence[Any], sub: Any, view: bool) -> str | None:
         """The ordering edges of op ``node`` beyond its data edges: after the ops its host
         arguments came from; after the last in-place writer of every storage it reads through a
         value named before that write (a value named after it already depends on the writer);
         and, when it writes a storage in place, after every op that read that storage since the
-        last write (which then must not see the new value)."""
+        last write (which then must not see the new value).  Returns why the op's value is
+        the program's alone, where it is (a read through a value named before an in-place
+        write, such as Swin's ``mask[a:b] = k`` then ``mask.view(...)``: the graph's data
+        edges carry the value before the write, so only the program's own calls, not the
+        kinds' torch forms, compute it), else ``None``."""
+        stale = None
         op = node.name
         alias, written = effects(node, module=sub, view=view)
         self.root[op] = self.root.get(alias.name, alias.name) if alias is not None else op
@@ -350,6 +357,7 @@ class _Importer:
             w = self.writer.get(self.root.get(n.name, ""))
             if w is not None and w != op and self.position[n.name] < self.position[w]:
                 self.control[(w, op)] = None
+                stale = stale or f"reads {n.name} after the in-place write {w}"
         for target in written:
             r = self.root.get(target.name, target.name)
             for reader in self.readers.get(r, ()):
@@ -360,6 +368,7 @@ class _Importer:
         if not view:  # a view reads no data; its consumers read the storage
             for r in roots:
                 self.readers.setdefault(r, []).append(op)
+        return stale
 
     def graph(self, name: str, example: tuple[Any, ...], model: Any) -> Graph:
         if self.defaulted:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench._checks import warn_line
 from workbench.errors import DeviceUnavailable, OptionError, ScheduleError
 from workbench.executors.torch_exec import cuda as cuda_run
 from workbench.executors.torch_exec.calls import CallEvaluator
@@ -130,6 +131,21 @@ def precision_flags(precision: str | None) -> Iterator[None]:
         yield
     finally:
         matmul.allow_tf32, cudnn.allow_tf32, cudnn.benchmark = saved
+
+
+def _warn_program_only(graph: Any, evaluator: Any, notes: dict[str, Any]) -> None:
+    """One warning (and ``meta["program_only"]``) when the torch forms run ops whose values only
+    the traced program computes (``attrs["program_only"]``, :func:`workbench.io.fx.from_torch`:
+    reads after an in-place write through another name): the outputs are not the model's."""
+    if isinstance(evaluator, CallEvaluator):
+        return
+    only = [op for op in graph.ops if op.attrs.get("program_only")]
+    if only:
+        notes["program_only"] = [op.id for op in only]
+        warn_line(f"torch executor: {len(only)} op(s) of {graph.name!r} need the model's own "
+                  f"program (e.g. {only[0].id!r} {only[0].attrs['program_only']}), which this "
+                  f"graph has not (a file keeps the graph only): the torch forms compute "
+                  f"other values there, so the outputs are not the model's")
 
 
 def _check(schedule: Any, mode: str, precision: str | None, warmup: Any, repeats: Any) -> None:
@@ -261,6 +277,7 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str | None = "fp3
     with precision_flags(precision), torch.no_grad():
         evaluator, provenance = _evaluator(schedule, seed=seed, inputs=inputs, device=dev,
                                            precision=precision)
+        _warn_program_only(schedule.graph, evaluator, notes)
         peak = None
         if dev == "cpu":
             ran = "eager"
