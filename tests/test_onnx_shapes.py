@@ -39,6 +39,8 @@ from onnx import TensorProto, helper  # noqa: E402
 from torch import nn  # noqa: E402
 
 import workbench as wb  # noqa: E402
+from tests._onnx_exports import export  # noqa: E402
+from tests._onnx_exports import exported as shared_export  # noqa: E402
 from tests.model_zoo import ZOO, new_inputs  # noqa: E402
 from workbench.io.onnx import load_onnx  # noqa: E402
 from workbench.values.ops import OPS  # noqa: E402
@@ -57,31 +59,13 @@ DYNAMO = ("bert", "shufflenet", "vit", "t5", "gpt2", "unet")
 # ------------------------------------------------------------------------------ helpers
 def _export(model: nn.Module, example: tuple[Any, ...], path: Path, *, dynamo: bool = False,
             **options: Any) -> Path:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if dynamo:  # opset 18: what it writes (17 would be a lossy conversion afterwards)
-            torch.onnx.export(model, example, str(path), opset_version=18, dynamo=True,
-                              verbose=False, **options)
-        else:
-            torch.onnx.export(model, example, str(path), opset_version=17, dynamo=False,
-                              **options)
-    return path
+    return export(model, example, path, dynamo=dynamo, **options)
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, bool], Path]:
-    """(model name, dynamo) -> the exported file, made once per module."""
-    root = tmp_path_factory.mktemp("exports")
-    made: dict[tuple[str, bool], Path] = {}
-
-    def get(name: str, dynamo: bool) -> Path:
-        if (name, dynamo) not in made:
-            model, example = MODELS[name]()
-            path = root / f"{name}_{'dynamo' if dynamo else 'legacy'}.onnx"
-            made[name, dynamo] = _export(model, example, path, dynamo=dynamo)
-        return made[name, dynamo]
-
-    return get
+def exported() -> Callable[[str, bool], Path]:
+    """(model name, dynamo) -> the exported file, made once per test session."""
+    return lambda name, dynamo: shared_export(name, "dynamo" if dynamo else "legacy")
 
 
 def _load_quietly(path: Path, **options: Any) -> tuple[wb.Graph, list[str]]:

@@ -28,6 +28,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
 import workbench as wb  # noqa: E402
+from tests._onnx_exports import exported  # noqa: E402
 from tests.model_zoo import ZOO  # noqa: E402
 from workbench.values.ops import OPS  # noqa: E402
 
@@ -61,22 +62,8 @@ def _through_torch(name: str) -> wb.Graph:
         return wb.io.from_torch(model, example)
 
 
-_EXPORTS: dict[tuple[str, str], Path] = {}
-
-
-def _through_onnx(name: str, exporter: str, tmp: Path) -> wb.Graph:
-    key = (name, exporter)
-    if key not in _EXPORTS:
-        model, example = _model(name)
-        path = tmp / f"{name}_{exporter}.onnx"
-        quiet = io.StringIO()
-        with warnings.catch_warnings(), contextlib.redirect_stdout(quiet), \
-                contextlib.redirect_stderr(quiet):
-            warnings.simplefilter("ignore")
-            torch.onnx.export(model, example, str(path), dynamo=exporter == "dynamo",
-                              opset_version=18 if exporter == "dynamo" else 17)
-        _EXPORTS[key] = path
-    return wb.load(_EXPORTS[key])
+def _through_onnx(name: str, exporter: str, folder: Path) -> wb.Graph:
+    return wb.load(exported(name, exporter))
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +101,8 @@ def test_onnx_costs_every_op_and_counts_gemm_flops_as_torch(name: str, exporter:
                                                             exports: Path) -> None:
     graph = _through_onnx(name, exporter, exports)
     assert _defaulted(graph) == []
+    assert not [t for op in graph.ops for t in op.outputs  # every output shaped
+                if not graph.tensor(t).shape and graph.tensor(t).size_bytes == 0]
     assert _gemm_flops(graph) == pytest.approx(_reference_gemm_flops(name), rel=0.01)
 
 
