@@ -382,7 +382,9 @@ def _attention(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, preci
     fast_f32 = run == "fp32" and "tf32" in spec.precisions()
     causal = 0.5 if op.attrs.get("is_causal") else 1.0
     depth = max(1, round(keys * (e + ev) / ev))
-    name = "attention (memory-efficient, 3xTF32)" if fast_f32 else f"attention (flash, {run})"
+    ampere = "tf32" in spec.precisions()  # FlashAttention needs sm80+; older: CUTLASS's kernel
+    name = ("attention (memory-efficient, 3xTF32)" if fast_f32 else
+            f"attention ({'flash' if ampere and run != 'fp32' else 'memory-efficient'}, {run})")
     return fastest(gemm_candidates(
         length, ev, depth, batch=batch, precision="tf32" if fast_f32 else run, model=model,
         element_bytes=eb, name=name, split=False, flop_scale=(3.0 if fast_f32 else 1.0) * causal,
