@@ -273,3 +273,30 @@ def test_resizes_cost_the_same_through_both_paths(exports: Path) -> None:
         torch.onnx.export(model, (x,), str(path), dynamo=False, opset_version=17)
     for graph in (ours, wb.load(path)):
         assert sorted(op.flops for op in graph.ops if op.kind == "resize") == [0, 9 * 3 * 16 * 16]
+
+
+class _Conv1D(torch.nn.Module):
+    """Hugging Face's GPT-2 ``Conv1D``: ``addmm(bias, x, weight)``, the bias first."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor) -> None:
+        super().__init__()
+        self.weight, self.bias = torch.nn.Parameter(weight), torch.nn.Parameter(bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+
+
+def test_addmm_costs_the_gemm_of_its_operands_not_its_bias() -> None:
+    """GPT-2's ``addmm(bias, x, w)`` is the same GEMM as ``nn.Linear``: the launch rule reads
+    the inner size from ``x``, not from the bias that comes first."""
+    linear = torch.nn.Linear(768, 2304).eval()
+    x = torch.randn(128, 768)
+    conv1d = _Conv1D(linear.weight.detach().t().contiguous(), linear.bias.detach())
+    times = []
+    for model in (linear, conv1d):
+        graph = wb.io.from_torch(model, x)
+        from workbench.simulator.cost_model.costs import op_cost
+
+        gemm = next(op for op in graph.ops if op.kind == "matmul")
+        times.append(op_cost(gemm, "h100", graph=graph).kernels[0].alone_us)
+    assert times[1] == pytest.approx(times[0], rel=1e-9)

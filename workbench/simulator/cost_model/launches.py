@@ -341,7 +341,8 @@ def _matmul(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisio
         a = {**a, **gemm}
     if not all(k in a for k in ("m", "k", "n")):
         out = shapes.out
-        x = shapes.ins[0]
+        # addmm(bias, a, b) (bias_first): the inner size is a's last axis, not the bias's
+        x = shapes.ins[1] if a.get("bias_first") and len(shapes.ins) > 2 else shapes.ins[0]
         if out is None or x is None or len(out) < 2:
             return None
         m, n, k = math.prod(out[:-1]), out[-1], x[-1]
