@@ -269,7 +269,8 @@ def _op(raw: Any, where: str) -> Op:
 def _tensor(raw: Any, where: str) -> Tensor:
     raw = _check_fields(raw, _TENSOR_FIELDS, where)
     shape = raw.get("shape", [])
-    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+    if not isinstance(shape, list) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         raise FormatError(f"{where}.shape must be a list of non-negative integers, got {shape!r}")
     size = raw.get("size_bytes", 0)
     if (isinstance(size, bool) or not isinstance(size, (int, float)) or size < 0
