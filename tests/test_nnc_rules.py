@@ -108,3 +108,46 @@ def test_an_artificial_ordering_carries_the_tails_ancestry() -> None:
     assert s.streams == {0: ("n0", "n5", "n2", "n3"), 1: ("n1", "n4")}
     assert s.syncs == (("n1", "n5"), ("n2", "n4"))
     assert s.notes["artificial_orderings"] == [("n5", "n2")]
+
+
+def test_a_chain_takes_the_highest_ranked_successor_before_the_op_type() -> None:
+    """Ops n0, n1 (A), n2, n3 (B); edges ``n0 -> n1``, ``n0 -> n2``, ``n2 -> n3``.
+
+    Ranks: n0 2, n2 1, n1 and n3 0.  n0 opens stream 0 {A}; its chain compares n1 (rank 0, type
+    A which the stream ran) and n2 (rank 1): rank comes first, so n2, then n3: stream 0 =
+    n0, n2, n3.  n1 then opens stream 1 and waits on n0.  Preferring the op type (or the
+    first listed) would chain n1 instead."""
+    g = Graph.from_edges([("n0", "n1"), ("n0", "n2"), ("n2", "n3")],
+                         {"n0": "A", "n1": "A", "n2": "B", "n3": "B"})
+    s = schedule_nnc(g, max_streams=2)
+    assert s.notes["rank"] == {"n0": 2, "n1": 0, "n2": 1, "n3": 0}
+    assert s.streams == {0: ("n0", "n2", "n3"), 1: ("n1",)}
+    assert s.syncs == (("n0", "n1"),)
+
+
+def test_the_op_types_of_a_whole_chain_count_for_the_stream() -> None:
+    """Ops n0 (B), n1, n2, n3 (A); one edge ``n0 -> n3``; ``max_streams=2``.
+
+    Visit order: n0, its single child n3 at once, then n1, n2.  n0 opens stream 0 and its
+    chain takes n3, so stream 0 has run B *and* A.  n1 opens stream 1 {A}.  n2 (A): over the
+    cap, both tails (n3, n1) visited, both streams ran A: the first, stream 0.  Were only the
+    chain's first op type recorded, stream 0 would be {B} and n2 would go to stream 1."""
+    g = Graph.from_edges([("n0", "n3")], {"n0": "B", "n1": "A", "n2": "A", "n3": "A"})
+    s = schedule_nnc(g, max_streams=2)
+    assert s.notes["visit_order"] == ["n0", "n3", "n1", "n2"]
+    assert s.streams == {0: ("n0", "n3", "n2"), 1: ("n1",)}
+    assert s.notes["artificial_orderings"] == [("n3", "n2")]
+
+
+def test_one_signal_is_waited_on_by_every_other_stream_that_needs_it() -> None:
+    """``n0 -> n1, n2, n3`` (one type): n0's chain takes n1 (stream 0); n2 and n3 have n0 as
+    ancestor but stream 0's tail n1 is not, so each opens a stream (1, 2).  n0 records one
+    signal; *both* other streams wait on it -- the duplicate elimination is per waiting stream
+    (§A.2 step 5), and skipping n3's wait would let n3 read n0's output early."""
+    g = Graph.from_edges([("n0", "n1"), ("n0", "n2"), ("n0", "n3")])
+    for cap in (3, None):
+        s = schedule_nnc(g, max_streams=cap)
+        assert s.streams == {0: ("n0", "n1"), 1: ("n2",), 2: ("n3",)}
+        assert s.syncs == (("n0", "n2"), ("n0", "n3"))
+        assert s.n_events == 1
+        s.validate()
