@@ -172,34 +172,50 @@ def test_a_trailing_device_sync_barrier_synchronises_eagerly_and_joins_under_cap
 
 # ---------------------------------------------------------------------------- the median replay
 class StampEvent(FakeEvent):
+    """An event that remembers where in the log it was last recorded (or replayed), so that
+    :meth:`elapsed_time` can insist on a synchronisation after it, as CUDA does (reading an
+    event that has not completed raises)."""
+
+    logged_at = -1
+
     def record(self, stream: Any = None) -> None:
         super().record(stream)
+        self.logged_at = len(self.cuda.log) - 1
         if self.cuda.capturing:
             self.cuda.in_capture.append(self)
 
+    def elapsed_time(self, end: FakeEvent) -> float:
+        assert self.cuda.last_sync() > max(self.logged_at, end.logged_at), "read before a sync"
+        return super().elapsed_time(end)
+
 
 class StampGraph(FakeGraph):
-    """A graph whose replay re-records the events captured in it, ``scale`` ticks apart (the
-    next of ``ReplayingCuda.scales`` for a graph holding timing events): replay ``k`` of the
-    timed capture lasts ``scales[k]`` times as long as a unit replay."""
+    """A graph whose replay re-records the events captured in it: replay ``k`` of a capture
+    holding timing events spaces them ``scale`` ticks apart and delays the last timing event (the
+    last op's end mark) by ``stretch`` more (``ReplayingCuda.replays[k]``)."""
 
     def replay(self) -> None:
         super().replay()
         events = self.cuda.captured.get(self.id, [])
         if not any(e.enable_timing for e in events):
             return
-        scale, base = self.cuda.scales.pop(0), self.cuda.clock
+        (scale, stretch), base = self.cuda.replays.pop(0), self.cuda.clock
+        last = max(k for k, e in enumerate(events) if e.enable_timing)
         for k, event in enumerate(events):
-            event.tick = base + k * scale
-        self.cuda.clock = base + len(events) * scale
+            event.tick = base + k * scale + (stretch if k == last else 0)
+            event.logged_at = len(self.cuda.log) - 1
+        self.cuda.clock = base + len(events) * scale + stretch
 
 
 class ReplayingCuda(FakeCuda):
-    def __init__(self, scales: list[int]) -> None:
+    def __init__(self, replays: list[tuple[int, int]] = ()) -> None:
         super().__init__()
-        self.scales = list(scales)
+        self.replays = list(replays)
         self.in_capture: list[FakeEvent] = []
         self.captured: dict[int, list[FakeEvent]] = {}
+
+    def last_sync(self) -> int:
+        return max((i for i, e in enumerate(self.log) if e == SYNC), default=-1)
 
     def Event(self, enable_timing: bool = False, external: bool = False) -> FakeEvent:  # noqa: N802
         e = StampEvent(self, len(self.events), enable_timing, external)
@@ -219,12 +235,12 @@ class ReplayingCuda(FakeCuda):
         self.captured[cuda_graph.id] = self.in_capture
 
 
-def _graph_rows(scales: list[int]) -> tcuda.Timing:
+def _graph_rows(replays: list[tuple[int, int]]) -> tcuda.Timing:
     sched = _diamond()
-    cuda = ReplayingCuda(scales)
+    cuda = ReplayingCuda(replays)
     _, rt = _runtime(sched, cuda)
-    timing, _ = tcuda.time_graph(rt, StubEvaluator(cuda), warmup=1, repeats=len(scales))
-    assert cuda.scales == [] and "lower-median" in timing.timeline
+    timing, _ = tcuda.time_graph(rt, StubEvaluator(cuda), warmup=1, repeats=len(replays))
+    assert cuda.replays == [] and "lower-median" in timing.timeline
     return timing
 
 
@@ -239,8 +255,51 @@ def test_the_per_op_rows_come_from_the_lower_median_replay(scales: list[int],
     times as long as a unit replay (every event ``scale`` ticks after the previous one).  The
     rows must be those of the replay whose makespan is the lower median, i.e. exactly
     ``median`` times the unit replay's rows -- not the fastest, slowest or upper median."""
-    unit = _graph_rows([1])
-    rows = _graph_rows(scales)
+    unit = _graph_rows([(1, 0)])
+    rows = _graph_rows([(k, 0) for k in scales])
     assert max(unit.end_us) > 0
     assert rows.start_us == pytest.approx([median * t for t in unit.start_us])
     assert rows.end_us == pytest.approx([median * t for t in unit.end_us])
+
+
+def test_the_median_replay_is_ranked_by_its_last_end() -> None:
+    """Replays ranked by their makespan, the latest end mark: replay 0 is the fastest op by op
+    but its last op ends very late (stretch), replays 1 and 2 take 3 and 2 times a unit replay.
+    By the last end: 2, 1, 0 -- the lower median is replay 1 (3 x the unit rows).  Ranked by
+    the earliest end or the latest start (which the stretch does not move) it would be 0, 2, 1
+    and give replay 2's rows."""
+    unit = _graph_rows([(1, 0)])
+    rows = _graph_rows([(1, 10**6), (3, 0), (2, 0)])
+    assert rows.end_us == pytest.approx([3 * t for t in unit.end_us])
+    assert rows.start_us == pytest.approx([3 * t for t in unit.start_us])
+
+
+# ---------------------------------------------------------------------------- every run is whole
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_every_run_starts_fresh_and_timed_runs_issue_every_op(mode: str) -> None:
+    """Every eager run and every capture begins with ``evaluator.start()`` (fresh initial
+    values, not the previous run's outputs): one start before each fork of the launching
+    stream.  Each timed eager run issues the whole program between its two timing events, and
+    every repeat gives a makespan and a host issue time.  Timing events are read only after a
+    device synchronisation (the fake raises otherwise)."""
+    sched = _diamond()
+    cuda = ReplayingCuda([(1, 0)] * 3)
+    _, rt = _runtime(sched, cuda)
+    ev = StubEvaluator(cuda)
+    if mode == "eager":
+        timing = tcuda.time_eager(rt, ev, warmup=2, repeats=3)
+    else:
+        timing, _ = tcuda.time_graph(rt, ev, warmup=2, repeats=3)
+        assert timing.issue_us == [0.0] * len(sched.issue_order)
+    fork = ("record", LAUNCH, rt.fork.id)
+    forks = [i for i, e in enumerate(cuda.log) if e == fork]
+    for a, b in zip([-1, *forks], forks, strict=False):
+        assert cuda.log[a + 1:b].count(("start",)) == 1
+    assert ev.starts == len(forks)
+    assert len(timing.spans_us) == len(timing.host_us) == 3
+    if mode == "eager":
+        timed = {e.id for e in cuda.events if e.enable_timing}
+        marks = [i for i, e in enumerate(cuda.log)
+                 if e[0] == "record" and e[1] == LAUNCH and e[2] in timed][:6]
+        for a, b in zip(marks[::2], marks[1::2], strict=True):
+            assert [op for _, op in ops_of(cuda.log[a:b])] == list(sched.issue_order)
