@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 extra="${1:-}"
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 
+apt_updated=0  # apt's package lists are refreshed once per run, and nothing is left behind
 apt_install() {
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    if [ ! -f /tmp/.workbench-apt-updated ]; then apt-get update -qq && touch /tmp/.workbench-apt-updated; fi
+    if [ "$apt_updated" = 0 ]; then apt-get update -qq && apt_updated=1; fi
     apt-get install -y -qq --no-install-recommends "$@" >/dev/null
   else
     echo "setup: please install: $*" >&2
