@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any
@@ -51,7 +52,7 @@ from workbench.passes.no_task import drop_for_comparison
 from workbench.schedulers import POLICIES, PolicyInfo, schedule
 from workbench.simulator.cost_model.costs import DeviceSpec, lower_bound_us
 from workbench.simulator.cost_model.target import resolve_device
-from workbench.values.graph import Graph
+from workbench.values.graph import CONTROL_KINDS, Graph
 from workbench.values.schedule import Schedule
 from workbench.values.trace import Trace
 
@@ -445,6 +446,13 @@ def _optimum(graph: Graph, spec: DeviceSpec, mode: str, executor: str, max_ops: 
     from workbench.errors import WorkbenchError
 
     if executor != "simulator" or len(graph) > max_ops:
+        return float("nan")
+    control = Counter(op.kind for op in graph.ops if op.kind in CONTROL_KINDS)
+    if control:
+        notes.append(f"exact optimum not shown: the graph holds control flow ("
+                     f"{', '.join(f'{k} ×{n}' for k, n in control.items())}); the search orders "
+                     f"its top-level ops only, while every policy also schedules the loop bodies "
+                     f"and branches, so it bounds nothing")
         return float("nan")
     hard = None if budget is None else hard_limit_s(budget, cooperative=True)
     try:
