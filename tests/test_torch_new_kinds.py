@@ -23,11 +23,13 @@ import pytest
 import workbench as wb
 from workbench.errors import OptionError
 from workbench.io.json_format import graph_from_dict, graph_to_dict
-from workbench.values.graph import Graph, Op, Tensor
+from workbench.values.graph import Graph, Op
 from workbench.values.ops import OPS, TORCH_FORM_KINDS
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
+
+from tests.test_op_vocabulary import _one_op  # noqa: E402 - one single-op graph builder
 
 KINDS = ("index", "gather_elements", "roll", "masked_fill", "not_equal", "diff", "cumsum")
 
@@ -107,15 +109,6 @@ def test_the_graph_without_its_program_computes_the_module() -> None:
     for k, (a, b) in enumerate(zip(got, [w.numpy() for w in want], strict=True)):
         assert a.shape == b.shape and a.dtype == b.dtype, (k, a.shape, b.shape, a.dtype, b.dtype)
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6, err_msg=str(k))
-
-
-def _one_op(kind: str, attrs: dict[str, Any], shapes: list[tuple[int, ...]],
-            out: tuple[int, ...]) -> Graph:
-    tensors = [Tensor(f"i{k}", 4 * int(np.prod(s)), None, "input", s)
-               for k, s in enumerate(shapes)]
-    tensors.append(Tensor("y", 4 * int(np.prod(out)), "x", "output", out))
-    return Graph([Op("x", kind=kind, inputs=tuple(t.id for t in tensors[:-1]), outputs=("y",),
-                     attrs=attrs)], tensors, outputs=["y"])
 
 
 @pytest.mark.parametrize(("kind", "attrs", "shapes", "match"), [

@@ -29,10 +29,12 @@ autograd function in ``attrs["grad_fn"]``.  Complexity: O(nodes) for the scopes.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from workbench.values.shape_costs import Info, ShapeCost, blocks, default_cost, numel, total_bytes
+
+T = TypeVar("T")
 
 AUTOGRAD_PREFIX = "autograd::engine::evaluate_function: "
 _OPTIMIZER = re.compile(r"^Optimizer\.(step|zero_grad)#")
@@ -112,24 +114,25 @@ def _scope_phase(name: str) -> str | None:
     return "backward" if name.startswith(AUTOGRAD_PREFIX) else None
 
 
-def phases_below(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, str]:
-    """Per node id: the phase of a call whose ``ctrl_deps`` parent it is: that of the nearest
-    node on its ``ctrl_deps`` chain (itself included) that is an ``Optimizer.step#``/
-    ``zero_grad#`` scope (``optimizer``) or an autograd function (``backward``), else
-    ``forward``; the walk ends where the chain leaves the trace or repeats.  Memoised along each
+def nearest_scope(nodes: Mapping[int, Mapping[str, Any]], label: Callable[[str], T | None],
+                  default: T) -> dict[int, T]:
+    """Per node id: ``label`` of the nearest node on its ``ctrl_deps`` chain (itself included)
+    whose name ``label`` gives a value, else ``default``; the walk ends where the chain leaves
+    the trace (a non-integer or boolean id, an unknown node) or repeats.  Memoised along each
     walk, so a chain of n nested scopes costs O(n) in all, not O(n²)."""
-    memo: dict[int, str] = {}
+    memo: dict[int, T] = {}
     for start in nodes:
         path: list[int] = []
         seen: set[int] = set()
         cur: Any = start
-        result = "forward"
-        while isinstance(cur, int) and cur in nodes and cur not in seen:
+        result = default
+        while isinstance(cur, int) and not isinstance(cur, bool) and cur in nodes \
+                and cur not in seen:
             if cur in memo:
                 result = memo[cur]
                 break
             path.append(cur)
-            own = _scope_phase(str(nodes[cur].get("name", "")))
+            own = label(str(nodes[cur].get("name", "")))
             if own is not None:
                 result = own
                 break
@@ -138,6 +141,14 @@ def phases_below(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, str]:
         for node in path:
             memo[node] = result
     return memo
+
+
+def phases_below(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, str]:
+    """Per node id: the phase of a call whose ``ctrl_deps`` parent it is: that of the nearest
+    node on its ``ctrl_deps`` chain (itself included) that is an ``Optimizer.step#``/
+    ``zero_grad#`` scope (``optimizer``) or an autograd function (``backward``), else
+    ``forward`` (:func:`nearest_scope`)."""
+    return nearest_scope(nodes, _scope_phase, "forward")
 
 
 def phase_of(nid: int, nodes: Mapping[int, Mapping[str, Any]], backward: bool,
@@ -188,5 +199,5 @@ def summed(costs: Sequence[ShapeCost]) -> ShapeCost:
                      max((c.thread_blocks for c in costs), default=1))
 
 
-__all__ = ["AUTOGRAD_PREFIX", "backward_kind", "grad_fn_of", "inner_calls", "part_cost",
-           "phase_of", "phases_below", "scope_children", "summed"]
+__all__ = ["AUTOGRAD_PREFIX", "backward_kind", "grad_fn_of", "inner_calls", "nearest_scope",
+           "part_cost", "phase_of", "phases_below", "scope_children", "summed"]

@@ -21,6 +21,7 @@ from workbench.errors import FormatError
 from workbench.io.et_autograd import (
     grad_fn_of,
     inner_calls,
+    nearest_scope,
     phase_of,
     phases_below,
     scope_children,
@@ -124,28 +125,9 @@ def _below_operator(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, bool]:
 
 def steps_below(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, int | None]:
     """Per node id: N of the nearest ``ProfilerStep#N`` scope on its ``ctrl_deps`` chain
-    (itself included), else None; the walk ends where the chain leaves the trace or repeats.
-    Memoised along each walk: O(nodes) in all."""
-    memo: dict[int, int | None] = {}
-    for start in nodes:
-        path: list[int] = []
-        seen: set[int] = set()
-        cur: Any = start
-        result: int | None = None
-        while isinstance(cur, int) and not isinstance(cur, bool) and cur in nodes \
-                and cur not in seen:
-            if cur in memo:
-                result = memo[cur]
-                break
-            path.append(cur)
-            result = step_number(nodes[cur].get("name", ""))
-            if result is not None:
-                break
-            seen.add(cur)
-            cur = nodes[cur].get("ctrl_deps")
-        for node in path:
-            memo[node] = result
-    return memo
+    (itself included), else None (:func:`~workbench.io.et_autograd.nearest_scope`: O(nodes) in
+    all)."""
+    return nearest_scope(nodes, step_number, None)
 
 
 def read_calls(data: Any, path: Path) -> list[Call]:
