@@ -24,9 +24,8 @@ from workbench.values.shape_costs import (
     blocks,
     conv_cost,
     copy_cost,
-    einsum_gemm,
+    einsum_cost,
     elementwise_cost,
-    gemm_blocks,
     global_pool_cost,
     matmul_cost,
     numel,
@@ -112,14 +111,8 @@ def _gather(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> 
 
 
 def _einsum(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
-    """A two-operand Einsum: the batched GEMM it runs, ``2·batch·m·k·n`` (``einsum_gemm``)."""
-    y = _first(outs)
-    gemm = einsum_gemm(str(a.get("equation", "")), [t.shape if t is not None else None
-                                                     for t in ins])
-    if gemm is None or y is None:
-        return None
-    return ShapeCost(2.0 * gemm["batch"] * gemm["m"] * gemm["k"] * gemm["n"], total_bytes(ins),
-                     total_bytes(outs), gemm_blocks(gemm["m"], gemm["n"], gemm["batch"]))
+    """A two-operand Einsum: :func:`~workbench.values.shape_costs.einsum_cost`."""
+    return einsum_cost(str(a.get("equation", "")), ins, outs)
 
 
 def _resize(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:

@@ -25,14 +25,12 @@ from workbench.values.shape_costs import (
     ShapeCost,
     conv_cost,
     copy_cost,
-    einsum_gemm,
+    einsum_cost,
     elementwise_cost,
-    gemm_blocks,
     global_pool_cost,
     matmul_cost,
     numel,
     resize_cost,
-    total_bytes,
     window_cost,
 )
 
@@ -144,14 +142,8 @@ def _resize_bilinear(per_element: float, ins: Sequence[Info], outs: Sequence[Inf
 
 def _einsum(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
             args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
-    """A two-operand contraction: ``2·batch·m·k·n`` (:func:`einsum_gemm`)."""
-    equation = args[0] if args else kwargs.get("equation")
-    y = _first(outs)
-    gemm = einsum_gemm(str(equation), [t.shape if t is not None else None for t in ins])
-    if gemm is None or y is None:
-        return None
-    return ShapeCost(2.0 * gemm["batch"] * gemm["m"] * gemm["k"] * gemm["n"], total_bytes(ins),
-                     total_bytes(outs), gemm_blocks(gemm["m"], gemm["n"], gemm["batch"]))
+    """A two-operand contraction: :func:`einsum_cost` of the call's equation."""
+    return einsum_cost(str(args[0] if args else kwargs.get("equation")), ins, outs)
 
 
 def _gather(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,

@@ -178,6 +178,17 @@ def einsum_gemm(equation: str, shapes: Sequence[Sequence[int] | None]) -> dict[s
     return {"batch": prod["batch"], "m": prod["m"], "k": prod["k"], "n": prod["n"]}
 
 
+def einsum_cost(equation: str, ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost | None:
+    """A two-operand ``einsum`` (torch's, ONNX's ``Einsum``): the batched GEMM it runs,
+    ``2·batch·m·k·n`` FLOPs (:func:`einsum_gemm`), its inputs read and output written once;
+    ``None`` when the shapes or the operand count do not allow it."""
+    gemm = einsum_gemm(equation, [t.shape if t is not None else None for t in ins])
+    if gemm is None or not outs or outs[0] is None:
+        return None
+    return ShapeCost(2.0 * gemm["batch"] * gemm["m"] * gemm["k"] * gemm["n"], total_bytes(ins),
+                     total_bytes(outs), gemm_blocks(gemm["m"], gemm["n"], gemm["batch"]))
+
+
 def resize_cost(x: Info, y: Info, mode: str, ins: Sequence[Info], outs: Sequence[Info]
                 ) -> ShapeCost | None:
     """A resize (ONNX's Resize/Upsample, torch's ``interpolate``): reads its input, writes its
@@ -202,7 +213,7 @@ def default_cost(ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost:
 
 __all__ = [
     "ELEMENTS_PER_BLOCK", "GEMM_TILE", "VIEW_COST", "Info", "Rule", "ShapeCost", "TensorInfo",
-    "blocks", "conv_cost", "copy_cost", "default_cost", "einsum_gemm", "elementwise_cost",
-    "gemm_blocks", "global_pool_cost", "matmul_cost", "numel", "resize_cost", "total_bytes",
-    "window_cost",
+    "blocks", "conv_cost", "copy_cost", "default_cost", "einsum_cost", "einsum_gemm",
+    "elementwise_cost", "gemm_blocks", "global_pool_cost", "matmul_cost", "numel", "resize_cost",
+    "total_bytes", "window_cost",
 ]
