@@ -300,3 +300,20 @@ def test_addmm_costs_the_gemm_of_its_operands_not_its_bias() -> None:
         gemm = next(op for op in graph.ops if op.kind == "matmul")
         times.append(op_cost(gemm, "h100", graph=graph).kernels[0].alone_us)
     assert times[1] == pytest.approx(times[0], rel=1e-9)
+
+
+class _Einsum(torch.nn.Module):
+    def forward(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return torch.einsum("bhid,bhjd->bhij", q, k)
+
+
+def test_from_torch_einsum_counts_its_contraction() -> None:
+    """MaxViT's ``einsum`` through ``from_torch``: the contraction's FLOPs, as FlopCounterMode."""
+    q, k = torch.randn(2, 4, 49, 32), torch.randn(2, 4, 49, 32)
+    (op,) = [op for op in wb.io.from_torch(_Einsum(), (q, k)).ops if op.kind == "einsum"]
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        _Einsum()(q, k)
+    assert op.flops == counter.get_total_flops() == 2 * 2 * 4 * 49 * 49 * 32
+    assert (op.attrs["batch"], op.attrs["m"], op.attrs["k"], op.attrs["n"]) == (8, 49, 32, 49)
