@@ -34,7 +34,7 @@ PACKAGE = ROOT / "workbench"
 # longest matching entry wins.  Names that do not exist yet (``workbench.values.ops``) are allowed.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("workbench.errors", "workbench._checks", "workbench._atomic", "workbench._terminal",
-              "workbench.registry", "workbench._version", "workbench._aliases",
+              "workbench.registry", "workbench._version",
               "workbench._progress", "workbench._engines", "workbench._bounded",
               # the simulator's and the executors' __init__ import nothing
               "workbench.simulator", "workbench.executors")),

@@ -10,9 +10,7 @@ and the ``workbench`` command start without loading pandas, numpy or the schedul
 --help`` and the listings start in well under half a second.
 
 The modules live in packages named for their jobs (``values``, ``simulator``, ``executors``,
-``orchestration``; see docs/architecture.md).  Their old paths (``costs``, ``gpu`` ... directly
-under ``workbench``) still import: :mod:`workbench._aliases` maps each to the same module object
-under its new name.
+``orchestration``; see docs/architecture.md); each has one import path, the real one.
 """
 
 from __future__ import annotations
@@ -23,10 +21,8 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from workbench import _aliases
 from workbench._version import __version__ as __version__
 
-_aliases.install()
 
 #: Public name -> the module that defines it (a submodule itself when the name is one).
 _ORCH, _COST = "workbench.orchestration", "workbench.simulator.cost_model"
