@@ -88,15 +88,18 @@ def test_help_and_listings_start_without_the_heavy_imports(argv: list[str]) -> N
 
 
 def test_the_lazy_package_behaves_as_the_eager_one() -> None:
-    """``workbench/__init__`` imports its names on first use: functions named like a submodule
-    stay functions once the submodule is imported, submodules are reachable as attributes, and
+    """``workbench/__init__`` imports its names on first use: functions named like a module
+    stay functions once that module is imported, submodules are reachable as attributes, and
     the package pickles by name (cloudpickle sends lambdas that use ``wb`` to Dask workers)."""
     import importlib
     import pickle
 
     cloudpickle = pytest.importorskip("cloudpickle")
-    for name in ("compare", "schedule", "sweep", "simulate", "execute", "devices"):
-        importlib.import_module(f"workbench.{name}")
+    for name, where in (("compare", "orchestration.compare"), ("schedule", "schedulers"),
+                        ("sweep", "orchestration.sweep"), ("simulate", "simulator.simulate"),
+                        ("execute", "executors.execute"),
+                        ("devices", "simulator.cost_model.costs")):
+        importlib.import_module(f"workbench.{where}")
         assert callable(getattr(wb, name)) and not isinstance(getattr(wb, name), type(wb))
     assert wb.costs.DEVICES and wb.io.load is wb.load
     assert pickle.loads(pickle.dumps(wb)) is wb

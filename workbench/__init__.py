@@ -47,6 +47,9 @@ _LAZY = {
     "simulate": "workbench.simulator.simulate",
 }
 
+#: Public names that are modules deeper down (``wb.costs.get_device("h100")``).
+_SUBMODULES = {"costs": f"{_COST}.costs"}
+
 __all__ = [
     "DEVICES", "Comparison", "DeviceProfile", "DeviceSpec", "DeviceUnavailable", "FormatError",
     "Graph", "GraphError", "MemoryPlanError", "Op", "OptionError", "OutputError", "Schedule",
@@ -59,8 +62,11 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """Import a public name on first use and keep it in the package namespace (PEP 562)."""
+    if name in _SUBMODULES:
+        globals()[name] = importlib.import_module(_SUBMODULES[name])
+        return globals()[name]
     where = _LAZY.get(name)
-    if where is None:   # a submodule (``wb.costs``, ``wb.io`` ...), as the eager imports gave
+    if where is None:   # a submodule (``wb.io``, ``wb.viz`` ...), as the eager imports gave
         if name.startswith("_") or importlib.util.find_spec(f"workbench.{name}") is None:
             raise AttributeError(f"module 'workbench' has no attribute {name!r}")
         where = f"workbench.{name}"
