@@ -18,6 +18,7 @@ reading forever or blocking.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -42,25 +43,43 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def resolve_output(path: str | os.PathLike[str], *, what: str = "output") -> Path:
+def _is_link(path: str | os.PathLike[str], what: str) -> bool:
+    """Whether ``path`` is a symbolic link; a one-line OutputError when it cannot even be looked
+    at (a name too long for the file system, a component that is not a folder)."""
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except (OSError, ValueError) as exc:
+        reason = _reason(exc) if isinstance(exc, OSError) else str(exc)
+        raise OutputError(f"{what} {_name(path)}: {reason.lower()}") from None
+
+
+def resolve_output(path: str | os.PathLike[str], *, what: str = "output",
+                   through_links: bool = True) -> Path:
     """The file that writing ``path`` replaces: ``path`` itself, or, for a symbolic link
     (chains included), the file it points to, so that the link survives.  A one-line
     :class:`OutputError` when that is something other than a regular file or a new path (a
-    device such as ``/dev/null``, a FIFO, a socket, a directory) or a link loop.  O(1)."""
+    device such as ``/dev/null``, a FIFO, a socket, a directory), a link loop, a name the file
+    system cannot hold, or, with ``through_links=False`` (a file the user did not name, such as
+    the shared ``plotly.min.js``), any symbolic link.  O(1)."""
     out = Path(path)
-    if out.is_symlink():
+    if _is_link(out, what):
+        if not through_links:
+            raise OutputError(f"{what} {_name(path)} is a symbolic link; refusing to write "
+                              f"through it (remove it)")
         try:
             out = Path(os.path.realpath(out, strict=False))
         except (OSError, RuntimeError):
             raise OutputError(f"{what} {_name(path)}: symbolic link loop") from None
     try:
         mode = out.stat().st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return out
     except OSError as exc:
-        if exc.errno == 40:  # ELOOP
+        if exc.errno == errno.ELOOP:
             raise OutputError(f"{what} {_name(path)}: symbolic link loop") from None
-        return out
+        raise OutputError(f"{what} {_name(path)}: {_reason(exc).lower()}") from None
     if stat.S_ISREG(mode):
         return out
     if stat.S_ISDIR(mode):
@@ -82,15 +101,18 @@ def check_output(path: str | os.PathLike[str], *, what: str = "output") -> Path:
     if not str(path):
         raise OutputError(f"{what} is empty; give a file name")
     out = resolve_output(path, what=what)
-    if out.is_dir():
-        raise OutputError(f"{what} {str(out)!r} is a directory; give a file name")
-    parent = out.parent
-    if not parent.is_dir():
-        kind = "is not a directory" if parent.exists() else "does not exist"
-        raise OutputError(f"{what} {str(out)!r}: folder {str(parent)!r} {kind} (it is not "
-                          f"created for you)")
-    if out.exists() and not os.access(out, os.W_OK):
-        raise OutputError(f"{what} {str(out)!r} is not writable")
+    try:
+        if out.is_dir():
+            raise OutputError(f"{what} {str(out)!r} is a directory; give a file name")
+        parent = out.parent
+        if not parent.is_dir():
+            kind = "is not a directory" if parent.exists() else "does not exist"
+            raise OutputError(f"{what} {str(out)!r}: folder {str(parent)!r} {kind} (it is not "
+                              f"created for you)")
+        if out.exists() and not os.access(out, os.W_OK):
+            raise OutputError(f"{what} {str(out)!r} is not writable")
+    except OSError as exc:
+        raise OutputError(f"{what} {_name(path)}: {_reason(exc).lower()}") from None
     try:
         fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{out.name[:40]}.", suffix=".probe")
     except OSError as exc:
@@ -101,11 +123,13 @@ def check_output(path: str | os.PathLike[str], *, what: str = "output") -> Path:
     return out
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+def write_bytes(path: str | os.PathLike[str], data: bytes, *,
+                through_links: bool = True) -> Path:
     """Write ``data`` to ``path`` atomically (module docstring); a one-line OutputError if it
-    cannot, with the old file, if any, left intact."""
+    cannot, with the old file, if any, left intact.  ``through_links=False`` refuses a symbolic
+    link at ``path`` instead of writing through it (for files the user did not name)."""
     given = Path(path)
-    out = resolve_output(given)
+    out = resolve_output(given, through_links=through_links)
     try:
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name[:40]}.", suffix=".tmp")
     except OSError as exc:
@@ -127,9 +151,9 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return given
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> Path:
+def write_text(path: str | os.PathLike[str], text: str, *, through_links: bool = True) -> Path:
     """:func:`write_bytes` of ``text`` in UTF-8."""
-    return write_bytes(path, text.encode("utf-8"))
+    return write_bytes(path, text.encode("utf-8"), through_links=through_links)
 
 
 def _mode_for(out: Path) -> int:

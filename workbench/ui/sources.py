@@ -18,6 +18,7 @@ from typing import Any
 import ipywidgets as widgets
 
 import workbench as wb
+from workbench._atomic import write_bytes
 from workbench.errors import OptionError, WorkbenchError
 from workbench.io import LOADERS
 from workbench.models import MODELS
@@ -54,7 +55,7 @@ def load_bytes(name: str, data: bytes) -> wb.Graph:
     safe = re.sub(r"[^\w.-]", "_", Path(name).name)
     with tempfile.TemporaryDirectory(prefix="workbench-upload-") as tmp:
         path = Path(tmp) / safe
-        path.write_bytes(data)
+        write_bytes(path, data)
         try:
             return wb.load(path)
         except WorkbenchError as exc:

@@ -31,6 +31,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
+from workbench._atomic import read_input, resolve_output, write_bytes
 from workbench.viz.style import escape
 
 #: Where a page's plotly.js comes from (see the module docstring).
@@ -136,12 +137,36 @@ def figures_script(plotlyjs: str = "inline") -> str:
                          "type": FIGURE_TYPE}
 
 
+def _plotlyjs_target(folder: str | os.PathLike[str], size: int) -> tuple[Path, bool]:
+    """``folder``/:data:`PLOTLYJS_FILE` and whether a copy of ``size`` bytes is there already
+    (a regular file, through a link); a one-line OutputError when it must be written but cannot
+    be safely: a symbolic link to anything else (the user never named this file, so a planted
+    link must not make the workbench overwrite its target), a FIFO, a device, a directory."""
+    target = Path(folder) / PLOTLYJS_FILE
+    try:
+        same_size = target.is_file() and target.stat().st_size == size
+    except OSError:
+        same_size = False
+    if not same_size:
+        resolve_output(target, what="plotly.js copy (--plotlyjs directory)", through_links=False)
+    return target, same_size
+
+
+def check_plotlyjs_folder(folder: str | os.PathLike[str]) -> Path:
+    """Before any work: :data:`PLOTLYJS_FILE` in ``folder`` is an up-to-date copy or can be
+    written by :func:`write_plotlyjs` (one-line OutputError otherwise, see
+    :func:`_plotlyjs_target`).  O(1): nothing is read."""
+    return _plotlyjs_target(folder, len(get_plotlyjs().encode("utf-8")))[0]
+
+
 def write_plotlyjs(folder: str | os.PathLike[str]) -> Path:
     """Write plotly.js to ``folder``/:data:`PLOTLYJS_FILE` unless an identical copy is there
-    already (so a folder of pages shares one copy, rewritten only when plotly changes)."""
-    target = Path(folder) / PLOTLYJS_FILE
+    already (so a folder of pages shares one copy, rewritten only when plotly changes).  Written
+    atomically by :func:`workbench._atomic.write_bytes`, never through a symbolic link; a FIFO,
+    device or directory of that name is a one-line OutputError, as is a full disk (which leaves
+    the old copy as it was)."""
     data = get_plotlyjs().encode("utf-8")
-    if not (target.is_file() and target.stat().st_size == len(data)
-            and target.read_bytes() == data):
-        target.write_bytes(data)
+    target, same_size = _plotlyjs_target(folder, len(data))
+    if not (same_size and read_input(target, what=PLOTLYJS_FILE) == data):
+        write_bytes(target, data, through_links=False)
     return target

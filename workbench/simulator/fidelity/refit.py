@@ -157,11 +157,12 @@ def device_file(spec: DeviceSpec, *, fitted_on: str, sources: tuple[str, ...] = 
 
 
 def write_device_file(data: Mapping[str, Any], path: str | Path) -> Path:
+    """Write a refitted device file (atomically, :func:`workbench._atomic.write_text`)."""
     import json
 
-    target = Path(path)
-    target.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    return target
+    from workbench._atomic import write_text
+
+    return write_text(Path(path), json.dumps(data, indent=1) + "\n")
 
 
 def provenance_note(gpu: str = "h200") -> str:
