@@ -11,7 +11,13 @@ starts a new one.  Outcomes:
 * ``ok``: the input ran through;
 * ``silent``: a mutation that must be refused was accepted;
 * ``traceback``: any other exception, a multi-line error, a CLI traceback;
-* ``hang``: over the time limit;  ``oom``: ``MemoryError`` or a worker killed (memory limit).
+* ``hang``: over the time limit;  ``oom``: ``MemoryError`` or a worker killed (memory limit);
+* ``roundtrip``: a graph saved and loaded again differs from the one saved (an op field, a
+  tensor, or the simulated serial/nnc makespan) with no warning that the format drops it.
+
+``Case.action`` names a function of :mod:`tests.fuzz.actions`, or ``module.function`` of another
+module of this package (``actions_io.roundtrip``); ``Case.extra["time_limit_s"]`` lowers the
+pool's time limit for one case (a FIFO that must be refused at once need not cost 30 s).
 
 ``BAD`` lists the outcomes the project must never show.
 """
@@ -31,8 +37,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-OUTCOMES = ("clean", "ok", "silent", "traceback", "hang", "oom")
-BAD = ("silent", "traceback", "hang", "oom")
+OUTCOMES = ("clean", "ok", "silent", "traceback", "hang", "oom", "roundtrip")
+BAD = ("silent", "traceback", "hang", "oom", "roundtrip")
 MEMORY_LIMIT_BYTES = 4 << 30
 
 
@@ -94,9 +100,15 @@ def _never_replace_special(real: Any) -> Any:
     return guarded
 
 
-def _worker(conn: Any, memory_limit: int) -> None:
-    from tests.fuzz import actions
+def action_of(name: str) -> Any:
+    """The function a case's ``action`` names (module docstring)."""
+    import importlib
 
+    module, _, fn = name.rpartition(".")
+    return getattr(importlib.import_module(f"tests.fuzz.{module or 'actions'}"), fn)
+
+
+def _worker(conn: Any, memory_limit: int) -> None:
     os.replace = _never_replace_special(os.replace)
     try:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
@@ -117,7 +129,7 @@ def _worker(conn: Any, memory_limit: int) -> None:
             os.mkdir(workdir)
             sink = io.StringIO()
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                outcome, detail = classify(case, getattr(actions, case.action), workdir)
+                outcome, detail = classify(case, action_of(case.action), workdir)
             conn.send((outcome, detail))
 
 
@@ -149,14 +161,15 @@ class Pool:
         if self.proc is None or not self.proc.is_alive():
             self._start()
         t = time.perf_counter()
+        limit = min(self.time_limit_s, case.extra.get("time_limit_s", self.time_limit_s))
         self.conn.send(case)
         try:
-            ready = self.conn.poll(self.time_limit_s)
+            ready = self.conn.poll(limit)
         except (EOFError, OSError):
             ready = True
         if not ready:
             self._kill()
-            return Result(case, "hang", f"over {self.time_limit_s:g} s",
+            return Result(case, "hang", f"over {limit:g} s",
                           time.perf_counter() - t)
         try:
             outcome, detail = self.conn.recv()
