@@ -7,10 +7,14 @@ A conflict relation over ``n`` tensors is stored as three plain arrays (:class:`
   live to the end of the run; in an interval problem, records that reach the last step);
 * a symmetric CSR adjacency (``ptr``, ``idx``) with every other conflicting pair.
 
-Tensors ``i`` and ``j`` conflict iff ``j`` is in row ``i`` of the CSR, or ``i`` is a tail and
-``births[j] >= births[i]``, or the same with ``i`` and ``j`` swapped.  The tail rule is what keeps
-the relation near-linear: a graph output of a 100k-op graph conflicts with every later tensor, and
-5 % of a random DAG's ops are outputs, so listing those pairs would be quadratic.
+Tensors ``i`` and ``j`` conflict iff ``births[i] == births[j]`` (*siblings*: two intervals that
+start at one step overlap, two outputs of one op are live together), or ``j`` is in row ``i`` of
+the CSR, or ``i`` is a tail and ``births[j] >= births[i]``, or the same with ``i`` and ``j``
+swapped.  The two implicit rules are what keep the relation near-linear: a graph output of a
+100k-op graph conflicts with every later tensor (5 % of a random DAG's ops are outputs), and the
+100,000 outputs of one op conflict pairwise; listing those pairs would be quadratic (issue 34: a
+100,000-output op asked for 37 GiB).  An explicit relation (:func:`pairs_graph`) gives every
+tensor its own birth, so the sibling rule never applies there.
 
 :func:`interval_graph` builds the relation of interval overlap (``first..last`` inclusive) by a
 sweep over records sorted by first step; :func:`pairs_graph` wraps an explicit pair set;
@@ -59,16 +63,16 @@ class ConflictGraph:
     def conflict(self, i: int, j: int) -> bool:
         """Whether tensors ``i != j`` conflict.  O(log d)."""
         b = self.births
-        if (self.tails[i] and b[j] >= b[i]) or (self.tails[j] and b[i] >= b[j]):
+        if b[i] == b[j] or (self.tails[i] and b[j] >= b[i]) or (self.tails[j] and b[i] >= b[j]):
             return True
         r = self.row(i)
         k = int(np.searchsorted(r, j))
         return k < len(r) and int(r[k]) == j
 
     def partners(self, i: int) -> np.ndarray:
-        """Every tensor that conflicts with ``i``, sorted.  O(n) for a tail, else O(d + tails)."""
+        """Every tensor that conflicts with ``i``, sorted.  O(n)."""
         b = self.births
-        mask = self.tails & (b <= b[i])
+        mask = (self.tails & (b <= b[i])) | (b == b[i])
         if self.tails[i]:
             mask |= b >= b[i]
         mask[i] = False
@@ -77,16 +81,20 @@ class ConflictGraph:
 
     @cached_property
     def degrees(self) -> np.ndarray:
-        """Number of conflicting partners of every tensor.  O(n log n + pairs)."""
+        """Number of conflicting partners of every tensor.  O(n log n).
+
+        The listed pairs never repeat an implicit one, so the count is the CSR row's length plus
+        the siblings, the older tails and (for a tail) every younger tensor."""
         b = self.births
         explicit = np.diff(self.ptr)
         tail_births = np.sort(b[self.tails])
         all_births = np.sort(b)
-        older_tails = np.searchsorted(tail_births, b, side="right") - self.tails  # b_x <= b_i
-        younger = len(b) - np.searchsorted(all_births, b, side="left") - 1  # b_y >= b_i, y != i
-        same_tails = (np.searchsorted(tail_births, b, side="right")
-                      - np.searchsorted(tail_births, b, side="left") - 1)
-        implicit = older_tails + np.where(self.tails, younger - same_tails, 0)
+        first_same = np.searchsorted(all_births, b, side="left")
+        after_same = np.searchsorted(all_births, b, side="right")
+        siblings = after_same - first_same - 1
+        older_tails = np.searchsorted(tail_births, b, side="left")  # tails born before i
+        younger = len(b) - after_same  # born after i
+        implicit = siblings + older_tails + np.where(self.tails, younger, 0)
         return (explicit + implicit).astype(np.int64)
 
     @cached_property
@@ -127,10 +135,10 @@ def interval_graph(firsts: Sequence[int] | np.ndarray,
     """The interval-overlap relation of inclusive intervals ``firsts[i]..lasts[i]``.
 
     Tails are the intervals reaching the largest last step (they overlap every interval that
-    starts at or after them).  For every other interval ``i`` the CSR lists the intervals starting
-    inside it (after ``i`` in (first, index) order), found by a sweep over the intervals sorted by
-    first step.  O(n log n + P) for P explicit pairs, about n times the typical number of intervals
-    starting inside one non-tail interval.
+    starts at or after them); intervals starting at one step are siblings.  For every other
+    interval ``i`` the CSR lists the intervals starting inside it at a later step, found by a
+    sweep over the intervals sorted by first step.  O(n log n + P) for P explicit pairs, about n
+    times the typical number of intervals starting inside one non-tail interval at later steps.
     """
     first = np.asarray(firsts, dtype=np.int64)
     last = np.asarray(lasts, dtype=np.int64)
@@ -138,25 +146,24 @@ def interval_graph(firsts: Sequence[int] | np.ndarray,
     tails = last == last.max() if n else np.zeros(0, dtype=bool)
     order = np.lexsort((np.arange(n), first))
     sorted_first = first[order]
-    pos = np.empty(n, dtype=np.int64)
-    pos[order] = np.arange(n)
     heads = np.flatnonzero(~tails)
+    lo = np.searchsorted(sorted_first, first[heads], side="right")  # siblings: the sibling rule
     hi = np.searchsorted(sorted_first, last[heads], side="right")
-    owner, at = expand_ranges(pos[heads] + 1, hi)
+    owner, at = expand_ranges(lo, hi)
     rows, cols = heads[owner].astype(np.int32), order[at].astype(np.int32)
     del owner, at
-    keep = ~(tails[cols] & (first[cols] == first[rows]))  # same-step tails: the tail rule has them
-    ptr, idx = _csr(n, rows[keep], cols[keep])
+    ptr, idx = _csr(n, rows, cols)
     return ConflictGraph(first, tails, ptr, idx, last, tail_key_complete=True)
 
 
 def pairs_graph(n: int, pairs: Iterable[Pair]) -> ConflictGraph:
-    """An explicit relation: exactly the given pairs (no tails).  O(P log P)."""
+    """An explicit relation: exactly the given pairs (no tails; every tensor born alone, so no
+    siblings).  O(P log P)."""
     arr = np.array(sorted({(min(i, j), max(i, j)) for i, j in pairs}), dtype=np.int64)
     arr = arr.reshape(-1, 2)
     ptr, idx = _csr(n, arr[:, 0], arr[:, 1])
-    zeros = np.zeros(n, dtype=np.int64)
-    return ConflictGraph(zeros, np.zeros(n, dtype=bool), ptr, idx, zeros)
+    return ConflictGraph(np.arange(n, dtype=np.int64), np.zeros(n, dtype=bool), ptr, idx,
+                         np.zeros(n, dtype=np.int64))
 
 
 class ConflictSet(Set[Pair]):

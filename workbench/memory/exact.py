@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 
 from workbench._checks import check_limit
 from workbench.errors import OptionError
-from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
+from workbench.memory.plan import MemoryPlan, Problem, RecordLike, parse_records, prepare
 from workbench.memory.static import make_plan, place_in_order, size_order
 
 MAX_TENSORS = 40
@@ -104,12 +104,13 @@ def plan_exact(
     (whichever produced the offsets). More than 40 tensors raise OptionError.
     Complexity: exponential in the number of conflicting pairs (branch and bound).
     """
-    problem = prepare(records, alignment, conflicts)
-    n = len(problem.records)
-    if n > MAX_TENSORS:
+    records = parse_records(records)
+    n = len(records)
+    if n > MAX_TENSORS:  # before the conflict graph is built: a wide op's is large
         raise OptionError(
             f"plan_exact handles at most {MAX_TENSORS} tensors, got {n}; use 'somas' instead"
         )
+    problem = prepare(records, alignment, conflicts)
     check_limit(time_limit_s, "time_limit_s", allow_none=False)  # finite: inf would never stop
     greedy = place_in_order(problem, size_order(problem), "best")
     plan = make_plan("exact", problem, greedy)

@@ -204,22 +204,28 @@ def _ancestor_rule(schedule: Schedule, users: Sequence[Sequence[str]],
         nodes = np.array([op_node[op] for op in ops], dtype=np.int64)
         frontier_rows.append(heads[live][keep])
         frontier_cols.append(nodes[first_dead[keep]])
+    # tensors written by one op conflict; those born there too are siblings (the graph's rule,
+    # so the outputs of a 100,000-output op list no pair), only later-born buffers that a
+    # multi-writer op also writes are listed
+    several = any(len(w) > 1 for w in writers)
     same_rows, same_cols = [], []
-    for group in by_op.values():
+    for group in by_op.values() if several else ():
         for x in range(len(group)):
             for y in range(x + 1, len(group)):
-                if not (tails[group[x]] or tails[group[y]]):
-                    same_rows.append(group[x])
-                    same_cols.append(group[y])
+                gx, gy = group[x], group[y]
+                if births[gx] != births[gy] and not (tails[gx] or tails[gy]):
+                    same_rows.append(gx)
+                    same_cols.append(gy)
     rows = np.concatenate(rows_out + [np.array(same_rows, dtype=np.int32)])
     cols = np.concatenate(cols_out + [np.array(same_cols, dtype=np.int32)])
     del rows_out, cols_out
-    if any(len(w) > 1 for w in writers):
+    if several:
         # several writers: a pair may be listed from both sides, by a shared writer, or while a
         # tail already implies it; a row may list its own buffer.  Keep each other pair once.
         first, second = rows.astype(np.int64), cols.astype(np.int64)
         implied = ((tails[first] & (births[second] >= births[first]))
-                   | (tails[second] & (births[first] >= births[second])))
+                   | (tails[second] & (births[first] >= births[second]))
+                   | (births[first] == births[second]))
         keep = (first != second) & ~implied
         key = np.unique(np.minimum(first, second)[keep] * n + np.maximum(first, second)[keep])
         rows, cols = (key // n).astype(np.int32), (key % n).astype(np.int32)
