@@ -121,9 +121,17 @@ def _interactive() -> bool:
 
 
 def _in_kernel() -> bool:
+    """A running Jupyter kernel, in its own process.  A process forked from the kernel (a
+    budgeted ``compare`` stage, :mod:`workbench._bounded`) inherits the kernel object but may not
+    talk to the frontend: its widget messages are dropped, each with a logged "attempted to send
+    message from fork", so there it is no kernel (no widget bar)."""
     if "ipykernel" not in sys.modules or "IPython" not in sys.modules:
         return False
     from IPython import get_ipython
 
     shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
+    kernel = getattr(shell, "kernel", None) if shell is not None else None
+    if kernel is None:
+        return False
+    pid = getattr(getattr(kernel, "session", None), "pid", None)
+    return pid is None or pid == os.getpid()
