@@ -82,6 +82,14 @@ def _somas_alignment() -> object:
     return inspect.signature(plan_somas).parameters["alignment"].default
 
 
+def _budget_host_bound() -> float:
+    """Notebook 04 §6: the smallest eager host_bound_fraction of NNC on RandWire under the
+    cell's memory limits (the runs of the claim table, memoised there)."""
+    from tests._notebook_claims import LIMITS, _budget, run
+
+    return min(run(_budget(m)).meta["host_bound_fraction"] for m in LIMITS)
+
+
 @cache
 def _heterogeneous() -> wb.Graph:
     """Notebook 03 §3: the textbook's heterogeneous graph with its copy ops."""
@@ -121,6 +129,8 @@ QUOTED = [  # (notebook, text with {} where the figure stands, its format, the c
     # §6: the arena of SOMAS's plan of NNC's two streams vs the DFS order
     (NB04, "NNC's two streams need {}G where DFS needs {}G", "{:.0f}",
      lambda: tuple(wb.plan_memory(_six(p), "somas").arena_bytes / GIB for p in ("nnc", "dfs"))),
+    # §6: RandWire under every memory limit of the cell is host-bound in eager mode
+    (NB04, "(`host_bound_fraction` {} or more in every row)", "{:.2f}", _budget_host_bound),
     (NB03, "tiny transformer's {} ops", "{}", lambda: len(_tiny())),
     (NB03, "eager), {} of them reshapes that launch nothing", "{}",
      lambda: sum(1 for o in _tiny().ops if o.kind == "reshape")),

@@ -35,7 +35,7 @@ GIVEN = {  # (notebook, text quoted as it stands) -> why the figure is not compu
         "the ideal of two kernels on two streams, the bound the printed gain is compared with",
     (NB04, "(12 µs of host work per op"):
         "an input: the cell's with_overrides('h100', launch_overhead_us=12.0)",
-    (NB04, "At 32 MiB the four-stream schedule"): "an input: the cell's limit_mib = 32",
+    (NB04, "the one-stream fallback at 22 MiB"): "an input: the cell's limit_mib = 22",
     (NB04, "which order does the fallback pick at 4 GiB?"): "an exercise's input",
     (NB05, "found every convolution 30 % slower than the model says"):
         "an input: the cell's hypothetical calibration, 1.3 × the modelled time",
