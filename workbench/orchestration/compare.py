@@ -410,8 +410,8 @@ def _row(name: str, outcomes: list[Outcome], bounds: Mapping[str, float],
                            "ratio_to_lb": nan, "schedule_ms": nan}
     if outcomes[0].ok:
         sched, ms = outcomes[0].value
-        row.update(streams=sched.n_streams, syncs=sched.n_syncs, barriers=sched.n_barriers,
-                   schedule_ms=ms)
+        streams, syncs, barriers = sched.totals   # control-flow sub-graphs included
+        row.update(streams=streams, syncs=syncs, barriers=barriers, schedule_ms=ms)
     if outcomes[1].ok:
         trace, m = outcomes[1].value
         lb = bounds["lower_bound_us"]

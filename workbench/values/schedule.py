@@ -112,6 +112,28 @@ class Schedule:
         return len(self.barriers)
 
     @cached_property
+    def totals(self) -> tuple[int, int, int]:
+        """``(streams, syncs, barriers)`` with the control-flow sub-graphs included: what the
+        comparison tables count.  Streams as the expansion lays them out
+        (:mod:`workbench.control.expand`): a sub-schedule's stream 0 is its op's own stream, and
+        each control-flow op adds a block as wide as its widest sub-schedule's other streams,
+        nested ops their own blocks.  Syncs and barriers are counted once per sub-graph (the
+        program's size, not per loop iteration).  Equal to ``n_streams``, ``n_syncs``,
+        ``n_barriers`` without control flow.  O(ops of every sub-schedule)."""
+        streams, syncs, barriers = self.n_streams, self.n_syncs, self.n_barriers
+        pending = [self]
+        while pending:   # no recursion: sub-graphs may nest to any depth
+            sched = pending.pop()
+            for subs in sched.subschedules.values():
+                streams += max((sum(1 for s, ops in sub.streams.items() if s != 0 and ops)
+                                for sub in subs.values()), default=0)
+                for sub in subs.values():
+                    syncs += sub.n_syncs
+                    barriers += sub.n_barriers
+                    pending.append(sub)
+        return streams, syncs, barriers
+
+    @cached_property
     def phase(self) -> dict[OpId, int]:
         """Number of barriers issued before each op."""
         out, k, bars = {}, 0, set(self.barriers)

@@ -173,6 +173,16 @@ def _single(name: str, latency: float, compute_us: float, memory_us: float, cap:
     return KernelTime(launch, latency, (phase,) if work > 0 else (), 1, 1, 1, bound, cap)
 
 
+def _roofline(k: KernelTime, host_us: float, compute: float, memory: float) -> OpCost:
+    """The cost of a one-kernel op of a roofline device.  Given a fixed time (a duration or a
+    calibration), the work bound counts the device share the kernel occupies for that time,
+    not the roofline time of its bytes: a 20 µs python op whose bytes would take 599 µs at
+    one core's bandwidth put 599 µs into a work "lower bound" above the simulated makespan."""
+    if k.launch.fixed_us is not None:
+        compute, memory = sum(p.alone_us * p.compute for p in k.phases), 0.0
+    return OpCost((k,), host_us, compute, memory)
+
+
 def _gpu_cost(op: Op, spec: DeviceSpec, calibration: Mapping[str, float] | None,
               graph: Graph | None, precision: str, model: GpuModel) -> OpCost:
     fixed = _fixed_time(op, calibration)
@@ -201,7 +211,7 @@ def _cpu_cost(op: Op, spec: DeviceSpec, calibration: Mapping[str, float] | None,
                                                     * host.bandwidth_efficiency)
     k = _single(op.kind, host.kernel_latency_us, compute, memory, f, g,
                 _fixed_time(op, calibration))
-    return OpCost((k,), spec.host_op_us("cpu"), compute, memory)
+    return _roofline(k, spec.host_op_us("cpu"), compute, memory)
 
 
 def _python_cost(op: Op, spec: DeviceSpec, calibration: Mapping[str, float] | None,
@@ -212,7 +222,7 @@ def _python_cost(op: Op, spec: DeviceSpec, calibration: Mapping[str, float] | No
                                                     * host.bandwidth_efficiency)
     k = _single(op.kind, host.python_overhead_us, compute, memory, 1.0, 1.0,
                 _fixed_time(op, calibration))
-    return OpCost((k,), spec.host_op_us("python"), compute, memory)
+    return _roofline(k, spec.host_op_us("python"), compute, memory)
 
 
 def _npu_cost(op: Op, spec: DeviceSpec, calibration: Mapping[str, float] | None,
@@ -225,7 +235,7 @@ def _npu_cost(op: Op, spec: DeviceSpec, calibration: Mapping[str, float] | None,
                                                     * npu.bandwidth_efficiency)
     k = _single(op.kind, npu.kernel_latency_us, compute, memory, f, g,
                 _fixed_time(op, calibration))
-    return OpCost((k,), spec.host_op_us("npu"), compute, memory)
+    return _roofline(k, spec.host_op_us("npu"), compute, memory)
 
 
 def _copy_cost(op: Op, spec: DeviceSpec, calibration: Mapping[str, float] | None,
@@ -236,7 +246,7 @@ def _copy_cost(op: Op, spec: DeviceSpec, calibration: Mapping[str, float] | None
     memory = max(op.bytes_read, op.bytes_written) / (bw * 1e3)
     k = _single(op.kind, spec.kernel_latency_us, 0.0, memory, 1.0, 1.0,
                 _fixed_time(op, calibration))
-    return OpCost((k,), spec.host_op_us("copy"), 0.0, memory)
+    return _roofline(k, spec.host_op_us("copy"), 0.0, memory)
 
 
 CostModel = Callable[[Op, DeviceSpec, "Mapping[str, float] | None", "Graph | None", str,
