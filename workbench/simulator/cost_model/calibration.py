@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import write_text
+from workbench._atomic import read_input, write_text
 from workbench._checks import check_format, check_keys
 from workbench.errors import FormatError, OptionError
 from workbench.simulator.cost_model.devices import DeviceSpec, with_overrides
@@ -104,14 +104,12 @@ def save_calibration(table: CalibrationTable | Mapping[str, float],
 def load_calibration(path: str | os.PathLike[str]) -> CalibrationTable:
     """Read a table written by :func:`save_calibration` (one-line FormatError otherwise)."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FormatError(f"{p}: no such calibration file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise FormatError(f"{p}: not JSON ({exc})") from None
-    except OSError as exc:
-        raise FormatError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    if not p.exists() and not p.is_symlink():
+        raise FormatError(f"{p}: no such calibration file")
+    try:   # read_input: a FIFO, device, directory or oversized file is one line, not a hang
+        data = json.loads(read_input(p, what="calibration file").decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise FormatError(f"{p}: not JSON ({str(exc)[:200]})") from None
     return CalibrationTable.from_dict(data, where=str(p))
 
 

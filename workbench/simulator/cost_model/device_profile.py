@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import write_text
+from workbench._atomic import read_input, write_text
 from workbench._checks import check_format, check_keys
 from workbench.errors import FormatError
 from workbench.simulator.cost_model.devices import (
@@ -144,16 +144,14 @@ def save_profile(profile: DeviceProfile, path: str | os.PathLike[str]) -> Path:
 
 
 def _read_json(path: Path, what: str) -> Any:
+    """The JSON of ``path``, read by :func:`workbench._atomic.read_input` (a FIFO, device,
+    directory or oversized file is a one-line FormatError, not a hang)."""
+    if not path.exists() and not path.is_symlink():
+        raise FormatError(f"{path}: no such {what}")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FormatError(f"{path}: no such {what}") from None
-    except IsADirectoryError:
-        raise FormatError(f"{path}: is a directory, not a {what}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise FormatError(f"{path}: not JSON ({exc})") from None
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        return json.loads(read_input(path, what=what).decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise FormatError(f"{path}: not JSON ({str(exc)[:200]})") from None
 
 
 def load_profile(path: str | os.PathLike[str]) -> DeviceProfile:

@@ -26,9 +26,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import write_text
+from workbench._atomic import read_input, write_text
 from workbench._checks import check_keys, show
-from workbench.errors import OptionError
+from workbench.errors import FormatError, OptionError
 from workbench.registry import Registry
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
@@ -342,10 +342,7 @@ def load_device(path: str | Any, *, register: bool = False) -> DeviceSpec:
     from pathlib import Path
 
     target = Path(path)
-    try:
-        raw = json.loads(target.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise OptionError(f"{target}: cannot read a device file ({exc})") from None
+    raw = _read_json(target)
     if not isinstance(raw, dict):
         raise OptionError(f"{target}: a device file is a JSON object")
     spec = device_from_dict(raw, where=str(target))
@@ -403,6 +400,18 @@ def get_device(device: str | DeviceSpec | Any) -> DeviceSpec:
     return DEVICES.get(text.lower())
 
 
+def _read_json(path: Path) -> Any:
+    """The JSON of a device file or profile, read by :func:`workbench._atomic.read_input` (a
+    FIFO, device, directory or a file over the input size limit is a one-line error, not a hang
+    or a MemoryError); a one-line OptionError naming the file otherwise.  O(file size)."""
+    try:
+        return json.loads(read_input(path, what="device file").decode("utf-8"))
+    except FormatError as exc:
+        raise OptionError(str(exc)) from None
+    except (ValueError, RecursionError) as exc:
+        raise OptionError(f"{path}: cannot read a device file ({str(exc)[:200]})") from None
+
+
 def _device_file(path: Path) -> DeviceSpec:
     try:
         stat = path.stat()
@@ -410,10 +419,7 @@ def _device_file(path: Path) -> DeviceSpec:
         raise OptionError(f"{path}: no such device file or device profile") from None
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key not in _FILE_SPECS:
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError) as exc:
-            raise OptionError(f"{path}: cannot read a device file ({exc})") from None
+        raw = _read_json(path)
         fmt = raw.get("format") if isinstance(raw, dict) else None
         _FILE_SPECS[key] = load_device(path) if fmt is None else _file_reader(fmt, path)(path, raw)
     return _FILE_SPECS[key]
