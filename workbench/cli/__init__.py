@@ -48,6 +48,14 @@ from typing import Any, NoReturn
 
 from workbench._terminal import ESSENTIAL_COLUMNS, clean, ranking_text
 from workbench.cli.calibrate import calibrate_parser, run_calibrate
+from workbench.cli.checks import (
+    EXIT_STDOUT_CLOSED,
+    check_distinct_files,
+    compare_files,
+    occupy_closed_streams,
+    policy_names,
+)
+from workbench.cli.checks import key_values as _params
 from workbench.cli.onnx_options import add_onnx_options, onnx_options
 from workbench.cli.profiles import (
     add_compare_options,
@@ -78,28 +86,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         print(f"workbench: error: {clean(message)} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
-
-
-def _parse_value(text: str) -> Any:
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return text
-
-
-def _params(pairs: Sequence[str], option: str = "--param") -> dict[str, Any]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise OptionError(f"{option} expects KEY=VALUE, got {pair!r}")
-        out[key.strip()] = _parse_value(value.strip())
-    return out
 
 
 def _budget(text: str) -> float | None:
@@ -301,14 +287,15 @@ def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
     from workbench.simulator.cost_model.costs import get_device
 
     output = check_output(args.output, what="-o")
-    names = None
-    if args.policies is not None:
-        names = [p.strip() for p in args.policies.split(",") if p.strip()]
-        if not names:
-            raise OptionError("--policies expects comma-separated policy names")
-        for name in names:
-            POLICIES.get(name)
+    names = policy_names(args.policies)
+    for name in names or ():
+        POLICIES.get(name)
     get_device(args.device)
+    if args.plotlyjs == "directory":
+        from workbench.viz.embed import check_plotlyjs_folder
+
+        check_plotlyjs_folder(output.parent)
+    check_distinct_files(*compare_files(args, output, names or POLICIES.names()))
     from workbench.orchestration.compare_measured import executor_plan
 
     executor_plan(args.executor)
@@ -324,8 +311,6 @@ def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
         path = Path(args.graph)
         if path.suffix.lower() in LOADERS:
             check_input(path, what="graph file")
-        if path.resolve() == output.resolve():
-            raise OptionError("-o names the graph file itself; pick another report path")
     return output, names
 
 
@@ -466,6 +451,7 @@ def _silence_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    stdout_closed = occupy_closed_streams()   # `>&-`: /dev/null on it, exit 1 at the end
     try:
         with _sigterm_raises():
             words = sys.argv[1:] if argv is None else list(argv)
@@ -476,6 +462,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = commands[args.command](args) if args.command in commands \
                 else _listing(args.command)
             sys.stdout.flush()
+            if stdout_closed:
+                print("workbench: standard output is closed; nothing was printed there",
+                      file=sys.stderr)
+                return max(code, EXIT_STDOUT_CLOSED)
             return code
     except WorkbenchError as exc:
         print(f"workbench: error: {clean(exc)}", file=sys.stderr)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._terminal import clean
+from workbench.cli.checks import check_distinct_files, trace_path
 from workbench.errors import OptionError
 
 TABLE_SUFFIXES = (".csv", ".json")
@@ -151,6 +152,8 @@ def run_import(args: argparse.Namespace) -> int:
     output = check_output(args.output, what="-o")
     if output.suffix.lower() not in (".json", ".dot"):
         raise OptionError(f"-o {output}: the graph is saved as .json or .dot")
+    check_distinct_files([("-o", output)], [("profile", args.profile)]
+                         + ([("execution trace --et", args.et)] if args.et else []))
     t0 = time.perf_counter()
     trace = load_profile(args.profile, args.et, args.step)
     graph = trace.graph
@@ -201,11 +204,8 @@ def write_compare_outputs(result: Any, args: argparse.Namespace) -> list[str]:
         lines.append(f"table: {write_text(path, text)}")
     if args.export_trace is not None:
         base = Path(args.export_trace)
-        suffix = "".join(base.suffixes[-2:]) if base.name.endswith(".json.gz") else \
-            (base.suffix or ".json")
-        stem = base.name[:-len(suffix)] if base.name.endswith(suffix) else base.name
         first = getattr(args, "trace_rank", 0)
-        written = [save_chrome_trace(trace, base.with_name(f"{stem}.{policy}{suffix}"),
+        written = [save_chrome_trace(trace, trace_path(base, policy),
                                      time_unit=args.trace_unit, rank=first + i)
                    for i, (policy, trace) in enumerate(result.traces.items())]
         lines.append(f"traces: {len(written)} files (HTA ranks {first}-{first + len(written) - 1}"
