@@ -1,7 +1,9 @@
-"""DOT (Graphviz) export and import of a graph's structure.
+"""DOT (Graphviz) import and export of a graph.
 
-Export (:func:`to_dot`): ops as nodes (with kind, device and flops), data edges solid, control
-edges dashed.  Names are quoted and escaped for DOT.
+Export (:func:`to_dot`, :func:`save_dot`, in :mod:`workbench.io.dot_write`) writes the *full
+form*: every field the JSON format keeps, as DOT attributes (graph fields in a ``graph [...]``
+statement, op fields on the nodes, data edges solid, control edges dashed), so a saved DOT
+reads back into an equal graph, control-flow sub-graphs included (inside their op's ``attrs``).
 
 Import (:func:`load_dot`) reads the subset of DOT that :func:`to_dot` writes and that people write
 by hand, with a small tokenizer (no pydot):
@@ -10,18 +12,22 @@ by hand, with a small tokenizer (no pydot):
 * node statements ``a [kind=conv2d, flops=1e9, duration_us=12, thread_blocks=80, size=4096,
   device=gpu]``; op attributes the kind reads, in the op vocabulary or a synonym
   (``kernel="3,3"``, ``strides=2``, ``group=4``: ``Op.attrs`` as ``kernel``, ``stride``,
-  ``groups``); Graphviz's own attributes (``label``, ``shape``, ...) are ignored, any other
-  name is an error naming the nearest workbench attribute (:mod:`workbench.io.dot_attrs`);
+  ``groups``), or all of them as one JSON object (``attrs="{\"kernel\": [3, 3]}"``);
+  Graphviz's own attributes (``label``, ``shape``, ...) are ignored, any other name is an error
+  naming the nearest workbench attribute (:mod:`workbench.io.dot_attrs`);
 * edge chains ``a -> b -> c [style=dashed]``; ``style=dashed`` or ``kind="control"`` makes control
   edges, anything else data edges; ``{a b} -> c`` and ``subgraph x { ... }`` are flattened;
-* ``node [...]`` / ``edge [...]`` defaults, ``key=value`` graph attributes (Graphviz's, ignored),
-  quoted and unquoted ids, ports (``a:p``, ignored), comments (``//``, ``/* */``, ``#``),
-  optional ``;``.
+* ``node [...]`` / ``edge [...]`` defaults, ``key=value`` graph attributes (Graphviz's, ignored,
+  but for the full form's ``format``, ``version``, ``tensors``, ``outputs``), quoted and
+  unquoted ids, ports (``a:p``, ignored), comments (``//``, ``/* */``, ``#``), optional ``;``.
 
-Each op produces one tensor ``"<id>:out"`` of ``size`` bytes (default 1 MiB, as
-:meth:`Graph.from_edges`) and reads its data predecessors' tensors.  An op with ``duration_us``
-keeps it; one with neither ``duration_us`` nor ``flops``/``bytes`` gets 10 µs (as ``from_edges``);
-otherwise the roofline model prices it.  Errors are one line with the file and line number.
+A file with the graph attribute ``format`` is in the full form: ops, tensors and outputs are as
+the JSON format gives them (:func:`~workbench.io.dot_attrs.full_graph`).  Otherwise (the short
+form, written by hand) each op produces one tensor ``"<id>:out"`` of ``size`` bytes (default
+1 MiB, as :meth:`Graph.from_edges`) and reads its data predecessors' tensors.  An op with
+``duration_us`` keeps it; one with neither ``duration_us`` nor ``flops``/``bytes`` gets 10 µs
+(as ``from_edges``); otherwise the roofline model prices it.  Byte counts are whole numbers
+(``size=1.5`` is an error).  Errors are one line with the file and line number.
 """
 
 from __future__ import annotations
@@ -32,43 +38,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import read_input, write_bytes
+from workbench._atomic import read_input
 from workbench._checks import show
 from workbench.errors import FormatError, GraphError
-from workbench.io.dot_attrs import NUMBER_ATTRS, check_attr, op_attrs
+from workbench.io.dot_attrs import (
+    BYTE_FIGURES,
+    NUMBER_ATTRS,
+    check_attr,
+    full_graph,
+    graph_fields,
+    op_attrs,
+    op_fields,
+)
+from workbench.io.dot_write import save_dot, to_dot
 from workbench.values.graph import DEFAULT_TENSOR_BYTES, Graph, Op, Tensor
-
-
-def _q(text: str) -> str:
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def to_dot(graph: Graph) -> str:
-    lines = [f"digraph {_q(graph.name)} {{", "  rankdir=TB;", "  node [shape=box];"]
-    for op in graph.ops:
-        lines.append(f"  {_q(op.id)} [kind={_q(op.kind)}, device={_q(op.device)}, "
-                     f"flops={op.flops!r}, label={_q(op.id + chr(10) + op.kind)}];")
-    for a, b in graph.edges:
-        style = ' [style=dashed, kind="control"]' if graph.is_control_edge(a, b) else ""
-        lines.append(f"  {_q(a)} -> {_q(b)}{style};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def save_dot(graph: Graph, path: str | Path) -> Path:
-    path = Path(path)
-    if graph.has_control_flow:
-        raise FormatError(f"{path}: DOT cannot hold the sub-graphs of while/case_of ops; save "
-                          f"graphs with control flow as .json")
-    text = to_dot(graph)
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise FormatError(f"{path}: a name holds {exc.object[exc.start:exc.end]!r}, a lone "
-                          f"surrogate that UTF-8 (and so DOT) cannot hold; save as .json "
-                          f"(it escapes it)") from None
-    return write_bytes(path, data)
-
 
 # ==================================================================================== tokenizer
 _TOKEN = re.compile(r"""
@@ -87,6 +70,8 @@ _TOKEN = re.compile(r"""
 MAX_NUMBER = float(2**62)  # numeric attributes beyond this are rejected (sums must stay finite)
 MAX_NESTING = 100  # subgraph depth (guards the recursive parser against hostile input)
 MAX_EDGES = 1_000_000  # edges after expanding {a b} -> {c d} groups (a 57 kB file asked for 25M)
+_GRAPH_FIELDS = frozenset(graph_fields())  # graph attributes of the full form (format, tensors)
+_FULL_FORM_ONLY = frozenset(op_fields()) - {"kind", "device", "attrs", *NUMBER_ATTRS}
 
 
 @dataclass(frozen=True)
@@ -136,24 +121,26 @@ def _tokenize(text: str, where: str) -> list[_Tok]:
 
 def _quoted(text: str, start: int, line: int, where: str) -> tuple[str, int]:
     """A double-quoted string from ``start``: ``\\"`` and ``\\\\`` unescape, backslash-newline
-    continues the line, other backslashes stay (``\\n`` in a label is DOT's own escape)."""
-    out: list[str] = []
-    i, n = start + 1, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            return "".join(out), i + 1
-        if c == "\\" and i + 1 < n:
-            nxt = text[i + 1]
-            if nxt in '"\\':
-                out.append(nxt)
-            elif nxt != "\n":
-                out.append(c + nxt)
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    raise FormatError(f"{where}: line {line}: unterminated quoted string")
+    continues the line, other backslashes stay (``\\n`` in a label is DOT's own escape).
+    O(length) in str methods, not a loop per character (a full-form file holds long JSON
+    strings): the end is the first ``"`` after an even run of backslashes, and splitting at
+    ``\\\\`` pairs the escapes from the left."""
+    i = start + 1
+    while True:
+        end = text.find('"', i)
+        if end < 0:
+            raise FormatError(f"{where}: line {line}: unterminated quoted string")
+        k = end
+        while k > start + 1 and text[k - 1] == "\\":
+            k -= 1
+        if (end - k) % 2 == 0:
+            break
+        i = end + 1
+    body = text[start + 1:end]
+    if "\\" in body:
+        body = "\\".join(part.replace('\\"', '"').replace("\\\n", "")
+                          for part in body.split("\\\\"))
+    return body, end + 1
 
 
 def _html(text: str, start: int, line: int, where: str) -> tuple[str, int]:
@@ -178,14 +165,16 @@ class _Node:
 
 class _Parser:
     def __init__(self, toks: list[_Tok], where: str) -> None:
-        self.toks, self.i, self.where = toks, 0, where
+        self.toks, self.i, self.where, self.n = toks, 0, where, len(toks)
         self.nodes: dict[str, _Node] = {}
         self.edges: list[tuple[str, str, bool, int]] = []  # (a, b, control, line)
         self.name = "graph"
+        self.top: dict[str, tuple[str, int]] = {}  # workbench graph attributes (full form)
 
     # ------------------------------------------------------------------ helpers
     def peek(self, k: int = 0) -> _Tok:
-        return self.toks[min(self.i + k, len(self.toks) - 1)]
+        i = self.i + k
+        return self.toks[i] if i < self.n else self.toks[-1]
 
     def take(self) -> _Tok:
         tok = self.peek()
@@ -248,6 +237,8 @@ class _Parser:
             attrs = self.checked(context, self.attr_lists() if self.is_punct("[") else {})
             if context != "graph":
                 defaults[context] = {**defaults[context], **attrs}
+            else:
+                self.graph_attrs(attrs, depth)
             return []
         if tok.kind == "id" and self.is_punct("=", 1):
             self.take()
@@ -255,11 +246,21 @@ class _Parser:
             value = self.take()
             if value.kind != "id":
                 raise self.fail(f"expected a value after '{tok.text} ='", tok)
-            self.checked("graph", {tok.text: (value.text, value.line)})
+            self.graph_attrs(self.checked("graph", {tok.text: (value.text, value.line)}), depth)
             return []
         if tok.kind == "arrow" or (tok.kind == "punct" and tok.text != "{"):
             raise self.fail(f"expected a node id or a statement, got {_show(tok)}")
         return self.node_or_edge(defaults, depth)
+
+    def graph_attrs(self, attrs: dict[str, tuple[str, int]], depth: int) -> None:
+        """Keep the workbench's graph attributes (``format``, ``tensors``, ...) of the top-level
+        graph; in a subgraph they are an error (Graphviz's are ignored everywhere)."""
+        for key, (value, line) in attrs.items():
+            if key in _GRAPH_FIELDS:
+                if depth > 1:
+                    raise FormatError(f"{self.where}: line {line}: graph attribute {key!r} "
+                                      f"belongs to the top-level graph, not a subgraph")
+                self.top[key] = (value, line)
 
     def endpoint(self, defaults: dict[str, dict[str, tuple[str, int]]],
                  depth: int) -> tuple[list[str], _Tok | None]:
@@ -365,18 +366,29 @@ def _show(tok: _Tok) -> str:
 
 # ==================================================================================== to a Graph
 def _number(where: str, node_id: str, key: str, value: tuple[str, int], *,
-            integer: bool = False) -> float:
+            positive: bool = False, whole: bool = False) -> float:
+    """The figure ``key`` of a node: a non-negative number of at most :data:`MAX_NUMBER`; with
+    ``positive`` an integer >= 1 (thread blocks), with ``whole`` an integer (a byte count:
+    ``size=1.5`` is an error naming the node and the attribute).  An integer numeral is read
+    exactly (no float rounding).  O(len(text))."""
     text, line = value
+    x: float
     try:
-        x = float(text)
+        x = int(text)
     except ValueError:
-        x = math.nan
-    if math.isnan(x) or not 0 <= x <= MAX_NUMBER or (integer and (x != int(x) or x < 1)):
-        need = "a positive integer" if integer else "a non-negative number"
-        need += f" of at most {MAX_NUMBER:.3g}"
-        raise FormatError(f"{where}: line {line}: node {node_id!r}: {key} must be {need}, "
-                          f"got {text!r}")
-    return x
+        try:
+            x = float(text)
+        except ValueError:
+            x = math.nan
+    integer = positive or whole
+    if math.isnan(x) or not 0 <= x <= MAX_NUMBER or (integer and x != int(x)) or \
+            (positive and x < 1):
+        need = ("a positive integer" if positive else
+                "a non-negative integer (a whole number of bytes)" if whole else
+                "a non-negative number")
+        raise FormatError(f"{where}: line {line}: node {node_id!r}: {key} must be {need} of at "
+                          f"most {MAX_NUMBER:.3g}, got {text!r}")
+    return int(x) if integer else x
 
 
 def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tuple[str, str]]]:
@@ -394,9 +406,15 @@ def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tupl
         v: dict[str, Any] = {}
         spelled: dict[str, str] = {}
         for key, raw in node.attrs.items():
+            if key in _FULL_FORM_ONLY:
+                raise FormatError(f"{where}: line {raw[1]}: node {show(node_id)}: {key} is for "
+                                  f"files with graph [format=\"schedule-workbench-graph\"] "
+                                  f"(and their tensors); here each op has one output tensor "
+                                  f"and reads those of its data predecessors")
             name = NUMBER_ATTRS.get(key)
             if name is not None:
-                value = _number(where, node_id, key, raw, integer=name == "thread_blocks")
+                value = _number(where, node_id, key, raw, positive=name == "thread_blocks",
+                                whole=name in BYTE_FIGURES)
                 if name in v and spelled[name] != key and value != v[name]:
                     raise FormatError(f"{where}: line {raw[1]}: node {show(node_id)}: {key}="
                                       f"{raw[0]} and {spelled[name]}={v[name]:g} say different "
@@ -435,6 +453,14 @@ def graph_from_dot(text: str, *, where: str = "<dot>") -> Graph:
     """
     parser = _Parser(_tokenize(text, where), where)
     parser.parse()
+    if parser.top:
+        if "format" not in parser.top:
+            key, (_, line) = next(iter(parser.top.items()))
+            raise FormatError(f"{where}: line {line}: graph attribute {key!r} needs the full form "
+                              f"(graph [format=\"schedule-workbench-graph\", ...], as "
+                              f"wb.save writes)")
+        nodes = {n: (node.line, node.attrs) for n, node in parser.nodes.items()}
+        return full_graph(parser.name, parser.top, nodes, parser.edges, where)
     ops, tensors, control = _ops(parser, where)
     try:
         return Graph(ops, tensors, control, name=parser.name)

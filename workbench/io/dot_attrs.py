@@ -10,14 +10,26 @@ name that is both, e.g. ``group`` or ``shape``, is the op's when its kind reads 
 reads as the attribute's type: ``shape="2,3"`` on a reshape, not ``shape=box``).  Any other
 name is a typo that would silently change the result (``flopz=3``), so it is an error that names
 it, its line, and the nearest workbench attribute.
+
+The *full form* (what :func:`workbench.io.dot_write.to_dot` writes, marked by the graph attribute
+``format``) carries every field of :func:`~workbench.io.json_format.graph_to_dict`: the op
+fields are node attributes and the other graph fields graph attributes, both named as in the
+JSON format and read from it (:func:`op_fields`, :func:`graph_fields`), so the two formats
+cannot drift; :func:`full_graph` builds the graph through
+:func:`~workbench.io.json_format.graph_from_dict`.  Byte counts are whole numbers in both forms.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+import re
 from typing import Any
 
-from workbench._checks import did_you_mean, show
-from workbench.errors import FormatError
+from workbench._checks import did_you_mean, parse_json, show
+from workbench.errors import FormatError, GraphError
+from workbench.io.json_format import graph_from_dict, graph_to_dict
+from workbench.values.graph import Graph, Op
 from workbench.values.op_attrs import ATTRIBUTES, TYPES
 from workbench.values.ops import OPS, canonical_kind, normalize_op_attrs
 
@@ -26,7 +38,38 @@ NUMBER_ATTRS = {"flops": "flops", "duration_us": "duration_us", "thread_blocks":
                 "size": "size", "bytes": "size", "size_bytes": "size",
                 "bytes_read": "bytes_read", "bytes_written": "bytes_written",
                 "workspace_bytes": "workspace_bytes"}
-NODE_ATTRS = frozenset({"kind", "device", *NUMBER_ATTRS})
+#: Node attributes of files without ``graph [format=...]`` only (one ``"<id>:out"`` tensor).
+SHORT_FORM_ATTRS = frozenset({"size", "bytes", "size_bytes"})
+#: Byte counts among :data:`NUMBER_ATTRS`' figures: whole numbers.
+BYTE_FIGURES = frozenset({"size", "bytes_read", "bytes_written", "workspace_bytes"})
+
+
+@functools.cache
+def _template() -> dict[str, Any]:
+    """graph_to_dict of a one-op graph: which fields the JSON format writes, and their types."""
+    return graph_to_dict(Graph([Op("o", outputs=("t",))], name="g"))
+
+
+def op_fields() -> tuple[str, ...]:
+    """The op fields of the JSON format (``kind``, ``flops``, ``inputs``, ``attrs`` ...) but
+    ``id``: the node attributes of the full form."""
+    return tuple(k for k in _template()["ops"][0] if k != "id")
+
+
+def graph_fields() -> tuple[str, ...]:
+    """The graph fields of the JSON format that the full form keeps as graph attributes (all
+    but ``name``, the ``digraph`` id; ``ops``, the nodes; ``control_edges``, the dashed edges)."""
+    return tuple(k for k in _template() if k not in ("name", "ops", "control_edges"))
+
+
+def text_field(name: str) -> bool:
+    """Whether the JSON field ``name`` holds text (``kind``, ``device``, ``format``): written as
+    a DOT string; every other field is written and read as JSON."""
+    template = _template()
+    return isinstance(template["ops"][0].get(name, template.get(name)), str)
+
+
+NODE_ATTRS = frozenset({"kind", "device", *NUMBER_ATTRS, *op_fields()})
 #: Op attributes of the vocabulary, and their synonyms (a node's kind decides which it reads).
 OP_ATTRS = frozenset({*ATTRIBUTES, *(s for a in ATTRIBUTES.values() for s in a.synonyms)})
 EDGE_ATTRS = frozenset({"kind", "style"})
@@ -51,7 +94,7 @@ taillabel tailport tailtarget tailtooltip tailURL target TBbalance tooltip truec
 viewport voro_margin weight width xdotversion xlabel xlp z
 """.split())
 
-_OWN = {"node": NODE_ATTRS, "edge": EDGE_ATTRS, "graph": frozenset()}
+_OWN = {"node": NODE_ATTRS, "edge": EDGE_ATTRS, "graph": frozenset(graph_fields())}
 
 
 def check_attr(context: str, key: str, value: str, where: str) -> None:
@@ -97,11 +140,128 @@ def op_attrs(node_id: str, kind: str, raw: dict[str, tuple[str, int]],
         if key in GRAPHVIZ_ATTRS and not check(value):
             continue  # Graphviz's (``shape=box``): the op's only when it reads as the op's type
         found[key] = value
+    line = min((ln for _, ln in raw.values()), default=0)
     try:
-        return normalize_op_attrs(kind, found, op=node_id)
+        found = normalize_op_attrs(kind, found, op=node_id)
+        if "attrs" not in raw:
+            return found
+        text, line = raw["attrs"]
+        given = field_value("attrs", text, f"{where}: line {line}: node {show(node_id)}")
+        if not isinstance(given, dict):
+            raise FormatError(f"node {show(node_id)}: attrs must be a JSON object, got "
+                              f"{type(given).__name__}")
+        given = normalize_op_attrs(kind, given, op=node_id)
     except FormatError as exc:
-        line = min((ln for _, ln in raw.values()), default=0)
+        if str(exc).startswith(where):
+            raise
         raise FormatError(f"{where}: line {line}: {exc}") from None
+    for key, value in found.items():
+        if key in given and given[key] != value:
+            raise FormatError(f"{where}: line {line}: node {show(node_id)}: attribute "
+                              f"{show(key)} and attrs[{show(key)}] say different things "
+                              f"({show(value)} and {show(given[key])}); keep one")
+    return {**given, **found}
+
+
+def field_value(name: str, text: str, where: str) -> Any:
+    """The value of the JSON field ``name`` written as DOT attribute ``text``: a text field's
+    text as it is, any other field's JSON (a DOT numeral such as ``.5`` is a number too); a byte
+    count (a field named ``*bytes*``) must be a whole number.  ``where`` starts the one-line
+    :class:`FormatError` (file, line, node).  O(len(text))."""
+    if text_field(name):
+        return text
+    value = _number(text) if text[:1] in "-.0123456789" else None  # most fields: one numeral
+    if value is not None:
+        return whole_bytes(name, value, where) if "bytes" in name else value
+    try:
+        value = parse_json(text, f"{where}: {name}")
+    except FormatError:
+        value = _number(text)
+        if value is None:
+            raise
+    except ValueError as exc:  # an integer of more digits than int() converts
+        raise FormatError(f"{where}: {name}: {str(exc).splitlines()[0]}") from None
+    return whole_bytes(name, value, where) if "bytes" in name else value
+
+
+def whole_bytes(name: str, value: Any, where: str) -> Any:
+    """``value`` of byte count ``name`` as an int: a float must be whole (``1e6``, not ``1.5``);
+    a value of another type is left for the graph's checks to name.  O(1)."""
+    if isinstance(value, float) and math.isfinite(value) and abs(value) < 2.0**63:
+        if value != int(value):
+            raise FormatError(f"{where}: {name} must be a whole number of bytes, got {value!r}")
+        return int(value)
+    return value
+
+
+_PLACE = re.compile(r"(ops|tensors)\[(\d+)\]")
+
+
+def full_graph(name: str, top: dict[str, tuple[str, int]],
+               nodes: dict[str, tuple[int, dict[str, tuple[str, int]]]],
+               edges: list[tuple[str, str, bool, int]], where: str) -> Graph:
+    """The graph of a full-form file: graph attributes ``top`` and nodes (``id -> (line,
+    attrs)``) as the JSON format's fields, through
+    :func:`~workbench.io.json_format.graph_from_dict`; dashed edges in order are the control
+    edges, and the data edges drawn must be those the ops' inputs make (a one-line error names
+    the first that differs).  O(size of the file)."""
+    data: dict[str, Any] = {"name": name}
+    for key, (text, line) in top.items():
+        data[key] = field_value(key, text, f"{where}: line {line}: graph attribute")
+    for i, t in enumerate(data.get("tensors") or []):
+        if isinstance(t, dict) and "size_bytes" in t:
+            here = f"{where}: line {top['tensors'][1]}: tensors[{i}] ({show(t.get('id'))})"
+            t["size_bytes"] = whole_bytes("size_bytes", t["size_bytes"], here)
+    fields = set(op_fields())
+    ops, lines = [], []
+    for node_id, (line, raw) in nodes.items():
+        op: dict[str, Any] = {"id": node_id}
+        for key, (text, at) in raw.items():
+            if key in SHORT_FORM_ATTRS:
+                raise FormatError(f"{where}: line {at}: node {show(node_id)}: {key} is for files "
+                                  f"without graph [format=...]; here tensor sizes are the "
+                                  f"size_bytes of the graph's tensors attribute")
+            if key in fields and key != "attrs":
+                op[key] = field_value(key, text, f"{where}: line {at}: node {show(node_id)}")
+        attrs = op_attrs(node_id, str(op.get("kind", "op")), raw, where)
+        if attrs:
+            op["attrs"] = attrs
+        ops.append(op)
+        lines.append(line)
+    data["ops"] = ops
+    data["control_edges"] = [[a, b] for a, b, control, _ in edges if control]
+    try:
+        graph = graph_from_dict(data)
+    except (FormatError, GraphError) as exc:
+        place = _PLACE.match(str(exc))
+        if place and place.group(1) == "ops":
+            prefix = f"{where}: line {lines[int(place.group(2))]}"
+        elif place:
+            prefix = f"{where}: line {top['tensors'][1]}: graph attribute tensors"
+        else:
+            prefix = where
+        raise type(exc)(f"{prefix}: {exc}".replace("\n", "\\n")) from None
+    _same_data_edges(graph, edges, nodes, where)
+    return graph
+
+
+def _same_data_edges(graph: Graph, edges: list[tuple[str, str, bool, int]],
+                     nodes: dict[str, tuple[int, dict[str, tuple[str, int]]]], where: str) -> None:
+    """A one-line error unless the solid edges drawn are the data edges of ``graph``. O(E)."""
+    made = set(graph.data_edges)
+    drawn: dict[tuple[str, str], int] = {}
+    for a, b, control, line in edges:
+        if not control:
+            drawn.setdefault((a, b), line)
+            if (a, b) not in made:
+                raise FormatError(f"{where}: line {line}: edge {show(a)} -> {show(b)}: "
+                                  f"{show(b)} reads no output of {show(a)} (in a file with "
+                                  f"graph [format=...] the data edges follow the ops' inputs; "
+                                  f"a dependency without data is [style=dashed])")
+    for a, b in graph.data_edges:
+        if (a, b) not in drawn:
+            raise FormatError(f"{where}: line {nodes[b][0]}: node {show(b)} reads an output of "
+                              f"{show(a)}, but the file has no edge {show(a)} -> {show(b)}")
 
 
 def _parsed(text: str, type_: str) -> Any:
@@ -132,5 +292,6 @@ def _number(text: str) -> int | float | None:
         return None
 
 
-__all__ = ["EDGE_ATTRS", "GRAPHVIZ_ATTRS", "NODE_ATTRS", "NUMBER_ATTRS", "OP_ATTRS",
-           "check_attr", "op_attrs"]
+__all__ = ["BYTE_FIGURES", "EDGE_ATTRS", "GRAPHVIZ_ATTRS", "NODE_ATTRS", "NUMBER_ATTRS",
+           "OP_ATTRS", "SHORT_FORM_ATTRS", "check_attr", "field_value", "full_graph",
+           "graph_fields", "op_attrs", "op_fields", "text_field", "whole_bytes"]

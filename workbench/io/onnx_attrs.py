@@ -11,8 +11,10 @@ depends on the opset), and constant inputs that configure the op (``Slice``'s st
 steps, ``Split``'s sizes, ``Pad``'s pads, ``Resize``'s scales, the axes of reductions,
 ``Squeeze``/``Unsqueeze``, ``Tile``'s repeats, ``Clip``'s bounds) are lifted into attributes
 from the values the import folded.  Attributes the vocabulary does not name (``momentum``,
-``allowzero``, ...) are kept as they are; a value of the wrong type is kept under its ONNX name
-and the vocabulary's attribute left at its default (a corrupt file imports, as before).
+``allowzero``, ...) are kept as they are; a value of the wrong type, or out of range
+(``strides`` 0, negative ``pads``, ``group`` 0, a ``kernel_shape`` that disagrees with the weight),
+is kept under the vocabulary's name, where the graph's one check of attributes
+(:mod:`workbench.values.attr_checks`) refuses the file in one line naming the node.
 Complexity: O(attributes + rank) per node.
 
 >>> vocabulary_attrs("Conv", "conv2d", {"kernel_shape": [3, 3], "pads": [0, 0, 1, 1],
@@ -30,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import FormatError
-from workbench.values.op_attrs import ONNX_DTYPES, explicit_padding, normalize_attrs
+from workbench.values.op_attrs import ONNX_DTYPES, explicit_padding, normalize_attrs, synonyms_of
 from workbench.values.ops import OPS
 
 Shape = tuple[int, ...] | None
@@ -93,24 +95,32 @@ def _rule(*op_types: str) -> Callable[[Rule], Rule]:
 def vocabulary_attrs(op_type: str, kind: str, attrs: Mapping[str, Any], node: Node) -> dict[str,
                                                                                           Any]:
     """The attributes of an ONNX node of ``op_type`` (imported as ``kind``) in the vocabulary
-    (module docstring).  Never raises on a malformed file: what cannot be read is left out."""
+    (module docstring).  Never raises: a malformed value is kept for the graph's check."""
     info = OPS.get(kind)
     if info is None:
         return dict(attrs)
     out: dict[str, Any] = {}
+    wrong: dict[str, Any] = {}
+    renames = synonyms_of(info.attrs)
     for key, value in attrs.items():  # one at a time: a bad value stays under its own name
         try:
             out.update(normalize_attrs(kind, info.attrs, {key: value}))
         except (FormatError, TypeError, ValueError):
-            out[key] = value
+            name = renames.get(key, key)
+            if name in info.attrs:
+                wrong[name] = value
+            else:
+                out[key] = value
     rule = _CONVERSIONS.get(op_type)
     if rule is not None:
         try:
             written = rule(out, node)
         except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError):
-            return out  # a malformed node: its attributes stay as read
+            return {**out, **wrong}  # a malformed node: its attributes stay as read
         out.update({k: v for k, v in written.items() if v is not None and k in info.attrs})
-    return out
+    # a value of the wrong type is kept under the vocabulary's name, where the graph's check of
+    # attributes (workbench.values.attr_checks) refuses it in one line naming the node
+    return {**out, **wrong}
 
 
 def _is_int_list(v: Any) -> bool:
@@ -174,19 +184,29 @@ def _window(a: dict[str, Any], node: Node, *, kernel: list[int] | None,
             "dilation": list(dilation)}
 
 
+def _weight_kernel(a: Mapping[str, Any], node: Node) -> list[int] | None:
+    """The kernel: ``kernel_shape`` when given (the graph's check compares it with the weight),
+    else the weight's spatial shape."""
+    if _is_int_list(a.get("kernel")):
+        return list(a["kernel"])
+    w = node.shape(1)
+    return list(w[2:]) if w is not None and len(w) > 2 else None
+
+
+def _groups(a: Mapping[str, Any]) -> Any:
+    """``group`` as given (ONNX's default 1): a 0 stays 0, for the graph's check to refuse."""
+    return 1 if a.get("groups") is None else a["groups"]
+
+
 @_rule("Conv")
 def _conv(a: dict[str, Any], node: Node) -> dict[str, Any]:
-    w = node.shape(1)
-    kernel = list(w[2:]) if w is not None and len(w) > 2 else None
-    return {**_window(a, node, kernel=kernel), "groups": int(a.get("groups") or 1)}
+    return {**_window(a, node, kernel=_weight_kernel(a, node)), "groups": _groups(a)}
 
 
 @_rule("ConvTranspose")
 def _conv_transpose(a: dict[str, Any], node: Node) -> dict[str, Any]:
-    w = node.shape(1)
-    kernel = list(w[2:]) if w is not None and len(w) > 2 else None
-    out = {**_window(a, node, kernel=kernel, transpose=True),
-           "groups": int(a.get("groups") or 1)}
+    out = {**_window(a, node, kernel=_weight_kernel(a, node), transpose=True),
+           "groups": _groups(a)}
     if a.get("output_padding") is not None:
         out["output_padding"] = a["output_padding"]
     return out

@@ -20,6 +20,7 @@ from typing import Any
 
 from workbench._checks import show
 from workbench.errors import GraphError
+from workbench.values.attr_checks import check_graph_attrs
 from workbench.values.control_checks import check_control_op, control_output_bytes, same_control
 from workbench.values.graph_items import (
     _NUMERIC_OP_FIELDS,
@@ -115,6 +116,7 @@ class Graph:
                 raise GraphError(f"op {show(op.id)}: thread_blocks must be a positive integer "
                                  f"of at most 2**62, got {show(op.thread_blocks)}")
         self._tensors = self._collect_tensors(tensors)
+        check_graph_attrs(self._ops, self._tensors)  # the one check of op attributes
         self._control = tuple(self._check_control(control_edges))
         self._build_adjacency()
         produced_unused = [t for t in self._tensors.values()
@@ -151,8 +153,7 @@ class Graph:
             for out in op.outputs:
                 if out in produced_by:
                     raise GraphError(f"tensor {show(out)} is produced by both "
-                                     f"{show(produced_by[out])} "
-                                     f"and {show(op.id)}")
+                                     f"{show(produced_by[out])} and {show(op.id)}")
                 produced_by[out] = op.id
                 known = table.get(out)
                 if known is None:
@@ -164,8 +165,7 @@ class Graph:
                     table[out] = replace(known, producer=op.id)
                 elif known.producer != op.id:
                     raise GraphError(f"tensor {show(out)} is produced by both "
-                                     f"{show(known.producer)} "
-                                     f"and {show(op.id)}")
+                                     f"{show(known.producer)} and {show(op.id)}")
         for t in table.values():
             if t.producer is not None and produced_by.get(t.id) != t.producer:
                 raise GraphError(f"tensor {show(t.id)} names producer {show(t.producer)}, "

@@ -34,8 +34,9 @@ Conventions every kind shares:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from workbench.errors import FormatError
@@ -75,21 +76,94 @@ TYPES: Mapping[str, tuple[Callable[[Any], bool], str]] = {
     "dtype": (lambda v: v in DTYPES, f"a dtype name ({', '.join(DTYPES)})"),
 }
 
+#: The largest size-like attribute (kernel, stride, groups, m, k, n ...): 2**62, as the graph's
+#: figures (:data:`workbench.values.graph_items.MAX_FIGURE`), so products stay finite floats.
+MAX_SIZE = 2**62
+
+
+def _finite(v: Any) -> bool:
+    return not isinstance(v, float) or math.isfinite(v)
+
+
+#: Ranges: name -> (check of one number, what every number must be).  ``any`` lets infinities
+#: and NaN through (a fill value, a clip bound); every other range wants finite numbers.
+BOUNDS: Mapping[str, tuple[Callable[[Any], bool], str]] = {
+    "any": (lambda v: True, "any number"),
+    "finite": (_finite, "finite"),
+    "positive": (lambda v: _finite(v) and 0 < v <= MAX_SIZE, "positive (at most 2**62)"),
+    "non_negative": (lambda v: _finite(v) and 0 <= v <= MAX_SIZE,
+                     "non-negative (at most 2**62)"),
+    "non_zero": (lambda v: _finite(v) and v != 0, "finite and not zero"),
+    "probability": (lambda v: _finite(v) and 0 <= v <= 1, "between 0 and 1"),
+}
+#: Integer limits of the ranges the fast path of :func:`value_problem` checks with min/max.
+_FAST = {"any": (-math.inf, math.inf), "positive": (1, MAX_SIZE), "non_negative": (0, MAX_SIZE)}
+#: Each attribute's range (an int attribute not named here: ``any``; a number: ``finite``).
+_BOUNDS_OF = {
+    "positive": "kernel stride dilation groups window blocksize cin cout scales",
+    "non_negative": "padding output_padding m k n batch sizes repeats offset eps",
+    "non_zero": "steps step", "probability": "p", "any": "value scalar min max",
+}
+#: Per-kind exceptions: a ``pad`` op's padding may be negative (ONNX's and torch's crop).
+KIND_BOUNDS: Mapping[tuple[str, str], str] = {("pad", "padding"): "any"}
+
+
+def value_problem(spec: Attr, value: Any, kind: str = "") -> str | None:
+    """What is wrong with ``value`` for attribute ``spec`` of an op of ``kind`` (its type, then
+    every number against the attribute's range; a 0/1 integer is a boolean), or ``None`` when
+    it is fine.  ``None`` (the default) is fine.  O(len(value)).
+
+    >>> value_problem(ATTRIBUTES["stride"], [0, 1])
+    'must be positive (at most 2**62), got [0, 1]'
+    >>> value_problem(ATTRIBUTES["alpha"], float("nan"))
+    'must be finite, got nan'
+    """
+    if value is None:
+        return None
+    fast = _FAST.get(spec.bounds if (kind, spec.name) not in KIND_BOUNDS else "")
+    if fast is not None and spec.type in ("int", "int_or_ints", "ints"):
+        # the common case, plain ints within the bounds, without a call per item
+        if type(value) is int and fast[0] <= value <= fast[1]:
+            return None
+        if type(value) in (list, tuple) and value and all(type(v) is int for v in value) \
+                and fast[0] <= min(value) and max(value) <= fast[1]:
+            return None
+    if spec.type == "bool" and (value is True or value is False or value == 0 or value == 1) \
+            and type(value) in (bool, int):
+        return None
+    check, what = TYPES[spec.type]
+    if not check(value):
+        return f"must be {what}, got {_shown(value)}"
+    if spec.type not in ("int", "number", "ints", "int_or_ints", "numbers"):
+        return None
+    in_bounds, what = BOUNDS[KIND_BOUNDS.get((kind, spec.name), spec.bounds)]
+    items = value if isinstance(value, (list, tuple)) else (value,)
+    if not all(map(in_bounds, items)):
+        return f"must be {what}, got {_shown(value)}"
+    return None
+
+
+def _shown(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
 
 @dataclass(frozen=True, slots=True)
 class Attr:
     """One attribute of the vocabulary: ``type`` (a key of :data:`TYPES`), what it means, and
     ``synonyms``: other spellings (ONNX's, torch's) of the same value that the readers rename;
-    ``convert`` turns a synonym's value into the vocabulary's (``pads`` -> ``padding``)."""
+    ``convert`` turns a synonym's value into the vocabulary's (``pads`` -> ``padding``);
+    ``bounds`` (a key of :data:`BOUNDS`): the range every number of the value lies in."""
 
     name: str
     type: str
     meaning: str
     synonyms: tuple[str, ...] = ()
     convert: Callable[[Any], Any] | None = None
+    bounds: str = "any"
 
     def __post_init__(self) -> None:
-        assert self.type in TYPES, self
+        assert self.type in TYPES and self.bounds in BOUNDS, self
 
 
 def explicit_padding(pads: Sequence[int]) -> Any:
@@ -222,6 +296,13 @@ def _table() -> dict[str, Attr]:
     add("start", "number", "range: first value; shape: first axis reported")
     add("end", "number", "range: end (exclusive); shape: end axis (exclusive)", "limit")
     add("step", "number", "range: increment", "delta")
+    for bounds, names in _BOUNDS_OF.items():
+        for name in names.split():
+            out[name] = replace(out[name], bounds=bounds)
+    for name, spec in out.items():
+        if spec.type in ("number", "numbers") and name not in _BOUNDS_OF["any"].split() \
+                and spec.bounds == "any":
+            out[name] = replace(out[name], bounds="finite")
     return out
 
 
@@ -278,11 +359,9 @@ def _checked(spec: Attr, value: Any, kind: str, op: str, key: str) -> Any:
         return bool(value)
     check, what = TYPES[spec.type]
     if not check(value):
-        shown = repr(value)
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
         via = "" if key == spec.name else f" (given as {key!r})"
         raise FormatError(f"op {op!r} ({kind}): attribute {spec.name!r}{via} must be {what}, "
-                          f"got {shown}")
+                          f"got {_shown(value)}")
     return value
 
 
@@ -364,6 +443,7 @@ def number(attrs: Mapping[str, Any], name: str, default: float) -> float:
     return default if value is None else float(value)
 
 
-__all__ = ["ATTRIBUTES", "DTYPES", "ONNX_DTYPES", "TYPES", "Attr", "Window", "axes_of",
+__all__ = ["ATTRIBUTES", "BOUNDS", "DTYPES", "KIND_BOUNDS", "MAX_SIZE", "ONNX_DTYPES", "TYPES",
+           "Attr", "Window", "axes_of", "value_problem",
            "check_declared", "explicit_padding", "flag", "normalize_attrs", "number",
            "pads_per_side", "per_axis", "synonyms_of", "window_of"]

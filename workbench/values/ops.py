@@ -102,6 +102,10 @@ class OpKind:
     tensors`` (:mod:`workbench.values.op_torch`, torch imported only when one runs); every kind with
     a ``reference`` has one (the torch executor, :mod:`workbench.executors.torch_exec`, runs them).
 
+    ``window``: how a sliding-window kind's kernel is known (its attributes checked against the
+    input, :mod:`workbench.values.attr_checks`): ``"weight"`` (input 1's spatial shape),
+    ``"transposed"`` (the same, output larger than input), ``"attrs"`` (the attribute only).
+
     ``attrs``: the attribute names the kind reads (its references, torch form, cost and launch
     rules, GPU lowering), each a name of the vocabulary
     :data:`workbench.values.op_attrs.ATTRIBUTES` (which says what it means, its type and the
@@ -133,12 +137,14 @@ class OpKind:
     unary: ref.UnaryFn | None = None
     binary: Callable[[Any, Any], Any] | None = None
     torch_form: op_torch.TorchForm | None = None
+    window: str | None = None
     attrs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.category in CATEGORIES, self
         assert self.fuse in (None, "elemwise", "broadcast", "reduce"), self
         assert self.side_effect in (None, "write", "io"), self
+        assert self.window in (None, "weight", "transposed", "attrs"), self
 
 
 def _entries() -> dict[str, OpKind]:
@@ -193,18 +199,19 @@ def _entries() -> dict[str, OpKind]:
     add("control", "while case_of", subgraphs=True)
     add("control", "join device_sync")
     # compute (``op``: the generic kind of Graph.from_edges; ``fused``: an O1 fusion group)
-    add("compute", "conv2d", gemm=True, launch_rule="convolution")
-    add("compute", "sepconv", gemm=True, launch_rule="separable_convolution")
+    add("compute", "conv2d", gemm=True, launch_rule="convolution", window="weight")
+    add("compute", "sepconv", gemm=True, launch_rule="separable_convolution", window="attrs")
     add("compute", "matmul", gemm=True, launch_rule="gemm")
     add("compute", "einsum", gemm=True, launch_rule="gemm")  # a two-operand contraction
     add("compute", "concat", launch_rule="copy_each_input")
-    add("compute", "conv_transpose")
-    add("compute", "maxpool avgpool", launch_rule="window")
+    add("compute", "conv_transpose", window="transposed")
+    add("compute", "maxpool avgpool", launch_rule="window", window="attrs")
     add("compute", "lrn transpose gather slice constant shape size fused op")
     add("compute", "index gather_elements roll")  # torch's x[:, idx], gather, roll
     add("compute", "attention", launch_rule="attention")  # one fused kernel (flash SDPA)
-    add("compute", "conv1d conv3d embedding stack contiguous clone pad resize tile "
-        "trilu range depth_to_space space_to_depth")
+    add("compute", "conv1d conv3d", window="weight")
+    add("compute", "embedding stack contiguous clone pad resize tile trilu range "
+        "depth_to_space space_to_depth")
     _bind_references(out)
     _declare_attrs(out)
     onnx = {"conv2d": ("Conv",), "matmul": ("Gemm", "MatMul"), "add": ("Sum",),

@@ -178,11 +178,12 @@ def _generic(op: Op, spec: DeviceSpec, model: GpuModel, *, scale: float = 1.0,
 
 
 def _pair(value: Any, default: int) -> tuple[int, int]:
+    """A 2-D window size from an int or a list (``None`` or an empty list: ``default``)."""
     if value is None:
         return (default, default)
     if isinstance(value, (int, float)):
         return (int(value), int(value))
-    seq = list(value)
+    seq = list(value) or [default]
     if len(seq) == 1:
         return (int(seq[0]), int(seq[0]))
     return (int(seq[0]), int(seq[1]))
@@ -205,10 +206,12 @@ def _conv_geometry(op: Op, shapes: _Shapes) -> dict[str, int] | None:
         return None
     kh, kw = _pair(kernel, 1)
     sh, sw = _pair(a.get("stride"), 1)
-    groups = int(a.get("groups", 1) or 1)
+    groups = int(a.get("groups") or 1)
     n, cin, h, w = x
     _, cout, ho, wo = out
-    cin = int(a.get("cin", cin))  # a consumer may read a channel slice of a wider tensor
+    cin = int(a.get("cin") or cin)  # a consumer may read a channel slice of a wider tensor
+    if min(n, cin, h, w, cout, ho, wo, kh, kw, sh, sw) < 1 or cin % groups or cout % groups:
+        return None  # empty or unknown sizes: the op's own figures cost it
     return {"n": n, "cin": cin, "h": h, "w": w, "cout": cout, "ho": ho, "wo": wo, "kh": kh,
             "kw": kw, "sh": sh, "sw": sw, "groups": groups}
 
@@ -306,7 +309,8 @@ def _conv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision:
 def _sepconv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
              scale: float) -> list[Launch] | None:
     x, out_shape = shapes.ins[0], shapes.out
-    if x is None or out_shape is None or len(x) != 4:
+    if x is None or out_shape is None or len(x) != 4 or len(out_shape) != 4 \
+            or min(*x, *out_shape) < 1:
         return None
     a = op.attrs
     n, cin, h, w = x
@@ -334,12 +338,12 @@ def _sepconv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisi
 def _matmul(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
             scale: float) -> list[Launch] | None:
     a = op.attrs
-    if not all(k in a for k in ("m", "k", "n")) and op.kind == "einsum":
+    if not all(a.get(k) is not None for k in ("m", "k", "n")) and op.kind == "einsum":
         gemm = einsum_gemm(str(a.get("equation", "")), shapes.ins)
         if gemm is None:
             return None
         a = {**a, **gemm}
-    if not all(k in a for k in ("m", "k", "n")):
+    if not all(a.get(k) is not None for k in ("m", "k", "n")):
         out = shapes.out
         # addmm(bias, a, b) (bias_first): the inner size is a's last axis, not the bias's
         x = shapes.ins[1] if a.get("bias_first") and len(shapes.ins) > 2 else shapes.ins[0]
@@ -348,7 +352,7 @@ def _matmul(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisio
         m, n, k = math.prod(out[:-1]), out[-1], x[-1]
         batch = 1
     else:
-        m, k, n, batch = int(a["m"]), int(a["k"]), int(a["n"]), int(a.get("batch", 1))
+        m, k, n, batch = int(a["m"]), int(a["k"]), int(a["n"]), int(a.get("batch") or 1)
     eb = _element_bytes(scale)
     precision = kernel_precision(precision, spec, convolution=False)
     launches = fastest(gemm_candidates(m, n, k, batch=batch, precision=precision, model=model,
@@ -373,7 +377,8 @@ def _attention(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, preci
     q, k, v = (shapes.ins[i] if i < len(shapes.ins) else None for i in range(3))
     eb = _element_bytes(scale)
     run = kernel_precision(precision, spec, convolution=False)
-    if op.attrs.get("needs_program") or q is None or k is None or v is None or len(q) < 2:
+    if op.attrs.get("needs_program") or q is None or k is None or v is None \
+            or min(len(q), len(k), len(v)) < 2:
         rows = math.prod(q[:-1]) if q else 1
         width = q[-1] if q else 1
         depth = max(1, round(op.flops / max(1.0, 2.0 * rows * width)))
