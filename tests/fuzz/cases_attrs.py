@@ -54,7 +54,7 @@ def _json_graph(rng: random.Random) -> tuple[dict[str, Any], dict[str, Any], str
     d = graph_to_dict(wb.models.build("transformer_block"))
     op = rng.choice([o for o in d["ops"] if o["kind"] == "matmul"])
     label, value = rng.choice(GEMM)
-    return d, op, rng.choice(["m", "k", "n", "batch"]), value, label
+    return d, op, rng.choice(["m", "k", "n", "batch"]), value, f"GEMM {label}"
 
 
 def _dot_text(d: dict[str, Any], op: dict[str, Any], attrs: dict[str, Any]) -> str:
@@ -132,8 +132,9 @@ def attrs(rng: random.Random, scale: int) -> Case:
         text = json.dumps(d)
     else:
         text = _dot_text(d, op, new)
-    name = "valid" if valid else f"{op['kind']}.{attr} = {label}"
-    # null or [] may mean "the default" (a pool's stride is its kernel): any one-line outcome
-    refuse = not valid and label not in ("null", "empty")
+    name = "valid" if valid else f"{op['kind']}.{attr} = {label.removeprefix('GEMM ')}"
+    # null or [] may mean "the default" (a pool's stride is its kernel), a GEMM may be empty
+    # (0) or large (1e8): any one-line outcome
+    refuse = not valid and label not in ("null", "empty", "GEMM 0", "GEMM 1e8")
     return Case("attrs", f"{where}: {name}", "load_graph", (f".{where}", text), refuse,
                 {"policies": policies})
