@@ -125,7 +125,14 @@ def nested(case: Any, workdir: str) -> Any:
     import workbench as wb
 
     depth, kinds, stage = case.data
-    graph = wb.load(_write(workdir, "nested.json", nested_text(depth, tuple(kinds))))
+    text = nested_text(depth, tuple(kinds))
+    if "replace" in case.extra:  # one attribute of the outermost op made bad
+        old, new = case.extra["replace"]
+        at = text.rfind(old)
+        if at < 0:
+            raise AssertionError(f"the fuzz case's {old!r} is not in the graph")
+        text = text[:at] + new + text[at + len(old):]
+    graph = wb.load(_write(workdir, "nested.json", text))
     if stage == "load":
         return None
     if stage == "save":

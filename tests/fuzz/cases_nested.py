@@ -40,6 +40,8 @@ def nested(rng: random.Random, scale: int) -> Case:
         return Case("nested", f"cli compare depth {size} --budget {budget}",
                     "actions_cli.cli_files", argv, False,
                     {"plant": [("n.json", plant[size])], "time_limit_s": 90})
+    if rng.random() < 0.2:
+        return _bad_loop_attr(rng)
     stage = rng.choice(STAGES)
     policies = rng.sample(["serial", "nnc", "asap", "wavefront", "gpto", "critical_path"], 2)
     return Case("nested", f"{'+'.join(kinds)} x{depth}: {stage}", "actions_io.nested",
@@ -47,12 +49,36 @@ def nested(rng: random.Random, scale: int) -> Case:
                 {"policies": policies, "budget_s": 30.0, "time_limit_s": 90})
 
 
+#: (attr text in :func:`tests.fuzz.actions_io.nested_text`, bad replacements): a loop's flag,
+#: trip count, carried states; a branch's default and selector.
+LOOP_ATTRS = [('"flag": null', ['"flag": [1]', '"flag": {}', '"flag": 5', '"flag": true',
+                                '"flag": "nowhere"']),
+              ('"iterations": 1', ['"iterations": -1', '"iterations": 1.5', '"iterations": "3"',
+                                   '"iterations": true', '"iterations": 1e400',
+                                   '"iterations": [1]', '"iterations": ' + "9" * 5000]),
+              ('"carried": [["h", "x", "h_next"]]', ['"carried": [["h"]]', '"carried": [[]]',
+                                                     '"carried": "h"', '"carried": [[1, 2, 3]]',
+                                                     '"carried": [["h", "x", "nope"]]']),
+              ('"default": 0', ['"default": 5', '"default": -1', '"default": 1.5',
+                                '"default": [0]', '"default": "zz"', '"default": true']),
+              ('"selector": null', ['"selector": [1]', '"selector": 5', '"selector": "nope"'])]
+
+
+def _bad_loop_attr(rng: random.Random) -> Case:
+    """A small nested graph with one control-flow attribute of the wrong type or range."""
+    which, bad = rng.choice(LOOP_ATTRS)
+    kinds = ("case_of",) if which.startswith(('"default"', '"selector"')) else ("while",)
+    return Case("nested", f"{kinds[0]} attr {rng.choice(bad)[:40]}", "actions_io.nested",
+                (rng.choice([1, 3]), kinds, "simulate"), True,
+                {"replace": (which, rng.choice(bad)), "policies": ["serial"]})
+
+
 #: Small built-in graphs for round trips (with their builder parameters).
 MODELS: list[tuple[str, dict[str, Any]]] = [
     ("squeezenet", {}), ("nnc_diamond", {}), ("nnc_while_loop", {}), ("nnc_case_of", {}),
     ("rnn_loop", {}), ("transformer_block", {}), ("raf_three_branches", {}),
     ("raf_occupancy_conv", {}), ("mindspore_six_kernels", {}), ("textbook_heterogeneous", {}),
-    ("textbook_side_effects", {}), ("textbook_mul_sub_add", {})]
+    ("textbook_side_effects", {}), ("textbook_mul_sub_add", {}), ("inception_v3", {})]
 RANDOM = ("random_dag", "layered_dag", "series_parallel_dag", "gnp_dag")
 #: Op names a writer must quote or escape.
 NAMES = ["a b", 'q"uote', "back\\slash", "semi;colon", "arrow->x", "brace{}", "é ü", "dash-dash",

@@ -1,7 +1,8 @@
 """Option combinations and odd values in graph files (issue 34 #8, #12).
 
 CLI: ``--policies nnc,,serial``, ``--table X -o X``, ``--memory-budget 0 / 1K / 100M``,
-``import --step 99`` on a trace without steps, and their neighbours.  Graph files: ``kind []``,
+``import --step 99`` on a trace without steps, and their neighbours.  Kineto kernels with an id
+or a time of the wrong type (``tid: []``).  Graph files: ``kind []``,
 a graph ``name`` of ``true``, ``5e-324`` or a long list, boolean and fractional shape dims,
 fractional byte counts (JSON ``5e-324``, DOT ``size=1.5``), duplicate ids in an edge-list
 ``ops`` list.  Each is labelled with what it must do (``refuse=True``: a one-line error).
@@ -128,6 +129,29 @@ def _graph_file(rng: random.Random, choice: int) -> tuple[str, str, bool]:
     return ".dot", text, value != "-0"
 
 
+def _odd_trace(rng: random.Random) -> Case:
+    """A Kineto trace whose kernel has an id of the wrong type (issue 34 #11: ``tid: []``):
+    any one-line outcome will do; a figure of the wrong type must be refused."""
+    import workbench as wb
+    from workbench.io import to_chrome_trace
+    from workbench.models import random_dags
+
+    g = random_dags.random_dag(rng.randint(2, 8), seed=rng.randrange(10**6))
+    data = to_chrome_trace(wb.simulate(wb.schedule(g, "nnc")))
+    kernels = [e for e in data["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    ev = rng.choice(kernels)
+    field = rng.choice(["tid", "pid", "name", "cat", "ts", "dur", "stream", "correlation"])
+    value = rng.choice([[], {}, None, True, "x", 1.5, -1])
+    if field in ("stream", "correlation"):
+        ev.setdefault("args", {})[field] = value
+    else:
+        ev[field] = value
+    # a time that is not a non-negative number must be refused (negative ts/dur: documented)
+    refuse = field in ("ts", "dur") and value != 1.5
+    return Case("options", f"trace kernel {field} = {json.dumps(value)}", "actions_io.read_file",
+                ("trace", "t.json", json.dumps(data)), refuse)
+
+
 def options(rng: random.Random, scale: int) -> Case:
     """One option combination or one odd value (module docstring)."""
     del scale
@@ -141,6 +165,8 @@ def options(rng: random.Random, scale: int) -> Case:
         label, refuse, argv = rng.choice(TRACE)
         return Case("options", label, "actions_cli.cli_files", argv, refuse,
                     {"plant": [("t.json", "trace")], "time_limit_s": 40})
+    if r < 0.5:
+        return _odd_trace(rng)
     choice = rng.randrange(len(ODD))
     suffix, text, refuse = _graph_file(rng, choice)
     return Case("options", ODD[choice], "load_graph", (suffix, text), refuse,
