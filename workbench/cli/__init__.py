@@ -295,7 +295,10 @@ def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
         from workbench.viz.embed import check_plotlyjs_folder
 
         check_plotlyjs_folder(output.parent)
-    check_distinct_files(*compare_files(args, output, names or POLICIES.names()))
+    outputs, inputs = compare_files(args, output, names or POLICIES.names())
+    check_distinct_files(outputs, inputs)
+    for option, path in outputs[1:]:   # e.g. an --export-trace row's name too long
+        check_output(path, what=option)
     from workbench.orchestration.compare_measured import executor_plan
 
     executor_plan(args.executor)
