@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
 
@@ -74,7 +74,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             budget_s: float | None = DEFAULT_BUDGET_S,
             memory_budget_bytes: int | str | None = "auto",
             measured: Trace | None = None, precision: str = "auto",
-            rounds: int = ROUNDS, keep_views: bool = False) -> Comparison:
+            rounds: int = ROUNDS, keep_views: bool = False,
+            on_policy_done: Callable[[str, int, int], None] | None = None) -> Comparison:
     """Schedule ``graph`` with each policy, execute each schedule, and rank them.
 
     ``options`` maps a policy name to its keyword options.  ``planner`` plans each schedule's
@@ -130,6 +131,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
 
     ``show_progress`` prints one line on stderr per policy as it starts and ends (time, status),
     also when stderr is not a terminal, and shows a bar in terminals and notebooks.
+    ``on_policy_done(name, i, n)``, when given, is called in the calling thread after the i-th
+    of the n policies (``serial`` included) has finished: an app's own progress bar.
     """
     if not isinstance(graph, Graph):
         raise OptionError(f"compare() needs a Graph, got {type(graph).__name__}")
@@ -214,6 +217,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             bar.line(f"{tag}: {row['status']} in {time.perf_counter() - t0:.2f} s"
                      + ("" if math.isnan(span) else f" (makespan {span:,.1f} µs)"))
             bar.advance()
+            if on_policy_done is not None:
+                on_policy_done(name, i, len(names))
         if rounds > 1:
             measure_rounds({n: out[1].value[0] for n, out in results.items()
                             if len(out) > 1 and out[1].ok}, executor, exec_opts, rounds,
