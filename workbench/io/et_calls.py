@@ -97,7 +97,8 @@ def _below_operator(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, bool]:
     """Per node id: whether an operator is among its ``ctrl_deps`` ancestors (walked until a
     node repeats: the root names itself).  Memoised, so a 5,000-node chain costs O(V), not
     O(V²) (issue 27): ``above[n] = is_operator(parent) or above[parent]``; on a cycle every
-    node's answer is whether another node of the cycle is an operator."""
+    node's answer is whether another node of the cycle is an operator; a cycle of more than one
+    node (only the root may name itself) is a one-line FormatError naming its nodes."""
     def parent(nid: int) -> int | None:
         p = nodes[nid].get("ctrl_deps")
         return p if isinstance(p, int) and not isinstance(p, bool) and p in nodes else None
@@ -113,6 +114,12 @@ def _below_operator(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, bool]:
             cur = parent(cur)
         if cur is not None and cur not in above:  # a cycle: path[on_path[cur]:]
             cycle = path[on_path[cur]:]
+            if len(cycle) > 1:  # only the root names itself; a longer cycle hides its calls
+                names = " -> ".join(f"{c} ({str(nodes[c].get('name', '?'))[:40]!r})"
+                                    for c in cycle[:4])
+                raise FormatError(f"the ctrl_deps parents of {len(cycle)} nodes form a cycle "
+                                  f"({names}{' ...' if len(cycle) > 4 else ''}): a corrupt "
+                                  f"execution trace")
             ops = sum(_is_operator(nodes[c]) for c in cycle)
             for c in cycle:
                 above[c] = ops - _is_operator(nodes[c]) > 0
@@ -133,9 +140,18 @@ def steps_below(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, int | None]
 def read_calls(data: Any, path: Path) -> list[Call]:
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise FormatError(f"{path}: not a PyTorch execution trace (no 'nodes' list)")
-    nodes = {n["id"]: _normalise(n) for n in data["nodes"] if isinstance(n, dict) and isinstance(
-        n.get("id"), int)}
-    below_operator = _below_operator(nodes)
+    nodes: dict[int, dict[str, Any]] = {}
+    for n in data["nodes"]:
+        if isinstance(n, dict) and isinstance(n.get("id"), int):
+            if n["id"] in nodes:  # the later node would silently replace the earlier one
+                raise FormatError(f"{path}: node id {n['id']} appears twice "
+                                  f"({str(nodes[n['id']].get('name'))[:40]!r} and "
+                                  f"{str(n.get('name'))[:40]!r}): a corrupt execution trace")
+            nodes[n["id"]] = _normalise(n)
+    try:
+        below_operator = _below_operator(nodes)
+    except FormatError as exc:
+        raise FormatError(f"{path}: {exc}") from None
     below = phases_below(nodes)
     children = scope_children(nodes)
     steps = steps_below(nodes)

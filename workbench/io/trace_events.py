@@ -47,7 +47,8 @@ def read_trace_json(path: Path) -> Any:
 
 
 def trace_events(data: Any, path: Path) -> list[Any]:
-    """The ``traceEvents`` list of a parsed trace (a bare list is accepted too)."""
+    """The ``traceEvents`` list of a parsed trace (a bare list is accepted too); an event whose
+    ``pid`` or ``tid`` is not a number or a string (``[]``) is a one-line error.  O(events)."""
     if isinstance(data, dict):
         if "traceEvents" not in data:
             raise FormatError(f"{path}: not a Chrome/PyTorch trace (no 'traceEvents')")
@@ -59,7 +60,19 @@ def trace_events(data: Any, path: Path) -> list[Any]:
                           f"{type(data).__name__})")
     if not isinstance(raw, list):
         raise FormatError(f"{path}: 'traceEvents' must be a list, got {type(raw).__name__}")
+    for k, ev in enumerate(raw):  # events are grouped by (pid, tid): both must be hashable
+        if isinstance(ev, dict):
+            for key in ("pid", "tid"):
+                if not isinstance(ev.get(key), _THREAD_ID) or isinstance(ev.get(key), bool):
+                    name = str(ev.get("name", "?"))[:60]
+                    raise FormatError(f"{path}: traceEvents[{k}] ({name!r}): '{key}' must be "
+                                      f"a number or a string, got {str(ev.get(key))[:40]}"
+                                      .replace("\n", "\\n"))
     return raw
+
+
+#: What a trace event's ``pid``/``tid`` may be (absent: None).
+_THREAD_ID = (int, float, str, type(None))
 
 
 #: Largest magnitude of a trace time (µs): Unix-epoch microseconds are ~1.8e15; 1e17 is 3,000
