@@ -10,7 +10,8 @@ from __future__ import annotations
 import difflib
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from workbench.errors import OptionError, WorkbenchError
@@ -73,8 +74,9 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_json(text: str, where: object, *, nested: str = "JSON nested too deeply") -> Any:
     """``text`` parsed as JSON with duplicate keys refused (:func:`unique_keys`); every failure a
     one-line :class:`~workbench.errors.FormatError` starting with ``where`` (the file): the line
-    and column of invalid JSON, or ``nested`` for a document nested past Python's recursion
-    limit.  O(len(text))."""
+    and column of invalid JSON, ``nested`` for a document nested past Python's recursion
+    limit, or an integer longer than Python converts (``sys.get_int_max_str_digits``, 4,300
+    digits: no size, time or count is that large).  O(len(text))."""
     from workbench.errors import FormatError
 
     try:
@@ -86,6 +88,33 @@ def parse_json(text: str, where: object, *, nested: str = "JSON nested too deepl
                           f"({exc.msg}; truncated file?)") from None
     except RecursionError:
         raise FormatError(f"{where}: {nested}") from None
+    except ValueError as exc:  # an integer past Python's str->int digit limit (4,300)
+        if "digits" not in str(exc):
+            raise
+        raise FormatError(f"{where}: an integer of more than {_max_digits()} digits (no "
+                          f"figure the workbench reads is that large)") from None
+
+
+def _max_digits() -> str:
+    import sys
+
+    get = getattr(sys, "get_int_max_str_digits", None)  # Python 3.11+
+    return f"{get():,}" if get is not None and get() else "4,300"
+
+
+@contextmanager
+def recursion_headroom(frames: int) -> Iterator[None]:
+    """Python's recursion limit raised by ``frames`` for the block, then restored: a reader or
+    writer of nested data (graphs with control flow to their depth limit) works the same from
+    any caller's stack depth.  Process-wide while it lasts, as the limit is."""
+    import sys
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(old + frames)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
 
 
 def check_keys(raw: Mapping[str, Any], known: Iterable[str], where: str, *,

@@ -16,7 +16,9 @@ synonym of an attribute the op's kind reads becomes the vocabulary's name (``ker
 for such an attribute is a one-line error naming the op and the attribute.
 
 Control-flow ops (``while``, ``case_of``; :mod:`workbench.control`) keep their sub-graphs inside
-``attrs`` in the full form, nested to any depth: ``cond``/``body`` are graph objects,
+``attrs`` in the full form, nested up to :data:`~workbench.values.graph_items.MAX_CONTROL_DEPTH`
+(100) levels (deeper is a one-line error, here and wherever a Graph is built): ``cond``/``body`` are
+graph objects,
 ``branches`` a list of ``{"name", "graph"}``; ``carried`` a list of ``[state, init, next]``.
 """
 
@@ -29,9 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from workbench._atomic import read_input, write_text
-from workbench._checks import check_choice, check_keys, did_you_mean, parse_json, show
+from workbench._checks import (
+    check_choice,
+    check_keys,
+    did_you_mean,
+    parse_json,
+    recursion_headroom,
+    show,
+)
 from workbench.errors import FormatError, GraphError
 from workbench.values.graph import CONTROL_KINDS, Graph, Op, Tensor
+from workbench.values.graph_items import MAX_CONTROL_DEPTH
 from workbench.values.ops import normalize_op_attrs
 
 FORMAT_NAME = "schedule-workbench-graph"
@@ -65,25 +75,36 @@ def graph_to_dict(graph: Graph) -> dict[str, Any]:
 
 
 def _attrs_to_json(op: Op) -> dict[str, Any]:
+    """An op's attrs as JSON; a control-flow op's sub-graphs converted once each (not walked
+    again by :func:`_jsonable`: that was O(depth²) and as deep a recursion as the file)."""
     attrs = dict(op.attrs)
+    graphs: dict[str, Any] = {}
     if op.kind in CONTROL_KINDS:
         for key in ("cond", "body"):
             if isinstance(attrs.get(key), Graph):
-                attrs[key] = graph_to_dict(attrs[key])
+                graphs[key] = graph_to_dict(attrs.pop(key))
         if "branches" in attrs:
-            attrs["branches"] = [{"name": str(n), "graph": graph_to_dict(g)}
-                                 for n, g in attrs["branches"]]
-    return _jsonable(attrs)  # type: ignore[no-any-return]
+            graphs["branches"] = [{"name": str(n), "graph": graph_to_dict(g)}
+                                  for n, g in attrs.pop("branches")]
+    out: dict[str, Any] = _jsonable(attrs)
+    if not graphs:
+        return out
+    return {str(k): graphs[k] if k in graphs else out[str(k)] for k in op.attrs}  # same order
 
 
-def _attrs_from_json(kind: str, attrs: dict[str, Any], where: str) -> dict[str, Any]:
-    """Sub-graphs and tuples back from the JSON form of a control-flow op's attrs."""
+def _attrs_from_json(kind: str, attrs: dict[str, Any], where: str, depth: int) -> dict[str, Any]:
+    """Sub-graphs and tuples back from the JSON form of a control-flow op's attrs (``depth``:
+    how deep the op's graph is nested)."""
     if kind not in CONTROL_KINDS:
         return attrs
     out = dict(attrs)
+    for key in ("flag", "selector"):
+        if not isinstance(out.get(key), (str, type(None))):
+            raise FormatError(f"{where}.attrs.{key} must be a tensor id or null, got "
+                              f"{show(out[key], 40)}")
     for key in ("cond", "body"):
         if key in out:
-            out[key] = _subgraph(out[key], f"{where}.attrs.{key}")
+            out[key] = _subgraph(out[key], f"{where}.attrs.{key}", depth)
     if "branches" in out:
         raw = out["branches"]
         if not isinstance(raw, list) or not all(isinstance(b, dict) and set(b) == {"name",
@@ -92,7 +113,7 @@ def _attrs_from_json(kind: str, attrs: dict[str, Any], where: str) -> dict[str, 
             raise FormatError(f"{where}.attrs.branches must be a list of {{\"name\", \"graph\"}} "
                               f"objects")
         out["branches"] = tuple((str(b["name"]), _subgraph(b["graph"], f"{where}.attrs."
-                                                           f"branches[{k}].graph"))
+                                                           f"branches[{k}].graph", depth))
                                 for k, b in enumerate(raw))
     if "carried" in out:
         carried = out["carried"]
@@ -107,9 +128,19 @@ def _attrs_from_json(kind: str, attrs: dict[str, Any], where: str) -> dict[str, 
     return out
 
 
-def _subgraph(raw: Any, where: str) -> Graph:
+class _TooDeep(FormatError):
+    """Control flow nested past :data:`MAX_CONTROL_DEPTH`: raised where the limit is crossed,
+    passed up unprefixed (a path of 100 levels is no one-line message)."""
+
+
+def _subgraph(raw: Any, where: str, depth: int) -> Graph:
+    if depth >= MAX_CONTROL_DEPTH:
+        raise _TooDeep(f"control flow nested more than {MAX_CONTROL_DEPTH} levels deep (the "
+                       f"most the workbench handles)")
     try:
-        return graph_from_dict(raw)
+        return graph_from_dict(raw, _depth=depth + 1)
+    except _TooDeep:
+        raise
     except (FormatError, GraphError) as exc:
         raise FormatError(f"{where}: {exc}") from None
 
@@ -126,7 +157,14 @@ def _jsonable(value: Any) -> Any:
 
 def save_json(graph: Graph, path: str | Path) -> Path:
     path = Path(path)
-    return write_text(path, json.dumps(graph_to_dict(graph), indent=1) + "\n")
+    with recursion_headroom(_FRAMES_PER_LEVEL * MAX_CONTROL_DEPTH):
+        text = json.dumps(graph_to_dict(graph), indent=1)
+    return write_text(path, text + "\n")
+
+
+#: Python frames (and JSON nesting levels) one level of control flow takes to read or write:
+#: ~7 JSON levels (``{"ops": [{"attrs": {"branches": [{"graph": {``) and ~5 calls.
+_FRAMES_PER_LEVEL = 12
 
 
 def load_json(path: str | Path) -> Graph:
@@ -136,15 +174,20 @@ def load_json(path: str | Path) -> Graph:
         text = read_input(path, what="graph file").decode("utf-8")
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not a text file (is it really JSON?)") from None
-    data = parse_json(text, path, nested="JSON nested too deeply to be a graph file")
-    try:
-        return graph_from_dict(data, text=text)
-    except (FormatError, GraphError) as exc:
-        raise type(exc)(f"{path}: {exc}") from None
+    with recursion_headroom(_FRAMES_PER_LEVEL * MAX_CONTROL_DEPTH):  # the deepest graph loads
+        data = parse_json(text, path, nested=f"JSON nested too deeply to be a graph file "
+                                             f"(control flow nests at most {MAX_CONTROL_DEPTH} "
+                                             f"levels)")
+        try:
+            return graph_from_dict(data, text=text)
+        except (FormatError, GraphError) as exc:
+            kind = GraphError if isinstance(exc, GraphError) else FormatError
+            raise kind(f"{path}: {exc}") from None
 
 
-def graph_from_dict(data: Any, *, text: str = "") -> Graph:
-    """Build a graph from the parsed JSON (either shape)."""
+def graph_from_dict(data: Any, *, text: str = "", _depth: int = 0) -> Graph:
+    """Build a graph from the parsed JSON (either shape); control flow nested past
+    :data:`~workbench.values.graph_items.MAX_CONTROL_DEPTH` levels is a one-line error."""
     if not isinstance(data, dict):
         raise FormatError(f"the top level must be an object, got {type(data).__name__}")
     if "edges" in data:
@@ -161,7 +204,9 @@ def graph_from_dict(data: Any, *, text: str = "") -> Graph:
     ops = []
     for i, raw in enumerate(ops_raw):
         try:
-            ops.append(_op(raw, f"ops[{i}]"))
+            ops.append(_op(raw, f"ops[{i}]", _depth))
+        except _TooDeep:
+            raise
         except FormatError as exc:
             raise FormatError(f"{exc}{_line_hint(text, raw)}") from None
     control = []
@@ -172,7 +217,7 @@ def graph_from_dict(data: Any, *, text: str = "") -> Graph:
     outputs = data.get("outputs")
     if outputs is not None:
         outputs = [str(t) for t in _list(outputs, "outputs")]
-    return Graph(ops, tensors, control, outputs=outputs, name=str(data.get("name", "graph")))
+    return Graph(ops, tensors, control, outputs=outputs, name=_name(data))
 
 
 def _check_format(data: dict[str, Any]) -> None:
@@ -205,6 +250,9 @@ def _from_edge_list(data: dict[str, Any]) -> Graph:
     if ops is not None:
         if isinstance(ops, list) and not all(isinstance(k, str) for k in ops):
             raise FormatError("'ops' must list op ids (strings)")
+        if isinstance(ops, list) and len(set(ops)) != len(ops):
+            twice = next(k for i, k in enumerate(ops) if k in ops[:i])
+            raise FormatError(f"'ops' lists op {show(twice)} twice")
         if isinstance(ops, dict) and not all(isinstance(v, str) for v in ops.values()):
             raise FormatError("'ops' must map op ids to op types (strings)")
         declared = set(ops)
@@ -219,7 +267,15 @@ def _from_edge_list(data: dict[str, Any]) -> Graph:
         if not isinstance(table, dict):
             raise FormatError(f"'{key}' must be an object keyed by op id")
         tables[key] = table
-    return Graph.from_edges(edges, ops, name=str(data.get("name", "graph")), **tables)
+    return Graph.from_edges(edges, ops, name=_name(data), **tables)
+
+
+def _name(data: dict[str, Any]) -> str:
+    """The graph's ``name``: a string (``true``, ``5e-324`` or a list is a one-line error)."""
+    name = data.get("name", "graph")
+    if not isinstance(name, str):
+        raise FormatError(f"'name' must be a string, got {type(name).__name__} {show(name, 40)}")
+    return name
 
 
 def _list(value: Any, where: str) -> list[Any]:
@@ -244,7 +300,7 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _op(raw: Any, where: str) -> Op:
+def _op(raw: Any, where: str, depth: int) -> Op:
     raw = _check_fields(raw, _OP_FIELDS, where)
     attrs = raw.get("attrs", {})
     if not isinstance(attrs, dict):
@@ -252,6 +308,12 @@ def _op(raw: Any, where: str) -> Op:
     op_id = raw["id"]
     if not isinstance(op_id, str):
         raise FormatError(f"{where}.id must be a string, got {op_id!r}")
+    for key in ("kind", "device"):
+        if not isinstance(raw.get(key, ""), str):
+            raise FormatError(f"{where} ({show(op_id)}): {key} must be a string, got "
+                              f"{show(raw[key], 40)}")
+    for key in ("bytes_read", "bytes_written", "workspace_bytes"):
+        _whole(raw.get(key, 0), f"{where} ({show(op_id)}): {key}")
     try:
         attrs = normalize_op_attrs(str(raw.get("kind", "op")), attrs, op=op_id)
     except FormatError as exc:
@@ -263,7 +325,7 @@ def _op(raw: Any, where: str) -> Op:
               outputs=_str_list(raw.get("outputs", []), f"{where}.outputs"),
               thread_blocks=raw.get("thread_blocks"), duration_us=raw.get("duration_us"),
               workspace_bytes=raw.get("workspace_bytes", 0),
-              attrs=_attrs_from_json(str(raw.get("kind", "op")), attrs, where))
+              attrs=_attrs_from_json(str(raw.get("kind", "op")), attrs, where, depth))
 
 
 def _tensor(raw: Any, where: str) -> Tensor:
@@ -273,6 +335,7 @@ def _tensor(raw: Any, where: str) -> Tensor:
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         raise FormatError(f"{where}.shape must be a list of non-negative integers, got {shape!r}")
     size = raw.get("size_bytes", 0)
+    _whole(size, f"{where} ({show(raw['id'])}): size_bytes")
     if (isinstance(size, bool) or not isinstance(size, (int, float)) or size < 0
             or isinstance(size, float) and not math.isfinite(size) or size >= 1 << 63):
         raise FormatError(f"{where} ({raw['id']!r}): size_bytes must be a non-negative number, "
@@ -286,6 +349,13 @@ def _tensor(raw: Any, where: str) -> Tensor:
                          f"{where} ({show(raw['id'])}) dtype", error=FormatError)
     return Tensor(str(raw["id"]), int(size), producer=producer, role=role, shape=tuple(shape),
                   dtype=dtype)
+
+
+def _whole(value: Any, where: str) -> None:
+    """A byte count given as a fraction (``5e-324``, ``1.5``) is an error: it would be truncated
+    (to 0) silently.  Other wrong values are left to the checks that name them."""
+    if isinstance(value, float) and 0 < value < 2**63 and not value.is_integer():
+        raise FormatError(f"{where} must be a whole number of bytes, got {value!r}")
 
 
 def _line_hint(text: str, raw: Any) -> str:

@@ -27,6 +27,7 @@ from workbench.values.graph_items import (
     _check_number,
     _known_device,
     _show,
+    control_depth,
     ops_from_edges,
 )
 from workbench.values.graph_items import DEFAULT_TENSOR_BYTES as DEFAULT_TENSOR_BYTES
@@ -130,10 +131,9 @@ class Graph:
                     raise GraphError(f"graph output {show(t)} is not a tensor of the graph")
         self._topo = self._check_acyclic()
         self._cache["control_flow"] = control
-        if control:
-            for op in self._ops:
-                if op.kind in CONTROL_KINDS:
-                    check_control_op(op, self._tensors, Graph)
+        if control:  # checks each control-flow op, and how deep they nest
+            self._cache["control_depth"] = control_depth(
+                self._ops, lambda op: check_control_op(op, self._tensors, Graph))
 
     # ----------------------------------------------------------------------------- construction
     def _collect_tensors(self, tensors: Iterable[Tensor]) -> dict[TensorId, Tensor]:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workbench._checks import show
 from workbench.errors import GraphError
-from workbench.values.ops import canonical_kind
+from workbench.values.ops import CONTROL_KINDS, canonical_kind
 
 OpId = str
 TensorId = str
@@ -39,6 +39,11 @@ class Tensor:
     role: str = "activation"
     shape: tuple[int, ...] = ()
     dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.shape, (tuple, list)) and any(isinstance(d, bool) for d in self.shape):
+            raise GraphError(f"tensor {show(self.id)}: shape {show(self.shape)} has a boolean "
+                             f"dimension")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +95,10 @@ def ops_from_edges(edges: Iterable[Any], ops: Any, sizes: Mapping[Any, Any],
     if isinstance(ops, Mapping):
         order.update({str(k): str(v) for k, v in ops.items()})
     elif ops is not None:
-        order.update({str(k): "op" for k in ops})
+        ids = [str(k) for k in ops]
+        order.update(dict.fromkeys(ids, "op"))
+        if len(order) != len(ids):
+            raise GraphError(f"ops lists an op twice ({show(ids, 60)})")
     for a, b in edge_list:
         order.setdefault(str(a), "op")
         order.setdefault(str(b), "op")
@@ -104,6 +112,8 @@ def ops_from_edges(edges: Iterable[Any], ops: Any, sizes: Mapping[Any, Any],
                 raise GraphError(f"{what} names {show(k)}, which is not an op of the edges")
     for k, size in sizes.items():
         _check_number(size, f"op {show(k)}: size")
+        if isinstance(size, float) and not size.is_integer():  # int() would drop it silently
+            raise GraphError(f"op {show(k)}: size must be a whole number of bytes, got {size!r}")
     for k, micros in durations.items():
         _check_number(micros, f"op {show(k)}: duration_us")
     tensors = []
@@ -119,6 +129,36 @@ def ops_from_edges(edges: Iterable[Any], ops: Any, sizes: Mapping[Any, Any],
             bytes_read=sum(sizes.get(t[:-4], DEFAULT_TENSOR_BYTES) for t in inputs[op_id]),
         ))
     return op_list, tensors
+
+
+#: How deep control flow may nest: a ``while`` whose body holds a ``case_of`` whose branch holds
+#: a ``while`` is 3 levels.  Every stage walks sub-graphs with Python recursion (pickling a
+#: comparison's results back from its workers too: ~11 frames a level, where compare failed at
+#: ~90 levels before its workers raised their recursion limit); load, schedule, simulate and
+#: compare are tested at this depth, and a deeper graph is a one-line error when it is built.
+MAX_CONTROL_DEPTH = 100
+
+
+def control_depth(ops: Iterable[Op], check: Callable[[Op], None]) -> int:
+    """Check each control-flow op of ``ops`` (``check``: the graph's
+    :func:`~workbench.values.control_checks.check_control_op` on its tensors) and return how
+    deep control flow nests in them: one more than their deepest sub-graph (each sub-graph,
+    built first, knows its own).  A :class:`GraphError` beyond :data:`MAX_CONTROL_DEPTH`.
+    O(ops + sub-graphs)."""
+    depth = 0
+    for op in ops:
+        if op.kind in CONTROL_KINDS:
+            check(op)  # now cond/body are graphs, branches (name, graph) pairs
+            subs = ((op.attrs["cond"], op.attrs["body"]) if op.kind == "while"
+                    else tuple(g for _, g in op.attrs["branches"]))
+            inner = max((getattr(g, "_cache", {}).get("control_depth", 0) for g in subs),
+                        default=0)
+            if inner + 1 > MAX_CONTROL_DEPTH:
+                raise GraphError(f"{op.kind} {show(op.id)}: control flow nested more than "
+                                 f"{MAX_CONTROL_DEPTH} levels deep (the most the workbench "
+                                 f"handles)")
+            depth = max(depth, inner + 1)
+    return depth
 
 
 def priority_topological_order(preds: Mapping[Any, Iterable[Any]],
