@@ -19,7 +19,13 @@ what it had when it started plus ``memory_bytes``: an allocation past that fails
 (``MemoryError`` in Python, NumPy and the C extensions that report it), so the stage ends as
 ``"memory"`` with the budget in its message, its worker exits, and the calling process never holds
 the memory.  The cap counts address space, not resident pages, so it is conservative: a stage that
-reserves much more than it touches may be stopped before it would have used the budget.
+reserves much more than it touches may be stopped before it would have used the budget.  What
+else a capped worker reports as ``"memory"``: a native library that cannot be mapped under the cap
+(``ImportError``/``OSError``), running out while sending its answer, and a stage that overruns its
+time budget with its address space at the cap (a library retrying failed allocations).  The
+libraries the stages load lazily (:data:`CAPPED_PRELOAD`) are imported before the worker starts:
+loaded under the cap, SciPy's OpenBLAS stalls for minutes retrying its thread buffers.  Budgets
+below :data:`MIN_MEMORY_BUDGET` are refused (:func:`memory_budget`).
 
 In-process fallback: with ``isolate=False``, inside a daemonic process (which may not have
 children), or with neither a time nor a memory budget, the stages run in the calling process,
@@ -174,13 +180,34 @@ def format_bytes(n: float) -> str:
     return f"{n:g} B"
 
 
+#: The exit status of a capped worker that ran out of memory even to say so.
+_MEMORY_EXIT = 75
+#: Python's recursion limit in a worker: pickling a value nested as deep as the graphs allow
+#: (:data:`workbench.values.graph_items.MAX_CONTROL_DEPTH` levels of control flow, ~11 frames
+#: each) must not fail because the worker was forked from a deep stack.
+_WORKER_RECURSION_LIMIT = 4000
+
+
 def _worker(conn: Any, stages: Sequence[Stage], shared: tuple[Any, ...],
             memory_bytes: int | None = None) -> None:
     """The child: cap its memory, run each stage, send ``("ok", value)`` after each, or
-    ``("memory" | "died" | "error", ...)``."""
+    ``("memory" | "died" | "error", ...)``; out of memory even for that, exit with
+    :data:`_MEMORY_EXIT`."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), _WORKER_RECURSION_LIMIT))
+    try:
+        _work(conn, stages, shared, memory_bytes)
+    except MemoryError:
+        os._exit(_MEMORY_EXIT)  # no traceback on stderr: the parent reports the budget
+    finally:
+        conn.close()
+
+
+def _work(conn: Any, stages: Sequence[Stage], shared: tuple[Any, ...],
+          memory_bytes: int | None) -> None:
     objects = list(shared)
     values: list[Any] = []
     capped = memory_bytes is not None and _cap_memory(memory_bytes)
+    over = f"memory budget {format_bytes(memory_bytes or 0)} exceeded"
     try:
         for stage in stages:
             value = stage(*values)
@@ -190,25 +217,52 @@ def _worker(conn: Any, stages: Sequence[Stage], shared: tuple[Any, ...],
     except MemoryError as exc:  # like being killed for memory: the stage cannot finish here
         values.clear()
         if capped and not isinstance(exc, WorkbenchError):  # a refusal has its own message
-            conn.send_bytes(_dumps(("memory", f"memory budget {format_bytes(memory_bytes or 0)} "
-                                              f"exceeded"), []))
+            conn.send_bytes(_dumps(("memory", over), []))
         else:
             why = str(exc) or "out of memory (MemoryError in the worker)"  # a refusal says why
             conn.send_bytes(_dumps(("died", why), []))
+    except (ImportError, OSError) as exc:
+        if not (capped and _unmappable(exc)):
+            _send_error(conn, exc, objects)
+        else:
+            conn.send_bytes(_dumps(("memory", f"{over} (could not load a library: "
+                                              f"{str(exc)[:80]})"), []))
     except BaseException as exc:  # sent to the parent, which re-raises it
-        trace = traceback.format_exc()
-        try:
-            payload = _dumps(("error", exc, trace), objects)
-        except Exception:  # an exception that does not pickle: its text
-            payload = _dumps(("error", WorkbenchError(f"{type(exc).__name__}: {exc}"), trace), [])
-        conn.send_bytes(payload)
-    finally:
-        conn.close()
+        _send_error(conn, exc, objects)
+
+
+def _unmappable(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) says that a library or a mapping
+    did not fit in the address space."""
+    import errno
+
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        text = str(seen).lower()
+        if (getattr(seen, "errno", None) == errno.ENOMEM or "failed to map" in text
+                or "cannot allocate memory" in text):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _send_error(conn: Any, exc: BaseException, objects: list[Any]) -> None:
+    """Send an exception (with the worker's traceback) for the parent to re-raise."""
+    trace = traceback.format_exc()
+    try:
+        payload = _dumps(("error", exc, trace), objects)
+    except Exception:  # an exception that does not pickle: its text
+        payload = _dumps(("error", WorkbenchError(f"{type(exc).__name__}: {exc}"), trace), [])
+    conn.send_bytes(payload)
 
 
 def _run_in_worker(stages: Sequence[Stage], budgets: Sequence[float | None],
                    shared: tuple[Any, ...], memory_bytes: int | None = None) -> list[Outcome]:
     ctx: Any = multiprocessing.get_context(start_method())
+    if memory_bytes is not None:
+        _preload()
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_worker, args=(send, tuple(stages), shared, memory_bytes),
                        daemon=True)
@@ -220,15 +274,25 @@ def _run_in_worker(stages: Sequence[Stage], budgets: Sequence[float | None],
         for budget in budgets:
             t0 = time.perf_counter()
             if not recv.poll(budget):
-                out.append(Outcome("budget", None, time.perf_counter() - t0, budget,
-                                   f"did not finish within its budget of {budget:g} s"))
+                if memory_bytes is not None and _at_cap(proc.pid, memory_bytes):
+                    out.append(Outcome("memory", None, time.perf_counter() - t0, budget,
+                                       f"memory budget {format_bytes(memory_bytes)} exceeded "
+                                       f"(stalled at its cap past the time budget of "
+                                       f"{budget:g} s)"))
+                else:
+                    out.append(Outcome("budget", None, time.perf_counter() - t0, budget,
+                                       f"did not finish within its budget of {budget:g} s"))
                 break
             try:
                 data = recv.recv_bytes()
             except EOFError:
                 proc.join(5)
-                out.append(Outcome("died", None, time.perf_counter() - t0, budget,
-                                   _death(proc.exitcode)))
+                if memory_bytes is not None and proc.exitcode == _MEMORY_EXIT:
+                    out.append(Outcome("memory", None, time.perf_counter() - t0, budget,
+                                       f"memory budget {format_bytes(memory_bytes)} exceeded"))
+                else:
+                    out.append(Outcome("died", None, time.perf_counter() - t0, budget,
+                                       _death(proc.exitcode)))
                 break
             kind, *rest = _Unpickler(io.BytesIO(data), objects).load()
             if kind in ("died", "memory"):
@@ -254,6 +318,37 @@ def _run_in_worker(stages: Sequence[Stage], budgets: Sequence[float | None],
     return out
 
 
+#: Modules the stages import on first use, imported before a capped worker starts (module
+#: docstring): SciPy's sparse graphs (and its OpenBLAS) for the memory bounds, networkx.
+CAPPED_PRELOAD = ("networkx", "scipy.sparse.csgraph")
+
+
+def _preload() -> None:
+    import importlib
+
+    for name in CAPPED_PRELOAD:
+        if name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except ImportError:  # not installed: the stage that needs it will say so
+                pass
+
+
+def _at_cap(pid: int | None, budget: int) -> bool:
+    """Whether process ``pid``'s address space is within a quarter of ``budget`` (at most 64 MiB)
+    of its ``RLIMIT_AS`` (Linux; False where that cannot be read): allocations past that gap fail
+    (a stalled OpenBLAS stopped 21 MiB short of a 100 MiB budget's cap)."""
+    try:
+        import resource
+
+        soft, _ = resource.prlimit(pid or 0, resource.RLIMIT_AS)
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            size = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (ImportError, AttributeError, OSError, ValueError, IndexError):
+        return False
+    return soft != resource.RLIM_INFINITY and size >= soft - min(64 << 20, budget // 4)
+
+
 def _death(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
         hint = " (out of memory?)" if exitcode == -9 else ""
@@ -262,6 +357,13 @@ def _death(exitcode: int | None) -> str:
 
 
 # ---------------------------------------------------------------------------------- memory budgets
+#: The smallest memory budget (bytes a worker may add to what it inherits): 64 MiB.  Measured
+#: (issue 34) with ``compare`` of a 4-op graph, every policy, the lazily loaded libraries
+#: preloaded (:data:`CAPPED_PRELOAD`): 16 MiB runs every stage, 4 MiB fails to schedule.  The
+#: cap is added to what the worker inherits, which it does not count: after compare's imports
+#: the CLI holds 297 MiB of address space, 75 MiB resident.  64 MiB leaves four times the
+#: measured need for a library a policy loads on first use.  Below it every row would stop.
+MIN_MEMORY_BUDGET = 64 << 20
 #: The share of the machine's physical memory a budgeted stage may add by default.
 DEFAULT_MEMORY_SHARE = 0.5
 _UNITS = {"": 1, "B": 1, "K": 2**10, "KB": 10**3, "KIB": 2**10, "M": 2**20, "MB": 10**6,
@@ -281,16 +383,19 @@ def default_memory_budget() -> int | None:
 
 def memory_budget(value: Any, *, what: str = "memory_budget_bytes") -> int | None:
     """A memory budget in bytes from ``value``: ``"auto"`` (:func:`default_memory_budget`),
-    None / ``"none"`` / 0 (no limit), a positive integer of bytes, or a size such as ``"2G"``,
-    ``"500M"``, ``"1.5GiB"`` (K, M, G, T are powers of 1024; KB, MB, GB, TB powers of 1000).
-    Anything else raises :class:`~workbench.errors.OptionError` naming ``what``."""
+    None / ``"none"`` (no limit), a number of bytes, or a size such as ``"2G"``, ``"500M"``,
+    ``"1.5GiB"`` (K, M, G, T are powers of 1024; KB, MB, GB, TB powers of 1000), of at least
+    :data:`MIN_MEMORY_BUDGET`.  Anything else (``0``, ``1K``, ``"lots"``) raises
+    :class:`~workbench.errors.OptionError` naming ``what``."""
     from workbench.errors import OptionError
 
+    if value is None:
+        return None
     if isinstance(value, str):
         text = value.strip().upper()
         if text == "AUTO":
             return default_memory_budget()
-        if text in ("NONE", "0"):
+        if text == "NONE":
             return None
         number = text.rstrip("BKMGTI")
         unit = text[len(number):]
@@ -298,13 +403,16 @@ def memory_budget(value: Any, *, what: str = "memory_budget_bytes") -> int | Non
             amount = float(number)
         except ValueError:
             amount = float("nan")
-        if unit not in _UNITS or not 0 < amount < 2**70 / _UNITS[unit]:
+        if unit not in _UNITS or not 0 <= amount < 2**70 / _UNITS[unit]:
             raise OptionError(f"{what} must be a size such as 2G or 500M, 'auto' or 'none', "
                               f"got {value!r:.80}")
-        return max(1, int(amount * _UNITS[unit]))
-    if value is None or value == 0 and not isinstance(value, bool) and isinstance(value, int):
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**70:
+        size = int(amount * _UNITS[unit])
+    elif isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**70:
         raise OptionError(f"{what} must be a positive number of bytes, a size such as '2G', "
                           f"'auto' or None, got {value!r:.80}")
-    return value
+    else:
+        size = value
+    if size < MIN_MEMORY_BUDGET:
+        raise OptionError(f"{what} {value!r:.40} is below the {format_bytes(MIN_MEMORY_BUDGET)} "
+                          f"a policy's worker needs to run at all (use 'none' for no limit)")
+    return size
