@@ -141,6 +141,16 @@ def test_closed_stdout_ends_without_a_traceback() -> None:
     assert done.stderr == "workbench: standard output is closed; nothing was printed there\n"
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_stdout_on_a_full_device_is_one_line() -> None:
+    """``workbench ... > /dev/full`` gave ``OSError: [Errno 28] No space left on device``."""
+    with open("/dev/full", "w") as full:
+        done = run_cli("policies", stdout=full)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == ("workbench: error: cannot write to standard output (No space left "
+                           "on device)\n")
+
+
 def test_closed_stdout_still_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process, as Python leaves it when the shell closed stdout: ``sys.stdout`` is None."""

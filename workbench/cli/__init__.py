@@ -38,7 +38,6 @@ Apps layer: may import everything.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -54,6 +53,8 @@ from workbench.cli.checks import (
     compare_files,
     occupy_closed_streams,
     policy_names,
+    silence_stdout,
+    stdout_write_error,
 )
 from workbench.cli.checks import key_values as _params
 from workbench.cli.onnx_options import add_onnx_options, onnx_options
@@ -442,17 +443,6 @@ def _sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def _silence_stdout() -> None:
-    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush does not
-    print another traceback."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass  # stdout is not a real file (captured in-process): nothing to silence
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     stdout_closed = occupy_closed_streams()   # `>&-`: /dev/null on it, exit 1 at the end
     try:
@@ -474,8 +464,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"workbench: error: {clean(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
-        _silence_stdout()
+        silence_stdout()
         return EXIT_BROKEN_PIPE
+    except OSError as exc:   # `> /dev/full`: one line, not a traceback
+        message = stdout_write_error(exc)
+        if message is None:
+            raise
+        silence_stdout()
+        print(f"workbench: error: {message}", file=sys.stderr)
+        return EXIT_STDOUT_CLOSED
     except KeyboardInterrupt:
         print("workbench: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -12,11 +12,14 @@ streams the shell closed.
   ``/dev/null`` on the closed descriptor, so that no file the command opens lands on descriptor
   1 or 2 (where a stray print would corrupt it) and the final flush has nothing to trip on; the
   command then exits 1 with one line on stderr saying the ranking was not printed.
+* :func:`stdout_write_error`: stdout on ``/dev/full`` (or a full disk) is one line and exit 1,
+  not an ``OSError`` traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -136,6 +139,32 @@ def compare_files(args: argparse.Namespace, output: Path, policies: Sequence[str
     return outputs, inputs
 
 
+#: errno values of a write to standard output that cannot go on (``> /dev/full``, a full disk,
+#: an I/O error, a descriptor closed meanwhile); a broken pipe is handled on its own.
+STDOUT_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO,
+                                 errno.EBADF})
+
+
+def stdout_write_error(exc: OSError) -> str | None:
+    """The one-line error for ``exc`` if it is a failed write to standard output (no file name,
+    an errno of :data:`STDOUT_WRITE_ERRNOS`), else None: the workbench's own files fail as
+    ``OutputError``/``FormatError`` naming the file, so only the streams raise these bare."""
+    if exc.filename is not None or exc.errno not in STDOUT_WRITE_ERRNOS:
+        return None
+    return f"cannot write to standard output ({exc.strerror or exc})"
+
+
+def silence_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush does not
+    print another traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a real file (captured in-process): nothing to silence
+
+
 def occupy_closed_streams() -> bool:
     """Put ``/dev/null`` on standard output and error where the shell closed them (``>&-``,
     ``2>&-``: Python then sets ``sys.stdout`` to None); returns whether stdout was closed.  O(1)."""
@@ -155,4 +184,5 @@ def occupy_closed_streams() -> bool:
 
 
 __all__ = ["EXIT_STDOUT_CLOSED", "check_distinct_files", "compare_files", "key_values",
-           "occupy_closed_streams", "policy_names", "trace_path"]
+           "occupy_closed_streams", "policy_names", "silence_stdout", "stdout_write_error",
+           "trace_path"]
