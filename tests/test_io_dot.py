@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -219,3 +220,23 @@ def test_quoted_strings_unescape_from_the_left() -> None:
     assert g.op_ids == ("a\\", 'b"c', 'd\\n\\"e')
     g = graph_from_dot('digraph g { "long \\\nline" }')
     assert g.op_ids == ("long line",)
+
+
+def test_control_flow_at_the_depth_limit_from_a_deep_stack(tmp_path: Path) -> None:
+    """A graph nested MAX_CONTROL_DEPTH deep saves and loads as DOT from a caller already deep
+    in the stack, as JSON does (the DOT reader and writer take the JSON format's headroom)."""
+    import inspect
+    import sys
+
+    from tests.fuzz.actions_io import nested_text
+    from workbench.values.graph_items import MAX_CONTROL_DEPTH
+
+    (tmp_path / "n.json").write_text(nested_text(MAX_CONTROL_DEPTH, ("while", "case_of")))
+    g = wb.load(tmp_path / "n.json")
+
+    def deep(n: int, fn: Any) -> Any:
+        return fn() if n <= 0 else deep(n - 1, fn)
+
+    room = sys.getrecursionlimit() - len(inspect.stack()) - 60
+    deep(room, lambda: wb.save(g, tmp_path / "n.dot"))
+    assert deep(room, lambda: wb.load(tmp_path / "n.dot")) == g

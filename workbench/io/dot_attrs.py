@@ -26,10 +26,11 @@ import math
 import re
 from typing import Any
 
-from workbench._checks import did_you_mean, parse_json, show
+from workbench._checks import did_you_mean, parse_json, recursion_headroom, show
 from workbench.errors import FormatError, GraphError
-from workbench.io.json_format import graph_from_dict, graph_to_dict
+from workbench.io.json_format import _FRAMES_PER_LEVEL, graph_from_dict, graph_to_dict
 from workbench.values.graph import Graph, Op
+from workbench.values.graph_items import MAX_CONTROL_DEPTH
 from workbench.values.op_attrs import ATTRIBUTES, TYPES
 from workbench.values.ops import OPS, canonical_kind, normalize_op_attrs
 
@@ -40,6 +41,9 @@ NUMBER_ATTRS = {"flops": "flops", "duration_us": "duration_us", "thread_blocks":
                 "workspace_bytes": "workspace_bytes"}
 #: Node attributes of files without ``graph [format=...]`` only (one ``"<id>:out"`` tensor).
 SHORT_FORM_ATTRS = frozenset({"size", "bytes", "size_bytes"})
+#: Recursion headroom for reading and writing control flow to its depth limit, as the JSON
+#: format's (a control-flow op's sub-graphs travel as JSON in its ``attrs``).
+NESTING_FRAMES = _FRAMES_PER_LEVEL * MAX_CONTROL_DEPTH
 #: Byte counts among :data:`NUMBER_ATTRS`' figures: whole numbers.
 BYTE_FIGURES = frozenset({"size", "bytes_read", "bytes_written", "workspace_bytes"})
 
@@ -204,7 +208,15 @@ def full_graph(name: str, top: dict[str, tuple[str, int]],
     attrs)``) as the JSON format's fields, through
     :func:`~workbench.io.json_format.graph_from_dict`; dashed edges in order are the control
     edges, and the data edges drawn must be those the ops' inputs make (a one-line error names
-    the first that differs).  O(size of the file)."""
+    the first that differs).  O(size of the file).  Runs with the JSON reader's recursion
+    headroom (control flow to its depth limit loads from any caller's stack depth)."""
+    with recursion_headroom(NESTING_FRAMES):
+        return _full_graph(name, top, nodes, edges, where)
+
+
+def _full_graph(name: str, top: dict[str, tuple[str, int]],
+                nodes: dict[str, tuple[int, dict[str, tuple[str, int]]]],
+                edges: list[tuple[str, str, bool, int]], where: str) -> Graph:
     data: dict[str, Any] = {"name": name}
     for key, (text, line) in top.items():
         data[key] = field_value(key, text, f"{where}: line {line}: graph attribute")
@@ -292,6 +304,6 @@ def _number(text: str) -> int | float | None:
         return None
 
 
-__all__ = ["BYTE_FIGURES", "EDGE_ATTRS", "GRAPHVIZ_ATTRS", "NODE_ATTRS", "NUMBER_ATTRS",
-           "OP_ATTRS", "SHORT_FORM_ATTRS", "check_attr", "field_value", "full_graph",
-           "graph_fields", "op_attrs", "op_fields", "text_field", "whole_bytes"]
+__all__ = ["BYTE_FIGURES", "EDGE_ATTRS", "GRAPHVIZ_ATTRS", "NESTING_FRAMES", "NODE_ATTRS",
+           "NUMBER_ATTRS", "OP_ATTRS", "SHORT_FORM_ATTRS", "check_attr", "field_value",
+           "full_graph", "graph_fields", "op_attrs", "op_fields", "text_field", "whole_bytes"]

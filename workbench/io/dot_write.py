@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from workbench._atomic import write_bytes
+from workbench._checks import recursion_headroom
 from workbench.errors import FormatError
-from workbench.io.dot_attrs import graph_fields, text_field
+from workbench.io.dot_attrs import NESTING_FRAMES, graph_fields, text_field
 from workbench.io.json_format import graph_to_dict
 from workbench.values.graph import Graph
 
@@ -54,7 +55,14 @@ def dot_value(field_name: str, value: Any) -> str:
 
 
 def to_dot(graph: Graph) -> str:
-    """The graph as DOT text in the full form (module docstring); O(size of the graph)."""
+    """The graph as DOT text in the full form (module docstring); O(size of the graph).  Runs
+    with the recursion headroom of the JSON writer: control flow to its depth limit is written
+    from any caller's stack depth."""
+    with recursion_headroom(NESTING_FRAMES):
+        return _to_dot(graph)
+
+
+def _to_dot(graph: Graph) -> str:
     data = graph_to_dict(graph)
     top = [f"{key}={dot_value(key, data[key])}" for key in graph_fields() if key in data]
     lines = [f"digraph {quote(data['name'])} {{", f"  graph [{', '.join(top)}];",
