@@ -115,7 +115,7 @@ def test_run_fills_every_tab(ran: Workbench) -> None:
     assert not app.run_button.disabled and not app.running
     assert app.progress.value == app.progress.max == len(FAST)
     c = app.comparison
-    assert c is not None and list(c.table["policy"]) == list(FAST)
+    assert c is not None and list(c.table_in_policy_order["policy"]) == list(FAST)
     # the selector lists the policies as the ranking table does: smallest makespan first
     assert [v for _, v in app.table_select.options] == list(ranking(c.table)["policy"])
     assert sorted(v for _, v in app.table_select.options) == sorted(FAST)
@@ -230,7 +230,7 @@ def test_impossible_option_fails_that_policy_only(app: Workbench) -> None:
     app.policies.value = ("serial", "nnc", "ios")
     app.option_form("ios").widgets["r"].value = 0
     app.run(wait=True)
-    assert list(result(app).table["policy"]) == ["serial", "nnc"]
+    assert list(result(app).table_in_policy_order["policy"]) == ["serial", "nnc"]
     text = re.sub(r"<[^>]+>", "", app.error.value).strip()
     assert "1 of 3 policies failed: ios (OptionError: ios option r must be a positive" in text
     assert "\n" not in text and "Traceback" not in text

@@ -2,7 +2,7 @@
 
 :func:`clean` strips ANSI escape sequences and shows other control characters as escapes, so a
 graph or op name cannot move the cursor, recolour or retitle the user's terminal.
-:func:`ranking_text` prints a comparison table sorted by makespan with the essential columns only
+:func:`ranking_text` prints a comparison table (fastest first) with the essential columns only
 (about 90 characters wide); any other columns of
 :data:`workbench.orchestration.compare.TABLE_COLUMNS` on
 request.
@@ -28,7 +28,7 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[
 _FORMATS = {"makespan_us": "{:,.1f}", "speedup": "{:.2f}x", "critical_path_us": "{:,.1f}",
             "work_us": "{:,.1f}", "lower_bound_us": "{:,.1f}", "optimum_us": "{:,.1f}",
             "schedule_ms": "{:,.1f}", "peak_live_mib": "{:,.1f}", "arena_mib": "{:,.1f}",
-            "pool_reserved_mib": "{:,.1f}"}
+            "pool_reserved_mib": "{:,.1f}", "utilisation": "{:.1%}"}
 
 
 def clean(text: object) -> str:
@@ -60,11 +60,11 @@ def _cell(value: Any, column: str) -> str:
 
 
 def ranking_text(table: pd.DataFrame, columns: Sequence[str] = ESSENTIAL_COLUMNS) -> str:
-    """``table`` as aligned text: rows by makespan (rows without one last, ties in table
-    order), ``columns`` in the given order (a column the table lacks shows ``-``).  O(rows x
-    columns)."""
-    ranked = table.sort_values("makespan_us", kind="stable", na_position="last")
-    cells = [[_cell(row.get(c), c) for c in columns] for _, row in ranked.iterrows()]
+    """``table`` as aligned text, rows in the table's order (a ``Comparison.table`` is fastest
+    first, exact ties by fewest streams, then syncs: ``workbench.values.ranking``), ``columns``
+    in the given order (a column the table lacks shows ``-``); utilisation as a percentage, as
+    the report shows it.  O(rows x columns)."""
+    cells = [[_cell(row.get(c), c) for c in columns] for _, row in table.iterrows()]
     widths = [max([len(c), *(len(r[k]) for r in cells)]) for k, c in enumerate(columns)]
     import pandas as pd  # here, not at the top: the CLI's --help and listings start fast
 

@@ -25,6 +25,7 @@ import pandas as pd
 
 from workbench.orchestration.compare_measured import Spread, clearly_faster, noise_ties
 from workbench.values.graph import Graph
+from workbench.values.ranking import TIE_RULE, exact_ties, fastest_first
 from workbench.values.schedule import Schedule
 from workbench.values.trace import Trace
 
@@ -43,8 +44,10 @@ def ran_on(settings: Mapping[str, Any] | None) -> str:
 
 
 class Comparison:
-    """Policies side by side on one graph: ``table`` (one row per policy), ``schedules``,
-    ``traces``, ``best`` (smallest makespan), the policies it cannot order against the best
+    """Policies side by side on one graph: ``table`` (one row per policy, fastest first:
+    :func:`~workbench.values.ranking.fastest_first`; ``table_in_policy_order`` keeps the order
+    the policies were run in), ``schedules``, ``traces``, ``best`` (smallest makespan; exact
+    ties go to the fewest streams, then syncs), the policies it cannot order against the best
     (``ties``: measurement noise, or the simulator's near ties) and the ``settings`` used.
     ``best_text`` is the best in words, shared by the report, the CLI and the notebook view."""
 
@@ -58,7 +61,11 @@ class Comparison:
         self.mode = mode
         self.schedules = dict(schedules)
         self.traces = dict(traces)
-        self.table = table
+        #: The rows in the order the policies were run (serial first), as ``compare`` made them.
+        self.table_in_policy_order = table.reset_index(drop=True)
+        #: The rows fastest first, exact ties by fewest streams, then syncs, then policy order
+        #: (:func:`~workbench.values.ranking.fastest_first`): the order of every table and chart.
+        self.table = fastest_first(self.table_in_policy_order).reset_index(drop=True)
         self.settings = dict(settings)
         self.lower_bounds = dict(lower_bounds)
         self.memory_plans = dict(memory_plans or {})
@@ -67,13 +74,24 @@ class Comparison:
     @property
     def best(self) -> str | None:
         """The policy with the smallest makespan (a measured row's: the median of its timed
-        runs; ties: the first in the table); a measured run's row is not a policy.  None when no
-        policy was executed (every one stopped before: a budget, an error).  Whether it is
-        faster than the next ones beyond measurement noise: :attr:`ties`, :attr:`best_text`."""
+        runs; exact ties: the fewest streams, then syncs, then policy order, as
+        :data:`~workbench.values.ranking.TIE_RULE` says); a measured run's row is not a policy.
+        None when no policy was executed (every one stopped before: a budget, an error).
+        Whether it is faster than the next ones beyond measurement noise: :attr:`ties`,
+        :attr:`best_text`; the policies it ties exactly: :attr:`exact_ties`."""
         table = self._executed()
         if table.empty:
             return None
-        return str(table.sort_values("makespan_us", kind="stable").iloc[0]["policy"])
+        return str(fastest_first(table).iloc[0]["policy"])
+
+    @property
+    def exact_ties(self) -> list[str]:
+        """The executed policies other than :attr:`best` with its makespan as the tables show
+        it (within :data:`~workbench.values.ranking.TIE_US`), in the table's order: the best
+        was picked from them by :data:`~workbench.values.ranking.TIE_RULE`.  Empty when the
+        best stands alone."""
+        best = self.best
+        return [] if best is None else exact_ties(self._executed(), best)
 
     @property
     def measured(self) -> bool:
@@ -129,7 +147,8 @@ class Comparison:
             return noise_ties(spreads)
         from workbench.simulator.fidelity.accuracy import near_ties
 
-        return near_ties({p: s[0] for p, s in spreads.items()})
+        close = set(near_ties({p: s[0] for p, s in spreads.items()}))
+        return [p for p in spreads if p in close]   # the table's order: the tie rule's
 
     @property
     def best_policies(self) -> list[str]:
@@ -153,7 +172,10 @@ class Comparison:
     def best_text(self) -> str:
         """The best in words, the one text the report's header, the CLI's ``best:`` line and
         the notebook view show.  One policy faster than every other (beyond measurement noise
-        when measured): ``"gpto (1.22x over serial)"``.  Several that tie with the fastest
+        when measured): ``"gpto (1.22x over serial)"``; when others have exactly its makespan,
+        they and the rule that picked it follow: ``"min_streams (1.22x over serial; tied with
+        nnc, gpto at 802.6 µs; ties go to fewest streams, then fewest syncs, then policy
+        order)"``.  Several that tie with the fastest
         within measurement noise are named together, fastest median first, with no speedup
         unless each is faster than serial beyond noise: ``"serial, bfs, dfs tie within
         measurement noise (quartile ranges overlap)"``.  None executed: ``"none (no policy was
@@ -170,9 +192,12 @@ class Comparison:
                 ups = sorted(base[0] / spreads[p][0] for p in tied)
                 text += f", each {ups[0]:.2f}x-{ups[-1]:.2f}x over serial"
             return text
+        same = self.exact_ties
+        tie = (f"; tied with {', '.join(same)} at {spreads[best][0]:,.1f} µs; {TIE_RULE}"
+               if same else "")
         if base is None or not base[0] > 0:
-            return f"{best} (no speedup: serial was not executed)"
-        return f"{best} ({base[0] / spreads[best][0]:.2f}x over serial)"
+            return f"{best} (no speedup: serial was not executed{tie})"
+        return f"{best} ({base[0] / spreads[best][0]:.2f}x over serial{tie})"
 
     @property
     def near_tie_text(self) -> str:

@@ -1,7 +1,9 @@
 """Ranking tables: the policy comparison as a formatted pandas Styler (or plain HTML).
 
-The ranking is sorted by makespan (rows without one last), shows the essential columns first
-(:data:`ESSENTIAL_COLUMNS`) with human-readable headers (:data:`COLUMN_LABELS`), and hides the
+The ranking is fastest first (rows without a makespan last, exact ties by fewest streams, then
+syncs: :mod:`workbench.values.ranking`), shows the essential columns first
+(:data:`ESSENTIAL_COLUMNS`) with human-readable headers (:data:`COLUMN_LABELS`) whose tooltips
+define them (:data:`COLUMN_HELP`, dotted underline), and hides the
 others until the reader asks for them: an empty ``<details>`` element just before the table
 ("all columns") toggles them through the CSS of :data:`TABLE_CSS`, with no JavaScript, so the same
 HTML works in the report, in the app's HTML widget and in notebook output.
@@ -17,9 +19,12 @@ escapes cell text as well, and shows every column).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from html import escape as html_escape
 from typing import Any
 
 import pandas as pd
+
+from workbench.values.ranking import fastest_first
 
 BEST_ROW_CSS = "background-color: #e3f4e1; font-weight: 600"
 
@@ -92,6 +97,44 @@ COLUMN_LABELS: dict[str, str] = {
     "gpu": "ran on",
 }
 
+#: Column → what it means, shown as the header's tooltip (``title``) wherever the table is drawn
+#: (report, notebook view, app).  Columns not listed get no tooltip.
+COLUMN_HELP: dict[str, str] = {
+    "policy": "the scheduling policy that assigned the ops to streams and ordered them",
+    "status": "ok, or which stage (schedule, execute, plan memory) did not finish in its budget",
+    "makespan_us": "time from the first op's start to the last op's end, in µs (smaller is "
+                   "better); measured rows: the median of the timed runs",
+    "makespan_q1_us": "first quartile of the timed runs' makespans (µs)",
+    "makespan_q3_us": "third quartile of the timed runs' makespans (µs)",
+    "speedup": "serial's makespan divided by this policy's (above 1: faster than serial)",
+    "streams": "streams the schedule issues its ops on (the ops of one stream run in order)",
+    "syncs": "cross-stream syncs: an event recorded after one op and waited for before another",
+    "barriers": "points where every stream joins before any goes on",
+    "peak_live_mib": "most activation memory live at once (MiB; graph inputs and parameters "
+                     "not counted)",
+    "avg_concurrency": "average number of ops running at once: total op time over the makespan",
+    "utilisation": "share of the device's peak compute doing useful arithmetic over the "
+                   "makespan (100% = the device's peak compute all the time)",
+    "critical_path_us": "longest chain of dependent ops, each at its time alone (µs): no "
+                        "schedule can be faster",
+    "work_us": "total work over device capacity: all ops' FLOPs at the device's peak rate, or "
+               "all their bytes at its peak bandwidth, whichever takes longer (µs); a bound no "
+               "schedule can beat, far below real makespans when kernels do not reach peak",
+    "lower_bound_us": "the larger of critical path and total work (µs): no schedule can beat it",
+    "ratio_to_lb": "makespan over the lower bound (1.000 would be optimal)",
+    "optimum_us": "exact optimum by search (small graphs without control flow only), µs",
+    "ratio_to_optimum": "makespan over the exact optimum (1.000 = optimal)",
+    "arena_mib": "size of the static memory plan's one arena (MiB)",
+    "arena_ratio": "planned arena over peak live memory (1.000 = no fragmentation)",
+    "pool_reserved_mib": "most bytes a caching (BestFit) memory pool reserved from the device "
+                         "replaying this run (MiB)",
+    "schedule_ms": "wall time the policy took to make its schedule (ms, this machine)",
+    "simulated_us": "the simulator's prediction for the same schedule (µs)",
+    "sim_error": "simulated over measured makespan, minus one",
+    "gpu": "the device the row was measured on",
+    "executor": "what ran the schedule (simulator, torch, cupy)",
+}
+
 #: The CSS that hides the extra columns while the ``<details class="wb-cols">`` before the
 #: table is closed (the Styler gives every cell of column ``j`` the class ``col{j}``).
 TABLE_CSS = """
@@ -102,6 +145,7 @@ table.wb-table { border-collapse: collapse; }
 table.wb-table th, table.wb-table td { padding: 4px 10px; border-bottom: 1px solid #e4e7eb;
                                        text-align: right; white-space: nowrap; }
 table.wb-table th { vertical-align: bottom; }
+table.wb-table th[title] { text-decoration: underline dotted #8a96a3; cursor: help; }
 table.wb-table th:first-child, table.wb-table td:first-child,
 table.wb-table .wb-text { text-align: left; }
 details.wb-cols[open] + .wb-scroll table.wb-table { font-size: 0.86em; }
@@ -124,7 +168,8 @@ def column_label(column: str) -> str:
 
 
 def ranking(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` sorted by makespan (stable; rows without a makespan last), with the
+    """``table`` fastest first (:func:`~workbench.values.ranking.fastest_first`: rows without a
+    makespan last, exact ties by fewest streams, then syncs, then table order), with the
     :func:`essential_columns` first and the other columns in their order.  The index is kept.
 
     >>> t = pd.DataFrame({"speedup": [1.0, 2.0], "policy": ["serial", "nnc"],
@@ -136,11 +181,7 @@ def ranking(table: pd.DataFrame) -> pd.DataFrame:
     """
     first = essential_columns(table)
     cols = [*first, *(c for c in table.columns if c not in first)]
-    out = table[cols]
-    if "makespan_us" in out.columns:
-        key = pd.to_numeric(out["makespan_us"], errors="coerce")
-        out = out.loc[key.sort_values(kind="stable", na_position="last").index]
-    return out
+    return fastest_first(table[cols])
 
 
 def _formats_for(table: pd.DataFrame) -> dict[str, str]:
@@ -227,13 +268,17 @@ def _column_classes(table: pd.DataFrame, column: str) -> list[str]:
 
 def _class_headers(html: str, table: pd.DataFrame) -> str:
     """Give the header cells of a ranked table's HTML the classes of their column (the Styler
-    cannot class header cells; the header of column ``j`` has ``col_heading level0 colj``)."""
+    cannot class header cells; the header of column ``j`` has ``col_heading level0 colj``) and
+    the column's definition (:data:`COLUMN_HELP`) as its tooltip."""
     ranked = ranking(table)
     for j, column in enumerate(ranked.columns):
         extra = " ".join(_column_classes(ranked, column))
-        if extra:
+        tip = COLUMN_HELP.get(str(column))
+        title = f' title="{html_escape(tip, quote=True)}"' if tip else ""
+        if extra or title:
             html = html.replace(f'class="col_heading level0 col{j}"',
-                                f'class="col_heading level0 col{j} {extra}"')
+                                f'class="col_heading level0 col{j}{" " + extra if extra else ""}"'
+                                f"{title}")
     return html
 
 
