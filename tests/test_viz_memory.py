@@ -112,10 +112,11 @@ def test_memory_curve_adds_dashed_pool_reserved_lines(inception_traces: dict) ->
         assert reserved.line.shape == "hv" and reserved.line.color == used.line.color
         assert max(reserved.y) == pytest.approx(pool.peak_reserved / MIB)
         assert max(reserved.y) >= max(used.y)  # the pool reserves at least what is live
-        # issue 25: the pool's flat chunks on their own axis, so the live curves keep theirs
-        assert reserved.yaxis == "y2" and used.yaxis in (None, "y")
-    assert fig.layout.yaxis2.overlaying == "y" and fig.layout.yaxis2.side == "right"
-    assert "reserved" in fig.layout.yaxis2.title.text
+        # issue 35: one axis for both, so a 32 MiB reservation is never drawn at the height
+        # of 8 MiB in use (a second axis did that: reserved looked equal to peak in use)
+        assert reserved.yaxis in (None, "y") and used.yaxis in (None, "y")
+    assert "yaxis2" not in fig.to_plotly_json()["layout"]     # no second axis
+    assert "reserved" in fig.layout.yaxis.title.text and "in use" in fig.layout.yaxis.title.text
 
 
 def test_memory_curve_accepts_one_trace_or_a_sequence(inception_traces: dict) -> None:

@@ -174,7 +174,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     graph, dropped = drop_for_comparison(graph, keep_views or executor != "simulator"
                                          or measured is not None, notes)
     notes.extend(n for n in (default_cost_note(graph),) if n)
-    from workbench.simulator.cost_model.kernel_model import check_precision
+    from workbench.simulator.cost_model.kernel_model import check_precision, kernel_precision
 
     check_precision(precision)
     bounds = lower_bound_us(graph, spec, precision=precision)
@@ -197,7 +197,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         return row
 
     per_stage = "no budget" if budget is None else f"budget {_secs(budget)} per stage"
-    per_stage += "" if mem is None else f", {format_bytes(mem)} of memory"
+    per_stage += "" if mem is None else f", memory budget {format_bytes(mem)}"
     with Progress(len(names), desc=f"comparing on {graph.name}", enabled=show_progress) as bar:
         bar.line(f"comparing {len(names)} policies on {graph.name} ({len(graph)} ops, "
                  f"{per_stage})")
@@ -231,6 +231,9 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     settings = {"policies": names, "options": {k: dict(v) for k, v in options.items()},
                 **({"rounds": rounds} if measuring else {}),  # 1: one block per policy
                 "device": spec.name, "device_description": spec.description, "mode": mode,
+                "precision": precision,   # "auto": convolutions at conv_precision, the rest fp32
+                "conv_precision": (kernel_precision(precision, spec, convolution=True)
+                                   if precision == "auto" else precision),
                 "executor": executor, "simulated_beside": simulate_too,
                 "memory_planner": planner,
                 "pool_chunk_mib": pool_chunk_bytes / 2**20,

@@ -42,6 +42,7 @@ import shutil
 from collections.abc import Iterable
 from math import nan
 from pathlib import Path
+from typing import Any
 
 import networkx
 import pandas as pd
@@ -53,12 +54,14 @@ from workbench._version import __version__
 from workbench.orchestration.comparison import Comparison
 from workbench.orchestration.report_notes import (
     barrier_note,
+    dag_note,
     how_to_read,
     measured_note,
-    near_tie_note,
     nothing_to_schedule_note,
+    precision_text,
     shows_simulation,
     slower_note,
+    timelines_note,
     unfinished_note,
 )
 from workbench.simulator.fidelity.accuracy import accuracy_note
@@ -90,6 +93,10 @@ nav a { margin-right: 14px; color: #4e79a7; text-decoration: none; }
 table { border-collapse: collapse; font-size: 0.92em; }
 th, td { padding: 3px 10px 3px 0; text-align: left; vertical-align: top; }
 .note { background: #f5f7fa; border-left: 4px solid #4e79a7; padding: 8px 14px; }
+ul.glance { margin: 0; padding: 8px 14px 8px 32px; }
+ul.glance li { margin: 3px 0; }
+details.accuracy { margin: 8px 0; color: #52606d; }
+details.accuracy summary { cursor: pointer; color: #4e79a7; }
 code { font-size: 0.95em; }
 .wb-nojs { padding: 12px; color: #b00020; border: 1px dashed #b00020; }
 """ + TABLE_CSS + ZOOM_CSS
@@ -134,10 +141,11 @@ MEMORY_HOW_TO_READ = (
     "output is allocated when the op starts and freed when its last consumer ends (graph inputs "
     "and parameters are not counted; graph outputs stay to the end). Dashed lines of the same "
     "colour are the bytes the BestFit memory pool reserved from the device while replaying the "
-    "same run; the gap is fragmentation plus caching. The second chart is the static plan of the "
-    "best policy: each rectangle is a tensor, spanning its lifetime (x) and its bytes inside one "
-    "arena (y); rectangles of tensors that may be live together never overlap. The solid line is "
-    "the arena size, the dashed line the lower bound no plan can beat."
+    "same run, on the same axis; the gap is fragmentation plus caching. The second chart is "
+    "the static plan of the best policy: each rectangle is a tensor, spanning its lifetime (x) "
+    "and its bytes inside one arena (y); rectangles of tensors that may be live together never "
+    "overlap. The solid line is the arena size, the dashed line the lower bound no plan can "
+    "beat."
 )
 
 
@@ -153,7 +161,7 @@ def _memory_section(comparison: Comparison, best: str | None,
     figures: list[tuple[str, go.Figure]] = []
     if comparison.traces:
         figures.append(("wb-fig-memory", memory_curve(
-            dict(comparison.traces), pools=pools,
+            in_table_order(comparison), pools=pools,
             title=f"live activation memory of {name} (solid: in use, dashed: pool reserved)")))
     figures.append(("wb-fig-lifetimes", lifetime_chart(
         plan, title=f"memory plan of {escape(chosen)} ({escape(plan.planner)}): "
@@ -164,6 +172,29 @@ def _memory_section(comparison: Comparison, best: str | None,
     body = (f'<p class="note">{MEMORY_HOW_TO_READ}</p>{note}'
             f"{kv_table(memory_plan_summary(plan))}")
     return body, figures
+
+
+def in_table_order(comparison: Comparison) -> dict[str, Any]:
+    """The comparison's traces in the order of its table (fastest first: the order of every
+    chart), then any trace without a row.  O(policies)."""
+    traces = dict(comparison.traces)
+    order = [str(p) for p in comparison.table["policy"] if str(p) in traces]
+    return {p: traces[p] for p in [*order, *(p for p in traces if p not in order)]}
+
+
+def settings_shown(comparison: Comparison) -> dict[str, Any]:
+    """The Settings section's rows: the comparison's settings with the precision resolved
+    (``"auto"`` names what the kernels ran at: :func:`precision_text`) right after the
+    device, when the comparison recorded it."""
+    out: dict[str, Any] = {}
+    settings = dict(comparison.settings or {})
+    for key, value in settings.items():
+        if key in ("precision", "conv_precision"):
+            continue
+        out[key] = value
+        if key == "device" and "precision" in settings:
+            out["precision"] = precision_text(comparison)
+    return out
 
 
 def _versions() -> dict[str, str]:
@@ -189,8 +220,8 @@ def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
     name = escape(graph.name)
     best_names = comparison.best_policies
     best_ms = ""
-    if best is not None:   # the table's makespan: a measured row's median, as the table shows
-        value = comparison.best_makespan_us
+    if best is not None and not comparison.exact_ties:  # ties name the makespan already
+        value = comparison.best_makespan_us   # the table's: a measured row's median
         best_ms = (f" (fastest median {value:,.1f} µs: {escape(best)})" if len(best_names) > 1
                    else f" ({value:,.1f} µs)")
     meta = (f"{len(graph)} ops · device <b>{escape(comparison.device_text)}</b> · mode "
@@ -200,33 +231,34 @@ def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
     figures = [("wb-fig-makespan", makespan_figure(comparison.table, best_names))]
     if comparison.traces:
         figures.append(("wb-fig-timelines", timelines(
-            dict(comparison.traces), title=f"timelines of {name} (shared time axis)")))
+            in_table_order(comparison), title=f"timelines of {name} (shared time axis)")))
     n_main = len(figures)
     memory = _memory_section(comparison, best, name)
     if memory is not None:
         figures += memory[1]
     plots = [figure_html(fig, div_id) for div_id, fig in figures]
 
-    dag_body = f'<div class="dag">{zoomable(dag_svg(graph, best_schedule))}</div>'
+    dag_body = dag_note() + f'<div class="dag">{zoomable(dag_svg(graph, best_schedule))}</div>'
     if best_schedule is not None:
         dag_body = (f"<p>Coloured by the streams of <b>{escape(best)}</b>:</p>"
                     f"{stream_table(best_schedule)}{dag_body}")
 
     sections = [
-        _section("how", "How to read this", f'<p class="note">{how_to_read(comparison)}</p>'
-                 + (f'<p class="note">{escape(accuracy_note(comparison.device))}</p>'
+        _section("how", "How to read this", f'<div class="note">{how_to_read(comparison)}</div>'
+                 + ('<details class="accuracy"><summary>Simulator accuracy</summary><p>'
+                    f"{escape(accuracy_note(comparison.device))}</p></details>"
                     if shows_simulation(comparison) else "")),
         _section("results", "Results", measured_note(comparison) + unfinished_note(comparison)
                  + nothing_to_schedule_note(comparison)
-                 + slower_note(comparison) + near_tie_note(comparison)
                  + table_html(comparison.table, css=False, best=best_names) + plots[0]
-                 + barrier_note(comparison)),
-        _section("timelines", "Timelines", "".join(plots[1:n_main]) or "<p>No traces.</p>"),
+                 + slower_note(comparison) + barrier_note(comparison)),
+        _section("timelines", "Timelines", (timelines_note(comparison) + "".join(
+            plots[1:n_main])) if n_main > 1 else "<p>No traces.</p>"),
         *([_section("memory", "Memory", memory[0] + "".join(plots[n_main:]))]
           if memory is not None else []),
         _section("dag", "Graph", dag_body),
         _section("summary", "Graph summary", kv_table(graph.summary())),
-        _section("settings", "Settings", kv_table(dict(comparison.settings or {}))),
+        _section("settings", "Settings", kv_table(settings_shown(comparison))),
         _section("versions", "Versions", kv_table(_versions())),
     ]
     links = [("results", "Results"), ("timelines", "Timelines"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from workbench.orchestration.compare_measured import clearly_faster
 from workbench.orchestration.comparison import BASELINE, Comparison, ran_on
+from workbench.values.ranking import TIE_RULE
 from workbench.viz.style import escape
 
 #: What the rows are, by where they ran (:func:`~workbench.orchestration.comparison.ran_on`).
@@ -27,13 +28,6 @@ RUN_INTRO = {
             "the schedule's issue order, so streams, syncs and barriers order nothing more there "
             "and the rows differ only in the order of the same ops."),
 }
-#: The columns that only the cost model's device gives (empty in measured rows of another).
-BOUNDS_TEXT = ("<b>lower bound</b> is a time no schedule can beat and <b>ratio to LB</b> how far "
-               "a policy is from it (1.000 would be optimal). ")
-_GPU_CONCURRENCY = ("<b>avg concurrency</b> is the average number of kernels running at once and "
-                    "<b>utilisation</b> the share of the device's compute that did useful work. ")
-CONCURRENCY_TEXT = {"simulator": _GPU_CONCURRENCY, "gpu": _GPU_CONCURRENCY,
-                    "cpu": "<b>avg concurrency</b> is 1 on the CPU (one op at a time). "}
 NOISE_TEXT = (
     "A measured <b>makespan</b> is the median of the timed runs and <b>q1</b>, <b>q3</b> its "
     "quartiles: a policy is called faster than another only when its quartile range lies wholly "
@@ -43,17 +37,23 @@ NOISE_TEXT = (
 _EVENT = "an event recorded after one op and waited for before another"
 SYNC_TEXT = {"simulator": _EVENT, "gpu": _EVENT,
              "cpu": "the schedule's order between streams; on one CPU they cost nothing"}
-VIEWS_TEXT = (
-    "The table is sorted by makespan; open <i>all columns</i> above it for the other metrics. "
-    "In the timelines each row is a stream and each bar an op (hover for its name, kind, times, "
-    "flops and bytes); red arrows are syncs ({sync}), dashed vertical lines are barriers (every "
-    "stream joins). In the DAG (zoom with the buttons or Ctrl + wheel, drag to pan), node colours "
-    "are the streams of the best policy, dashed edges are control dependencies and bold red edges "
-    "are the syncs that policy needs. The rows highlighted in the table are the best. "
-    "Each stage of each policy (schedule, execute, plan memory) had a time budget: a "
-    "<b>status</b> other than ok says which stage did not finish (its cells are empty). "
+#: The table's line of "How to read this": the metrics are defined in the headers' tooltips
+#: (:data:`workbench.viz.tables.COLUMN_HELP`), not here.
+TABLE_TEXT = (
+    "<b>The table</b> is fastest first; hover a column header (dotted underline) for what it "
+    "measures, and open <i>all columns</i> for the bounds, utilisation and memory columns. "
+    "The timelines, memory charts and bar chart list the policies in the table's order.")
+#: Under the Timelines heading.
+TIMELINES_TEXT = (
+    "Each row is a stream and each bar an op (hover for its name, kind, times, flops and bytes); "
+    "red arrows are syncs ({sync}), dashed vertical lines are barriers (every stream joins). "
     "Timelines of very large traces are binned: each cell's shade is the fraction of that time "
-    "its stream (or group of streams) was busy. ")
+    "its stream (or group of streams) was busy.")
+#: Under the Graph heading.
+DAG_TEXT = (
+    "Zoom with the buttons or Ctrl + wheel, drag to pan. Node colours are the streams of the "
+    "best policy, dashed edges are control dependencies and bold red edges are the syncs that "
+    "policy needs.")
 MEASURED_GPU_TEXT = (
     "With a <b>measured</b> executor the rows are runs on a real device: <b>torch</b> "
     "runs the schedule with PyTorch's kernels (cuDNN, cuBLAS), what a framework user's graph "
@@ -70,31 +70,104 @@ MEASURED_CPU_TEXT = (
 SIMULATED_BESIDE_TEXT = (
     "<b>simulated_us</b> is the simulator's prediction for the same schedule and "
     "<b>sim_error</b> the prediction over the measurement, minus one.")
-#: The simulator's own view, kept for readers of a simulated report (the text of
-#: :func:`how_to_read` for ``ran_on == "simulator"``).
-HOW_TO_READ = (RUN_INTRO["simulator"] + " <b>makespan</b> is the time until the last op ends "
-               "(smaller is better); <b>speedup</b> is relative to the baseline; " + BOUNDS_TEXT
-               + CONCURRENCY_TEXT["simulator"] + VIEWS_TEXT.format(sync=SYNC_TEXT["simulator"]))
+
+
+def _winner(comparison: Comparison) -> str:
+    """The "Winner" line: the best, its makespan, its speedup over serial, the policies it
+    ties exactly (with the rule that picked it) and how far behind the next policy is."""
+    best = comparison.best
+    if best is None:
+        return "<b>Winner:</b> none: no policy was executed (the notes under Results say why)."
+    spreads = comparison.spreads()
+    if len(comparison.best_policies) > 1:
+        return (f"<b>Winner:</b> none alone: {escape(comparison.best_text)}; the fastest median "
+                f"is {escape(best)}'s, {spreads[best][0]:,.1f} µs.")
+    span = spreads[best][0]
+    base = spreads.get(BASELINE)
+    if best == BASELINE:
+        how = "no policy is faster than serial (one stream, program order)"
+    elif base is None:
+        how = "serial was not executed, so there is no speedup"
+    else:
+        how = f"{base[0] / span:.2f}× serial's {base[0]:,.1f} µs"
+    text = f"<b>Winner:</b> <b>{escape(best)}</b> at {span:,.1f} µs: {how}."
+    same = comparison.exact_ties
+    if same:
+        text += (f" Tied with {escape(', '.join(same))} at the same makespan; "
+                 f"{TIE_RULE}.")
+    rest = [p for p in spreads if p != best and p not in same]
+    if rest:
+        nxt = min(rest, key=lambda p: spreads[p][0])
+        text += (f" The next, {escape(nxt)}, takes {100 * (spreads[nxt][0] / span - 1):.1f}% "
+                 f"longer ({spreads[nxt][0]:,.1f} µs).")
+    return text
+
+
+def _apart(comparison: Comparison) -> str:
+    """The "can it tell the top policies apart" line: the near-tie (or noise-tie) sentence of
+    :attr:`Comparison.near_tie_text`, or that the runner-up is beyond it."""
+    if comparison.best is None or len(comparison.spreads()) < 2:
+        return ""
+    measured = comparison.measured
+    head = ("<b>Can the measurement tell the top policies apart?</b> " if measured else
+            "<b>Can the simulator tell the top policies apart?</b> ")
+    text = comparison.near_tie_text
+    if text:
+        return head + "No: " + escape(text)
+    if measured:
+        return head + ("Yes: the fastest's quartile range lies wholly below every other's.")
+    from workbench.simulator.fidelity.accuracy import TIE_BAND
+
+    return head + (f"Yes: every other policy simulates more than {100 * TIE_BAND:.0f}% slower "
+                   "than the best, beyond the band within which the simulator does not order "
+                   "policies (its measured accuracy is under Simulator accuracy).")
 
 
 def how_to_read(comparison: Comparison) -> str:
-    """The "How to read this" text for where the rows ran
-    (:func:`~workbench.orchestration.comparison.ran_on`): a simulated comparison explains the
-    simulated device, a GPU run the GPU's kernels and streams, a CPU run the CPU's one op at a
-    time (never in GPU terms: no SMs, kernels or CUDA); measured runs add the noise rule, and the
-    simulated column is explained only where it is shown."""
+    """The "How to read this" list, for where the rows ran
+    (:func:`~workbench.orchestration.comparison.ran_on`): the winner and by how much (exact ties
+    and the rule that broke them), whether the simulator (or the measurement) can tell the top
+    policies apart (:attr:`Comparison.near_tie_text`), and how to read the table (its metrics
+    are defined in the headers' tooltips).  Measured rows add what they are, the noise rule and
+    the executor's kernels; a simulated comparison says nothing of measured executors.  A CPU
+    run is never described in GPU terms.  O(policies)."""
     settings = dict(comparison.settings or {})
     where = ran_on(settings)
-    if where == "simulator":
-        return HOW_TO_READ
-    modelled = "unmodelled" not in settings
-    parts = [RUN_INTRO[where], " <b>makespan</b> is the time until the last op ends (smaller is "
-             "better); <b>speedup</b> is relative to the baseline; ",
-             BOUNDS_TEXT if modelled else "", CONCURRENCY_TEXT[where], NOISE_TEXT,
-             VIEWS_TEXT.format(sync=SYNC_TEXT[where]),
-             MEASURED_CPU_TEXT if where == "cpu" else MEASURED_GPU_TEXT,
-             SIMULATED_BESIDE_TEXT if settings.get("simulated_beside") else ""]
-    return "".join(parts).strip()
+    items = [_winner(comparison), _apart(comparison),
+             TABLE_TEXT + " " + RUN_INTRO[where]]
+    if where != "simulator":
+        items.append("<b>Measured rows:</b> " + NOISE_TEXT
+                     + (MEASURED_CPU_TEXT if where == "cpu" else MEASURED_GPU_TEXT)
+                     + (SIMULATED_BESIDE_TEXT if settings.get("simulated_beside") else ""))
+    return '<ul class="glance">' + "".join(
+        f"<li>{item.strip()}</li>" for item in items if item) + "</ul>"
+
+
+def precision_text(comparison: Comparison) -> str:
+    """The precision the comparison ran at, resolved: ``"tf32 (auto: TF32 convolutions, FP32
+    other ops)"`` for ``auto`` on a device with TF32 tensor cores, ``"fp32 (auto)"`` without
+    them, else the precision asked for; ``"not recorded"`` when the settings lack it."""
+    settings = dict(comparison.settings or {})
+    asked = settings.get("precision")
+    if asked is None:
+        return "not recorded"
+    if asked != "auto":
+        return str(asked)
+    conv = str(settings.get("conv_precision") or "fp32")
+    if conv == "fp32":
+        return "fp32 (auto)"
+    return f"{conv} (auto: {conv.upper()} convolutions, FP32 other ops)"
+
+
+def timelines_note(comparison: Comparison) -> str:
+    """The note under the Timelines heading: rows, bars, syncs and barriers, binning."""
+    sync = SYNC_TEXT[ran_on(comparison.settings)]
+    return f'<p class="note">{TIMELINES_TEXT.format(sync=sync)}</p>'
+
+
+def dag_note() -> str:
+    """The note under the Graph heading: zooming, colours and edges."""
+    return f'<p class="note">{DAG_TEXT}</p>'
 
 
 #: What each measured executor's kernels are, for the note above measured results (a CPU run
@@ -268,6 +341,7 @@ def shows_simulation(comparison: Comparison) -> bool:
     return ran_on(settings) == "simulator" or bool(settings.get("simulated_beside"))
 
 
-__all__ = ["EXECUTOR_NOTES", "HOW_TO_READ", "barrier_note", "how_to_read", "measured_note",
-           "near_tie_note", "nothing_to_schedule_note", "shows_simulation", "slower_note",
-           "unfinished_note"]
+__all__ = ["EXECUTOR_NOTES", "barrier_note", "dag_note", "how_to_read", "measured_note",
+           "near_tie_note", "nothing_to_schedule_note", "precision_text", "shows_simulation",
+           "slower_note",
+           "timelines_note", "unfinished_note"]

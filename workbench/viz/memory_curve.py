@@ -96,7 +96,8 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
     ``traces`` is one Trace, a sequence (labelled by each trace's policy) or a mapping label →
     trace.  ``pools`` maps the same labels to :class:`~workbench.memory.pool.PoolResult`
     (``workbench.memory.replay_pool``); for each label found there a dashed line of the pool's
-    ``reserved`` bytes is drawn in the same colour beside the solid "in use" line.  Hover shows
+    ``reserved`` bytes is drawn in the same colour beside the solid "in use" line, on the same
+    axis (one MiB scale: the gap is fragmentation plus caching, read off directly).  Hover shows
     the policy, the time and the MiB.  ``title`` is used as given (escape it yourself if it holds
     user names).  Returns the figure; never calls ``.show()``.
     """
@@ -128,21 +129,19 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
             fig.add_trace(go.Scatter(
                 x=np.array(xs), y=np.array(ys), mode="lines", line_shape="hv",
                 line={"color": color, "width": 1.5, "dash": "dash"}, name=f"{name} reserved",
-                legendgroup=name, yaxis="y2",
+                legendgroup=name,
                 hovertemplate=(f"<b>{_template_text(name)}</b> (pool reserved)<br>"
                                "time: %{x:,.2f} µs<br>%{y:,.3f} MiB<extra></extra>"),
             ))
     fig.update_layout(**LAYOUT_DEFAULTS)
-    reserved = any(getattr(d, "yaxis", None) == "y2" for d in fig.data)
-    default = ("live activation memory" + (" (solid: in use, left axis; dashed: pool reserved, "
-                                           "right axis)" if reserved else ""))
+    reserved = any(getattr(d, "line", None) is not None and d.line.dash == "dash"
+                   for d in fig.data)
+    default = ("live activation memory" + (" (solid: in use; dashed: pool reserved)"
+                                           if reserved else ""))
     fig.update_layout(title=title if title is not None else default, hovermode="closest",
                       height=400 + legend_px(legend_entries(fig)))
     fig.update_xaxes(type="linear", title=TIME_AXIS_TITLE, rangemode="tozero")
-    fig.update_yaxes(title="memory (MiB)", rangemode="tozero")
-    if reserved:   # the pool's flat chunks (e.g. 32 MiB) on their own axis, so they do not
-        # squash the 1-10 MiB curves of live memory (issue 25)
-        fig.update_layout(yaxis={"title": {"text": "in use (MiB)"}}, yaxis2={
-            "title": {"text": "pool reserved (MiB)"}, "overlaying": "y", "side": "right",
-            "rangemode": "tozero", "showgrid": False})
+    # one axis for in-use and reserved bytes: a second axis drew a 32 MiB reservation at the
+    # height of 8 MiB in use, so reserved looked equal to peak in use (issue 35)
+    fig.update_yaxes(title="memory (MiB; in use and pool reserved)", rangemode="tozero")
     return fig
