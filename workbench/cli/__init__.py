@@ -239,7 +239,8 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
     cmp.add_argument("--plotlyjs", default="inline", choices=("inline", "directory", "cdn"),
                      help="where the report gets plotly.js: inline (one offline file, ~5 MB), "
                           "directory (a shared plotly.min.js beside it) or cdn (cdn.plot.ly, "
-                          "needs the network to view; ~100 kB files) (default: %(default)s)")
+                          "needs the network to view; ~185 kB for squeezenet) "
+                          "(default: %(default)s)")
     cmp.add_argument("--columns", type=_columns, default=ESSENTIAL_COLUMNS, metavar="COLS",
                      help=f"columns of the printed ranking, comma-separated, or 'all' (default: "
                           f"{','.join(ESSENTIAL_COLUMNS)}; known: "
