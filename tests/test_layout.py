@@ -1,9 +1,9 @@
-"""The package layout of issue 26: one import path per module, the view registry, one device resolution."""
+"""The package layout of issue 26: one import path per module, the view registry, one device
+resolution."""
 
 from __future__ import annotations
 
 import importlib
-import subprocess
 import sys
 from pathlib import Path
 

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from workbench._version import __version__ as __version__
 
-
 #: Public name -> the module that defines it (a submodule itself when the name is one).
 _ORCH, _COST = "workbench.orchestration", "workbench.simulator.cost_model"
 _LAZY = {
