@@ -134,7 +134,7 @@ def attrs(rng: random.Random, scale: int) -> Case:
         text = _dot_text(d, op, new)
     name = "valid" if valid else f"{op['kind']}.{attr} = {label.removeprefix('GEMM ')}"
     # null or [] may mean "the default" (a pool's stride is its kernel), a GEMM may be empty
-    # (0) or large (1e8): any one-line outcome
-    refuse = not valid and label not in ("null", "empty", "GEMM 0", "GEMM 1e8")
+    # (0), large (1e8) or its sizes unknown (null): any one-line outcome
+    refuse = not valid and label not in ("null", "empty", "GEMM 0", "GEMM 1e8", "GEMM null")
     return Case("attrs", f"{where}: {name}", "load_graph", (f".{where}", text), refuse,
                 {"policies": policies})

@@ -27,8 +27,6 @@ PER_FAMILY = 4
 #: Cases of the sample below whose finding (issue 34) was not fixed when they were written:
 #: ``(family, index) -> reason``; each is ``xfail(strict=False)``, so a fix turns it green.
 KNOWN: dict[tuple[str, int], str] = {
-    ("attrs", 3): "issue 34 #6: an ONNX Conv with pads=[1, 1] (2 values for 2 spatial axes; "
-                  "ONNX needs begin and end per axis) is accepted",
     ("huge_int", 3): "issue 34 #7: a device file whose gpu_model.op_gap_us is a 4,304-digit "
                      "float literal (inf) is accepted; the simulation then stalls (RuntimeError "
                      "traceback)",
