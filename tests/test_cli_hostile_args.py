@@ -172,6 +172,13 @@ def test_empty_policy_name_is_an_error(tmp_path: Path, capsys: pytest.CaptureFix
     assert "has an empty name" in error_line(capsys)
 
 
+def test_empty_column_name_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", "--model", "nnc_diamond", "--columns", "policy,,status"])
+    assert exc.value.code == 2
+    assert "empty column name in 'policy,,status'" in error_line(capsys)
+
+
 @pytest.mark.usefixtures("no_work")
 def test_two_outputs_naming_one_file_are_refused_before_work(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -136,9 +136,12 @@ def _columns(text: str) -> tuple[str, ...]:
     from workbench.orchestration.compare import TABLE_COLUMNS
     from workbench.orchestration.compare_measured import MEASURED_COLUMNS
 
-    names = [c.strip() for c in text.split(",") if c.strip()]
+    names = [c.strip() for c in text.split(",")]
     if names == ["all"]:
         return TABLE_COLUMNS
+    if any(names) and not all(names):
+        raise argparse.ArgumentTypeError(f"empty column name in {text[:80]!r}")
+    names = [n for n in names if n]
     known = (*TABLE_COLUMNS, *MEASURED_COLUMNS)
     for name in names:
         if name not in known:
