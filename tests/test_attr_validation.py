@@ -60,7 +60,7 @@ FINDINGS = [('{"kernel": [3, 3], "stride": [NaN, 1]}', "stride"),
             ('{"kernel": [100000000, 100000000], "padding": 1}', "kernel"),
             ('{"stride": 0}', "stride"),
             ('{"groups": 0}', "groups"),
-            ('{"groups": 5}', "groups"),
+            ('{"groups": 5}', "groups"), ('{"groups": [1]}', "groups"),
             ('{"padding": [-1, 0]}', "padding"),
             ('{"kernel": [3, 3, 3]}', "kernel"),
             ('{"dilation": [1, 1, 1]}', "dilation")]

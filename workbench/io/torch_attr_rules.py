@@ -94,7 +94,8 @@ def _conv(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
     for key, default in (("stride", 1), ("padding", 0), ("dilation", 1)):  # torch's defaults
         if named.get(key) is None:
             out[key] = [default] * n
-    out["groups"] = int(named.get("groups", 1) or 1)
+    # as given (a recorded trace's groups=0 is refused by the graph's check, not made 1)
+    out["groups"] = 1 if named.get("groups") is None else named["groups"]
     padding = named.get("padding")
     if padding == "valid":
         out["padding"] = [0] * n

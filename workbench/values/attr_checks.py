@@ -9,10 +9,11 @@ each attribute an op's kind declares (:data:`workbench.values.ops.OPS`, ``OpKind
   dilation or groups is a positive integer, padding non-negative, numbers finite, sizes at most
   2**62);
 * for a convolution or pool whose input shape is known, the window against the input: the
-  kernel, stride, dilation and padding have one value per spatial axis (or one for all; padding
-  also two per axis), the kernel agrees with the weight's spatial shape, and the dilated kernel
-  fits the padded input (a larger one is absurd);
-* ``groups`` divides the input and output channels (convolutions, group norm).
+  kernel, stride, dilation and padding are an int (every axis) or one value per spatial axis
+  (padding also two per axis: all begins, then all ends), the kernel agrees with the weight's
+  spatial shape, and the dilated kernel fits the padded input (a larger one is absurd);
+* ``groups`` divides the input and output channels (convolutions, group norm);
+* a GEMM's ``m``, ``k`` and ``n`` are given together or not at all.
 
 A problem is a one-line :class:`~workbench.errors.GraphError` naming the op and the attribute.
 Attributes the kind does not declare are provenance and are not checked.  O(attributes) per op.
@@ -77,6 +78,11 @@ def check_op_attrs(op: Any, in_shapes: Sequence[Shape], out_shapes: Sequence[Sha
             problem = value_problem(ATTRIBUTES[name], value, info.name)
             if problem is not None:
                 _fail(op, name, problem)
+    if "m" in declared:  # a GEMM's sizes are given together (the cost rule reads all three)
+        given = [attrs.get(name) is not None for name in ("m", "k", "n")]
+        if any(given) and not all(given):
+            _fail(op, ("m", "k", "n")[given.index(False)], "is missing (or null) while "
+                  "others of m, k and n are given; give all three or none")
     if info.name in WINDOW_KINDS:
         _check_window(op, attrs, in_shapes)
     if attrs.get("groups") is not None and info.window != "attrs" and "groups" in info.attrs:
@@ -95,18 +101,15 @@ def _known(shape: Shape) -> tuple[int, ...] | None:
 
 
 def _spatial_axes(op: Any, attrs: Mapping[str, Any], x: Shape, w: Shape) -> int | None:
-    """How many spatial axes the window has: the weight's (after its two channel axes), else
-    what the input's rank allows (batched: rank - 2, unbatched: rank - 1) as the kernel says."""
+    """How many spatial axes the window has: the weight's (after its two channel axes), else the
+    input's rank - 2 (a two-value kernel over a rank-3 input: 2, torch's unbatched input)."""
     if op.kind in _WEIGHTED and w is not None and len(w) >= 3:
         return len(w) - 2
     if x is None or len(x) < 2:
         return None
     kernel = attrs.get("kernel")
-    if isinstance(kernel, (list, tuple)) and len(kernel) > 1:
-        if len(kernel) not in (len(x) - 2, len(x) - 1):
-            _fail(op, "kernel", f"has {len(kernel)} values for an input of rank {len(x)} "
-                                f"(shape {list(x)})")
-        return len(kernel)
+    if isinstance(kernel, (list, tuple)) and len(kernel) == 2 and len(x) == 3:
+        return 2  # a 2-D window over an unbatched (C, H, W) input, as torch allows
     return len(x) - 2 if len(x) >= 3 else None
 
 
@@ -122,8 +125,8 @@ def _check_window(op: Any, attrs: Mapping[str, Any], in_shapes: Sequence[Shape])
         return
     where = f"{n} spatial axes" + (f" (input shape {list(x)})" if x is not None else "")
     for name in ("kernel", "stride", "dilation", "output_padding", "padding"):
-        value = attrs.get(name)
-        allowed = (1, n, 2 * n) if name == "padding" else (1, n)
+        value = attrs.get(name)  # an int for every axis, or one value per axis (padding: per side)
+        allowed = (n, 2 * n) if name == "padding" else (n,)
         if isinstance(value, (list, tuple)) and value and len(value) not in allowed:
             _fail(op, name, f"has {len(value)} values for {where}")
     kernel = _per_axis(attrs.get("kernel"), n)

@@ -95,6 +95,7 @@ BOUNDS: Mapping[str, tuple[Callable[[Any], bool], str]] = {
                      "non-negative (at most 2**62)"),
     "non_zero": (lambda v: _finite(v) and v != 0, "finite and not zero"),
     "probability": (lambda v: _finite(v) and 0 <= v <= 1, "between 0 and 1"),
+    "size": (lambda v: _is_int(v) and 0 <= v <= MAX_SIZE, "a non-negative integer (at most 2**62)"),
 }
 #: Integer limits of the ranges the fast path of :func:`value_problem` checks with min/max.
 _FAST = {"any": (-math.inf, math.inf), "positive": (1, MAX_SIZE), "non_negative": (0, MAX_SIZE)}
@@ -104,8 +105,10 @@ _BOUNDS_OF = {
     "non_negative": "padding output_padding m k n batch sizes repeats offset eps",
     "non_zero": "steps step", "probability": "p", "any": "value scalar min max",
 }
-#: Per-kind exceptions: a ``pad`` op's padding may be negative (ONNX's and torch's crop).
-KIND_BOUNDS: Mapping[tuple[str, str], str] = {("pad", "padding"): "any"}
+#: Per-kind exceptions: a ``pad`` op's padding may be negative (ONNX's and torch's crop); a
+#: GEMM's ``k`` is its inner size (lrn's ``k`` is a number).
+KIND_BOUNDS: Mapping[tuple[str, str], str] = {("pad", "padding"): "any", ("matmul", "k"): "size",
+                                              ("einsum", "k"): "size"}
 
 
 def value_problem(spec: Attr, value: Any, kind: str = "") -> str | None:
@@ -121,12 +124,13 @@ def value_problem(spec: Attr, value: Any, kind: str = "") -> str | None:
     if value is None:
         return None
     fast = _FAST.get(spec.bounds if (kind, spec.name) not in KIND_BOUNDS else "")
-    if fast is not None and spec.type in ("int", "int_or_ints", "ints"):
-        # the common case, plain ints within the bounds, without a call per item
-        if type(value) is int and fast[0] <= value <= fast[1]:
+    if fast is not None:  # the common case, plain ints within the bounds, one test per item
+        if type(value) is int and spec.type in ("int", "int_or_ints") \
+                and fast[0] <= value <= fast[1]:
             return None
-        if type(value) in (list, tuple) and value and all(type(v) is int for v in value) \
-                and fast[0] <= min(value) and max(value) <= fast[1]:
+        if type(value) in (list, tuple) and spec.type in ("ints", "int_or_ints") and value \
+                and all(type(v) is int for v in value) and fast[0] <= min(value) \
+                and max(value) <= fast[1]:
             return None
     if spec.type == "bool" and (value is True or value is False or value == 0 or value == 1) \
             and type(value) in (bool, int):
