@@ -11,13 +11,17 @@ quadratic code fails there before it is asked for gigabytes.
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from workbench.errors import OptionError
+from workbench.errors import FormatError, OptionError
+from workbench.io import pytorch_profile, trace_events
+from workbench.io.pytorch_profile import load_pytorch_trace
+from workbench.io.trace_events import read_trace_json
 from workbench.memory import check_no_overlap, lifetimes, plan_memory, plan_usage
 from workbench.memory.conflicts import ConflictSet, interval_graph, pairs_graph
 from workbench.memory.plan import interval_pairs, parse_records, prepare
@@ -150,3 +154,44 @@ def test_siblings_tails_and_listed_pairs_together_match_the_interval_sweep() -> 
         degree[i] += 1
         degree[j] += 1
     assert graph.degrees.tolist() == degree
+
+
+# ------------------------------------------------------------------ big files (finding 10)
+
+
+def tiny_trace(tmp_path: Any, events: int = 40) -> Any:
+    kernel = {"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_tn", "pid": 0, "tid": 7,
+              "dur": 1.0, "args": {"stream": 7}}
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps({"traceEvents": [dict(kernel, ts=2.0 * k)
+                                                for k in range(events)]}))
+    return path
+
+
+def test_reading_a_small_trace_takes_little_memory(tmp_path: Any) -> None:
+    """``f.read(limit + 1)`` allocated the whole 1 GiB input limit for any file: a reader under
+    a 2 GiB address-space cap ran out on a 240 MB trace."""
+    path = tiny_trace(tmp_path)
+    data, peak = peak_bytes(lambda: read_trace_json(path))
+    assert peak < 4 * MIB, peak
+    names = [e["name"] for e in data["traceEvents"]]
+    assert all(n is names[0] for n in names)  # one shared copy of a repeated string
+
+
+def test_running_out_of_memory_in_a_trace_reader_is_one_line(tmp_path: Any,
+                                                             monkeypatch: Any) -> None:
+    path = tiny_trace(tmp_path)
+
+    def no_memory(*args: Any, **kwargs: Any) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(trace_events, "parse_json", no_memory)
+    with pytest.raises(FormatError, match=r"tiny.json: out of memory while reading it \("
+                                          r"(no address-space cap set|address-space cap .*GiB)"
+                       ) as err:
+        load_pytorch_trace(path)
+    assert "\n" not in str(err.value)
+    monkeypatch.undo()
+    monkeypatch.setattr(pytorch_profile, "_select", no_memory)  # after the parse, too
+    with pytest.raises(FormatError, match="out of memory while reading it"):
+        load_pytorch_trace(path)

@@ -219,9 +219,14 @@ def read_input(path: str | os.PathLike[str], *, what: str = "file") -> bytes:
     try:
         fd = os.open(src, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
                 raise FormatError(f"{what} {_name(path)} is not a regular file")
-            data = f.read(limit + 1)
+            # read(n) allocates n bytes up front: size it by the file, not by the limit (a 1 KiB
+            # file took 1 GiB of address space, a reader under a 2 GiB cap ran out; issue 34)
+            data = f.read(min(limit, info.st_size) + 1)
+            if len(data) > info.st_size:  # the file grew meanwhile: read on to the limit
+                data += f.read(limit + 1 - len(data))
     except OSError as exc:
         raise FormatError(f"{what} {_name(path)}: cannot read ({_reason(exc)})") from None
     if len(data) > limit:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -71,16 +71,19 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def parse_json(text: str, where: object, *, nested: str = "JSON nested too deeply") -> Any:
+def parse_json(text: str, where: object, *, nested: str = "JSON nested too deeply",
+               object_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
     """``text`` parsed as JSON with duplicate keys refused (:func:`unique_keys`); every failure a
     one-line :class:`~workbench.errors.FormatError` starting with ``where`` (the file): the line
     and column of invalid JSON, ``nested`` for a document nested past Python's recursion
     limit, or an integer longer than Python converts (``sys.get_int_max_str_digits``, 4,300
-    digits: no size, time or count is that large).  O(len(text))."""
+    digits: no size, time or count is that large).  ``object_hook``: builds each object from
+    its key/value pairs instead of :func:`unique_keys` (it must refuse duplicates too).
+    O(len(text))."""
     from workbench.errors import FormatError
 
     try:
-        return json.loads(text, object_pairs_hook=unique_keys)
+        return json.loads(text, object_pairs_hook=object_hook or unique_keys)
     except FormatError as exc:
         raise FormatError(f"{where}: {exc}") from None
     except json.JSONDecodeError as exc:

@@ -55,6 +55,7 @@ from workbench.io.trace_events import (
     nothing_to_schedule,
     number,
     read_trace_json,
+    refuses_out_of_memory,
     trace_events,
     warn_nothing_to_schedule,
 )
@@ -250,6 +251,7 @@ def _grid(event: Mapping[str, Any]) -> int | None:
 
 
 # ================================================================================ the importer
+@refuses_out_of_memory
 def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
                        step: int | str | None = None) -> Trace:
     """A :class:`Trace` (executor ``"measured"``) of a PyTorch profiler JSON (``.gz`` too).
@@ -263,7 +265,9 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
     dependencies the run obeyed: stream (or host-thread) order and the cross-stream waits of
     CUDA events, as control edges.  A profile names no tensors: pair it with an execution trace
     (:func:`workbench.io.execution_trace.load_execution_trace`) for the data dependencies.
-    A CPU-only run's trace has device ``"cpu"``.  O(events log events).
+    A CPU-only run's trace has device ``"cpu"``.  O(events log events); the parsed file is
+    dropped before the graph is built, and running out of memory is a one-line FormatError
+    naming the file and the address-space cap.
     """
     path = Path(path)
     data = read_trace_json(path)
@@ -313,6 +317,8 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
         meta.update(stream_edges=links.stream_edges, sync_edges=links.sync_edges,
                     sync_edges_inferred=links.inferred, unresolved_waits=links.unresolved_waits,
                     empty_waits=links.empty_waits, contradicted_waits=links.contradicted)
+    device = "cpu" if host_run else gpu_name(data)
+    del data, raw, items, runtime  # the parsed file (most of the memory): the graph needs rows
     meta["summary"] = _summary(rows, chosen, steps, outside, links, host_run)
     if graph is None:
         graph = _event_graph(rows, path.name.split(".")[0] or "trace",
@@ -322,8 +328,7 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
                                                                    profile_alone=True)
     else:
         rows, graph = match_to_graph(rows, graph, meta, path)
-    return Trace(_frame(rows, graph), graph=graph, policy="measured",
-                 device="cpu" if host_run else gpu_name(data),
+    return Trace(_frame(rows, graph), graph=graph, policy="measured", device=device,
                  executor="measured", mode="eager", meta=meta)
 
 
