@@ -488,7 +488,7 @@ def test_cli_in_process(cli_files: dict[str, str], workdir: Path, data: st.DataO
     # loading, scheduling, simulating, planning, the atomic write, the table) is real.
     report = importlib.import_module("workbench.orchestration.report")
     monkeypatch.setattr(report, "render", lambda c, **_: "<html></html>")
-    monkeypatch.setattr(sys.modules["workbench.orchestration.compare"], "_optimum",
+    monkeypatch.setattr(importlib.import_module("workbench.orchestration.compare"), "_optimum",
                         lambda *a, **k: math.nan)
     monkeypatch.chdir(workdir)  # a relative output name lands in the scratch folder
     argv = data.draw(command_lines(cli_files, str(workdir)))
