@@ -61,7 +61,10 @@ def test_compare_measured_exports_traces_and_table(
     assert "traces: 4 files" in out
     assert [n.split(" simulate within")[0] for n in notes] == ["note: nnc, asap"]
     table = pd.read_csv(tmp_path / "t.csv")
-    assert list(table["policy"]) == ["serial", "nnc", "asap", "measured"]
+    assert sorted(table["policy"]) == ["asap", "measured", "nnc", "serial"]
+    ranks = [json.loads((tmp_path / f"t.{p}.json").read_text())["distributedInfo"]["rank"]
+             for p in table["policy"]]
+    assert ranks == list(range(len(ranks)))   # HTA ranks follow the table's rows
     assert table.set_index("policy").loc["measured", "gpu"] == "NVIDIA H200"
     for policy in table["policy"]:
         back = load_pytorch_trace(tmp_path / f"t.{policy}.json")

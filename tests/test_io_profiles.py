@@ -97,8 +97,9 @@ def test_compare_ranks_policies_beside_the_measured_run(kineto: Path) -> None:
     trace = load_execution_trace(ET, kineto)
     cmp = wb.compare(trace.graph, ["serial", "nnc", "asap", "critical_path"], measured=trace,
                      show_progress=False)
-    table = cmp.table.set_index("policy")
+    table = cmp.table_in_policy_order.set_index("policy")
     assert list(table.index) == ["serial", "nnc", "asap", "critical_path", "measured"]
+    assert sorted(cmp.table["policy"]) == sorted(table.index)   # the same rows, fastest first
     assert table.loc["measured", "makespan_us"] == pytest.approx(trace.makespan)
     assert cmp.best in ("serial", "nnc", "asap", "critical_path")
     assert "measured" in cmp.traces and "measured" not in cmp.schedules

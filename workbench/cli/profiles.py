@@ -205,9 +205,10 @@ def write_compare_outputs(result: Any, args: argparse.Namespace) -> list[str]:
     if args.export_trace is not None:
         base = Path(args.export_trace)
         first = getattr(args, "trace_rank", 0)
-        written = [save_chrome_trace(trace, trace_path(base, policy),
+        in_rows = [p for p in result.table["policy"] if p in result.traces]  # fastest first
+        written = [save_chrome_trace(result.traces[policy], trace_path(base, policy),
                                      time_unit=args.trace_unit, rank=first + i)
-                   for i, (policy, trace) in enumerate(result.traces.items())]
+                   for i, policy in enumerate(in_rows)]
         lines.append(f"traces: {len(written)} files (HTA ranks {first}-{first + len(written) - 1}"
                      f" in row order), e.g. {written[0]}" if written
                      else "traces: none (no policy finished)")
