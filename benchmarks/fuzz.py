@@ -61,14 +61,18 @@ def findings_text(results: list[tuple[int, Result]], command: str, summary: str)
 
 
 def _dump(case: Any, k: int) -> str:
-    """Write a case's input file (when it has one) beside the working directory."""
-    data = case.data
-    if isinstance(data, tuple) and len(data) == 3 and isinstance(data[2], (str, bytes)):
+    """Write a case's input file (when it has one) into the working directory."""
+    data, action = case.data, case.action.rsplit(".", 1)[-1]
+    if action == "load_graph":
+        suffix, payload = data
+    elif action == "read_file":
         suffix, payload = Path(str(data[1])).suffix, data[2]
-    elif isinstance(data, tuple) and len(data) == 2 and isinstance(data[1], (str, bytes)):
-        suffix, payload = str(data[0]), data[1]
-    elif isinstance(data, (str, bytes)):
+    elif action in ("load_trace", "load_et"):
         suffix, payload = ".json", data
+    elif action == "nested":
+        from tests.fuzz.actions_io import nested_text
+
+        suffix, payload = ".json", nested_text(data[0], tuple(data[1]))
     else:
         return ""
     path = Path(f"fuzz-case-{k}{suffix}")
@@ -82,6 +86,8 @@ def rerun(cases: list[Any], k: int, time_limit_s: float) -> int:
     print(f"case {k}: {case.family}/{case.label} (action {case.action}, refuse={case.refuse})")
     if case.action.endswith("cli_files") or case.action == "cli":
         print("argv:", " ".join(map(str, case.data)), "| extra:", case.extra)
+    else:
+        print("data:", repr(case.data)[:300], "| extra:", case.extra)
     written = _dump(case, k)
     if written:
         print("input written to", written)

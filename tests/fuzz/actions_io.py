@@ -157,15 +157,26 @@ def nested(case: Any, workdir: str) -> Any:
 
 
 # ------------------------------------------------------------------------------ round trips
-def _norm(value: Any) -> Any:
-    """Tuples as lists and NaN as a marker, so that ``==`` compares what a file can hold."""
-    if isinstance(value, dict):
-        return {k: _norm(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_norm(v) for v in value]
-    if isinstance(value, float) and math.isnan(value):
-        return "NaN"
-    return value
+def first_difference(a: Any, b: Any, where: str = "") -> str:
+    """Where plain values ``a`` and ``b`` (dicts, lists or tuples, numbers, strings) first
+    differ, or ``""``; tuples equal lists, NaN equals NaN.  Iterative (a graph nested 1,000
+    deep must not hit the recursion limit here); O(size)."""
+    stack = [(a, b, where)]
+    while stack:
+        x, y, path = stack.pop()
+        if isinstance(x, dict) and isinstance(y, dict):
+            if set(x) != set(y):
+                return f"{path[-120:]}: keys {sorted(map(str, set(x) ^ set(y)))[:3]} differ"
+            stack.extend((x[k], y[k], f"{path}.{k}") for k in x)
+        elif isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
+            if len(x) != len(y):
+                return f"{path[-120:]}: {len(x)} items saved, {len(y)} loaded"
+            stack.extend((x[n], y[n], f"{path}[{n}]") for n in range(len(x)))
+        elif isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
+            continue
+        elif isinstance(x, (dict, list, tuple)) or isinstance(y, (dict, list, tuple)) or x != y:
+            return f"{path[-120:]}: {str(x)[:60]} saved, {str(y)[:60]} loaded"
+    return ""
 
 
 def _differs(a: Any, b: Any, fmt: str) -> str:
@@ -174,7 +185,7 @@ def _differs(a: Any, b: Any, fmt: str) -> str:
     import workbench as wb
     from workbench.io import graph_to_dict
 
-    da, db = _norm(graph_to_dict(a)), _norm(graph_to_dict(b))
+    da, db = graph_to_dict(a), graph_to_dict(b)
     for key in ("control_edges", "outputs"):
         if sorted(map(str, da.get(key) or [])) != sorted(map(str, db.get(key) or [])):
             return f"{fmt}: {key} differ: {str(da.get(key))[:80]} vs {str(db.get(key))[:80]}"
@@ -185,10 +196,9 @@ def _differs(a: Any, b: Any, fmt: str) -> str:
             only = sorted(map(str, set(xa) ^ set(xb)))[:3]
             return f"{fmt}: {key} differ in ids ({len(xa)} vs {len(xb)}; e.g. {only})"
         for k, x in xa.items():
-            for field, value in x.items():
-                if xb[k].get(field) != value:
-                    return (f"{fmt}: {key[:-1]} {k!r}: {field} {str(value)[:60]} saved, "
-                            f"{str(xb[k].get(field))[:60]} loaded")
+            diff = first_difference(x, xb[k], f"{key[:-1]} {k!r}")
+            if diff:
+                return f"{fmt}: {diff}"
     if len(a) <= 400:
         for policy in ("serial", "nnc"):
             ma = wb.simulate(wb.schedule(a, policy)).makespan
@@ -268,12 +278,8 @@ def _device_roundtrip(source: Any, wd: Path) -> Any:
         back = load_device(wd / "dev.json")
     except WorkbenchError as exc:
         return ("roundtrip", f"device: the saved file is refused by its reader: {exc}")
-    a, b = _norm(device_to_dict(spec)), _norm(device_to_dict(back))
-    for key in a:
-        if a[key] != b.get(key):
-            return ("roundtrip", f"device: {key} {str(a[key])[:60]} saved, "
-                                 f"{str(b.get(key))[:60]} loaded")
-    return None
+    diff = first_difference(device_to_dict(spec), device_to_dict(back), "device")
+    return ("roundtrip", diff) if diff else None
 
 
 def _chrome_roundtrip(graph: Any, wd: Path) -> Any:

@@ -77,7 +77,7 @@ def classify(case: Case, fn: Any, workdir: str) -> tuple[str, str]:
     except MemoryError:
         return "oom", "MemoryError"
     except RecursionError:
-        return "traceback", "RecursionError"
+        return "traceback", f"RecursionError\n{traceback.format_exc(limit=-3)[-600:]}"
     except Exception as exc:  # noqa: BLE001 - this is what the fuzzer is looking for
         tb = traceback.format_exc(limit=-4)
         return "traceback", f"{type(exc).__name__}: {exc!s:.200}\n{tb}"

@@ -120,3 +120,19 @@ def test_the_roundtrip_check_sees_a_lost_field() -> None:
     d = graph_to_dict(g)
     d["tensors"][0]["size_bytes"] += 1
     assert "size_bytes" in _differs(g, graph_from_dict(d), "x")
+
+
+def test_first_difference_is_iterative() -> None:
+    """The comparer walks values nested far past the recursion limit (a graph of 1,000 nested
+    loops) and treats tuples as lists and NaN as NaN."""
+    from tests.fuzz.actions_io import first_difference
+
+    deep: list[object] = [1.0]
+    other: list[object] = [2.0]
+    for _ in range(20_000):
+        deep, other = [deep], [other]
+    assert first_difference(deep, deep) == ""
+    assert "1.0 saved, 2.0 loaded" in first_difference(deep, other)
+    assert first_difference({"a": (1, float("nan"))}, {"a": [1, float("nan")]}) == ""
+    assert "keys" in first_difference({"a": 1}, {"b": 1})
+    assert "saved" in first_difference([{"a": 1}], [[("a", 1)]])
