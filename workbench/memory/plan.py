@@ -258,6 +258,23 @@ class Problem:
     conflicts: Conflicts | None
 
     @cached_property
+    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The records' raw sizes, first and last steps as int64 arrays (for vectorised orders;
+        every size fits: its aligned size does).  O(n)."""
+        n = len(self.records)
+        size = np.fromiter((r.size for r in self.records), dtype=np.int64, count=n)
+        first = np.fromiter((r.first for r in self.records), dtype=np.int64, count=n)
+        last = np.fromiter((r.last for r in self.records), dtype=np.int64, count=n)
+        return size, first, last
+
+    def order_by(self, *keys: np.ndarray) -> list[int]:
+        """Record indices sorted by ``keys`` (the first one primary), ties by index.  O(n log n)
+        in NumPy: a million records sort in well under a second, where ``sorted`` with a key
+        function took seconds per ordering."""
+        index = np.arange(len(self.records), dtype=np.int64)
+        return np.lexsort((index, *reversed(keys))).tolist() if len(index) else []
+
+    @cached_property
     def neighbors(self) -> tuple[tuple[int, ...], ...]:
         """Every tensor's conflicting tensors (for small problems: O(n²) for many tails)."""
         return tuple(tuple(int(j) for j in self.graph.partners(i)) for i in range(self.graph.n))

@@ -179,6 +179,12 @@ class _Pool:
 
 
 def _check_event(i: int, event: object, last_time: float) -> Event:
+    if type(event) is tuple and len(event) == 4:  # the common, valid case in a few tests
+        time_us, action, tensor, size = event
+        if (isinstance(time_us, float) and last_time <= time_us < math.inf
+                and (action == "alloc" or action == "free") and type(tensor) is str
+                and type(size) is int and size >= 0):
+            return float(time_us), action, tensor, size
     if not isinstance(event, (tuple, list)) or len(event) != 4:
         raise MemoryPlanError(f"event {i}: expected (time_us, action, tensor, size), got {event!r}")
     time_us, action, tensor, size = event

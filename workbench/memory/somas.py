@@ -35,25 +35,27 @@ from workbench.memory.static import FITS, breadth_order, make_plan, size_order
 
 
 def _lifetime_order(p: Problem) -> list[int]:
-    r = p.records
-    return sorted(range(len(r)), key=lambda i: (r[i].first - r[i].last, -r[i].size, i))
+    size, first, last = p.columns
+    return p.order_by(first - last, -size)
 
 
 def _degree_order(p: Problem) -> list[int]:
-    r = p.records
-    degree = p.graph.degrees.tolist()
-    return sorted(range(len(r)), key=lambda i: (-degree[i], -r[i].size, i))
+    return p.order_by(-p.graph.degrees, -p.columns[0])
 
 
 def _area_order(p: Problem) -> list[int]:
-    r = p.records
-    area = [x.size * (x.last - x.first + 1) for x in r]
-    return sorted(range(len(r)), key=lambda i: (-area[i], -r[i].size, i))
+    size, first, last = p.columns
+    length = last - first + 1
+    if len(size) and int(size.max()) * int(length.max()) >= 1 << 62:  # past int64: exact ints
+        r = p.records
+        area = [x.size * (x.last - x.first + 1) for x in r]
+        return sorted(range(len(r)), key=lambda i: (-area[i], -r[i].size, i))
+    return p.order_by(-(size * length), -size)
 
 
 def _first_step_order(p: Problem) -> list[int]:
-    r = p.records
-    return sorted(range(len(r)), key=lambda i: (r[i].first, -r[i].size, i))
+    size, first, _ = p.columns
+    return p.order_by(first, -size)
 
 
 #: Block orderings; every one breaks ties by size descending, then record index.

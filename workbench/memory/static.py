@@ -100,8 +100,7 @@ def make_plan(
 
 def size_order(problem: Problem) -> list[int]:
     """Tensors by raw size descending, ties by index (TFLite's stable sort).  O(n log n)."""
-    recs = problem.records
-    return sorted(range(len(recs)), key=lambda i: (-recs[i].size, i))
+    return problem.order_by(-problem.columns[0])
 
 
 def plan_naive(
@@ -174,8 +173,8 @@ def breadth_order(problem: Problem) -> list[int]:
     rank[visit] = np.arange(len(steps))
     lo = np.searchsorted(steps, first)
     hi = np.searchsorted(steps, last, side="right")  # steps[lo:hi] lie in the lifetime
-    best = _range_min(rank, lo, hi)
-    return sorted(range(len(recs)), key=lambda i: (best[i], -size[i], i))
+    best = np.asarray(_range_min(rank, lo, hi), dtype=np.int64)
+    return problem.order_by(best, -problem.columns[0])
 
 
 def _range_min(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> list[int]:
