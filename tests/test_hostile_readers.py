@@ -244,3 +244,44 @@ def test_graph_values_refuse_boolean_dimensions_and_repeated_op_ids() -> None:
     with pytest.raises(GraphError, match="lists an op twice"):
         Graph.from_edges([("a", "b")], ops=["a", "b", "a"])
     assert copy.copy(Tensor("t", 8, shape=(1, 2))).shape == (1, 2)
+
+
+def test_a_device_file_holds_finite_numbers_only(tmp_path: Path) -> None:
+    """A gpu_model figure written as a 20,003-character float literal (inf) was accepted and
+    the simulation then stalled; an integer past 4,300 digits gave a raw ValueError."""
+    from workbench.simulator.cost_model.devices import load_device
+
+    (tmp_path / "inf.json").write_text('{"name": "x", "gpu_model": {"op_gap_us": 1e20003}}')
+    (tmp_path / "big.json").write_text('{"name": "x", "sm_count": ' + "9" * 5000 + "}")
+    (tmp_path / "nan.json").write_text('{"name": "x", "sm_count": NaN}')
+    for name, message in (("inf", "1e20003 is not finite"), ("big", "more than 4,300 digits"),
+                          ("nan", "NaN is not a number")):
+        with pytest.raises(wb.OptionError, match=message) as info:
+            load_device(tmp_path / f"{name}.json")
+        assert "\n" not in str(info.value)
+
+
+def test_a_device_is_saved_only_if_its_file_reads_back(tmp_path: Path) -> None:
+    """``with_overrides("a100", sm_count=200)`` kept the fp32 peak of 108 SMs: the saved file
+    was then refused by its own reader.  Now the save refuses, in the reader's words."""
+    from workbench.simulator.cost_model.devices import (
+        get_device,
+        load_device,
+        save_device,
+        with_overrides,
+    )
+
+    with pytest.raises(wb.OptionError, match=r"device 'a100' cannot be saved .*fp32 peak"):
+        save_device(with_overrides(get_device("a100"), sm_count=200), tmp_path / "d.json")
+    assert not (tmp_path / "d.json").exists()
+    spec = with_overrides(get_device("a100"), launch_overhead_us=3.0)
+    assert load_device(save_device(spec, tmp_path / "d.json")) == spec
+
+
+def test_an_execution_trace_schema_is_a_version_string(tmp_path: Path) -> None:
+    from workbench.io import execution_graph
+
+    path = tmp_path / "et.json"
+    path.write_text('{"schema": 1e20003, "nodes": []}')
+    with pytest.raises(wb.FormatError, match="'schema' must be a version string"):
+        execution_graph(path)

@@ -26,11 +26,7 @@ NEW_FAMILIES = tuple(f for f in ALL_FAMILIES if f not in FAMILIES)
 PER_FAMILY = 4
 #: Cases of the sample below whose finding (issue 34) was not fixed when they were written:
 #: ``(family, index) -> reason``; each is ``xfail(strict=False)``, so a fix turns it green.
-KNOWN: dict[tuple[str, int], str] = {
-    ("huge_int", 3): "issue 34 #7: a device file whose gpu_model.op_gap_us is a 4,304-digit "
-                     "float literal (inf) is accepted; the simulation then stalls (RuntimeError "
-                     "traceback)",
-}
+KNOWN: dict[tuple[str, int], str] = {}
 
 
 def test_fuzz_has_no_bad_outcomes() -> None:
@@ -87,11 +83,12 @@ def test_every_family_is_sampled() -> None:
 def test_the_runner_sees_every_bad_outcome() -> None:
     """The classifier itself: a refusal that is accepted, a traceback, a hang and an
     out-of-memory are each reported as such (so zero counts above mean something)."""
-    pool = Pool(time_limit_s=3, memory_limit=1 << 30)
+    # a generous limit for the rest: on a loaded machine the allocation alone took over 3 s
+    pool = Pool(time_limit_s=60, memory_limit=1 << 30)
     try:
         cases = {"silent": Case("api", "x", "api", ("schedule", {"policy": "serial"}), True),
                  "traceback": Case("api", "x", "api", ("nope", {})),
-                 "hang": Case("cli", "x", "_sleep", None),
+                 "hang": Case("cli", "x", "_sleep", None, extra={"time_limit_s": 3}),
                  "oom": Case("cli", "x", "_allocate", None),
                  "clean": Case("api", "x", "api", ("schedule", {"policy": "nncc"}), True)}
         for outcome, case in cases.items():

@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from workbench._checks import show
 from workbench.errors import FormatError
 from workbench.io.et_autograd import (
     grad_fn_of,
@@ -140,6 +141,9 @@ def steps_below(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, int | None]
 def read_calls(data: Any, path: Path) -> list[Call]:
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         raise FormatError(f"{path}: not a PyTorch execution trace (no 'nodes' list)")
+    if "schema" in data and not isinstance(data["schema"], str):   # "1.1.1-chakra.0.0.4"
+        raise FormatError(f"{path}: the execution trace's 'schema' must be a version string "
+                          f"such as \"1.1.1\", got {show(data['schema'], 40)}")
     nodes: dict[int, dict[str, Any]] = {}
     for n in data["nodes"]:
         if isinstance(n, dict) and isinstance(n.get("id"), int):

@@ -329,12 +329,17 @@ def device_to_dict(spec: DeviceSpec, *, fitted_on: str = "") -> dict[str, Any]:
 
 
 def save_device(spec: DeviceSpec, path: str | Any, *, fitted_on: str = "") -> Any:
-    """Write ``spec`` as a device file (the format of ``workbench/data/devices/*.json``)."""
+    """Write ``spec`` as a device file (the format of ``workbench/data/devices/*.json``).  A spec
+    its own reader would refuse (``with_overrides("a100", sm_count=200)`` keeps the fp32 peak of
+    108 SMs) is refused here, in the reader's words, before anything is written: a saved device
+    file always reads back."""
     from pathlib import Path
 
     target = Path(path)
-    return write_text(target, json.dumps(device_to_dict(spec, fitted_on=fitted_on), indent=1)
-                      + "\n")
+    data = device_to_dict(spec, fitted_on=fitted_on)
+    device_from_dict(json.loads(json.dumps(data)),
+                     where=f"device {spec.name!r} cannot be saved as a file its reader accepts")
+    return write_text(target, json.dumps(data, indent=1) + "\n")
 
 
 def load_device(path: str | Any, *, register: bool = False) -> DeviceSpec:
@@ -404,12 +409,26 @@ def _read_json(path: Path) -> Any:
     """The JSON of a device file or profile, read by :func:`workbench._atomic.read_input` (a
     FIFO, device, directory or a file over the input size limit is a one-line error, not a hang
     or a MemoryError); a one-line OptionError naming the file otherwise.  O(file size)."""
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"the number {text[:20]}{'...' if len(text) > 20 else ''} is "
+                             f"not finite")
+        return value
+
+    def constant(text: str) -> float:
+        raise ValueError(f"{text} is not a number a device file may hold")
+
     try:
-        return json.loads(read_input(path, what="device file").decode("utf-8"))
+        return json.loads(read_input(path, what="device file").decode("utf-8"),
+                          parse_float=finite, parse_constant=constant)
     except FormatError as exc:
         raise OptionError(str(exc)) from None
-    except (ValueError, RecursionError) as exc:
-        raise OptionError(f"{path}: cannot read a device file ({str(exc)[:200]})") from None
+    except (ValueError, RecursionError) as exc:   # non-finite, over 4,300 digits, bad JSON
+        why = (str(exc).splitlines() or [type(exc).__name__])[0]
+        if "integer string conversion" in why:
+            why = "an integer of more than 4,300 digits is no device figure"
+        raise OptionError(f"{path}: cannot read a device file ({why[:200]})") from None
 
 
 def _device_file(path: Path) -> DeviceSpec:
