@@ -248,16 +248,16 @@ def test_app_lists_a_policy_whose_budget_ran_out_as_failed(test_policies: None,
     pytest.importorskip("ipywidgets")
     from functools import partial
 
-    from workbench.ui import Workbench, results
+    from workbench.ui import Workbench
     from workbench.ui.workbench import _Job
 
     monkeypatch.setattr(wb, "compare", partial(compare_module.compare, budget_s=TINY))
     graph = wb.models.nnc_diamond()
     job = _Job(lambda: graph, ["nnc", "endless"], {}, "h100", "eager", "simulator", "somas")
-    parts = Workbench()._compare_each(graph, job)
+    comparison = Workbench()._compare_all(graph, job)   # one compare call, as Run makes
     assert [(n, str(e)) for n, e in job.failures] == [
         ("endless", f"budget hit ({TINY:g} s): no schedule")]
-    assert list(results.merge(parts).table_in_policy_order["policy"]) == ["serial", "nnc"]
+    assert comparison is not None and list(comparison.schedules) == ["serial", "nnc"]
 
 
 def test_progress_bar_when_interactive_keeps_the_lines(monkeypatch: pytest.MonkeyPatch,

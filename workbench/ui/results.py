@@ -33,7 +33,9 @@ _BOX = 'style="font-family: Helvetica, Arial, sans-serif; font-size: 13px"'
 
 # ------------------------------------------------------------------------------------ merging
 def merge(parts: Sequence[Comparison]) -> Comparison:
-    """One Comparison from several ``compare(graph, [policy])`` results on the same graph.
+    """One Comparison from several ``compare(graph, [policy])`` results on the same graph (for
+    callers that compare policies one by one; the app makes one ``compare`` call, which searches
+    a small graph's exact optimum once instead of once per policy).
 
     Each part holds the baseline (``serial``, which ``compare`` always runs) and one policy; the
     baseline is taken from the first part and listed first, as ``compare`` does.  The simulator is
@@ -68,9 +70,12 @@ def merge(parts: Sequence[Comparison]) -> Comparison:
 # ------------------------------------------------------------------------------------ views
 def select_options(comparison: Comparison) -> list[tuple[str, str]]:
     """``(label, policy)`` pairs for the policy selector: name, makespan and speedup, in the
-    order of the ranking table (smallest makespan first)."""
+    order of the ranking table (smallest makespan first); a row without a schedule (its stage
+    budget ran out: the table says so in its status) has nothing to select."""
     out = []
     for row in ranking(comparison.table).itertuples(index=False):
+        if row.policy not in comparison.schedules:
+            continue
         speedup = getattr(row, "speedup", float("nan"))
         out.append((f"{row.policy} — {row.makespan_us:,.1f} µs ({speedup:.2f}×)", str(row.policy)))
     return out
@@ -78,7 +83,9 @@ def select_options(comparison: Comparison) -> list[tuple[str, str]]:
 
 def table_html(comparison: Comparison, selected: str | None = None) -> str:
     """The ranking table (best row green, ``selected`` row outlined; essential columns first, the
-    others behind the "all columns" toggle), scrolling when wide."""
+    others behind the "all columns" toggle), scrolling when wide, under the best in words
+    (:attr:`~workbench.orchestration.comparison.Comparison.best_text`) and the near-tie note
+    (:func:`tie_note_html`), as the CLI and the report say them."""
     styled = comparison_styler(comparison.table)
     if not isinstance(styled, str) and selected is not None:
         policies = comparison.table["policy"]
@@ -91,13 +98,37 @@ def table_html(comparison: Comparison, selected: str | None = None) -> str:
     body = ranking_html(comparison.table, styler=styled)
     head = (f"<b>{escape(comparison.graph.name)}</b>: {len(comparison.graph)} ops on "
             f"{escape(comparison.device)} ({escape(comparison.mode)}), best "
-            f"<b>{escape(comparison.best or 'none')}</b>")
-    return f'<div {_BOX}><p>{head}</p>{body}</div>'
+            f"<b>{escape(comparison.best_text)}</b>")
+    return f'<div {_BOX}><p>{head}</p>{tie_note_html(comparison)}{body}</div>'
+
+
+def best_line(comparison: Comparison) -> str:
+    """The best in a few words for the status line: ``"best nnc"``, or with the policies the
+    comparison cannot tell apart from it (:attr:`Comparison.ties`) ``"best nnc, not told apart
+    from min_streams (see the note in Table)"``."""
+    best = comparison.best
+    if best is None:
+        return "no policy was executed"
+    others = [p for p in comparison.ties if p != best]
+    if not others:
+        return f"best {best}"
+    return f"best {best}, not told apart from {', '.join(others)} (see the note in Table)"
+
+
+def tie_note_html(comparison: Comparison) -> str:
+    """The note on the policies the comparison cannot order against the best
+    (:attr:`~workbench.orchestration.comparison.Comparison.near_tie_text`: the simulator's near
+    ties, or measurement noise), as the CLI prints it under its ``best:`` line and the report
+    shows it; empty when the best stands alone."""
+    text = comparison.near_tie_text if comparison.best is not None else ""
+    return (f'<p class="wb-tie-note" style="margin:4px 0; color:#555">Note: {escape(text)}</p>'
+            if text else "")
 
 
 def dag_html(comparison: Comparison, policy: str) -> str:
     """The DAG coloured by ``policy``'s streams, with its stream table (Graphviz SVG, or the
-    built-in drawing when ``dot`` is missing)."""
+    built-in drawing when ``dot`` is missing).  The app's style sheet
+    (:mod:`workbench.ui.css`) wraps the launch order and scales the drawing to the pane."""
     schedule = comparison.schedules[policy]
     # the module, not the re-exported function ``workbench.viz.dag``
     have_dot = importlib.import_module("workbench.viz.dag")._have_dot()
@@ -108,15 +139,23 @@ def dag_html(comparison: Comparison, policy: str) -> str:
         warnings.simplefilter("ignore", RuntimeWarning)
         svg = dag_svg(comparison.graph, schedule)
     return (f"<div {_BOX}><p>Streams of <b>{escape(policy)}</b> (red edges: syncs)</p>"
-            f"{note}{stream_table(schedule)}<div style=\"overflow:auto; max-height:900px\">"
+            f'{note}<div class="wb-hscroll">{stream_table(schedule)}</div>'
+            f"<div style=\"overflow:auto; max-height:900px\">"
             f"{svg}</div></div>")
 
 
-def show_figure(out: widgets.Output, fig: go.Figure) -> None:
+def show_figure(out: widgets.Output, fig: go.Figure, *, caption: str = "") -> None:
     """Replace the content of ``out`` with ``fig`` (plotly JSON: rendered by the plotly extension
-    in JupyterLab and Voilà; no plotly.js travels with the widget state)."""
-    out.outputs = ({"output_type": "display_data", "metadata": {},
-                    "data": figure_bundle(fig, html=False)},)
+    in JupyterLab and Voilà; no plotly.js travels with the widget state) and, below it, the
+    ``caption`` (HTML, already escaped: a line that wraps where a plotly title would be cut)."""
+    figure = {"output_type": "display_data", "metadata": {},
+              "data": figure_bundle(fig, html=False)}
+    if not caption:
+        out.outputs = (figure,)
+        return
+    text = f'<div class="wb-caption" {_BOX}>{caption}</div>'
+    out.outputs = (figure, {"output_type": "display_data", "metadata": {},
+                            "data": {"text/html": text, "text/plain": caption}})
 
 
 def show_html(out: widgets.Output, html: str) -> None:

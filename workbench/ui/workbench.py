@@ -13,10 +13,11 @@ Memory, DAG, Report), and an error line on top.  Every widget is an attribute, a
 is what the Run button calls, so tests drive the app without a browser.
 
 The work runs in a background thread (a long IOS search does not freeze the notebook).  It calls
-``wb.compare(graph, [policy], ...)`` once per policy, which moves the progress bar after each
-policy, and merges the parts (:func:`workbench.ui.results.merge`) into one Comparison equal to a
-single ``compare`` call.  The price: the ``serial`` baseline, which ``compare`` always includes,
-is re-run per policy (milliseconds).
+``wb.compare(graph, policies, ...)`` once, as a notebook would: the exact optimum of a small graph
+is searched once, not once per policy (Run used to call ``compare`` per policy, ~12 s more on an
+8-op graph); ``compare``'s ``on_policy_done`` moves the progress bar after each policy.  Only when
+that call raises (a policy's impossible option, say) is each policy compared alone, without the
+optimum search, to find the ones that fail; the others are then compared together.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from workbench.errors import OptionError, WorkbenchError
 from workbench.executors.execute import EXECUTORS
 from workbench.schedulers import POLICIES
 from workbench.ui import results
+from workbench.ui.css import style_html
 from workbench.ui.forms import ParamForm
 from workbench.ui.sources import GraphSource, describe
 from workbench.viz import lifetime_chart, memory_curve, timelines
@@ -156,7 +158,8 @@ class Workbench:
                                          icon="play", tooltip="schedule, execute and compare")
         self.progress = widgets.IntProgress(value=0, min=0, max=1, bar_style="info",
                                             layout=widgets.Layout(width="100%"))
-        self.status = widgets.Label("ready")
+        self.status = widgets.HTML("ready")  # HTML: a long line wraps instead of being cut
+        self.status.add_class("wb-status")
         self.run_button.on_click(lambda _: self.run())
 
     def _build_results(self) -> None:
@@ -179,13 +182,15 @@ class Workbench:
             description="Export HTML report", icon="download", disabled=True,
             layout=widgets.Layout(width="auto", min_width="max-content", flex="0 0 auto"))
         self.report_link = widgets.HTML()
+        self.report_path.layout.flex = "1 1 260px"  # a narrow pane: the button wraps below
         self.tabs = widgets.Tab(children=[
             widgets.VBox([widgets.HTML("Click a policy to select it in every tab:"),
                           self.table_select, self.table_html]),
             self.timelines_out,
             widgets.VBox([self.memory_out, self.lifetime_out]),
             self.dag_html,
-            widgets.VBox([widgets.HBox([self.report_path, self.export_button]),
+            widgets.VBox([widgets.HBox([self.report_path, self.export_button],
+                                       layout=widgets.Layout(flex_flow="row wrap")),
                           self.report_link]),
         ], titles=TAB_TITLES)
         self.table_select.observe(self._on_table_select, names="value")
@@ -200,7 +205,7 @@ class Workbench:
             self.mode_row, self.planner, self.run_button, self.progress, self.status,
         ], layout=widgets.Layout(width="360px", min_width="360px", padding="0 12px 0 0"))
         header = widgets.VBox([
-            widgets.HTML("<h3 style='margin:4px 0'>Schedule Workbench</h3>"),
+            widgets.HTML(style_html() + "<h3 style='margin:4px 0'>Schedule Workbench</h3>"),
             self.error, self.error_details])
         results_pane = widgets.VBox([self.selected, self.tabs],
                                     layout=widgets.Layout(flex="1 1 auto", min_width="0"))
@@ -208,6 +213,7 @@ class Workbench:
                                    layout=widgets.Layout(width="100%"))
         self.widget.add_class("wb-app")
         for w, name in ((self.run_button, "wb-run"), (self.executor, "wb-executor"),
+                        (self.graph_source.box, "wb-source"),
                         (self.table_select, "wb-table-select"), (self.selected, "wb-selected"),
                         (self.tabs, "wb-tabs"), (self.dag_html, "wb-dag")):
             w.add_class(name)  # stable hooks for browser tests and custom CSS
@@ -337,13 +343,12 @@ class Workbench:
             self.status.value = "building the graph…"
             graph = job.build()
             self.graph_info.value = describe(graph)
-            parts = self._compare_each(graph, job)
-            if not parts:
+            comparison = self._compare_all(graph, job)
+            if comparison is None:
                 name, exc = job.failures[0]
                 self.show_error(exc, prefix=f"{name} failed")
                 self.status.value = "no results"
                 return
-            comparison = results.merge(parts)
             self.graph, self.comparison = graph, comparison
             self._show(comparison)
             if job.failures:
@@ -353,35 +358,63 @@ class Workbench:
                 unexpected = [e for _, e in job.failures if not isinstance(e, WorkbenchError)]
                 if unexpected:
                     self.show_error(unexpected[0], prefix=f"{len(job.failures)} policies failed")
-            self.status.value = (f"done in {time.perf_counter() - t0:.1f} s: "
-                                 f"{len(comparison.policies)} policies, best {comparison.best}")
+            self.status.value = html.escape(
+                f"done in {time.perf_counter() - t0:.1f} s: {len(comparison.policies)} "
+                f"policies, {results.best_line(comparison)}")
         except Exception as exc:  # shown in the app, never a traceback wall
             self.show_error(exc)
             self.status.value = "failed"
         finally:
             self.run_button.disabled = False
 
-    def _compare_each(self, graph: wb.Graph, job: _Job) -> list[wb.Comparison]:
+    def _compare(self, graph: wb.Graph, job: _Job, names: list[str], *,
+                 optimum_max_ops: int = 8, track: bool = True) -> wb.Comparison:
+        """One ``wb.compare`` of ``names`` with the job's settings; ``track``: the progress bar
+        and the status line follow its policies."""
+        def done(name: str, i: int, n: int) -> None:
+            self.progress.max = n
+            self.progress.value = i
+            self.status.value = f"{name} done ({i}/{n})…"
+
+        options = {n: job.options[n] for n in names if n in job.options}
+        return wb.compare(graph, names, device=job.device, mode=job.mode,
+                          executor=job.executor, options=options or None, planner=job.planner,
+                          optimum_max_ops=optimum_max_ops, show_progress=False,
+                          on_policy_done=done if track else None)
+
+    def _compare_all(self, graph: wb.Graph, job: _Job) -> wb.Comparison | None:
+        """The comparison of every selected policy: one ``compare`` call.  Only if it raises,
+        each policy is compared alone (no optimum search: that is the same for all) to find the
+        ones that fail (into ``job.failures``), and the others are compared together.  Policies
+        stopped by their stage budget are failures too.  None when no policy ran."""
         self.progress.max, self.progress.value = len(job.policies), 0
         self.progress.bar_style = "info"
-        parts = []
-        for i, name in enumerate(job.policies, start=1):
-            self.status.value = f"{name} ({i}/{len(job.policies)})…"
-            opts = {name: job.options[name]} if name in job.options else None
-            try:
-                part = wb.compare(graph, [name], device=job.device, mode=job.mode,
-                                  executor=job.executor, options=opts, planner=job.planner,
-                                  show_progress=False)
-            except Exception as exc:
-                job.failures.append((name, exc))
-                continue
-            parts.append(part)
-            if name not in part.schedules:  # its stage budget ran out: no row to merge
-                status = part.table.loc[part.table["policy"] == name, "status"]
-                job.failures.append((name, WorkbenchError(str(status.iloc[0]))))
-            self.progress.value = i
+        self.status.value = f"comparing {len(job.policies)} policies…"
+        try:
+            comparison = self._compare(graph, job, job.policies)
+        except Exception as exc:
+            ok = []
+            for i, name in enumerate(job.policies, start=1):
+                self.status.value = f"{name} alone ({i}/{len(job.policies)}): finding what failed…"
+                try:
+                    self._compare(graph, job, [name], optimum_max_ops=0, track=False)
+                except Exception as alone:
+                    job.failures.append((name, alone))
+                else:
+                    ok.append(name)
+            if not job.failures:  # fails together only: nothing to blame on one policy
+                raise exc
+            if not ok:
+                return None
+            comparison = self._compare(graph, job, ok)
+        table = comparison.table
+        for name in job.policies:
+            if name not in comparison.schedules and name in set(table["policy"]):
+                # its stage budget ran out: a row with a status, no schedule to show
+                status = table.loc[table["policy"] == name, "status"].iloc[0]
+                job.failures.append((name, WorkbenchError(str(status))))
         self.progress.bar_style = "warning" if job.failures else "success"
-        return parts
+        return comparison
 
     # ------------------------------------------------------------------------------ results
     def _show(self, comparison: wb.Comparison) -> None:
@@ -431,8 +464,9 @@ class Workbench:
             results.show_html(self.lifetime_out, "<i>No memory plan (memory planner: none).</i>")
         else:
             fig = lifetime_chart(plan)
-            fig.layout.title.text = f"{html.escape(policy)} · {fig.layout.title.text}"
-            results.show_figure(self.lifetime_out, fig)
+            caption = fig.layout.title.text  # the plan's numbers: a line that may wrap
+            fig.layout.title.text = f"{html.escape(policy)} · memory plan"
+            results.show_figure(self.lifetime_out, fig, caption=caption)
         if policy not in self._dag_cache:
             self._dag_cache[policy] = results.dag_html(c, policy)
         self.dag_html.value = self._dag_cache[policy]
