@@ -63,3 +63,49 @@ def legend_title_overlaps(page: Any, scope: str = "body") -> tuple[list[dict[str
            for f in figures for leg in f["legends"] for title in f["titles"]
            if intersects(leg, title)]
     return figures, bad
+
+
+#: Every visible element under ``scope`` that is clipped or sticks out, one line each:
+#: * wider inside than its box (``scrollWidth > clientWidth``) while not a scroll container:
+#:   content spilling out of its box, or cut by ``overflow: hidden`` / ``text-overflow: ellipsis``
+#:   (an ellipsised tab label or button, a title wider than its figure's box);
+#: * extending beyond the viewport's right edge, unless it lies inside a scroll container (whose
+#:   own box is checked: it may scroll, it may not stick out).
+#: SVG drawings are checked as a whole (their ``<svg>`` box), not shape by shape; text inputs,
+#: which scroll their own text, only for sticking out.
+OVERFLOW_JS = """scope => {
+    const vw = document.documentElement.clientWidth;
+    const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+    const inScroller = e => {
+        for (let p = e.parentElement; p && p !== document.body; p = p.parentElement)
+            if (scrolls(p)) return true;
+        return false;
+    };
+    const name = e => {
+        const cls = String(e.className && e.className.baseVal !== undefined
+                           ? e.className.baseVal : e.className || '');
+        const text = (e.innerText || e.textContent || '').trim().replace(/\\s+/g, ' ');
+        return `${e.tagName.toLowerCase()}.${cls.trim().split(/\\s+/).slice(0, 3).join('.')}`
+               + ` "${text.slice(0, 40)}"`;
+    };
+    const out = [];
+    for (const root of document.querySelectorAll(scope))
+        for (const e of [root, ...root.querySelectorAll('*')]) {
+            if (e.parentElement && e.parentElement.closest('svg')) continue;
+            const r = e.getBoundingClientRect();
+            if (!r.width || !r.height || getComputedStyle(e).visibility === 'hidden') continue;
+            if (!['svg', 'INPUT', 'TEXTAREA'].includes(e.tagName) && !scrolls(e) && e.clientWidth
+                    && e.scrollWidth > e.clientWidth + 1)
+                out.push(`${name(e)}: content ${e.scrollWidth} px in a ${e.clientWidth} px box`);
+            if (r.right > vw + 1 && !inScroller(e))
+                out.push(`${name(e)}: right edge at ${Math.round(r.right)} px, `
+                         + `beyond the ${vw} px viewport`);
+        }
+    return out;
+}"""
+
+
+def overflow_problems(page: Any, scope: str = "body") -> list[str]:
+    """:data:`OVERFLOW_JS` on ``page``: one line per clipped or protruding element under the
+    elements matching ``scope`` (empty when nothing is cut off).  O(elements × depth)."""
+    return list(page.evaluate(OVERFLOW_JS, scope))
