@@ -6,7 +6,8 @@ during the larger run: on a 2-core machine with two CPU hogs, single runs vary b
 * the sizes are timed **interleaved** (n, 2n, 4n, n, 2n, 4n, ...), so a slow minute slows every
   size alike instead of one of them;
 * each size keeps its **best** run (the one least disturbed), with the garbage collector off
-  (its passes grow with the heap and blur the growth);
+  for the whole measurement (its passes grow with the heap and blur the growth, and in a full
+  test session one collection of the large heap takes seconds);
 * the exponent ``k`` of ``t ~ n^k`` is **fitted** over all sizes by least squares in log-log
   space, so one disturbed size moves it by a third of what it would move a two-point ratio.
 
@@ -28,18 +29,18 @@ LINEAR = 1.5
 def best_times(build: Callable[[int], object], sizes: Sequence[int],
                rounds: int = 3) -> dict[int, float]:
     """The best wall time of ``build(n)`` for each ``n`` in ``sizes``, over ``rounds`` rounds
-    that each time every size once (interleaved), with the garbage collector off."""
+    that each time every size once (interleaved), with the garbage collector off throughout."""
     times: dict[int, list[float]] = {n: [] for n in sizes}
-    for _ in range(rounds):
-        for n in sizes:
-            gc.collect()
-            gc.disable()
-            try:
+    gc.collect()   # once: in a full test session the heap is large and a collection takes seconds
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            for n in sizes:
                 start = time.perf_counter()
                 build(n)
                 times[n].append(time.perf_counter() - start)
-            finally:
-                gc.enable()
+    finally:
+        gc.enable()
     return {n: max(min(ts), 1e-6) for n, ts in times.items()}
 
 

@@ -25,7 +25,6 @@ def _execute(path: Path, workdir: Path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     nb = nbformat.read(path, as_version=4)
-    os.environ.setdefault("WORKBENCH_PROGRESS", "0")
     client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
                                      store_widget_state=True,
                                      resources={"metadata": {"path": str(workdir)}})
@@ -36,6 +35,7 @@ def _execute(path: Path, workdir: Path):
 @pytest.mark.parametrize("stem", EXPORTED)
 def test_exported_html_keeps_every_plotly_figure(stem: str, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_PROGRESS", "0")   # for the kernel; undone after the test
     # the kernel runs in tmp_path: let it import this checkout's workbench, not an installed one
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         p for p in (str(NOTEBOOK_DIR.parent), os.environ.get("PYTHONPATH", "")) if p))

@@ -19,7 +19,7 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert not cell.get("outputs"), f"{path.name} is stored with outputs"
-    os.environ.setdefault("WORKBENCH_PROGRESS", "0")
+    monkeypatch.setenv("WORKBENCH_PROGRESS", "0")   # for the kernel; undone after the test
     # the kernel runs in tmp_path: let it import this checkout's workbench, not an installed one
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p))

@@ -89,10 +89,11 @@ def test_cli_table_keeps_the_comparisons_order_with_utilisation_in_percent() -> 
     assert lines[1].endswith("5.8%") and lines[3].endswith("3.9%")
 
 
-def test_cli_names_the_memory_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str]
-                                     ) -> None:
+def test_cli_names_the_memory_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from workbench import cli
 
+    monkeypatch.setenv("WORKBENCH_PROGRESS", "1")   # the line under test is a progress line
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         code = cli.main(["compare", "--model", "nnc_diamond", "--policies", "nnc",
