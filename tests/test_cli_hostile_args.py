@@ -231,3 +231,36 @@ def test_plotlyjs_directory_with_a_planted_link_is_refused_before_work(
     assert main(compare("-o", str(pages / "r.html"), "--plotlyjs", "directory")) == 2
     assert "is a symbolic link; refusing to write through it" in error_line(capsys)
     assert victim.read_text() == "secret\n"
+
+
+def test_out_of_memory_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``workbench import`` of a 10^6-event trace under a 2 GiB cap read the trace, then died in
+    the JSON writer with a raw MemoryError traceback; a MemoryError no reader bounds is one
+    line naming the cap."""
+    import workbench.io.json_format as json_format
+    from workbench import cli
+
+    def exhausted(*_: object, **__: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(json_format, "graph_to_dict", exhausted)
+    trace = Path(__file__).parent / "data" / "branchy_gpu_kineto.json"
+    code = cli.main(["import", str(trace), "-o", str(tmp_path / "g.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("workbench: error: out of memory (") and \
+        err.count("\n") == 1, err
+    assert not (tmp_path / "g.json").exists()
+
+
+def test_a_saved_graph_is_streamed_as_the_same_bytes(tmp_path: Path) -> None:
+    """save_json writes the encoder's pieces as they come (the text of a 500,000-op graph is
+    never whole in memory), byte for byte what json.dumps(..., indent=1) gives."""
+    import json
+
+    import workbench as wb
+    from workbench.io.json_format import graph_to_dict
+
+    graph = wb.models.nnc_while_loop()
+    wb.save(graph, tmp_path / "g.json")
+    assert (tmp_path / "g.json").read_text() == json.dumps(graph_to_dict(graph), indent=1) + "\n"

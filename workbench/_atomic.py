@@ -22,6 +22,7 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from workbench.errors import FormatError, OutputError
@@ -128,6 +129,13 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *,
     """Write ``data`` to ``path`` atomically (module docstring); a one-line OutputError if it
     cannot, with the old file, if any, left intact.  ``through_links=False`` refuses a symbolic
     link at ``path`` instead of writing through it (for files the user did not name)."""
+    return write_chunks(path, (data,), through_links=through_links)
+
+
+def write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes | str], *,
+                 through_links: bool = True) -> Path:
+    """:func:`write_bytes` of the concatenation of ``chunks`` (``str`` ones in UTF-8), written
+    as they come: a large file (a 500,000-op graph's JSON) is never whole in memory."""
     given = Path(path)
     out = resolve_output(given, through_links=through_links)
     try:
@@ -136,7 +144,8 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *,
         raise OutputError(f"cannot write {str(out)!r} ({_reason(exc)})") from None
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for chunk in chunks:
+                f.write(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, _mode_for(out))

@@ -477,6 +477,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         silence_stdout()
         print(f"workbench: error: {message}", file=sys.stderr)
         return EXIT_STDOUT_CLOSED
+    except MemoryError:   # past the address-space cap (ulimit -v) where no reader bounds it
+        try:
+            from workbench.io.trace_events import memory_cap
+
+            cap = f" ({memory_cap()})"
+        except MemoryError:
+            cap = ""
+        print(f"workbench: error: out of memory{cap}: the input is too large for this "
+              f"machine or its limit", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("workbench: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

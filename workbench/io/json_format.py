@@ -27,10 +27,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import read_input, write_text
+from workbench._atomic import read_input, write_chunks
 from workbench._checks import (
     check_choice,
     check_keys,
@@ -158,8 +159,26 @@ def _jsonable(value: Any) -> Any:
 def save_json(graph: Graph, path: str | Path) -> Path:
     path = Path(path)
     with recursion_headroom(_FRAMES_PER_LEVEL * MAX_CONTROL_DEPTH):
-        text = json.dumps(graph_to_dict(graph), indent=1)
-    return write_text(path, text + "\n")
+        data = graph_to_dict(graph)
+        # streamed: the text of a 500,000-op graph is never whole in memory (the same bytes as
+        # json.dumps(data, indent=1) would give)
+        return write_chunks(path, _batched(json.JSONEncoder(indent=1).iterencode(data),
+                                           "\n"))
+
+
+def _batched(pieces: Iterator[str], end: str, size: int = 1 << 16) -> Iterator[str]:
+    """``pieces`` then ``end``, joined into strings of about ``size`` characters (the encoder
+    yields one token at a time; one write per token would be slow)."""
+    batch: list[str] = []
+    length = 0
+    for piece in pieces:
+        batch.append(piece)
+        length += len(piece)
+        if length >= size:
+            yield "".join(batch)
+            batch, length = [], 0
+    batch.append(end)
+    yield "".join(batch)
 
 
 #: Python frames (and JSON nesting levels) one level of control flow takes to read or write:
