@@ -97,36 +97,52 @@ def browser() -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def _voila(folder: Path, cells: list[str]) -> Iterator[str]:
-    """A Voilà server on 127.0.0.1 serving a notebook of ``cells``; always stopped."""
-    pytest.importorskip("voila", reason="the app browser test needs Voilà (pip install voila)")
-    _notebook(folder / "app.ipynb", cells)
-    port, token = _free_port(), os.urandom(16).hex()
-    # the kernel imports this checkout's workbench, not an installed one
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "WORKBENCH_PROGRESS": "0", "PYTHONPATH": path}
-    log = (folder / "voila.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "voila", "app.ipynb", "--no-browser", f"--port={port}",
-         "--Voila.ip=127.0.0.1", f"--token={token}", "--Voila.port_retries=0"],
-        cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+def _server(folder: Path, name: str, argv: list[str], env: dict[str, str],
+            url: str) -> Iterator[str]:
+    """Run ``argv`` (a notebook server on 127.0.0.1 at the port in ``url``) in ``folder``
+    with its log in ``folder/<name>.log``; yields ``url`` once the port listens; always
+    stopped."""
+    port = int(url.split(":")[2].split("/")[0])
+    log = (folder / f"{name}.log").open("wb")
+    proc = subprocess.Popen(argv, cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     try:
         deadline = time.monotonic() + SERVER_START_S
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"voila exited ({proc.returncode}): "
-                            f"{(folder / 'voila.log').read_text()[-2000:]}")
+                pytest.fail(f"{name} exited ({proc.returncode}): "
+                            f"{(folder / f'{name}.log').read_text()[-2000:]}")
             try:
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
                 if time.monotonic() > deadline:
-                    pytest.fail(f"voila did not listen on port {port} in {SERVER_START_S} s")
+                    pytest.fail(f"{name} did not listen on port {port} in {SERVER_START_S} s")
                 time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/?token={token}"
+        yield url
     finally:
         _stop(proc)
         log.close()
+
+
+def _kernel_env(**extra: str) -> dict[str, str]:
+    """The servers' environment: their kernels import this checkout's workbench, not an
+    installed one, and draw no progress bars."""
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "WORKBENCH_PROGRESS": "0", "PYTHONPATH": path, **extra}
+
+
+@contextlib.contextmanager
+def _voila(folder: Path, cells: list[str]) -> Iterator[str]:
+    """A Voilà server on 127.0.0.1 serving a notebook of ``cells``; always stopped."""
+    pytest.importorskip("voila", reason="the app browser test needs Voilà (pip install voila)")
+    _notebook(folder / "app.ipynb", cells)
+    port, token = _free_port(), os.urandom(16).hex()
+    argv = [sys.executable, "-m", "voila", "app.ipynb", "--no-browser", f"--port={port}",
+            "--Voila.ip=127.0.0.1", f"--token={token}", "--Voila.port_retries=0"]
+    with _server(folder, "voila", argv, _kernel_env(),
+                 f"http://127.0.0.1:{port}/?token={token}") as url:
+        yield url
 
 
 @contextlib.contextmanager
@@ -136,35 +152,15 @@ def _jupyterlab(folder: Path, cells: list[str]) -> Iterator[str]:
     pytest.importorskip("jupyterlab", reason="the JupyterLab browser test needs jupyterlab")
     _notebook(folder / "app.ipynb", cells)
     port, token = _free_port(), os.urandom(16).hex()
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "WORKBENCH_PROGRESS": "0", "PYTHONPATH": path,
-           "JUPYTER_RUNTIME_DIR": str(folder / "runtime")}
-    log = (folder / "lab.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
-         "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-         "--ServerApp.port_retries=0", f"--ServerApp.root_dir={folder}", "--allow-root",
-         f"--LabApp.user_settings_dir={folder / 'settings'}",
-         f"--LabApp.workspaces_dir={folder / 'workspaces'}"],
-        cwd=folder, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"jupyter lab exited ({proc.returncode}): "
-                            f"{(folder / 'lab.log').read_text()[-2000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"jupyter lab did not listen on port {port} in "
-                                f"{SERVER_START_S} s")
-                time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/lab/tree/app.ipynb?token={token}"
-    finally:
-        _stop(proc)
-        log.close()
+    argv = [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}",
+            "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
+            "--ServerApp.port_retries=0", f"--ServerApp.root_dir={folder}", "--allow-root",
+            f"--LabApp.user_settings_dir={folder / 'settings'}",
+            f"--LabApp.workspaces_dir={folder / 'workspaces'}"]
+    with _server(folder, "jupyterlab", argv,
+                 _kernel_env(JUPYTER_RUNTIME_DIR=str(folder / "runtime")),
+                 f"http://127.0.0.1:{port}/lab/tree/app.ipynb?token={token}") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

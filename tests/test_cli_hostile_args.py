@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.test_cli_safety import error_line, no_work  # noqa: F401 (a fixture)
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.viz.embed import PLOTLYJS_FILE
@@ -30,24 +31,6 @@ def run_cli(*args: str, timeout: float = 60, **kw: Any) -> subprocess.CompletedP
         return subprocess.run([*CLI, *args], text=True, timeout=timeout, env=env, cwd=ROOT, **kw)
     except subprocess.TimeoutExpired:
         pytest.fail(f"workbench {' '.join(args)[:80]} hung for {timeout} s")
-
-
-def error_line(capsys: pytest.CaptureFixture[str]) -> str:
-    err = capsys.readouterr().err
-    lines = err.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("workbench: error: "), err
-    return lines[0]
-
-
-@pytest.fixture
-def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail the test if the comparison starts: the checks must come first."""
-    import workbench.orchestration.compare as compare_module
-
-    def refuse(*a: Any, **k: Any) -> None:
-        raise AssertionError("compare() ran before the arguments were checked")
-
-    monkeypatch.setattr(compare_module, "compare", refuse)
 
 
 def compare(*args: str) -> list[str]:

@@ -43,10 +43,12 @@ def error_line(capsys: pytest.CaptureFixture[str]) -> str:
 @pytest.fixture
 def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if the comparison starts: the checks must come first."""
+    import workbench.orchestration.compare as compare_module
+
     def refuse(*a: Any, **k: Any) -> None:
         raise AssertionError("compare() ran before the arguments were checked")
 
-    monkeypatch.setattr(sys.modules["workbench.orchestration.compare"], "compare", refuse)
+    monkeypatch.setattr(compare_module, "compare", refuse)
 
 
 # ------------------------------------------------------------------ checks before any work
