@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import subprocess
 import sys
 import time
@@ -253,9 +254,12 @@ def test_a_device_file_holds_finite_numbers_only(tmp_path: Path) -> None:
 
     (tmp_path / "inf.json").write_text('{"name": "x", "gpu_model": {"op_gap_us": 1e20003}}')
     (tmp_path / "big.json").write_text('{"name": "x", "sm_count": ' + "9" * 5000 + "}")
-    (tmp_path / "nan.json").write_text('{"name": "x", "sm_count": NaN}')
+    from workbench.simulator.cost_model.devices import device_to_dict, get_device
+
+    good = device_to_dict(get_device("h100"))
+    (tmp_path / "nan.json").write_text(json.dumps({**good, "gpu_model": {"op_gap_us": math.nan}}))
     for name, message in (("inf", "1e20003 is not finite"), ("big", "more than 4,300 digits"),
-                          ("nan", "NaN is not a number")):
+                          ("nan", "'op_gap_us' must be a finite number")):
         with pytest.raises(wb.OptionError, match=message) as info:
             load_device(tmp_path / f"{name}.json")
         assert "\n" not in str(info.value)
@@ -282,6 +286,28 @@ def test_an_execution_trace_schema_is_a_version_string(tmp_path: Path) -> None:
     from workbench.io import execution_graph
 
     path = tmp_path / "et.json"
-    path.write_text('{"schema": 1e20003, "nodes": []}')
+    path.write_text('{"schema": 1.5, "nodes": []}')
     with pytest.raises(wb.FormatError, match="'schema' must be a version string"):
         execution_graph(path)
+
+
+def test_a_number_that_overflows_a_float_is_refused(tmp_path: Path) -> None:
+    """A 5,003-character float literal in a generic op's attrs, or in an Execution Trace's
+    shapes, silently read as infinity; ``Infinity`` written as such stays what it says."""
+    from workbench.io import execution_graph
+
+    graph = tmp_path / "g.json"
+    full = '{"format": "schedule-workbench-graph", "version": 1, "tensors": [], "ops": '
+    graph.write_text(full + '[{"id": "a", "kind": "op", "attrs": {"kernel": [1'
+                     + "0" * 5000 + '.5, 1]}}]}')
+    with pytest.raises(wb.FormatError, match=r"g\.json: the number 1000.* is too large for a "
+                                             r"float") as info:
+        wb.load(graph)
+    assert "\n" not in str(info.value)
+    et = tmp_path / "et.json"
+    et.write_text('{"schema": "1.1.1", "nodes": [{"id": 1, "name": "aten::relu", '
+                  '"inputs": {"shapes": [[1e400]]}}]}')
+    with pytest.raises(wb.FormatError, match="1e400 is too large for a float"):
+        execution_graph(et)
+    graph.write_text(full + '[{"id": "a", "kind": "op", "attrs": {"scale": Infinity}}]}')
+    assert wb.load(graph).op("a").attrs["scale"] == float("inf")

@@ -83,7 +83,8 @@ def parse_json(text: str, where: object, *, nested: str = "JSON nested too deepl
     from workbench.errors import FormatError
 
     try:
-        return json.loads(text, object_pairs_hook=object_hook or unique_keys)
+        return json.loads(text, object_pairs_hook=object_hook or unique_keys,
+                          parse_float=_finite_float)
     except FormatError as exc:
         raise FormatError(f"{where}: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -96,6 +97,20 @@ def parse_json(text: str, where: object, *, nested: str = "JSON nested too deepl
             raise
         raise FormatError(f"{where}: an integer of more than {_max_digits()} digits (no "
                           f"figure the workbench reads is that large)") from None
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number literal as a float, refused when it overflows (``1e400``, or 5,000 digits
+    with a decimal point, silently became ``inf``).  ``Infinity`` and ``NaN`` written as such
+    are JSON constants and stay what they say.  O(len(text))."""
+    from workbench.errors import FormatError
+
+    value = float(text)
+    if math.isinf(value):
+        shown = text if len(text) <= 24 else f"{text[:12]}...{text[-8:]} ({len(text):,} characters)"
+        raise FormatError(f"the number {shown} is too large for a float (it would read as "
+                          f"infinity)")
+    return value
 
 
 def _max_digits() -> str:

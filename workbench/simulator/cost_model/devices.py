@@ -294,9 +294,10 @@ def _model_overrides(raw: Any, where: str) -> tuple[tuple[str, Any], ...]:
     check_keys(raw, set(gpu_model_parameters()["library"]), f"{where}: gpu_model",
                what="parameter")  # the fields of kernel_model.GpuModel
     for key, value in raw.items():
-        if not isinstance(value, (int, float, list)) or isinstance(value, bool):
-            raise OptionError(f"{where}: gpu_model parameter {key!r} must be a number or a list, "
-                              f"got {value!r}")
+        if not isinstance(value, (int, float, list)) or isinstance(value, bool) or \
+                (isinstance(value, float) and not math.isfinite(value)):
+            raise OptionError(f"{where}: gpu_model parameter {key!r} must be a finite number "
+                              f"or a list, got {value!r}")
         if isinstance(value, list):
             raw[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
     return tuple(sorted(raw.items()))
@@ -416,12 +417,9 @@ def _read_json(path: Path) -> Any:
                              f"not finite")
         return value
 
-    def constant(text: str) -> float:
-        raise ValueError(f"{text} is not a number a device file may hold")
-
     try:
         return json.loads(read_input(path, what="device file").decode("utf-8"),
-                          parse_float=finite, parse_constant=constant)
+                          parse_float=finite)   # NaN/Infinity: the figure checks name them
     except FormatError as exc:
         raise OptionError(str(exc)) from None
     except (ValueError, RecursionError) as exc:   # non-finite, over 4,300 digits, bad JSON
