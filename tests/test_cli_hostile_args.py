@@ -247,3 +247,14 @@ def test_a_saved_graph_is_streamed_as_the_same_bytes(tmp_path: Path) -> None:
     graph = wb.models.nnc_while_loop()
     wb.save(graph, tmp_path / "g.json")
     assert (tmp_path / "g.json").read_text() == json.dumps(graph_to_dict(graph), indent=1) + "\n"
+
+
+def test_a_policy_listed_twice_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--policies nnc,nnc`` ran nnc twice and ranked it against itself in two rows."""
+    import workbench as wb
+
+    assert main(["compare", "--model", "nnc_diamond", "--policies", "nnc,gpto,nnc",
+                 "--no-progress"]) == 2
+    assert "policy 'nnc' is listed twice" in error_line(capsys)
+    with pytest.raises(wb.OptionError, match="policy 'serial' is listed twice"):
+        wb.compare(wb.models.nnc_diamond(), ["serial", "serial"], show_progress=False)

@@ -150,6 +150,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     names = list(policies) if policies is not None else POLICIES.names()
     for name in names:
         POLICIES.get(name)
+    for twice in (n for k, n in enumerate(names) if n in names[:k]):  # a policy against itself
+        raise OptionError(f"policy {twice!r} is listed twice; give each policy once")
     if BASELINE not in names:
         names.insert(0, BASELINE)
     options = dict(options or {})
