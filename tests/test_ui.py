@@ -16,7 +16,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 
 pytest.importorskip("ipywidgets")
@@ -147,18 +146,6 @@ def test_selecting_a_row_drives_the_other_tabs(ran: Workbench) -> None:
     assert app.table_select.value == "wavefront"
     assert "Streams of <b>wavefront</b>" in app.dag_html.value
     app.select(result(app).best)
-
-
-def test_merged_comparison_equals_one_compare_call() -> None:
-    graph = wb.models.build("raf_three_branches")
-    parts = [wb.compare(graph, [p], show_progress=False) for p in FAST]
-    merged = ui_results.merge(parts)
-    direct = wb.compare(graph, list(FAST), show_progress=False)
-    pd.testing.assert_frame_equal(merged.table.drop(columns="schedule_ms"),
-                                  direct.table.drop(columns="schedule_ms"))
-    assert list(merged.schedules) == list(FAST) and merged.best == direct.best
-    assert set(merged.memory_plans) == set(merged.pools) == set(FAST)
-    assert merged.settings["policies"] == list(FAST)
 
 
 def test_model_parameters_become_widgets(app: Workbench) -> None:

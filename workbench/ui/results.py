@@ -1,9 +1,8 @@
-"""What the Workbench app shows: merging per-policy comparisons and rendering the result tabs.
+"""What the Workbench app shows: the result tabs of one comparison.
 
-Everything here is a plain function of a :class:`~workbench.orchestration.compare.Comparison` (HTML
-strings,
-display bundles), so the app's views are testable without a browser.  Every name from a graph
-goes through :func:`~workbench.viz.style.escape`.
+Everything here is a plain function of a :class:`~workbench.orchestration.compare.Comparison`
+(HTML strings, display bundles), so the app's views are testable without a browser.  Every name
+from a graph goes through :func:`~workbench.viz.style.escape`.
 """
 
 from __future__ import annotations
@@ -11,15 +10,13 @@ from __future__ import annotations
 import base64
 import importlib
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import ipywidgets as widgets
 import pandas as pd
 import plotly.graph_objects as go
 
-from workbench.orchestration.compare import BASELINE, Comparison
+from workbench.orchestration.compare import Comparison
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import figure_bundle, stream_table
 from workbench.viz.style import escape
@@ -29,42 +26,6 @@ from workbench.viz.tables import table_html as ranking_html
 SELECTED_ROW_CSS = "box-shadow: inset 0 2px 0 #4e79a7, inset 0 -2px 0 #4e79a7"
 DATA_URI_MAX_BYTES = 12 << 20  # reports up to this size get a download link with a data: URI
 _BOX = 'style="font-family: Helvetica, Arial, sans-serif; font-size: 13px"'
-
-
-# ------------------------------------------------------------------------------------ merging
-def merge(parts: Sequence[Comparison]) -> Comparison:
-    """One Comparison from several ``compare(graph, [policy])`` results on the same graph (for
-    callers that compare policies one by one; the app makes one ``compare`` call, which searches
-    a small graph's exact optimum once instead of once per policy).
-
-    Each part holds the baseline (``serial``, which ``compare`` always runs) and one policy; the
-    baseline is taken from the first part and listed first, as ``compare`` does.  The simulator is
-    deterministic, so the merged table equals ``compare(graph, all_policies).table`` apart from the
-    measured ``schedule_ms``.
-    """
-    if not parts:
-        raise ValueError("merge() needs at least one comparison")
-    first = parts[0]
-    schedules, traces, plans, pools = {}, {}, {}, {}
-    rows: list[pd.DataFrame] = []
-    options: dict[str, Any] = {}
-    for i, part in enumerate(parts):
-        for name in part.schedules:
-            if name == BASELINE and i > 0:
-                continue
-            if name in schedules:
-                continue
-            schedules[name], traces[name] = part.schedules[name], part.traces[name]
-            if name in part.memory_plans:
-                plans[name] = part.memory_plans[name]
-            if name in part.pools:
-                pools[name] = part.pools[name]
-            rows.append(part.table[part.table["policy"] == name])
-        options.update(part.settings.get("options", {}))
-    table = pd.concat(rows, ignore_index=True)
-    settings = {**first.settings, "policies": list(schedules), "options": options}
-    return Comparison(first.graph, first.device, first.mode, schedules, traces, table, settings,
-                      first.lower_bounds, plans, pools)
 
 
 # ------------------------------------------------------------------------------------ views
