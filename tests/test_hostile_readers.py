@@ -258,7 +258,8 @@ def test_a_device_file_holds_finite_numbers_only(tmp_path: Path) -> None:
 
     good = device_to_dict(get_device("h100"))
     (tmp_path / "nan.json").write_text(json.dumps({**good, "gpu_model": {"op_gap_us": math.nan}}))
-    for name, message in (("inf", "1e20003 is not finite"), ("big", "more than 4,300 digits"),
+    for name, message in (("inf", "1e20003 is too large for a float"),
+                          ("big", "more than 4,300 digits"),
                           ("nan", "'op_gap_us' must be a finite number")):
         with pytest.raises(wb.OptionError, match=message) as info:
             load_device(tmp_path / f"{name}.json")
@@ -311,3 +312,20 @@ def test_a_number_that_overflows_a_float_is_refused(tmp_path: Path) -> None:
         execution_graph(et)
     graph.write_text(full + '[{"id": "a", "kind": "op", "attrs": {"scale": Infinity}}]}')
     assert wb.load(graph).op("a").attrs["scale"] == float("inf")
+
+
+def test_read_json_is_one_line_for_every_json_file_reader(tmp_path: Path) -> None:
+    """_atomic.read_json, under the device, profile, calibration and fidelity readers: bytes
+    that are not UTF-8, duplicate keys and invalid JSON each give one line naming the file."""
+    from workbench._atomic import read_json
+
+    cases = {"latin.json": (b'{"name": "\xe9"}', "not UTF-8 text"),
+             "twice.json": (b'{"a": 1, "a": 2}', "'a'"),
+             "cut.json": (b'{"a": ', "invalid JSON")}
+    for name, (data, message) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(FormatError, match=message) as info:
+            read_json(tmp_path / name, what="device file")
+        assert "\n" not in str(info.value) and name in str(info.value)
+    (tmp_path / "ok.json").write_text('{"a": [1, 2.5, NaN]}')
+    assert read_json(tmp_path / "ok.json")["a"][:2] == [1, 2.5]

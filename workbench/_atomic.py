@@ -13,7 +13,7 @@ such as ``/dev/null``, a FIFO, a socket, a directory) is refused with one line.
 :func:`read_input` is the reading side: every loader reads its file through it, so devices,
 FIFOs, directories and files over :data:`MAX_INPUT_BYTES` (default 1 GiB; raise it with the
 ``WORKBENCH_MAX_INPUT_BYTES`` environment variable) are one-line :class:`FormatError`s instead of
-reading forever or blocking.
+reading forever or blocking; :func:`read_json` reads a JSON file through it.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from workbench.errors import FormatError, OutputError
 
@@ -244,5 +245,20 @@ def read_input(path: str | os.PathLike[str], *, what: str = "file") -> bytes:
     return data
 
 
+def read_json(path: str | os.PathLike[str], *, what: str = "file") -> Any:
+    """The JSON document of the file ``path``: :func:`read_input`, then
+    :func:`workbench._checks.parse_json` (duplicate keys, integers past 4,300 digits and float
+    literals that overflow are refused).  Every failure is a one-line :class:`FormatError`
+    naming the file.  O(file size)."""
+    from workbench._checks import parse_json
+
+    data = read_input(path, what=what)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FormatError(f"{what} {_name(path)}: not UTF-8 text (is it really JSON?)") from None
+    return parse_json(text, path)
+
+
 __all__ = ["MAX_INPUT_BYTES", "check_input", "check_output", "max_input_bytes", "read_input",
-           "resolve_output", "write_bytes", "write_text"]
+           "read_json", "resolve_output", "write_bytes", "write_chunks", "write_text"]

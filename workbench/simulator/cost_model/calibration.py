@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import read_input, write_text
+from workbench._atomic import read_json, write_text
 from workbench._checks import check_format, check_keys
 from workbench.errors import FormatError, OptionError
 from workbench.simulator.cost_model.devices import DeviceSpec, with_overrides
@@ -106,10 +106,8 @@ def load_calibration(path: str | os.PathLike[str]) -> CalibrationTable:
     p = Path(path)
     if not p.exists() and not p.is_symlink():
         raise FormatError(f"{p}: no such calibration file")
-    try:   # read_input: a FIFO, device, directory or oversized file is one line, not a hang
-        data = json.loads(read_input(p, what="calibration file").decode("utf-8"))
-    except (ValueError, RecursionError) as exc:
-        raise FormatError(f"{p}: not JSON ({str(exc)[:200]})") from None
+    # read_json: a FIFO, device, directory, oversized file or invalid JSON is one line
+    data = read_json(p, what="calibration file")
     return CalibrationTable.from_dict(data, where=str(p))
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import read_input, write_text
+from workbench._atomic import read_json, write_text
 from workbench._checks import check_format, check_keys
 from workbench.errors import FormatError
 from workbench.simulator.cost_model.devices import (
@@ -144,14 +144,11 @@ def save_profile(profile: DeviceProfile, path: str | os.PathLike[str]) -> Path:
 
 
 def _read_json(path: Path, what: str) -> Any:
-    """The JSON of ``path``, read by :func:`workbench._atomic.read_input` (a FIFO, device,
-    directory or oversized file is a one-line FormatError, not a hang)."""
+    """The JSON of ``path`` (:func:`workbench._atomic.read_json`: a FIFO, device, directory,
+    oversized file or invalid JSON is a one-line FormatError, not a hang)."""
     if not path.exists() and not path.is_symlink():
         raise FormatError(f"{path}: no such {what}")
-    try:
-        return json.loads(read_input(path, what=what).decode("utf-8"))
-    except (ValueError, RecursionError) as exc:
-        raise FormatError(f"{path}: not JSON ({str(exc)[:200]})") from None
+    return read_json(path, what=what)
 
 
 def load_profile(path: str | os.PathLike[str]) -> DeviceProfile:

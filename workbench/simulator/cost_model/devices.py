@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import read_input, write_text
+from workbench._atomic import read_json, write_text
 from workbench._checks import check_keys, show
 from workbench.errors import FormatError, OptionError
 from workbench.registry import Registry
@@ -407,26 +407,14 @@ def get_device(device: str | DeviceSpec | Any) -> DeviceSpec:
 
 
 def _read_json(path: Path) -> Any:
-    """The JSON of a device file or profile, read by :func:`workbench._atomic.read_input` (a
-    FIFO, device, directory or a file over the input size limit is a one-line error, not a hang
-    or a MemoryError); a one-line OptionError naming the file otherwise.  O(file size)."""
-    def finite(text: str) -> float:
-        value = float(text)
-        if not math.isfinite(value):
-            raise ValueError(f"the number {text[:20]}{'...' if len(text) > 20 else ''} is "
-                             f"not finite")
-        return value
-
+    """The JSON of a device file or profile (:func:`workbench._atomic.read_json`: a FIFO,
+    device, directory, oversized file, invalid JSON, an integer past 4,300 digits or a float
+    that overflows is one line, not a hang or a traceback), as a one-line OptionError.  NaN and
+    Infinity written as such reach the figure checks, which name the field.  O(file size)."""
     try:
-        return json.loads(read_input(path, what="device file").decode("utf-8"),
-                          parse_float=finite)   # NaN/Infinity: the figure checks name them
+        return read_json(path, what="device file")
     except FormatError as exc:
         raise OptionError(str(exc)) from None
-    except (ValueError, RecursionError) as exc:   # non-finite, over 4,300 digits, bad JSON
-        why = (str(exc).splitlines() or [type(exc).__name__])[0]
-        if "integer string conversion" in why:
-            why = "an integer of more than 4,300 digits is no device figure"
-        raise OptionError(f"{path}: cannot read a device file ({why[:200]})") from None
 
 
 def _device_file(path: Path) -> DeviceSpec:

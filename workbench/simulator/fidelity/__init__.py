@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench._atomic import read_input
+from workbench._atomic import read_json
 from workbench.errors import OptionError
 from workbench.simulator.cost_model.calibration import calibrate, measured_makespan_us
 from workbench.simulator.cost_model.devices import DeviceSpec, data_text, get_device, with_overrides
@@ -63,8 +63,8 @@ class Row:
 
 def load_rows(path: str | None = None) -> list[Row]:
     """The rows of the fidelity dataset (the packaged one unless ``path`` is given)."""
-    raw = json.loads(read_input(path, what="fidelity dataset").decode("utf-8") if path
-                     else data_text("fidelity.json"))
+    raw = read_json(path, what="fidelity dataset") if path else \
+        json.loads(data_text("fidelity.json"))
     rows = []
     for r in raw["rows"]:
         unknown = set(r) - set(Row.__dataclass_fields__)
