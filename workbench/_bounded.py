@@ -180,6 +180,20 @@ def format_bytes(n: float) -> str:
     return f"{n:g} B"
 
 
+def memory_cap() -> str:
+    """This process's address-space cap for a message: ``"address-space cap 2 GiB
+    (RLIMIT_AS)"``, or ``"no address-space cap set"`` (``ulimit -v`` unlimited)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return "no address-space cap known"
+    if soft == resource.RLIM_INFINITY:
+        return "no address-space cap set"
+    return f"address-space cap {format_bytes(soft)} (RLIMIT_AS)"
+
+
 #: The exit status of a capped worker that ran out of memory even to say so.
 _MEMORY_EXIT = 75
 #: Python's recursion limit in a worker: pickling a value nested as deep as the graphs allow

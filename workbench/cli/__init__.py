@@ -479,7 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_STDOUT_CLOSED
     except MemoryError:   # past the address-space cap (ulimit -v) where no reader bounds it
         try:
-            from workbench.io.trace_events import memory_cap
+            from workbench._bounded import memory_cap
 
             cap = f" ({memory_cap()})"
         except MemoryError:

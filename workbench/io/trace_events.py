@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench._atomic import max_input_bytes, read_input
+from workbench._bounded import memory_cap
 from workbench._checks import parse_json, unique_keys
 from workbench.errors import FormatError
 
@@ -96,19 +97,6 @@ def refuses_out_of_memory(load: Callable[..., T]) -> Callable[..., T]:
             return load(path, *args, **kwargs)
 
     return bounded
-
-
-def memory_cap() -> str:
-    """``"address-space cap 2.0 GiB (RLIMIT_AS)"``, or ``"no address-space cap set"``."""
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    except (ImportError, OSError, ValueError):
-        return "no address-space cap known"
-    if soft == resource.RLIM_INFINITY:
-        return "no address-space cap set"
-    return f"address-space cap {soft / (1 << 30):.1f} GiB (RLIMIT_AS)"
 
 
 def trace_events(data: Any, path: Path) -> list[Any]:
