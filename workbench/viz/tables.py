@@ -19,12 +19,12 @@ escapes cell text as well, and shows every column).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from html import escape as html_escape
 from typing import Any
 
 import pandas as pd
 
 from workbench.values.ranking import fastest_first
+from workbench.viz.style import escape
 
 BEST_ROW_CSS = "background-color: #e3f4e1; font-weight: 600"
 
@@ -107,8 +107,10 @@ COLUMN_HELP: dict[str, str] = {
     "makespan_q1_us": "first quartile of the timed runs' makespans (µs)",
     "makespan_q3_us": "third quartile of the timed runs' makespans (µs)",
     "speedup": "serial's makespan divided by this policy's (above 1: faster than serial)",
-    "streams": "streams the schedule issues its ops on (the ops of one stream run in order)",
-    "syncs": "cross-stream syncs: an event recorded after one op and waited for before another",
+    "streams": "streams the schedule issues its ops on (the ops of one stream run in order; "
+               "loop bodies and branches included)",
+    "syncs": "cross-stream syncs: an event recorded after one op and waited for before another "
+             "(each sync of a loop body or branch counted once)",
     "barriers": "points where every stream joins before any goes on",
     "peak_live_mib": "most activation memory live at once (MiB; graph inputs and parameters "
                      "not counted)",
@@ -274,7 +276,7 @@ def _class_headers(html: str, table: pd.DataFrame) -> str:
     for j, column in enumerate(ranked.columns):
         extra = " ".join(_column_classes(ranked, column))
         tip = COLUMN_HELP.get(str(column))
-        title = f' title="{html_escape(tip, quote=True)}"' if tip else ""
+        title = f' title="{escape(tip)}"' if tip else ""
         if extra or title:
             html = html.replace(f'class="col_heading level0 col{j}"',
                                 f'class="col_heading level0 col{j}{" " + extra if extra else ""}"'
