@@ -14,13 +14,14 @@ from typing import Any
 
 from workbench._checks import show
 from workbench.errors import GraphError
+from workbench.values.op_attrs import MAX_SIZE
 from workbench.values.ops import CONTROL_KINDS, canonical_kind
 
 OpId = str
 TensorId = str
 
 #: The largest figure (flops, bytes, µs) an op or tensor may have: 2**62, as the DOT reader.
-MAX_FIGURE = float(2**62)
+MAX_FIGURE = float(MAX_SIZE)
 DEFAULT_TENSOR_BYTES = 1 << 20  # from_edges: 1 MiB per output unless sizes= says otherwise
 #: The devices an op may run on (each has a cost model in
 # :data:`workbench.simulator.cost_model.costs.COST_MODELS`);

@@ -76,8 +76,8 @@ TYPES: Mapping[str, tuple[Callable[[Any], bool], str]] = {
     "dtype": (lambda v: v in DTYPES, f"a dtype name ({', '.join(DTYPES)})"),
 }
 
-#: The largest size-like attribute (kernel, stride, groups, m, k, n ...): 2**62, as the graph's
-#: figures (:data:`workbench.values.graph_items.MAX_FIGURE`), so products stay finite floats.
+#: The largest size-like attribute (kernel, stride, groups, m, k, n ...) and the largest figure
+#: of a graph (:data:`workbench.values.graph_items.MAX_FIGURE` is this): products stay finite.
 MAX_SIZE = 2**62
 
 
