@@ -34,7 +34,7 @@ from typing import Any
 
 from workbench._checks import show
 from workbench.errors import GraphError
-from workbench.values.op_attrs import ATTRIBUTES, value_problem
+from workbench.values.op_attrs import ATTRIBUTES, pads_per_side, per_axis, value_problem
 from workbench.values.ops import OPS, kinds_where
 
 Shape = Sequence[int] | None
@@ -129,7 +129,7 @@ def _check_window(op: Any, attrs: Mapping[str, Any], in_shapes: Sequence[Shape])
         allowed = (n, 2 * n) if name == "padding" else (n,)
         if isinstance(value, (list, tuple)) and value and len(value) not in allowed:
             _fail(op, name, f"has {len(value)} values for {where}")
-    kernel = _per_axis(attrs.get("kernel"), n)
+    kernel = None if attrs.get("kernel") is None else per_axis(attrs["kernel"], n, 1)
     weight, dims = _known(w), _known(x)
     if op.kind in _WEIGHTED and weight is not None and len(weight) == n + 2:
         if kernel is not None and kernel != weight[2:]:
@@ -139,8 +139,8 @@ def _check_window(op: Any, attrs: Mapping[str, Any], in_shapes: Sequence[Shape])
     if kernel is None or OPS[op.kind].window == "transposed" or dims is None \
             or len(dims) < n + 1:
         return
-    dilation = _per_axis(attrs.get("dilation"), n) or (1,) * n
-    begin, end = _pads(attrs.get("padding"), n)
+    dilation = per_axis(attrs.get("dilation"), n, 1)
+    begin, end = pads_per_side(attrs.get("padding"), n)
     for i, size in enumerate(dims[-n:]):
         span = (kernel[i] - 1) * dilation[i] + 1
         if span > size + begin[i] + end[i]:
@@ -148,21 +148,6 @@ def _check_window(op: Any, attrs: Mapping[str, Any], in_shapes: Sequence[Shape])
             _fail(op, "kernel", f"is absurd: the {what} spans {span} on spatial axis {i}, "
                                 f"larger than its input ({size}) plus padding "
                                 f"({begin[i] + end[i]})")
-
-
-def _per_axis(value: Any, n: int) -> tuple[int, ...] | None:
-    if value is None:
-        return None
-    if isinstance(value, int):
-        return (value,) * n
-    return tuple(value) * n if len(value) == 1 else tuple(value)
-
-
-def _pads(value: Any, n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    if isinstance(value, (list, tuple)) and len(value) == 2 * n:
-        return tuple(value[:n]), tuple(value[n:])
-    sym = _per_axis(value, n) or (0,) * n
-    return sym, sym
 
 
 def _check_groups(op: Any, attrs: Mapping[str, Any], in_shapes: Sequence[Shape],
