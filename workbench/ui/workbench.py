@@ -368,19 +368,21 @@ class Workbench:
             self.run_button.disabled = False
 
     def _compare(self, graph: wb.Graph, job: _Job, names: list[str], *,
-                 optimum_max_ops: int = 8, track: bool = True) -> wb.Comparison:
-        """One ``wb.compare`` of ``names`` with the job's settings; ``track``: the progress bar
-        and the status line follow its policies."""
+                 optimum: bool = True, track: bool = True) -> wb.Comparison:
+        """One ``wb.compare`` of ``names`` with the job's settings (``optimum=False``: without
+        the exact-optimum search); ``track``: the progress bar and the status line follow its
+        policies."""
         def done(name: str, i: int, n: int) -> None:
             self.progress.max = n
             self.progress.value = i
             self.status.value = f"{name} done ({i}/{n})…"
 
         options = {n: job.options[n] for n in names if n in job.options}
+        no_optimum: dict[str, Any] = {} if optimum else {"optimum_max_ops": 0}
         return wb.compare(graph, names, device=job.device, mode=job.mode,
                           executor=job.executor, options=options or None, planner=job.planner,
-                          optimum_max_ops=optimum_max_ops, show_progress=False,
-                          on_policy_done=done if track else None)
+                          show_progress=False, on_policy_done=done if track else None,
+                          **no_optimum)
 
     def _compare_all(self, graph: wb.Graph, job: _Job) -> wb.Comparison | None:
         """The comparison of every selected policy: one ``compare`` call.  Only if it raises,
@@ -397,7 +399,7 @@ class Workbench:
             for i, name in enumerate(job.policies, start=1):
                 self.status.value = f"{name} alone ({i}/{len(job.policies)}): finding what failed…"
                 try:
-                    self._compare(graph, job, [name], optimum_max_ops=0, track=False)
+                    self._compare(graph, job, [name], optimum=False, track=False)
                 except Exception as alone:
                     job.failures.append((name, alone))
                 else:
