@@ -134,10 +134,18 @@ def test_a_small_budget_plans_memory_promptly_in_a_fresh_process() -> None:
     assert out.stdout.strip() == "ok|ok", out.stdout
 
 
-def _stall_at_cap() -> None:
-    block = bytearray(_bounded.MIN_MEMORY_BUDGET - (8 << 20))  # the cap is 8 MiB away
-    time.sleep(30)
-    del block
+_HELD: list[bytearray] = []  # the filled block, kept alive in the worker between its stages
+
+
+def _fill_to_near_cap() -> int:
+    """Stage 1: fill the worker to 8 MiB short of its cap and keep the block."""
+    _HELD.append(bytearray(_bounded.MIN_MEMORY_BUDGET - (8 << 20)))
+    return len(_HELD[0])
+
+
+def _stall(_filled: int) -> None:
+    """Stage 2: stall, at the cap stage 1 left, past any budget the test gives it."""
+    time.sleep(120)
 
 
 def _cannot_map() -> None:
@@ -146,8 +154,12 @@ def _cannot_map() -> None:
 
 @needs_cap
 def test_a_worker_stuck_at_its_cap_or_unable_to_load_a_library_is_a_memory_stop() -> None:
-    [stalled] = _bounded.run_stages([_stall_at_cap], [1.0],
-                                    memory_bytes=_bounded.MIN_MEMORY_BUDGET)
+    # The block is filled in a stage of its own, so the stalled stage's budget starts when the
+    # worker is already at its cap, however long a loaded machine takes to fork and fill it
+    # (a single stage with a 4 s budget read as "budget" under CI's load: not at its cap yet).
+    filled, stalled = _bounded.run_stages([_fill_to_near_cap, _stall], [60.0, 1.0],
+                                          memory_bytes=_bounded.MIN_MEMORY_BUDGET)
+    assert filled.status == "ok", filled.message
     assert stalled.status == "memory" and "memory budget 64 MiB exceeded" in stalled.message
     [unloaded] = _bounded.run_stages([_cannot_map], [10.0],
                                      memory_bytes=_bounded.MIN_MEMORY_BUDGET)
@@ -329,3 +341,22 @@ def test_read_json_is_one_line_for_every_json_file_reader(tmp_path: Path) -> Non
         assert "\n" not in str(info.value) and name in str(info.value)
     (tmp_path / "ok.json").write_text('{"a": [1, 2.5, NaN]}')
     assert read_json(tmp_path / "ok.json")["a"][:2] == [1, 2.5]
+
+
+def test_decode_json_reads_as_parse_json_and_raises_where_it_names_the_problem() -> None:
+    """_checks.decode_json (the DOT reader's quick path) parses what parse_json parses, refuses
+    duplicate keys and overflowing floats as it does, and leaves the message to parse_json."""
+    import json
+
+    from workbench._checks import decode_json, parse_json
+
+    text = '{"a": [1, 2.5, NaN, Infinity], "b": {"c": null}}'
+    assert repr(decode_json(text)) == repr(parse_json(text, "f"))
+    with pytest.raises(FormatError, match="'a'"):
+        decode_json('{"a": 1, "a": 2}')
+    with pytest.raises(FormatError, match="too large for a float"):
+        decode_json("1e400")
+    with pytest.raises(json.JSONDecodeError):
+        decode_json('{"a": ')
+    with pytest.raises(FormatError, match=r"^f: line 1, column 7: invalid JSON"):
+        parse_json('{"a": ', "f")
