@@ -44,6 +44,7 @@ _LAZY = {
     "plan_memory": "workbench.memory",
     "policies": "workbench.schedulers", "schedule": "workbench.schedulers",
     "simulate": "workbench.simulator.simulate",
+    "follow_symlinks": "workbench._atomic",
 }
 
 #: Public names that are modules deeper down (``wb.costs.get_device("h100")``).
@@ -54,7 +55,8 @@ __all__ = [
     "Graph", "GraphError", "MemoryPlanError", "Op", "OptionError", "OutputError", "Schedule",
     "ScheduleError", "Tensor", "Trace", "WorkbenchError", "accelerate", "calibrate_device",
     "compare",
-    "devices", "execute", "load", "load_profile", "memory", "models", "passes", "plan_memory",
+    "devices", "execute", "follow_symlinks", "load", "load_profile", "memory", "models",
+    "passes", "plan_memory",
     "policies", "save", "save_profile", "schedule", "simulate", "sweep",
 ]
 
@@ -117,11 +119,9 @@ class _Package(types.ModuleType):
 
 sys.modules[__name__].__class__ = _Package
 
-if "torch" in sys.modules:  # torch.compile(model, backend="workbench") without reinstalling
-    try:
-        importlib.import_module("workbench.orchestration.compile_backend").register()
-    except Exception:  # noqa: BLE001 - the entry point in pyproject.toml registers it anyway
-        pass
+# torch.compile(model, backend="workbench") in either import order, installed or not: registered
+# now if dynamo's registry is loaded, else right after it is (standard library only, no torch)
+importlib.import_module("workbench.orchestration.backend_hook").install()
 
 
 if TYPE_CHECKING:  # the names as mypy and editors see them

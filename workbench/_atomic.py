@@ -6,23 +6,30 @@ there.  :func:`write_text` / :func:`write_bytes` write to a temporary file in th
 then :func:`os.replace` it onto ``path``, so a failure part-way (disk full, a signal) leaves the
 old file as it was and no truncated one.  Every saver of the workbench goes through them.
 
-What is at the target is never destroyed: a symbolic link is written *through* (its target file
-is replaced, the link stays), and anything that is not a regular file or a new path (a device
-such as ``/dev/null``, a FIFO, a socket, a directory) is refused with one line.
+What is at the target is never destroyed: a symbolic link at the output path, or a folder on it
+below the working directory that is one, is refused with one line (a link someone planted would
+make the workbench replace what it points to: ``report.html -> ~/.bashrc``) unless the user asks
+to write through links (:func:`follow_symlinks`, the CLI's ``--follow-symlinks``: the link's
+target file is replaced and the link stays); anything that is not a regular file or a new path
+(a device such as ``/dev/null``, a FIFO, a socket, a directory) is refused with one line.
 
 :func:`read_input` is the reading side: every loader reads its file through it, so devices,
 FIFOs, directories and files over :data:`MAX_INPUT_BYTES` (default 1 GiB; raise it with the
 ``WORKBENCH_MAX_INPUT_BYTES`` environment variable) are one-line :class:`FormatError`s instead of
-reading forever or blocking; :func:`read_json` reads a JSON file through it.
+reading forever or blocking; :func:`read_json` reads a JSON file through it.  The readers also
+refuse a graph of more than :data:`MAX_OPS` ops (``WORKBENCH_MAX_OPS``) before building it
+(:func:`check_op_count`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +37,10 @@ from workbench.errors import FormatError, OutputError
 
 #: Largest input file a loader reads (bytes), unless ``WORKBENCH_MAX_INPUT_BYTES`` says otherwise.
 MAX_INPUT_BYTES = 1 << 30
+#: Most ops a graph file (JSON, DOT) or a profile (one op per kernel) may give, unless
+#: ``WORKBENCH_MAX_OPS`` says otherwise: a 1 GiB edge list names 4 * 10^7 ops, which would need
+#: ~60 GB; 2 * 10^6 ops load within the bounds of docs/scale-bounds.md.
+MAX_OPS = 2_000_000
 
 
 def _reason(exc: OSError) -> str:
@@ -57,19 +68,61 @@ def _is_link(path: str | os.PathLike[str], what: str) -> bool:
         raise OutputError(f"{what} {_name(path)}: {reason.lower()}") from None
 
 
+_FOLLOW = contextvars.ContextVar("workbench_follow_symlinks", default=False)
+
+
+@contextlib.contextmanager
+def follow_symlinks(enabled: bool = True) -> Iterator[None]:
+    """Within the block, outputs that are symbolic links are written *through* (the file they
+    point to is replaced, the link stays) instead of refused: what the user asks for with the
+    CLI's ``--follow-symlinks``.  Files the user never named (``plotly.min.js``) never are."""
+    token = _FOLLOW.set(bool(enabled))
+    try:
+        yield
+    finally:
+        _FOLLOW.reset(token)
+
+
+def _refuse_links(out: Path, what: str, *, never: bool) -> None:
+    """A one-line OutputError when ``out`` is a symbolic link, or a folder on its path below
+    the working directory is one (folders above it are the user's own set-up).  ``never``: a
+    file the user did not name, which is never written through a link."""
+    hint = ("(remove it)" if never else
+            "(--follow-symlinks, or workbench.follow_symlinks() in Python, writes through it)")
+    if _is_link(out, what):
+        raise OutputError(f"{what} {_name(out)} is a symbolic link (to "
+                          f"{_name(os.readlink(out))}); refusing to replace what it points to "
+                          f"{hint}")
+    try:
+        here = Path.cwd()
+        folder = Path(os.path.abspath(out)).parent
+        below = folder.relative_to(here)
+    except (OSError, ValueError):  # no working directory, or the output is outside it
+        return
+    step = here
+    for part in below.parts:
+        step = step / part
+        if _is_link(step, what):
+            raise OutputError(f"{what} {_name(out)}: folder {_name(step)} on its path is a "
+                              f"symbolic link (to {_name(os.readlink(step))}); refusing to "
+                              f"write through it {hint}")
+
+
 def resolve_output(path: str | os.PathLike[str], *, what: str = "output",
-                   through_links: bool = True) -> Path:
-    """The file that writing ``path`` replaces: ``path`` itself, or, for a symbolic link
-    (chains included), the file it points to, so that the link survives.  A one-line
+                   through_links: bool | None = None) -> Path:
+    """The file that writing ``path`` replaces: ``path`` itself, or, when links are followed
+    (``through_links=True``, or ``None`` within :func:`follow_symlinks`), for a symbolic link
+    (chains included) the file it points to, so that the link survives.  A one-line
     :class:`OutputError` when that is something other than a regular file or a new path (a
     device such as ``/dev/null``, a FIFO, a socket, a directory), a link loop, a name the file
-    system cannot hold, or, with ``through_links=False`` (a file the user did not name, such as
-    the shared ``plotly.min.js``), any symbolic link.  O(1)."""
+    system cannot hold, or, when links are not followed (the default; always for a file the
+    user did not name, such as the shared ``plotly.min.js``: ``through_links=False``), a
+    symbolic link at the path or on a folder of it below the working directory.  O(depth)."""
     out = Path(path)
-    if _is_link(out, what):
-        if not through_links:
-            raise OutputError(f"{what} {_name(path)} is a symbolic link; refusing to write "
-                              f"through it (remove it)")
+    follow = _FOLLOW.get() if through_links is None else through_links
+    if not follow:
+        _refuse_links(out, what, never=through_links is False)
+    elif _is_link(out, what):
         try:
             out = Path(os.path.realpath(out, strict=False))
         except (OSError, RuntimeError):
@@ -91,9 +144,11 @@ def resolve_output(path: str | os.PathLike[str], *, what: str = "output",
 
 
 def _name(path: str | os.PathLike[str]) -> str:
-    from workbench._checks import show
-
-    return show(str(path), 80)
+    """The path for a one-line message: ``repr`` of it, a long one cut in the middle so that its
+    start and its last 80 characters (the folders and the file that the message is about) stay:
+    at most 120 characters."""
+    text = repr(str(path))
+    return text if len(text) <= 120 else text[:37] + "..." + text[-80:]
 
 
 def check_output(path: str | os.PathLike[str], *, what: str = "output") -> Path:
@@ -126,15 +181,15 @@ def check_output(path: str | os.PathLike[str], *, what: str = "output") -> Path:
 
 
 def write_bytes(path: str | os.PathLike[str], data: bytes, *,
-                through_links: bool = True) -> Path:
+                through_links: bool | None = None) -> Path:
     """Write ``data`` to ``path`` atomically (module docstring); a one-line OutputError if it
-    cannot, with the old file, if any, left intact.  ``through_links=False`` refuses a symbolic
-    link at ``path`` instead of writing through it (for files the user did not name)."""
+    cannot, with the old file, if any, left intact.  ``through_links``: see
+    :func:`resolve_output` (``False`` for files the user did not name)."""
     return write_chunks(path, (data,), through_links=through_links)
 
 
 def write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes | str], *,
-                 through_links: bool = True) -> Path:
+                 through_links: bool | None = None) -> Path:
     """:func:`write_bytes` of the concatenation of ``chunks`` (``str`` ones in UTF-8), written
     as they come: a large file (a 500,000-op graph's JSON) is never whole in memory."""
     given = Path(path)
@@ -161,7 +216,8 @@ def write_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes | str], *,
     return given
 
 
-def write_text(path: str | os.PathLike[str], text: str, *, through_links: bool = True) -> Path:
+def write_text(path: str | os.PathLike[str], text: str, *,
+               through_links: bool | None = None) -> Path:
     """:func:`write_bytes` of ``text`` in UTF-8."""
     return write_bytes(path, text.encode("utf-8"), through_links=through_links)
 
@@ -184,20 +240,41 @@ def _discard(tmp: str) -> None:
         pass
 
 
+def env_limit(name: str, default: int) -> int:
+    """The limit the environment variable ``name`` sets (a positive integer; ``_`` and ``,``
+    between digits allowed: ``2_000_000``), else ``default``.  A value that is not one is a
+    one-line :class:`FormatError` naming the variable."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    digits = raw.replace("_", "").replace(",", "")
+    value = int(digits) if digits.isascii() and digits.isdigit() else 0
+    if value < 1:
+        raise FormatError(f"{name} must be a positive integer, got {_name(raw)}")
+    return value
+
+
 def max_input_bytes() -> int:
     """The input size limit: ``WORKBENCH_MAX_INPUT_BYTES`` if set (a positive integer), else
     :data:`MAX_INPUT_BYTES`."""
-    raw = os.environ.get("WORKBENCH_MAX_INPUT_BYTES", "").strip()
-    if raw:
-        try:
-            value = int(raw)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise FormatError(f"WORKBENCH_MAX_INPUT_BYTES must be a positive integer, got "
-                              f"{_name(raw)}")
-        return value
-    return MAX_INPUT_BYTES
+    return env_limit("WORKBENCH_MAX_INPUT_BYTES", MAX_INPUT_BYTES)
+
+
+def max_ops() -> int:
+    """The most ops a graph read from a file may hold: ``WORKBENCH_MAX_OPS`` if set (a positive
+    integer), else :data:`MAX_OPS`."""
+    return env_limit("WORKBENCH_MAX_OPS", MAX_OPS)
+
+
+def check_op_count(n: int, what: str) -> None:
+    """A one-line :class:`FormatError` when ``n`` ops are more than :func:`max_ops`, raised by
+    the readers once they know the count and before they build any op (``what`` says where the
+    ops were counted: ``"'ops' lists"``, ``"the edges name"``)."""
+    limit = max_ops()
+    if n > limit:
+        raise FormatError(f"{what} {n:,} ops, over the limit of {limit:,} ops per graph (raise "
+                          f"it with WORKBENCH_MAX_OPS; docs/scale-bounds.md gives the time and "
+                          f"memory a size takes)")
 
 
 def check_input(path: str | os.PathLike[str], *, what: str = "file") -> Path:
@@ -260,5 +337,7 @@ def read_json(path: str | os.PathLike[str], *, what: str = "file") -> Any:
     return parse_json(text, path)
 
 
-__all__ = ["MAX_INPUT_BYTES", "check_input", "check_output", "max_input_bytes", "read_input",
-           "read_json", "resolve_output", "write_bytes", "write_chunks", "write_text"]
+__all__ = ["MAX_INPUT_BYTES", "MAX_OPS", "check_input", "check_op_count", "check_output",
+           "env_limit", "max_input_bytes", "max_ops", "read_input",
+           "follow_symlinks", "read_json", "resolve_output", "write_bytes", "write_chunks",
+           "write_text"]

@@ -34,6 +34,7 @@ timed, and cannot be stopped.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import multiprocessing
 import os
@@ -41,7 +42,7 @@ import pickle
 import sys
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,6 +171,36 @@ def _cap_memory(memory_bytes: int) -> bool:
         cap = min(cap, hard)
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
     return True
+
+
+@contextlib.contextmanager
+def address_space_headroom(memory_bytes: int | None = None) -> Iterator[None]:
+    """Within the block, this process may grow by at most ``memory_bytes`` (default:
+    :func:`default_memory_budget`) of address space: an allocation past it fails
+    (``MemoryError``, or ``std::bad_alloc`` in C++ code) instead of the process being killed by
+    the kernel's out-of-memory killer.  For third-party code that sizes its allocations from a
+    file (ONNX's shape inference propagating a ``Range`` to 2**40).  The previous limit is
+    restored after; a no-op where limits cannot be set.  Process-wide while it lasts."""
+    try:
+        import resource
+    except ImportError:  # not Unix
+        yield
+        return
+    budget = default_memory_budget() if memory_bytes is None else memory_bytes
+    now = address_space_bytes()
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    soft, hard = before
+    cap = None if budget is None or now is None else now + budget
+    if cap is not None and hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    if cap is None or (soft != resource.RLIM_INFINITY and soft <= cap):
+        yield
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, before)
 
 
 def format_bytes(n: float) -> str:

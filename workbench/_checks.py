@@ -16,6 +16,9 @@ from typing import Any
 
 from workbench.errors import OptionError, WorkbenchError
 
+#: Most known names :func:`did_you_mean` compares a near miss with (difflib, ~7 µs a name).
+_MAX_FUZZY = 20_000
+
 
 def did_you_mean(name: object, known: Iterable[str]) -> str:
     """``"; did you mean 'x'?"`` for the known name nearest ``name`` (case-insensitive), or ``""``.
@@ -27,6 +30,8 @@ def did_you_mean(name: object, known: Iterable[str]) -> str:
     by_fold = {k.casefold(): k for k in known}
     if text.casefold() in by_fold:
         return f"; did you mean {by_fold[text.casefold()]!r}?"
+    if len(by_fold) > _MAX_FUZZY:  # difflib over 10^6 op ids took 7 s for one message
+        return ""
     close = difflib.get_close_matches(text.casefold()[:200], list(by_fold), n=1, cutoff=0.6)
     return f"; did you mean {by_fold[close[0]]!r}?" if close else ""
 
@@ -83,8 +88,9 @@ def parse_json(text: str, where: object, *, nested: str = "JSON nested too deepl
     from workbench.errors import FormatError
 
     try:
-        return json.loads(text, object_pairs_hook=object_hook or unique_keys,
-                          parse_float=_finite_float)
+        if object_hook is None:
+            return decode_json(text)
+        return json.loads(text, object_pairs_hook=object_hook, parse_float=_finite_float)
     except FormatError as exc:
         raise FormatError(f"{where}: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -111,6 +117,16 @@ def _finite_float(text: str) -> float:
         raise FormatError(f"the number {shown} is too large for a float (it would read as "
                           f"infinity)")
     return value
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=unique_keys, parse_float=_finite_float).decode
+
+
+def decode_json(text: str) -> Any:
+    """``text`` parsed as :func:`parse_json` parses it (duplicate keys and overflowing floats
+    refused), with one decoder made once and no message composed: what goes wrong raises as
+    ``json`` (or :func:`unique_keys`) raises it, for callers with a fallback that names it."""
+    return _DECODER(text)
 
 
 def _max_digits() -> str:

@@ -107,6 +107,41 @@ def progress_bar(*, total: int | None = None, desc: str = "", enabled: bool = Tr
 
 Bar = Progress
 
+#: Inputs from this many bytes get a reading bar (:func:`reading`): smaller ones load in about a
+#: second, where a bar would only flicker.
+READING_BAR_BYTES = 8 << 20
+
+
+class Reading(Progress):
+    """The bar of a reader on a big input (:func:`reading`): phases named beside it
+    (:meth:`phase`), each with its own count of items (ops, events) or none (one C call, such
+    as parsing the JSON, shows its elapsed time), advanced in steps of :attr:`every` items."""
+
+    every = 1 << 14
+
+    def __enter__(self) -> Reading:
+        return self
+
+    def phase(self, text: str, total: int | None = None, unit: str = "it") -> None:
+        """Start the phase ``text`` of ``total`` ``unit`` (``None``: no count)."""
+        if self._bar is not None:
+            self._bar.reset(total=total)
+            self._bar.unit = unit
+            self._bar.set_description_str(text, refresh=True)
+
+
+def reading(name: str, size_bytes: int, *, enabled: bool = True) -> Reading:
+    """A bar for reading the input ``name`` of ``size_bytes`` bytes, shown (in a terminal or a
+    notebook, as :class:`Progress`) from :data:`READING_BAR_BYTES` on.
+
+    >>> with reading("g.json", 10, enabled=False) as bar:
+    ...     bar.phase("building ops", total=3, unit="op"); bar.advance(3)
+    """
+    from workbench._terminal import clean
+
+    return Reading(None, desc=f"reading {clean(name)}", unit="B",
+                   enabled=enabled and size_bytes >= READING_BAR_BYTES)
+
 
 def _enabled(enabled: bool) -> bool:
     return bool(enabled) and os.environ.get("WORKBENCH_PROGRESS", "1") != "0"

@@ -31,20 +31,45 @@ _FORMATS = {"makespan_us": "{:,.1f}", "speedup": "{:.2f}x", "critical_path_us": 
             "pool_reserved_mib": "{:,.1f}", "utilisation": "{:.1%}"}
 
 
-def clean(text: object) -> str:
-    """``text`` safe to print on one terminal line: ANSI escape sequences removed, other
-    non-printable characters (newlines, ``\\r``, bidi overrides) shown as ``\\x..``/``\\u....``.
+#: Unicode categories shown as escapes: controls, format characters (bidi overrides and
+#: isolates, zero-width joiners), line and paragraph separators, surrogates, private use.
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
-    >>> clean("a\\x1b[31mred\\x1b[0m\\nb")
-    'ared\\\\nb'
+
+def visible(text: object, keep: str = "\n\t") -> str:
+    r"""``text`` with every character that does not show as itself (controls such as ESC,
+    bidi controls U+202E / U+2066 that make ``invoice\u202efdp.exe`` display reversed,
+    zero-width characters) written as its code point (``\x1b``, ``\u202e``); the characters in
+    ``keep`` stay.  The one rule for names shown in terminals, HTML and tables.  O(len(text)).
+
+    >>> visible("invoice\u202efdp.exe")
+    'invoice\\u202efdp.exe'
+    >>> visible("gräph µs\n")
+    'gräph µs\n'
     """
+    import unicodedata
+
+    text = str(text)
+    if text.isprintable():
+        return text
     out = []
-    for ch in _ANSI.sub("", str(text)):
-        if ch.isprintable():
+    for ch in text:
+        if ch in keep or ch.isprintable() or unicodedata.category(ch) not in _HIDDEN:
             out.append(ch)
         else:
             out.append(ch.encode("unicode_escape").decode("ascii"))
     return "".join(out)
+
+
+def clean(text: object) -> str:
+    r"""``text`` safe to print on one terminal line: ANSI escape sequences removed, other
+    non-printable characters (newlines, ``\r``, bidi overrides) shown as ``\x..``/``\u....``
+    (:func:`visible` with nothing kept).
+
+    >>> clean("a\x1b[31mred\x1b[0m\nb")
+    'ared\\nb'
+    """
+    return visible(_ANSI.sub("", str(text)), keep="")
 
 
 def _cell(value: Any, column: str) -> str:

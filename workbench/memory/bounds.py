@@ -48,17 +48,32 @@ def peak_live_bytes(records: Iterable[RecordLike], *, alignment: int = 1) -> int
     """The offset lower bound: the maximum of :func:`live_bytes_curve` (0 without records).
 
     A sweep over the first and last steps (births before deaths at one step), so the cost does
-    not depend on how large the step numbers are.  Complexity: O(n log n).
-    """
+    not depend on how large the step numbers are: in NumPy, the bytes born up to each first step
+    minus those dead before it (the exact event sweep over Python ints past int64; it sorted
+    tuples, a third of the naive planner on a 10,000-op fan).  Complexity: O(n log n)."""
     recs = parse_records(records)
     align = check_alignment(alignment)
-    events = sorted([(r.first, 0, align_up(r.size, align)) for r in recs]
-                    + [(r.last, 1, -align_up(r.size, align)) for r in recs])
-    live = peak = 0
-    for _, _, delta in events:
-        live += delta
-        peak = max(peak, live)
-    return peak
+    sizes = [align_up(r.size, align) for r in recs] if align > 1 else [r.size for r in recs]
+    if not recs or sum(sizes) >= 1 << 62:  # past int64: the exact sweep over Python ints
+        events = sorted([(r.first, 0, s) for r, s in zip(recs, sizes)]
+                        + [(r.last, 1, -s) for r, s in zip(recs, sizes)])
+        live = peak = 0
+        for _, _, delta in events:
+            live += delta
+            peak = max(peak, live)
+        return peak
+    # the peak is reached right after the births of some step s: born up to s, minus dead before
+    n = len(recs)
+    size = np.array(sizes, dtype=np.int64)
+    first = np.fromiter((r.first for r in recs), dtype=np.int64, count=n)
+    last = np.fromiter((r.last for r in recs), dtype=np.int64, count=n)
+    by_first, by_last = first.argsort(kind="stable"), last.argsort(kind="stable")
+    born = np.concatenate(([0], np.cumsum(size[by_first])))
+    dead = np.concatenate(([0], np.cumsum(size[by_last])))
+    steps = first[by_first]
+    at_step = (born[np.searchsorted(steps, steps, side="right")]
+               - dead[np.searchsorted(last[by_last], steps, side="left")])
+    return max(0, int(at_step.max()))
 
 
 def conflict_clique_bound(records: Iterable[RecordLike],

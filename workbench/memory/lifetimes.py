@@ -16,8 +16,10 @@
   counts, and every branch of a ``case_of`` one after the other, so branch-local tensors of
   different branches may share memory and the plan holds whichever branch runs.
 * **Classes**: graph inputs and parameters are *lifelong* (live for the whole run, outside the
-  planned arena, reported as ``persistent_bytes``); no-task ops (reshape, flatten, squeeze, ...)
-  alias their input: their output needs no memory and extends the input's lifetime instead.
+  planned arena, reported as ``persistent_bytes``).  Outputs that share an input's storage
+  (no-task ops, views an importer marked, in-place writes: the one rule of
+  :mod:`workbench.values.storage`) need no memory and extend their root's lifetime instead (an
+  in-place writer also reads its root).
 
 Complexity: one stream, O(V + E + T log T); several, O(V · S) clocks plus O(T · S · log V + P) for
 the P conflicting pairs that are listed (``workbench.memory.streams``; graph outputs conflict with
@@ -36,6 +38,7 @@ from workbench.memory.plan import UsageRecord
 from workbench.values.graph import NO_TASK_KINDS as NO_TASK_KINDS  # re-exported
 from workbench.values.graph import Graph, OpId
 from workbench.values.schedule import Schedule
+from workbench.values.storage import storage_roots, writes_in_place
 from workbench.values.trace import Trace
 
 LIFELONG_ROLES = frozenset({"input", "parameter"})
@@ -64,17 +67,6 @@ class Lifetimes:
         return peak_live_bytes(self.records)
 
 
-def _alias_roots(graph: Graph) -> dict[str, str]:
-    """No-task op output -> the tensor whose memory it reuses (followed through chains)."""
-    roots: dict[str, str] = {}
-    for op in graph.ops:
-        if op.kind in NO_TASK_KINDS and op.inputs and op.outputs:
-            src = op.inputs[0]
-            for out in op.outputs:
-                roots[out] = roots.get(src, src)
-    return roots
-
-
 Usage = tuple[list[str], dict[str, list[str]], dict[str, str], int]
 
 
@@ -87,18 +79,18 @@ def graph_usage(graph: Graph) -> Usage:
 
 def _usage(graph: Graph) -> Usage:
     """Planned tensors, their consumers (aliases folded in) and the lifelong byte total."""
-    roots = _alias_roots(graph)
+    roots = storage_roots(graph)
     tensors = graph.tensors
     planned = [t.id for t in tensors.values()
                if t.producer is not None and t.id not in roots and t.role not in LIFELONG_ROLES]
     consumers: dict[str, list[str]] = {t: [] for t in planned}
     for op in graph.ops:
-        if op.outputs and op.outputs[0] in roots:
-            continue  # an alias op (also one in a chain of them) does not touch the memory
+        if op.outputs and op.outputs[0] in roots and not writes_in_place(op):
+            continue  # a view (also one in a chain of them) does not touch the memory
         for tid in op.inputs:
-            root = roots.get(tid, tid)
-            if root in consumers and op.id not in consumers[root]:
-                consumers[root].append(op.id)
+            readers = consumers.get(roots.get(tid, tid))
+            if readers is not None and (not readers or readers[-1] != op.id):
+                readers.append(op.id)  # an op's repeated inputs are consecutive: O(1) dedup
     persistent = sum(t.size_bytes for t in tensors.values()
                      if t.producer is None or t.role in LIFELONG_ROLES)
     return planned, consumers, roots, persistent
@@ -118,12 +110,13 @@ def from_schedule(schedule: Schedule, *, usage: Usage | None = None) -> Lifetime
     last_step = len(schedule.issue_order) - 1
     outputs = {roots.get(t, t) for t in graph.outputs}
     records, producers = [], []
+    tensors, at = graph.tensors, step.__getitem__
     for tid in planned:
-        t = graph.tensor(tid)
+        t = tensors[tid]
         producer = cast(OpId, t.producer)  # planned tensors are produced by an op
         first = step[producer]
         cons = consumers[tid]
-        last = max((step[c] for c in cons), default=first)
+        last = max(map(at, cons)) if cons else first
         if tid in outputs:
             last = last_step
         records.append(UsageRecord(t.size_bytes, first, last, tid))
@@ -180,7 +173,8 @@ def lifetimes(run: Schedule | Trace) -> Lifetimes:
 
 def pool_events(trace: Trace) -> list[tuple[float, str, str, int]]:
     """Dynamic reference counting over a Trace: allocate an output when its producer starts, free
-    it when its last consumer ends (graph outputs are never freed); frees first at equal times."""
+    it when its last consumer ends (graph outputs are never freed); at equal times frees of
+    earlier tensors first, then allocations, then frees of tensors born at that time."""
     graph = trace.graph
     planned, consumers, roots, _ = _usage(graph)
     start = dict(zip(trace.df["op"], trace.df["start_us"]))
@@ -189,10 +183,13 @@ def pool_events(trace: Trace) -> list[tuple[float, str, str, int]]:
     events: list[tuple[float, int, str, str, int]] = []
     for tid in planned:
         t = graph.tensor(tid)
-        events.append((start[t.producer], 1, "alloc", tid, t.size_bytes))
+        born = start[t.producer]
+        events.append((born, 1, "alloc", tid, t.size_bytes))
         if tid not in outputs:
             dies = max((end[c] for c in consumers[tid]), default=end[t.producer])
-            events.append((dies, 0, "free", tid, t.size_bytes))
+            # frees first at equal times, except a tensor's own free, which follows its alloc
+            # (a zero-time producer and readers: views, empty ops)
+            events.append((dies, 0 if dies > born else 2, "free", tid, t.size_bytes))
     events.sort(key=lambda e: (e[0], e[1]))
     return [(time, action, tid, size) for time, _, action, tid, size in events]
 

@@ -182,9 +182,19 @@ def parse_records(items: Iterable[RecordLike]) -> tuple[UsageRecord, ...]:
     ...
     workbench.errors.MemoryPlanError: usage record 0 'x': last step 1 is before first step 2
     """
+    if type(items) is _Parsed:
+        return items  # parsed already (a planner's own records, passed on): nothing to check
     if isinstance(items, (str, bytes)):
         raise MemoryPlanError(f"usage records must be a sequence of records, got {items!r}")
-    return tuple(_parse_one(i, item) for i, item in enumerate(items))
+    return _Parsed(_parse_one(i, item) for i, item in enumerate(items))
+
+
+class _Parsed(tuple[UsageRecord, ...]):
+    """A tuple of records :func:`parse_records` validated: parsing it again returns it as is (a
+    plan through :func:`workbench.memory.plan_memory` was parsed three times).  Equal to, and
+    printed as, a plain tuple."""
+
+    __slots__ = ()
 
 
 def interval_pairs(records: Sequence[UsageRecord]) -> list[Pair]:

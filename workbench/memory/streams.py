@@ -21,7 +21,9 @@ The same frontier gives the order of the clique bound (:class:`Skeleton`): ``A``
 ``B`` iff ``B``'s producer is reachable from the first dead op of ``A`` on some stream.
 
 Complexity: O(V · S) clocks, O(T · S · log V) searches and O(P) for the P listed pairs (T tensors,
-S streams).  Assumes a valid schedule (``Schedule.validate``).  Memory is bounded by design: a
+S streams).  Assumes a valid schedule (``Schedule.validate``).  Tensor planning
+(:func:`happens_before_relation`) sweeps live sets instead (:mod:`workbench.memory.live_sets`:
+nothing per stream pair); the clocks remain for :func:`buffer_conflicts`, bounded by design: a
 schedule whose V · S exceeds :data:`MAX_CLOCK_ENTRIES` (about 15 bytes each at the peak) is a
 one-line :class:`~workbench.errors.MemoryPlanError` before any clock is built (a 20,000-source
 fan-in under NNC, 20,000 streams, took 4.8 GB; issue 27).
@@ -118,12 +120,24 @@ def happens_before_relation(schedule: Schedule, planned: Sequence[str],
                             outputs: set[str]) -> tuple[ConflictGraph, Skeleton]:
     """The conflict graph of the planned tensors under the ancestor rule, and its order skeleton.
 
-    A tensor is born at its producer's issue index.  See the module docstring.
+    A tensor is born at its producer's issue index.  Computed by the live-set sweep of
+    :mod:`workbench.memory.live_sets` (no clocks: O(V + E + P) for P listed pairs, whatever the
+    number of streams); :func:`buffer_conflicts` keeps the clock sweeps of the module docstring,
+    which give the same relation.
     """
+    from workbench.memory.live_sets import live_set_relation
+
     users = [list(dict.fromkeys(consumers[t])) or [producers[i]] for i, t in enumerate(planned)]
     outputs_mask = np.array([t in outputs for t in planned], dtype=bool)
-    graph, by_op, op_node, frontier = _ancestor_rule(
-        schedule, users, [[p] for p in producers], outputs_mask, skeleton=True)
+    births, tails, rows, cols, frontier = live_set_relation(schedule, users, producers,
+                                                            outputs_mask, skeleton=True)
+    ptr, idx = _csr(len(planned), rows, cols)
+    del rows, cols
+    graph = ConflictGraph(births, tails, ptr, idx, births)
+    by_op: dict[str, list[int]] = {}
+    for i, op in enumerate(producers):
+        by_op.setdefault(op, []).append(i)
+    op_node = {op: k for k, op in enumerate(schedule.issue_order)}
     return graph, _skeleton(schedule, len(planned), by_op, op_node, *frontier)
 
 

@@ -34,6 +34,7 @@ from collections import Counter
 from dataclasses import replace
 
 from workbench.values.graph import NO_TASK_KINDS, Graph, OpId, TensorId
+from workbench.values.storage import STORAGE_ATTR
 
 
 def no_task_ops(graph: Graph) -> list[OpId]:
@@ -79,6 +80,8 @@ def drop_no_task_ops(graph: Graph) -> Graph:
             else:
                 inputs.append(t)
         attrs = {**op.attrs, "aliases": aliases}
+        if attrs.get(STORAGE_ATTR) in root:  # a view or in-place write of a removed view
+            attrs[STORAGE_ATTR] = root[attrs[STORAGE_ATTR]]
         if views:
             attrs["view_shapes"] = views
         new_ops.append(replace(op, inputs=tuple(inputs), attrs=attrs))

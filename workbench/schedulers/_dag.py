@@ -12,6 +12,10 @@ from collections import deque
 from workbench.schedulers._tails import StreamTails
 from workbench.values.graph import Graph
 
+#: Up to this edge span every reachability set is kept to the end (at most span bits each);
+#: beyond it a set is freed once all its predecessors have read it.
+_KEEP_REACH_SPAN = 256
+
 __all__ = ["StreamTails", "longest_chain_after", "mindspore_bfs_order", "nnc_visit_order",
            "post_dfs_order", "transitive_reduction"]
 
@@ -29,36 +33,44 @@ def transitive_reduction(graph: Graph) -> tuple[list[list[int]], list[list[int]]
     n = len(graph)
     succ, pred = graph.succ_index, graph.pred_index
     topo = graph.topo_index
-    pos = [0] * n
-    for p, i in enumerate(topo):
-        pos[i] = p
-    span = max((pos[j] - pos[i] for i in range(n) for j in succ[i]), default=0)
+    if all(p == i for p, i in enumerate(topo)):
+        pos: list[int] | range = range(n)  # program order is topological (the usual case)
+        span = max((j - min(p) for j, p in enumerate(pred) if p), default=0)
+    else:
+        pos = [0] * n
+        for p, i in enumerate(topo):
+            pos[i] = p
+        span = max((pos[j] - pos[i] for i in range(n) for j in succ[i]), default=0)
     mask = (1 << (span + 1)) - 1
     reach: list[int] = [0] * n  # bit k: the node at topo position pos[i] + k is reachable from i
-    pending = [len(pred[i]) for i in range(n)]
+    pending = [len(p) for p in pred] if span > _KEEP_REACH_SPAN else None
     kept_succ: list[list[int]] = [[] for _ in range(n)]
     for i in reversed(topo):
+        out = succ[i]
+        if not out:
+            continue
         base = pos[i]
-        combined = 0
-        for j in succ[i]:
-            combined |= reach[j] << (pos[j] - base)
-        mine = combined
-        kept = []
-        for j in succ[i]:
-            bit = 1 << (pos[j] - base)
-            if not combined & bit:
-                kept.append(j)
-            mine |= bit
-        kept_succ[i] = kept
-        reach[i] = mine & mask
-        for j in succ[i]:
-            pending[j] -= 1
-            if pending[j] == 0:
-                reach[j] = 0  # every predecessor has used it: free the memory
-    kept_pred: list[list[int]] = [[] for _ in range(n)]
-    kept_set = [set(k) for k in kept_succ]
-    for j in range(n):
-        kept_pred[j] = [i for i in pred[j] if j in kept_set[i]]
+        if len(out) == 1:  # a lone successor is never implied
+            j = out[0]
+            shift = pos[j] - base
+            kept_succ[i] = [j]
+            reach[i] = ((reach[j] << shift) | (1 << shift)) & mask
+        else:
+            combined = direct = 0
+            for j in out:
+                shift = pos[j] - base
+                combined |= reach[j] << shift
+                direct |= 1 << shift
+            kept_succ[i] = [j for j in out if not (combined >> (pos[j] - base)) & 1]
+            reach[i] = (combined | direct) & mask
+        if pending is not None:  # long spans: free each set once its predecessors used it
+            for j in out:
+                pending[j] -= 1
+                if not pending[j]:
+                    reach[j] = 0
+    lookup = [k if len(k) <= 8 else set(k) for k in kept_succ]  # short lists test as fast
+    kept_pred = [[i for i in pred[j] if j in lookup[i]] if len(pred[j]) > 1 else list(pred[j])
+                 for j in range(n)]
     return kept_succ, kept_pred
 
 

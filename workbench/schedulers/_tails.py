@@ -1,52 +1,60 @@
 """Stream tails: "has stream ``s`` deterministically finished before node ``v``?" for streams whose
 ops are totally ordered by ancestry (NNC builds such streams), at any scale.
 
-Per visited node a vector clock holds the highest stream position among its ancestors on each
-stream (-1: none); stream ``s``'s last op (its *tail*) is an ancestor of ``v`` iff
-``clock(v)[s] >= position of the tail``.  Dense clocks cost O(V · S) time and O(live · S) memory,
-which at a million ops (tens of thousands of streams) is tens of GB.  So clocks are *compact*:
+Stream ``s`` has finished before ``v`` when its last op (its *tail*) is an ancestor of ``v``.
+Each time a stream gets a tail, the pair is a new *tail instance*, numbered in creation order;
+it stays *valid* until the stream gets its next tail (a tail is set before it is visited, so no
+visited node has a stream's newest tail among its ancestors yet).  Per visited node an *ancestor
+set* holds the instances among its ancestors, itself included, merged from its predecessors:
 
-* a clock is kept only while the node has unvisited successors (a sink keeps none; NNC over its
-  stream cap also keeps the tails' clocks, ``keep_tail_clocks``, to order a tail before a node);
-* only *active* streams have a column.  *Compaction* (whenever the number of columns doubles)
-  closes every column on which all live clocks agree and on which no placed node is still
-  unvisited, storing the shared value in ``base[s]`` and the visit count in ``closed_at[s]``;
-* a closed value is exact by a cut argument: a node visited later that has an ancestor visited
-  before the compaction reaches it through a node live at the compaction, so its value is
-  ``base[s]``; a node whose ancestors were all visited later (its *lineage* starts after the
-  compaction: a late source's descendants) has -1.  Each clock carries its lineage start (the
-  earliest visit among its ancestors); when a closed stream is reopened, live clocks of a later
-  lineage get an explicit -1 in the new column, every other clock reads the column's default;
-* a closed stream whose base reaches its tail is finished for every node of an earlier lineage:
-  it waits in lazy heaps (by creation order, and per label); a query from a later lineage scans
-  the heap instead of reading its top.
+* usually a bitset, a Python int ``bits`` over the instances from ``base`` on (so a node whose
+  only instance is a recent one holds one bit, not the whole history), merged with ``|``;
+* a ``frozenset`` when a bitset would be sparse over a long span (a fan whose branches all hold
+  one old instance and their own: a bitset per branch would cost O(n) words, O(n²) in all).
 
-Queries then cost O(active columns) plus heap work.  Complexity: O((V + E) · A) with A the
-active columns (a few times the graph's width, not the stream count).
+A query keeps the valid instances of the set.  Sets are kept only while the node has unvisited
+successors (a sink keeps none; NNC over its stream cap also keeps the tails' sets,
+``keep_tail_clocks``, to order a tail before a node).
 
-A kept clock is stored *sparse*: the columns where it differs from ``defaults`` (index and
-value arrays).  A wide fan-in (20,000 sources, each on its own stream, all live until the sink)
-has A = 20,000 open columns that no compaction can close, and dense kept clocks cost
-20,000² · 8 bytes (6.9 GB, issue 27); sparse ones hold one entry each.  Memory is
-O(A + Σ differing entries) <= O(live · A), and merging a node's predecessors costs
-O(A + their entries).
+*Compaction* (whenever as many instances were created since the last one as there were kept
+sets then, at least 64) *retires* every valid instance that all kept sets hold, and clears it
+and every instance that is no longer valid from the kept sets.  A retired instance is exact by a
+cut argument: a node visited later that has an ancestor visited before the compaction reaches it
+through a node kept at the compaction, so it has the instance among its ancestors; a node whose
+ancestors were all visited later (its *lineage* starts after the compaction: a late source's
+descendants) does not.  Each set carries its lineage (the earliest visit among its ancestors);
+retired streams wait in lazy heaps (by creation order, and per label) with the visit count at
+their retirement, and a query from a later lineage scans the heap instead of reading its top.
+
+Complexity: a merge costs the words of the sets merged (the instances not yet retired: a few
+times the graph's width, over 64), a query the members of its set plus heap work, a compaction
+the kept sets' sizes, amortised over the instances created since the last one.  A wide fan-in
+(20,000 sources, each its own stream and tail) holds one bit per source and merges them in a
+balanced tree, O(k log k) for k predecessors.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable
+from typing import cast
 
-import numpy as np
+#: An ancestor set: ``(base, bits)`` or a frozenset of instances.
+Members = tuple[int, int] | frozenset[int]
+#: The ancestor set of a node about to be visited and its lineage (see :meth:`clock_of`).
+Clock = tuple[Members, int]
+
+_EMPTY: tuple[int, int] = (0, 0)
+_SPARSE_SPAN = 4096   # a bitset longer than this with under 1 bit in 64 set becomes a frozenset
 
 
 class StreamTails:
-    """Streams as chains, their tails and the ancestor clocks (module docstring).
+    """Streams as chains, their tails and the ancestor sets (module docstring).
 
     ``stream_of``, ``position`` (a node's index on its stream), ``tail_node``, ``n_streams`` are
     read by NNC; :meth:`pick_first` answers "which finished stream to recycle" for the node of
-    the last :meth:`clock_of`;
-    :meth:`finished_streams` lists them all (small graphs, tests).
+    a :meth:`clock_of`; :meth:`finished_streams` lists them all (small graphs, tests).
+    ``compactions`` and ``retired`` count the compactions and the instances they retired.
     """
 
     def __init__(self, pred: list[list[int]], succ: list[list[int]], *,
@@ -56,26 +64,23 @@ class StreamTails:
         self.keep_tail_clocks = keep_tail_clocks
         self.labels = labels                 # a stream's labels (NNC: the op types it ran)
         self.pending = [len(s) for s in succ]
-        self.clock: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # sparse: (columns, values)
-        self.lineage: dict[int, int] = {}    # node -> earliest visit among its ancestors
+        self.sets: dict[int, Members] = {}   # kept node -> its ancestor set
+        self.lineage: dict[int, int] = {}    # kept node -> earliest visit among its ancestors
         self.visits = 0
-        self._query_lineage = 0              # lineage of the node of the last clock_of
         self.tail_node: list[int] = []
-        self.tail_pos: list[int] = []
         self.length: list[int] = []
-        self.unvisited: list[int] = []       # placed but not yet visited nodes per stream
-        self.base: list[int] = []            # shared value of a closed stream's column
-        self.closed_at: list[int] = []       # visit count when the stream's column closed
-        self.col_of: list[int] = []          # stream -> column, -1 when closed
-        self.cols: list[int] = []            # column -> stream
-        self.defaults = np.zeros(0, dtype=np.int64)   # what a clock without the column reads
-        self.col_tail = np.zeros(0, dtype=np.int64)   # tail position of each column's stream
-        self.compacted_at = 64
         self.stream_of: dict[int, int] = {}
         self.position: dict[int, int] = {}
         self._tails: set[int] = set()
-        self._first_heap: list[int] = []     # closed finished streams, by id
+        self._instance: list[int] = []       # stream -> its valid instance, -1 before a tail
+        self._instance_stream: list[int] = []  # instance -> stream
+        self._retired_at: dict[int, int] = {}  # stream -> visit count when its instance retired
+        self._retired_instance: dict[int, int] = {}  # stream -> the instance retired
+        self._first_heap: list[int] = []     # retired streams, by id
         self._first_by_label: dict[str, list[int]] = {}  # the same, per label
+        self._next_compaction = 64
+        self.compactions = 0
+        self.retired = 0
 
     # ------------------------------------------------------------------ streams
     @property
@@ -84,11 +89,9 @@ class StreamTails:
 
     def new_stream(self) -> int:
         s = len(self.length)
-        for column in (self.length, self.unvisited):
-            column.append(0)
-        for column in (self.tail_node, self.tail_pos, self.base, self.col_of):
-            column.append(-1)
-        self.closed_at.append(0)
+        self.length.append(0)
+        self.tail_node.append(-1)
+        self._instance.append(-1)
         return s
 
     def place(self, node: int, stream: int) -> None:
@@ -96,185 +99,262 @@ class StreamTails:
         self.stream_of[node] = stream
         self.position[node] = self.length[stream]
         self.length[stream] += 1
-        self.unvisited[stream] += 1
-        self._open(stream)
 
     def set_tail(self, stream: int, node: int) -> None:
+        """``node`` (placed on ``stream``, not visited yet) is the stream's last op now."""
         old = self.tail_node[stream]
+        if old == node:
+            return
         self.tail_node[stream] = node
         self._tails.discard(old)
         self._tails.add(node)
-        self.tail_pos[stream] = self.position[node]
-        col = self.col_of[stream]
-        if col >= 0:
-            self.col_tail[col] = self.tail_pos[stream]
-        if self.keep_tail_clocks and old >= 0 and old != node and self.pending[old] <= 0:
+        self._instance[stream] = len(self._instance_stream)
+        self._instance_stream.append(stream)
+        if self.keep_tail_clocks and old >= 0 and self.pending[old] <= 0:
             self._drop(old)
 
-    # ------------------------------------------------------------------ clocks
-    def clock_of(self, node: int, extra: Iterable[int] = ()) -> np.ndarray:
-        """Clock of ``node`` merged from its (visited) predecessors and ``extra`` ones; the
-        queries that follow answer for ``node``."""
-        n = len(self.cols)
-        parents = (*self.pred[node], *extra)
+    # ------------------------------------------------------------------ ancestor sets
+    def clock_of(self, node: int, extra: Iterable[int] = ()) -> Clock:
+        """The ancestor set of ``node`` merged from its (visited) predecessors and ``extra``
+        ones; the queries that follow answer for ``node``."""
+        parents = (*self.pred[node], *extra) if extra else self.pred[node]
         lineage = self.visits
+        sets, lineages = self.sets, self.lineage
+        found = []
         for p in parents:
-            lineage = min(lineage, self.lineage[p])
-        self._query_lineage = lineage
-        if not parents:
-            return np.full(n, -1, dtype=np.int64)
-        stored = [self.clock[p] for p in parents]
-        if len(stored) == 1:
-            clock = self.defaults.copy()
-            clock[stored[0][0]] = stored[0][1]
-            return clock
-        # per column: the max of the explicit entries, and the default where a parent has none
-        idx = np.concatenate([c[0] for c in stored])
-        vals = np.concatenate([c[1] for c in stored])
-        clock = np.full(n, -1, dtype=np.int64)
-        np.maximum.at(clock, idx, vals)
-        some_default = np.bincount(idx, minlength=n) < len(stored)
-        clock[some_default] = np.maximum(clock[some_default], self.defaults[some_default])
-        return clock
+            seen = lineages[p]
+            if seen < lineage:
+                lineage = seen
+            kept = sets[p]
+            if kept[1] if type(kept) is tuple else kept:
+                found.append(kept)
+        if not found:
+            return (_EMPTY, lineage)
+        if len(found) == 1:
+            return (found[0], lineage)
+        return (_union(found), lineage)
 
-    def visit(self, node: int, clock: np.ndarray) -> None:
-        """Record the visited ``node`` (already placed); free clocks nobody needs any more."""
+    def visit(self, node: int, clock: Clock) -> None:
+        """Record the visited ``node`` (already placed); free sets nobody needs any more."""
+        members, lineage = clock
         s = self.stream_of[node]
-        col = self.col_of[s]
-        if len(clock) <= col:  # columns were opened after the clock was built
-            clock = np.concatenate([clock, self.defaults[len(clock):]])
-        if clock[col] < self.position[node]:
-            clock[col] = self.position[node]
-        self.unvisited[s] -= 1
+        if self.tail_node[s] == node:  # its own instance: its descendants have it
+            members = _with(members, self._instance[s])
         self.visits += 1
-        if self.pending[node] > 0 or (self.keep_tail_clocks and node in self._tails):
-            if len(clock) < len(self.defaults):
-                clock = np.concatenate([clock, self.defaults[len(clock):]])
-            differ = np.flatnonzero(clock != self.defaults)
-            self.clock[node] = (differ, clock[differ])
-            self.lineage[node] = self._query_lineage
+        keep = self.keep_tail_clocks
+        if self.pending[node] > 0 or (keep and node in self._tails):
+            self.sets[node] = members
+            self.lineage[node] = lineage
+        pending = self.pending
         for p in self.pred[node]:
-            self.pending[p] -= 1
-            if self.pending[p] <= 0 and not (self.keep_tail_clocks and p in self._tails):
+            pending[p] -= 1
+            if pending[p] <= 0 and not (keep and p in self._tails):
                 self._drop(p)
-        if len(self.cols) > 2 * self.compacted_at:
+        if len(self._instance_stream) >= self._next_compaction:
             self._compact()
 
     def _drop(self, node: int) -> None:
-        self.clock.pop(node, None)
+        self.sets.pop(node, None)
         self.lineage.pop(node, None)
 
     # ------------------------------------------------------------------ queries
-    def is_finished(self, stream: int, clock: np.ndarray) -> bool:
-        """Is ``stream``'s tail an ancestor of the node with ``clock``?"""
-        tail = self.tail_pos[stream]
-        if tail < 0:
-            return False
-        col = self.col_of[stream]
-        if col < 0:
-            return self._closed_finished(stream) and self._reads_base(stream)
-        value = clock[col] if col < len(clock) else self.defaults[col]
-        return bool(value >= tail)
-
-    def finished_streams(self, clock: np.ndarray) -> list[int]:
+    def finished_streams(self, clock: Clock) -> list[int]:
         """Every stream whose tail is an ancestor of the node with ``clock``, in creation
-        order.  O(S): for small graphs and tests; the schedulers use the pick methods."""
-        return [s for s in range(self.n_streams) if self.is_finished(s, clock)]
+        order.  O(S): for small graphs and tests; the schedulers use :meth:`pick_first`."""
+        found = set(self._held(clock[0]))
+        found.update(s for s in self._retired_at if self._reads_retired(s, clock[1]))
+        return sorted(found)
 
-    def pick_first(self, clock: np.ndarray, label: str | None = None) -> int | None:
+    def pick_first(self, clock: Clock, label: str | None = None) -> int | None:
         """NNC's recycling choice: the first finished stream in creation order that carries
-        ``label`` (see ``labels``), else the first finished one.  O(A) plus heap work."""
-        active = self._active_finished(clock)
+        ``label`` (see ``labels``), else the first finished one."""
+        held = self._held(clock[0])
+        lineage = clock[1]
         if label is not None and self.labels is not None:
-            labelled = [s for s in active if label in self.labels(s)][:1]
-            closed = self._first_closed(self._first_by_label.get(label, []))
-            options = [s for s in (*labelled, closed) if s is not None]
+            labels = self.labels
+            options = [s for s in held if label in labels(s)]
+            closed = self._first_retired(self._first_by_label.get(label, []), lineage)
+            if closed is not None:
+                options.append(closed)
             if options:
                 return min(options)
-        closed = self._first_closed(self._first_heap)
-        options = [s for s in (active[0] if active else None, closed) if s is not None]
-        return min(options) if options else None
+        closed = self._first_retired(self._first_heap, lineage)
+        if closed is not None:
+            held.append(closed)
+        return min(held) if held else None
 
     # ------------------------------------------------------------------ internals
-    def _active_finished(self, clock: np.ndarray) -> list[int]:
-        n = len(self.cols)
-        if not n:
-            return []
-        values = clock if len(clock) == n else np.concatenate([clock, self.defaults[len(clock):]])
-        hits = np.nonzero((self.col_tail >= 0) & (values >= self.col_tail))[0]
-        return sorted(self.cols[j] for j in hits.tolist())
+    def _held(self, members: Members) -> list[int]:
+        """The streams of the valid instances in ``members``."""
+        instance, stream_of = self._instance, self._instance_stream
+        out = []
+        for k in _elements(members):
+            s = stream_of[k]
+            if instance[s] == k:
+                out.append(s)
+        return out
 
-    def _closed_finished(self, stream: int) -> bool:
-        """Closed, and its shared value reaches its tail (finished for earlier lineages)."""
-        tail = self.tail_pos[stream]
-        return self.col_of[stream] < 0 and tail >= 0 and self.base[stream] >= tail
+    def _reads_retired(self, stream: int, lineage: int) -> bool:
+        """Is ``stream``'s retired instance still valid and an ancestor of a node of
+        ``lineage`` (module docstring)?"""
+        return (self._retired_instance.get(stream, -1) == self._instance[stream]
+                and lineage < self._retired_at[stream])
 
-    def _reads_base(self, stream: int) -> bool:
-        """Does the queried node's clock read ``base[stream]`` (module docstring)?"""
-        return self._query_lineage < self.closed_at[stream]
-
-    def _first_closed(self, heap: list[int]) -> int | None:
-        """The first (by id) closed stream of ``heap`` finished for the queried node; entries
+    def _first_retired(self, heap: list[int], lineage: int) -> int | None:
+        """The first (by id) retired stream of ``heap`` finished for the queried node; entries
         of reused streams are dropped, a later lineage scans the heap."""
-        while heap and not self._closed_finished(heap[0]):
+        while heap and self._retired_instance[heap[0]] != self._instance[heap[0]]:
             heapq.heappop(heap)
-        if not heap or self._reads_base(heap[0]):
-            return heap[0] if heap else None
-        return min((s for s in heap if self._closed_finished(s) and self._reads_base(s)),
-                   default=None)
-
-    def _open(self, stream: int) -> None:
-        if self.col_of[stream] >= 0:
-            return
-        col = len(self.cols)
-        self.col_of[stream] = col
-        self.cols.append(stream)
-        self.defaults = np.append(self.defaults, self.base[stream])
-        self.col_tail = np.append(self.col_tail, self.tail_pos[stream])
-        if self.base[stream] < 0:
-            return
-        for node, (idx, vals) in self.clock.items():  # a reopened stream: later lineages read -1
-            if self.lineage[node] >= self.closed_at[stream]:
-                self.clock[node] = (np.append(idx, col), np.append(vals, -1))
+        if not heap:
+            return None
+        if lineage < self._retired_at[heap[0]]:
+            return heap[0]
+        return min((s for s in heap if self._reads_retired(s, lineage)), default=None)
 
     def _compact(self) -> None:
-        """Close every column on which all live clocks agree and no placed node is unvisited
-        (module docstring)."""
-        n = len(self.cols)
-        live = list(self.clock.values())
-        if live:
-            idx = np.concatenate([c[0] for c in live])
-            vals = np.concatenate([c[1] for c in live])
-            big = np.iinfo(np.int64).max
-            lo, hi = np.full(n, big, dtype=np.int64), np.full(n, -big, dtype=np.int64)
-            np.minimum.at(lo, idx, vals)
-            np.maximum.at(hi, idx, vals)
-            some_default = np.bincount(idx, minlength=n) < len(live)
-            lo[some_default] = np.minimum(lo[some_default], self.defaults[some_default])
-            hi[some_default] = np.maximum(hi[some_default], self.defaults[some_default])
-        else:
-            lo = hi = np.full(n, -1, dtype=np.int64)
-        busy = np.array([self.unvisited[s] > 0 for s in self.cols], dtype=bool)
-        keep = (lo != hi) | busy
-        for j in np.nonzero(~keep)[0].tolist():
-            s = self.cols[j]
-            self.base[s] = int(lo[j])
-            self.closed_at[s] = self.visits
-            self.col_of[s] = -1
-            if self._closed_finished(s):
-                heapq.heappush(self._first_heap, s)
-                for label in self.labels(s) if self.labels is not None else ():
-                    heapq.heappush(self._first_by_label.setdefault(label, []), s)
-        kept = np.nonzero(keep)[0]
-        self.cols = [self.cols[j] for j in kept.tolist()]
-        for j, s in enumerate(self.cols):
-            self.col_of[s] = j
-        new_col = np.full(n, -1, dtype=np.int64)
-        new_col[kept] = np.arange(len(kept))
-        for node, (idx, vals) in list(self.clock.items()):
-            moved = new_col[idx]
-            stays = moved >= 0
-            self.clock[node] = (moved[stays], vals[stays])
-        self.defaults = self.defaults[kept]
-        self.col_tail = self.col_tail[kept]
-        self.compacted_at = max(64, len(self.cols))
+        """Retire the valid instances every kept set holds; clear them and the instances no
+        longer valid from the kept sets (module docstring)."""
+        self.compactions += 1
+        kept = self.sets
+        newest = len(self._instance_stream)
+        self._next_compaction = newest + max(64, len(kept))
+        if not kept:
+            return
+        instance, stream_of = self._instance, self._instance_stream
+        common = _common(list(kept.values()))
+        dead = {k for k in common if instance[stream_of[k]] == k}
+        for k in dead:
+            self._retire(stream_of[k], k)
+        for node, members in list(kept.items()):
+            gone = [k for k in _elements(members) if k in dead or instance[stream_of[k]] != k]
+            if gone:
+                kept[node] = _without(members, gone)
+
+    def _retire(self, stream: int, k: int) -> None:
+        self.retired += 1
+        self._retired_at[stream] = self.visits
+        self._retired_instance[stream] = k
+        heapq.heappush(self._first_heap, stream)
+        for label in self.labels(stream) if self.labels is not None else ():
+            heapq.heappush(self._first_by_label.setdefault(label, []), stream)
+
+
+# ---------------------------------------------------------------------------------- set algebra
+def _elements(members: Members) -> list[int] | frozenset[int]:
+    """The instances of ``members`` (a bitset's lowest first)."""
+    if isinstance(members, frozenset):
+        return members
+    base, bits = members
+    if not bits:
+        return []
+    out = []
+    if bits.bit_count() <= 8:
+        while bits:
+            low = bits & -bits
+            out.append(base + low.bit_length() - 1)
+            bits ^= low
+        return out
+    text = format(bits, "b")[::-1]
+    k = text.find("1")
+    while k >= 0:
+        out.append(base + k)
+        k = text.find("1", k + 1)
+    return out
+
+
+def _bitset(elements: Iterable[int]) -> Members:
+    """``elements`` as a bitset, or as a frozenset when a bitset would be sparse."""
+    items = sorted(set(elements))
+    if not items:
+        return _EMPTY
+    low, span = items[0], items[-1] - items[0] + 1
+    if span > _SPARSE_SPAN and span > 64 * len(items):
+        return frozenset(items)
+    raw = bytearray((span + 7) // 8)
+    for k in items:
+        j = k - low
+        raw[j >> 3] |= 1 << (j & 7)
+    return (low, int.from_bytes(raw, "little"))
+
+
+def _with(members: Members, k: int) -> Members:
+    """``members`` and instance ``k`` (a node's own, the newest so far)."""
+    if isinstance(members, frozenset):
+        return members | {k}
+    base, bits = members
+    if not bits:
+        return (k, 1)
+    if k >= base:
+        if k - base >= _SPARSE_SPAN and k - base >= 64 * bits.bit_count():
+            return frozenset((*_elements(members), k))
+        return (base, bits | (1 << (k - base)))
+    return _bitset((*_elements(members), k))
+
+
+def _without(members: Members, gone: list[int]) -> Members:
+    """``members`` less the instances ``gone`` (all members), the base moved to the lowest
+    instance left."""
+    if isinstance(members, frozenset):
+        return _bitset(members.difference(gone))
+    base, bits = members
+    if len(gone) <= 8:
+        for k in gone:
+            bits &= ~(1 << (k - base))
+    else:  # one mask: a bit at a time would cost the set's words per instance
+        raw = bytearray(bits.bit_length() // 8 + 1)
+        for k in gone:
+            j = k - base
+            raw[j >> 3] |= 1 << (j & 7)
+        bits &= ~int.from_bytes(raw, "little")
+    if not bits:
+        return _EMPTY
+    low = (bits & -bits).bit_length() - 1
+    return (base + low, bits >> low)
+
+
+def _union(found: list[Members]) -> Members:
+    """The union of non-empty sets: bitsets shifted onto the lowest base (many of them, a
+    wide fan-in, merged in a balanced tree so each level costs the sets' words), a frozenset
+    when one of them is or the bitset would be sparse."""
+    if all(type(m) is tuple for m in found):
+        bitsets = cast(list[tuple[int, int]], found)
+        low = min(b for b, _ in bitsets)
+        high = max(b + x.bit_length() for b, x in bitsets)
+        if high - low <= _SPARSE_SPAN or high - low <= 64 * sum(x.bit_count() for _, x in bitsets):
+            if len(bitsets) <= 8:
+                acc = 0
+                for b, x in bitsets:
+                    acc |= x << (b - low)
+                return (low, acc)
+            level = sorted(bitsets, key=lambda m: m[0])
+            while len(level) > 1:
+                paired = [(b1, x1 | (x2 << (b2 - b1)))
+                          for (b1, x1), (b2, x2) in zip(level[::2], level[1::2], strict=False)]
+                if len(level) % 2:
+                    paired.append(level[-1])
+                level = paired
+            return level[0]
+    out: set[int] = set()
+    for m in found:
+        out.update(_elements(m))
+    return _bitset(out)
+
+
+def _common(found: list[Members]) -> list[int] | frozenset[int]:
+    """The instances every one of ``found`` holds (empty as soon as one set is)."""
+    if all(type(m) is tuple for m in found):
+        bitsets = cast(list[tuple[int, int]], found)
+        low = min(b for b, _ in bitsets)
+        acc = -1
+        for b, x in found:
+            acc &= x << (b - low)
+            if not acc:
+                return []
+        return _elements((low, acc))
+    common: set[int] | None = None
+    for m in sorted(found, key=lambda m: m[1].bit_count() if type(m) is tuple else len(m)):
+        items = _elements(m)
+        common = set(items) if common is None else common.intersection(items)
+        if not common:
+            return []
+    return frozenset(common or ())

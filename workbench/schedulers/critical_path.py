@@ -27,7 +27,7 @@ the worst case, small in practice).
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -61,7 +61,7 @@ def schedule_critical_path(graph: Graph, *, device: str | DeviceSpec = "h100",
     rank = bottom_levels(graph, dur)
     topo_pos = topo_positions(graph)
     key = [(-rank[i], -dur[i], topo_pos[i]) for i in range(n)]
-    start, end, stream = _list_schedule(graph, dur, [0] * n, [max_streams], key.__getitem__)
+    start, end, stream = _list_schedule(graph, dur, [0] * n, [max_streams], key)
     ids = graph.op_ids
     notes = {
         "rank_us": {ids[i]: rank[i] for i in range(n)},
@@ -105,25 +105,53 @@ class _Timeline:
     insertion (list inserts, memmove-fast).
     """
 
-    __slots__ = ("starts", "ends", "gap_starts", "gap_ends", "last_end")
+    __slots__ = ("_starts", "_ends", "_items", "_pending", "count", "gap_starts", "gap_ends",
+                 "last_end")
 
     def __init__(self) -> None:
-        self.starts: list[float] = []
-        self.ends: list[float] = []
+        self._starts: list[float] = []
+        self._ends: list[float] = []
+        # every interval as (start, 0, -seq, end) when empty, (start, 1, seq, end) otherwise: the
+        # order of one sorted insertion each (an empty one before the others of its start, the
+        # newest first; the others after, the oldest first), sorted only when the intervals are
+        # read (near-zero durations): an insertion into a sorted list moved O(n) entries
+        self._items: list[tuple[float, int, int, float]] = []
+        self._pending = False
+        self.count = 0
         self.gap_starts: list[float] = []
         self.gap_ends: list[float] = []
         self.last_end = float("-inf")
 
+    @property
+    def starts(self) -> list[float]:
+        """The intervals' starts, sorted (built when asked after insertions)."""
+        self._flush()
+        return self._starts
+
+    @property
+    def ends(self) -> list[float]:
+        """The intervals' ends, in the order of :attr:`starts`."""
+        self._flush()
+        return self._ends
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._items.sort()  # a sorted run and the new ones: O(n + new · log new)
+            self._starts = [item[0] for item in self._items]
+            self._ends = [item[3] for item in self._items]
+            self._pending = False
+
     def _tiny(self, dur: float) -> bool:
         """Whether ``dur`` is so short that it may fit where intervals touch or overlap by
         ``_EPS`` (the margin also covers rounding at the magnitude of the times)."""
-        return dur <= 4 * _EPS + 1e-14 * abs(self.last_end if self.ends else 0.0)
+        return dur <= 4 * _EPS + 1e-14 * abs(self.last_end if self.count else 0.0)
 
     def earliest(self, ready: float, dur: float) -> float:
         """The earliest start ``t >= ready`` with ``[t, t + dur)`` free on this stream."""
-        if not self.ends:
+        last_end = self.last_end
+        if ready >= last_end:  # idle from ``ready`` on (or empty: -inf)
             return ready
-        if self._tiny(dur):
+        if dur <= 4 * _EPS + 1e-14 * abs(last_end):  # _tiny(dur), inlined: the hot path
             return self._scan(ready, dur)
         gap_starts, gap_ends = self.gap_starts, self.gap_ends
         for k in range(bisect_right(gap_ends, ready), len(gap_ends)):  # the hot loop
@@ -132,7 +160,7 @@ class _Timeline:
                 t = ready
             if t + dur <= gap_ends[k] + _EPS:
                 return t
-        return ready if ready > self.last_end else self.last_end
+        return last_end  # after the last interval (``ready`` is before its end)
 
     def _scan(self, ready: float, dur: float) -> float:
         """:meth:`earliest` by visiting every interval after ``ready``.  O(n)."""
@@ -147,10 +175,11 @@ class _Timeline:
         return t
 
     def insert(self, start: float, end: float) -> None:
-        k = bisect_left(self.starts, start) if end <= start else bisect_right(self.starts, start)
-        self.starts.insert(k, start)
-        self.ends.insert(k, end)
-        if len(self.ends) == 1:  # the time before the first interval is a gap too
+        self.count += 1
+        seq = self.count
+        self._items.append((start, 0, -seq, end) if end <= start else (start, 1, seq, end))
+        self._pending = True
+        if seq == 1:  # the time before the first interval is a gap too
             self.gap_starts.append(float("-inf"))
             self.gap_ends.append(start)
             self.last_end = end
@@ -180,12 +209,14 @@ class _Timeline:
 
 
 def _list_schedule(graph: Graph, dur: Sequence[float], types: Sequence[int],
-                   streams_per_type: Sequence[int | None], key: Callable[[int], Any],
+                   streams_per_type: Sequence[int | None],
+                   key: Sequence[Any] | Callable[[int], Any],
                    on_placed: Callable[[int], Sequence[int]] | None = None,
                    ) -> tuple[list[float], list[float], list[int]]:
     """List scheduling with insertion into the earliest idle gap.
 
-    Ready ops are taken smallest ``key(i)`` first.  ``key`` may change while scheduling: after an
+    Ready ops are taken smallest key first: ``key[i]`` (a sequence of distinct keys: ranked
+    once, so the heap holds integers) or ``key(i)``, which may change while scheduling: after an
     op is placed, ``on_placed(i)`` returns the ops whose key changed, and stale heap entries are
     skipped.  Op ``i`` may run on the streams of its type ``types[i]`` (``streams_per_type[t]``
     of them, numbered after those of lower types; ``None``: a new stream whenever that starts the
@@ -203,23 +234,42 @@ def _list_schedule(graph: Graph, dur: Sequence[float], types: Sequence[int],
     stream = [-1] * n
     waiting = [len(p) for p in pred]
     ready = [False] * n
-    heap: list[tuple[Any, int]] = []
+    if callable(key):
+        key_of: Callable[[int], Any] = key
+        by_rank: list[int] | None = None
+
+        def entry(i: int) -> Any:
+            return (key_of(i), i)
+    else:  # static keys: the heap holds each op's rank (an int) instead of its key
+        by_rank = sorted(range(n), key=key.__getitem__)
+        rank = [0] * n
+        for r, i in enumerate(by_rank):
+            rank[i] = r
+        entry = rank.__getitem__  # type: ignore[assignment]  # list.__getitem__ is overloaded
+    heap: list[Any] = []
+    push, pop = heapq.heappush, heapq.heappop
     for i in range(n):
         if waiting[i] == 0:
             ready[i] = True
-            heapq.heappush(heap, (key(i), i))
+            push(heap, entry(i))
     done = [False] * n
     unbounded_ids: dict[tuple[int, int], int] = {}
+    end_of = end.__getitem__
     while heap:
-        k, i = heapq.heappop(heap)
-        if done[i] or k != key(i):
-            continue
+        if by_rank is not None:
+            i = by_rank[pop(heap)]  # pushed once each: never stale
+        else:
+            k, i = pop(heap)
+            if done[i] or k != key_of(i):
+                continue
         done[i] = True
         t = types[i]
-        est = max((end[p] for p in pred[i]), default=0.0)
+        preds = pred[i]
+        est = max(map(end_of, preds)) if preds else 0.0
+        d = dur[i]
         best_s, best_line = None, -1
         for li, line in enumerate(lines[t]):
-            s = line.earliest(est, dur[i])
+            s = line.earliest(est, d)
             if best_s is None or s < best_s - _EPS:
                 best_s, best_line = s, li
                 if s <= est:  # no later stream can start it sooner
@@ -227,8 +277,8 @@ def _list_schedule(graph: Graph, dur: Sequence[float], types: Sequence[int],
         if best_s is None or (streams_per_type[t] is None and best_s > est + _EPS):
             lines[t].append(_Timeline())
             best_s, best_line = est, len(lines[t]) - 1
-        start[i], end[i] = best_s, best_s + dur[i]
-        lines[t][best_line].insert(start[i], end[i])
+        start[i], end[i] = best_s, best_s + d
+        lines[t][best_line].insert(best_s, best_s + d)
         if streams_per_type[t] is None:
             stream[i] = unbounded_ids.setdefault(
                 (t, best_line), unbounded_base + 10**6 * t + best_line)
@@ -237,12 +287,12 @@ def _list_schedule(graph: Graph, dur: Sequence[float], types: Sequence[int],
         if on_placed is not None:
             for j in on_placed(i):
                 if ready[j] and not done[j]:
-                    heapq.heappush(heap, (key(j), j))
+                    push(heap, entry(j))
         for j in succ[i]:
             waiting[j] -= 1
             if waiting[j] == 0:
                 ready[j] = True
-                heapq.heappush(heap, (key(j), j))
+                push(heap, entry(j))
     return start, end, stream
 
 

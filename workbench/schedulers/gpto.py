@@ -10,7 +10,10 @@ Objective: the smallest makespan whose memory fits a limit.  For each priority o
    (``graph_costs``: shape-aware kernels).
 2. **Events** (ScheduleToEvents, simplified): ops are issued in (start, end) order, each PE is a
    stream running its ops in that order, and the syncs are the transitively reduced cross-stream
-   dependencies (:func:`~workbench.values.schedule.insert_syncs`).
+   dependencies (:func:`~workbench.values.schedule.insert_syncs`).  The choice reads makespans
+   (and, for the candidates it plans, arenas), so a candidate's schedule and syncs are built
+   only when its arena is planned or it wins: once, for the winner, on a big graph with no
+   memory limit (was once per priority).
 3. **Memory**: the candidate schedule's activation arena, as
    ``plan_memory(schedule, "greedy_by_size").arena_bytes`` (happens-before conflicts across
    streams); identical placements are planned once, and what the lifetimes take from the graph
@@ -43,9 +46,9 @@ events come from ``insert_syncs`` rather than ScheduleToEvents' interval sweep (
 cross-type orderings the placement needs; ours are transitively reduced).
 
 Complexity: P list-scheduling passes (P = number of priorities), each O((V + E) log V) plus the
-gap search (O(V · S · g), g intervals scanned per stream), plus one memory plan per distinct
-placement that the choice needs (near-linear: ``workbench.memory.streams`` and
-``workbench.memory.placement``).
+gap search (O(V · S · g), g intervals scanned per stream), plus one schedule (syncs:
+``insert_syncs``) and one memory plan per distinct placement that the choice needs
+(near-linear: ``workbench.memory.streams`` and ``workbench.memory.placement``).
 """
 
 from __future__ import annotations
@@ -119,21 +122,29 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
     dur = [c.alone_us for c in graph_costs(graph, spec)]  # the simulator's kernels
     levels = _levels(graph, dur)
     topo_pos = topo_positions(graph)
-    memory = _MemoryImpact(graph)
+    memory: _MemoryImpact | None = None  # built for the memory_greedy priority only
     candidates: list[dict[str, Any]] = []
     for name in names:
-        key, on_placed = _priority(name, levels, dur, topo_pos, memory.fresh())
+        if name == "memory_greedy":
+            memory = (memory or _MemoryImpact(graph)).fresh()
+        key, on_placed = _priority(name, levels, dur, topo_pos, memory)
         start, end, stream = _list_schedule(graph, dur, types, [n_compute, n_copy], key, on_placed)
-        sched = placement_schedule(graph, "gpto", start, end, stream, options={}, notes={},
-                                   max_streams=max_streams)
         candidates.append({"priority": name, "makespan_us": max(end, default=0.0),
-                           "arena_bytes": None, "fits": None, "schedule": sched,
-                           "start_us": dict(zip(graph.op_ids, start, strict=True))})
+                           "arena_bytes": None, "fits": None, "schedule": None,
+                           "placement": (start, end, stream)})
         if deadline is not None and time.perf_counter() > deadline:
             break  # out of time: the best of the priorities tried so far
-    best, fitting = _choose(candidates, limit, plan_all=n <= ARENA_ALL_MAX_OPS)
-    schedules = {c["priority"]: c["schedule"] for c in candidates}
-    winner = schedules[best["priority"]]
+
+    def schedule_of(c: dict[str, Any]) -> Schedule:
+        """The candidate's schedule (streams, issue order, syncs), built the first time the
+        choice or the result needs it: the makespans choose without syncs."""
+        if c["schedule"] is None:
+            c["schedule"] = placement_schedule(graph, "gpto", *c["placement"], options={},
+                                               notes={}, max_streams=max_streams)
+        return c["schedule"]  # type: ignore[no-any-return]
+
+    best, fitting = _choose(candidates, limit, schedule_of, plan_all=n <= ARENA_ALL_MAX_OPS)
+    winner = schedule_of(best)
     sums = [0.0, 0.0]
     for i in range(n):
         sums[types[i]] += dur[i]
@@ -145,7 +156,7 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
         "portfolio": [{k: c[k] for k in ("priority", "makespan_us", "arena_bytes", "fits")}
                       for c in candidates],
         "estimated_makespan_us": best["makespan_us"],
-        "start_us": best["start_us"],
+        "start_us": dict(zip(graph.op_ids, best["placement"][0], strict=True)),
         "arena_bytes": best["arena_bytes"],
         "memory_limit_bytes": limit,
         "memory_limit_met": fitting,
@@ -174,18 +185,20 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
     return replace(winner, options=options, notes=notes)
 
 
-def _choose(candidates: list[dict[str, Any]], limit: float | None, *,
+def _choose(candidates: list[dict[str, Any]], limit: float | None,
+            schedule_of: Callable[[dict[str, Any]], Schedule], *,
             plan_all: bool) -> tuple[dict[str, Any], bool]:
     """The winner and whether it fits: candidates by estimated makespan (rounded to 1e-6 µs),
     the first makespan with a fitting arena wins (ties: smaller arena, then portfolio order); if
-    none fits, the smallest arena.  Arenas are planned lazily (all of them when ``plan_all``);
-    identical placements are planned once."""
+    none fits, the smallest arena.  Arenas are planned lazily (all of them when ``plan_all``),
+    each on ``schedule_of(candidate)`` (built only then); identical placements are planned
+    once."""
     planned: dict[tuple[Any, ...], int] = {}
     usage: list[Any] = []  # the graph's part of the lifetimes, computed on the first plan
 
     def plan(c: dict[str, Any]) -> None:
         if c["arena_bytes"] is None:
-            sched = c["schedule"]
+            sched = schedule_of(c)
             sig = (sched.issue_order, tuple(sched.streams.items()))
             if sig not in planned:
                 if not usage:
@@ -309,14 +322,16 @@ _STATIC: dict[str, Callable[[dict[str, list[float]], list[float], int], float]] 
 
 
 def _priority(name: str, levels: dict[str, list[float]], dur: list[float], topo_pos: list[int],
-              memory: _MemoryImpact) -> tuple[Callable[[int], Any],
+              memory: _MemoryImpact | None) -> tuple[Sequence[Any] | Callable[[int], Any],
                                               Callable[[int], Sequence[int]] | None]:
-    """Sort key (smallest first) and, for dynamic priorities, the update hook."""
+    """Sort keys (smallest first: a list for static priorities, a function for the dynamic
+    one) and, for the dynamic one, the update hook."""
     if name == "memory_greedy":
-        return (lambda i: (memory.impact[i], -dur[i], topo_pos[i])), memory.place
+        assert memory is not None
+        impact = memory.impact
+        return (lambda i: (impact[i], -dur[i], topo_pos[i])), memory.place
     score = _STATIC[name]
-    keys = [(score(levels, dur, i), -dur[i], topo_pos[i]) for i in range(len(dur))]
-    return keys.__getitem__, None
+    return [(score(levels, dur, i), -dur[i], topo_pos[i]) for i in range(len(dur))], None
 
 
 class _MemoryImpact:

@@ -16,20 +16,25 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
 3. **DP over endings** per part (:mod:`workbench.schedulers.ios_search`): a state is the bitmask
    of units still to schedule, an ending a possible last stage; at most ``s`` groups of at most
    ``r`` units per stage (defaults r=3, s=8).  Endings are generated lazily, every ending of the
-   paper's space is reached (its issue #10 fixed).  A part whose search exceeds ``part_work`` is
-   split in halves, each searched on its own.  Stage latencies bound from below prune most
-   evaluations without changing the result (with the simulator oracle).
+   paper's space is reached (its issue #10 fixed).  A part whose search exceeds ``part_work``
+   (default :data:`DEFAULT_PART_WORK`) is split in halves, each searched on its own (the exact
+   DP on smaller parts, near the one part per cell IOS cuts NASNet into).  Stage latencies
+   bound from below prune most evaluations without changing the result (with the simulator
+   oracle).
 4. **Budgets.**  The search is bounded by work, not time, so one command gives one schedule on
-   any machine however busy: ``max_states`` (default :data:`DEFAULT_MAX_STATES` DP states) bounds
-   the whole search, and a part may use up to ``SHARE_BOOST`` (4) times its share of the states
-   left (its units over the units left; what it leaves unused goes to the later ones), so one
-   hard part cannot starve the rest.  ``time_budget_s`` (default :data:`DEFAULT_TIME_BUDGET_S`)
-   is only a safety limit on wall time (with ``max_states=None`` it alone shares out the search,
-   by time, as before).  When a budget runs out, the part at hand keeps its best solved prefix
-   and is finished greedily, and ``notes["budget_hit"]`` says which budget and where (a
-   ``time_budget_s`` hit makes the result depend on the machine's speed;
-   :mod:`workbench.orchestration.compare`
-   says so in the row).  So ``wb.schedule(g, "ios")`` finishes in bounded time on any graph.
+   any machine however busy: ``part_work`` bounds each attempt at a part and ``max_states``
+   (default :data:`DEFAULT_MAX_STATES` DP states) the whole search; a part may use up to
+   ``SHARE_BOOST`` (4) times its share of the states left (its units over the units left; what
+   it leaves unused goes to the later ones), so one hard part cannot starve the rest.  The
+   defaults are sized so that every built-in model finishes within a third of compare's
+   safety net on a loaded 2-core machine (figures at :data:`DEFAULT_MAX_STATES`).
+   ``time_budget_s`` (default :data:`DEFAULT_TIME_BUDGET_S`) is only a safety limit on wall
+   time (with ``max_states=None`` it alone shares out the search, by time, as before).  When
+   a budget runs out, the part at hand keeps its best solved prefix and is finished greedily,
+   and ``notes["budget_hit"]`` says which budget and where (a ``time_budget_s`` hit makes the
+   result depend on the machine's speed; :mod:`workbench.orchestration.compare` says so in the
+   row: ``budget hit (54 s): best so far``).  So ``wb.schedule(g, "ios")`` finishes in
+   bounded time on any graph.
 5. **Stage latency** comes from a *cost oracle*: by default the workbench simulator runs the stage
    alone on the chosen device (:class:`~workbench.schedulers.ios_oracle.StageOracle`, which
    simulates structurally identical stages once); a user function ``cost_oracle(groups:
@@ -48,7 +53,11 @@ Ding et al., MLSys 2021; notes ios.md §2–4 and raf_nimble.md §4).
    the stream assignment and order but replaces barriers by the transitively reduced
    cross-stream syncs (a variant, not the paper's).  With the default
    oracle, a result slower on the simulator than the sequential schedule is replaced by the
-   sequential one (``notes["fallback"]``).
+   sequential one (``notes["fallback"]``).  In eager mode a bound on the host's issue time
+   (:mod:`workbench.schedulers.ios_bounds`) proves, when launch bound, that any schedule with a
+   barrier is slower than the sequential one: once a budget has cut the search (``early_stop``)
+   it stops after the first part that returns a stage of several groups (the same schedule;
+   ``notes["parts_searched"]``), and the same bound prunes stage evaluations inside each part.
 
 ``merge=True`` adds the paper's operator-merge strategy: an ending made of convolutions that read
 the same input can instead run as one wider convolution (:mod:`workbench.schedulers.ios_merge`);
@@ -68,7 +77,12 @@ from typing import Any
 
 from workbench.errors import OptionError
 from workbench.schedulers.ios_oracle import StageOracle
-from workbench.schedulers.ios_parts import SearchContext, describe_hit, search_parts
+from workbench.schedulers.ios_parts import (
+    SearchContext,
+    describe_hit,
+    search_counts,
+    search_parts,
+)
 from workbench.values.graph import Graph, OpId
 from workbench.values.ops import EPILOGUE_KINDS, GEMM_KINDS, UNIT_TAIL_KINDS
 from workbench.values.schedule import Schedule, build_schedule, check_max_streams
@@ -80,17 +94,23 @@ AFFINE_TAILS = EPILOGUE_KINDS
 UNIT_TAILS = UNIT_TAIL_KINDS
 Oracle = Callable[[list[list[OpId]]], float]
 
-DEFAULT_MAX_STATES = 10_000
+DEFAULT_MAX_STATES = 4_000
 """DP states one search may visit unless ``max_states`` says otherwise: the work budget that makes
-IOS deterministic.  Inception V3 needs 1,206 (0.7 s), RandWire 9,832 (12 s, unchanged by it);
-NASNet-A large would need 55,675 (42 s on one core of a shared 2-core machine; both fall back to
-the sequential schedule, which simulates faster) and stops at this budget in about 15 s."""
+IOS deterministic.  With :data:`DEFAULT_PART_WORK`, per built-in model (graph mode; eager takes
+about as long), about 1 CPU s up to Inception V3 (1,206 states, the paper's count); RandWire
+completes in 3,913 states (9 parts halved, about 4-5 CPU s); NASNet-A large stops here (4,006
+states, about 5-6 CPU s).  On a 2-core machine with both cores loaded that is at most about
+17 s of wall time, under a third of the 54 s compare's default budget gives a search, so
+the table does not depend on the machine's load (10,000 states with parts halved only past
+500,000 work took RandWire 24 s and NASNet 36 s on an idle machine, and hit 54 s loaded)."""
 DEFAULT_TIME_BUDGET_S = 300.0
 """Wall-clock safety limit of one search unless ``time_budget_s`` says otherwise: never reached
 by the built-in models under :data:`DEFAULT_MAX_STATES` (``benchmarks/ios_scaling.py``)."""
-DEFAULT_PART_WORK = 500_000
+DEFAULT_PART_WORK = 20_000
 """Work (transitions, plus 16 per new stage) one attempt at a part may take before the part is
-split in halves: about 2–5 s of search.  Inception V3 never comes close (≈ 3,000 per block)."""
+split in halves, each half searched exactly: under a CPU second of search.  Inception V3 never
+comes close (about 3,000 per block); RandWire's and NASNet's 25-40-unit parts are halved to
+10-20 units, near the one-cell parts (about 15 ops) IOS itself cuts NASNet into."""
 MAX_PART_SIZE = 64
 
 
@@ -104,7 +124,7 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
                  max_states: int | None = DEFAULT_MAX_STATES,
                  part_work: int | None = DEFAULT_PART_WORK,
                  engine: str | None = None, workers: int | None = None, client: Any = None,
-                 show_progress: bool = True) -> Schedule:
+                 show_progress: bool = True, early_stop: bool | None = None) -> Schedule:
     """Search the IOS schedule of ``graph`` (see the module docstring for the algorithm).
 
     ``r``: most units per group; ``s``: most groups per stage (``max_streams`` also caps ``s``);
@@ -122,6 +142,11 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     limit).  ``engine`` (``"local"``, ``"processes"``, ``"dask"``), ``workers``, ``client``: where
     parts are searched (default: this process; ``workers > 1`` alone means processes).
     ``show_progress``: a progress bar over units with per-part notes (terminals and notebooks).
+    ``early_stop``: when the eager bound proves any schedule with a barrier slower than the
+    sequential one (:mod:`workbench.schedulers.ios_bounds`), stop the search at the first part
+    with a stage of several groups: ``None`` (default) once a budget has cut the search (a
+    complete search keeps its notes: states, estimated cost), ``True`` always, ``False`` never;
+    the schedule is the same in every case.
 
     >>> import workbench as wb
     >>> s = wb.schedule(wb.models.nnc_diamond(), "ios", show_progress=False)
@@ -144,6 +169,8 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     _check_budget("time_budget_s", time_budget_s, number=True)
     _check_budget("max_states", max_states)
     _check_budget("part_work", part_work)
+    if early_stop is not None and not isinstance(early_stop, bool):
+        raise OptionError(f"ios option early_stop must be True, False or None, got {early_stop!r}")
     from workbench._engines import check_engine
 
     engine = engine or ("processes" if workers not in (None, 1) else "local")
@@ -160,6 +187,11 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     if max_streams is not None:
         s = min(s, max_streams)
 
+    options = {"r": r, "s": s, "max_part_size": max_part_size, "units": units,
+               "device": device, "mode": mode, "sync": sync, "merge": merge,
+               "oracle": oracle,
+               "max_streams": max_streams, "time_budget_s": time_budget_s,
+               "max_states": max_states, "part_work": part_work, "early_stop": early_stop}
     t0 = time.perf_counter()
     cost_oracle = _named_oracle(graph, oracle, oracle_options, cost_oracle, engine)
     unit_ops = ios_units(graph) if units else [[op] for op in graph.topo_order()]
@@ -167,8 +199,26 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     ctx = SearchContext(uuid.uuid4().hex, graph, unit_ops, parts, r, s, device, mode, merge,
                         part_work, cost_oracle, sync)
     deadline = None if time_budget_s is None else time.time() + time_budget_s
+    proof, sequential_us = None, None
+    if cost_oracle is None:   # the simulator oracle: bounds from the eager host (ios_bounds)
+        from workbench.schedulers import ios_bounds as bounds
+
+        trace = bounds.serial_trace(graph, device, mode)
+        if trace is not None:
+            sequential_us = float(trace.makespan)   # the fallback's yardstick, simulated once
+            ctx = replace(ctx, host_us=bounds.unit_host_us(trace, device, unit_ops),
+                          sync_us=StageOracle(graph, device=device, mode=mode,
+                                              sync=sync).sync_us)
+            if not merge and engine == "local" and len(parts) > 1:
+                proof = bounds.serial_proof(trace, device, sync)
+    stop = None if proof is None or early_stop is False else \
+        bounds.EarlyStop(len(unit_ops), always=bool(early_stop))
     results = search_parts(ctx, engine, workers, client, deadline, time_budget_s, max_states,
-                           show_progress)
+                           show_progress, stop)
+    if stop is not None and stop.fired:
+        assert proof is not None
+        return bounds.proved_sequential(graph, proof, results, parts, unit_ops, t0, options,
+                                        engine, time_budget_s, max_states)
 
     stages: list[list[list[OpId]]] = []
     chosen_merges: list[list[int]] = []
@@ -194,23 +244,7 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     notes = {
         "stages": stages,
         "n_stages": len(stages),
-        "blocks": [[op for u in b for op in unit_ops[u]] for b in parts],
-        "parts": len(parts),
-        "part_sizes": [len(p) for p in parts],
-        "units": len(unit_ops),
-        "search_s": time.perf_counter() - t0,
-        "states": sum(res.states for res in results),
-        "transitions": sum(res.transitions for res in results),
-        "stages_evaluated": sum(res.evaluated for res in results),
-        # every transition either simulated its stage (stages_evaluated) or did not
-        # (cache_hits: the part's table, the oracle's signature cache, or the lower bound
-        # alone -- stages_pruned of them -- settled it)
-        "cache_hits": sum(res.hits + res.pruned for res in results),
-        "stages_pruned": sum(res.pruned for res in results),
-        "simulations": sum(res.simulations for res in results),
-        "part_splits": sum(res.splits for res in results),
-        "peak_endings_held": max((res.peak_waiting for res in results), default=0),
-        "greedy_units": sum(res.greedy_units for res in results),
+        **search_counts(results, parts, unit_ops, t0),
         "estimated_us": sum(res.cost_us for res in results),
         "merges": [[op for u in g for op in unit_ops[u][:1]] for g in chosen_merges],
         "engine": engine,
@@ -222,11 +256,6 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
         notes.update(oracle=oracle, stages_timed=getattr(cost_oracle, "timed", None),
                      stages_reused=getattr(cost_oracle, "reused", None),
                      timing_s=getattr(cost_oracle, "timing_s", None))
-    options = {"r": r, "s": s, "max_part_size": max_part_size, "units": units,
-               "device": device, "mode": mode, "sync": sync, "merge": merge,
-               "oracle": oracle,
-               "max_streams": max_streams, "time_budget_s": time_budget_s,
-               "max_states": max_states, "part_work": part_work}
     if sync == "events":
         sched = build_schedule(target, "ios", stream_of, order, max_streams=max_streams,
                                options=options, notes=notes)
@@ -235,7 +264,7 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
                                max_streams=max_streams, options=options, notes=notes,
                                barrier_kind="device_sync" if sync == "device_sync" else "join")
     if cost_oracle is None:
-        sched = _no_slower_than_sequential(graph, sched, device, mode)
+        sched = _no_slower_than_sequential(graph, sched, device, mode, sequential_us)
     elif oracle != "simulator" and hasattr(cost_oracle, "keep_fastest") and not merge:
         sched = cost_oracle.keep_fastest(sched)   # measured: no slower than its rivals
     return sched
@@ -407,16 +436,19 @@ def _check_budget(name: str, value: Any, *, number: bool = False) -> None:
                           f"{'number' if number else 'integer'} or None, got {value!r}")
 
 
-def _no_slower_than_sequential(graph: Graph, sched: Schedule, device: str,
-                               mode: str) -> Schedule:
+def _no_slower_than_sequential(graph: Graph, sched: Schedule, device: str, mode: str,
+                               sequential_us: float | None = None) -> Schedule:
     """The better of the IOS schedule and the sequential one on the simulator (the search can
-    lose to it when a budget ran out or when barriers cost more than the model of a stage)."""
+    lose to it when a budget ran out or when barriers cost more than the model of a stage).
+    ``sequential_us``: the sequential makespan when already simulated (the eager bounds'
+    :func:`~workbench.schedulers.ios_bounds.serial_trace`), else it is simulated here."""
     from workbench.schedulers.serial import schedule_serial
     from workbench.simulator.simulate import simulate_makespan
 
     ios_us = simulate_makespan(sched, device, mode=mode)
     seq = schedule_serial(graph)
-    seq_us = simulate_makespan(seq, device, mode=mode)
+    seq_us = (simulate_makespan(seq, device, mode=mode) if sequential_us is None
+              else sequential_us)
     notes: dict[str, Any] = {**sched.notes, "simulated_us": ios_us, "sequential_us": seq_us}
     if ios_us <= seq_us:
         return replace(sched, notes=notes)

@@ -15,6 +15,8 @@ as one unit).  Complexity O(V + E).
 
 from __future__ import annotations
 
+from collections import deque
+
 from workbench.errors import OptionError
 from workbench.values.graph import Graph, OpId
 from workbench.values.schedule import Schedule, build_schedule, check_max_streams
@@ -59,23 +61,23 @@ def greedy_stages(graph: Graph, unit_ops: list[list[OpId]],
     unit_of = {op: u for u, ops in enumerate(unit_ops) for op in ops}
     succ: list[list[int]] = [[] for _ in unit_ops]
     indeg = [0] * len(unit_ops)
+    linked: set[tuple[int, int]] = set()
     for a, b in graph.edges:
         ua, ub = unit_of[a], unit_of[b]
-        if ua != ub and ub not in succ[ua]:
+        if ua != ub and (ua, ub) not in linked:
+            linked.add((ua, ub))
             succ[ua].append(ub)
             indeg[ub] += 1
     for s in succ:
         s.sort()
-    queue = [u for u in range(len(unit_ops)) if indeg[u] == 0]
+    queue = deque(u for u in range(len(unit_ops)) if indeg[u] == 0)
     stages: list[list[list[OpId]]] = []
-    while queue:
-        stage, remain = queue[:width], queue[width:]
+    while queue:  # a stage takes the queue's first ``width``; the newly ready go to its back
+        stage = [queue.popleft() for _ in range(min(width, len(queue)))]
         stages.append([list(unit_ops[u]) for u in stage])
-        ready = []
         for u in stage:
             for v in succ[u]:
                 indeg[v] -= 1
                 if indeg[v] == 0:
-                    ready.append(v)
-        queue = remain + ready
+                    queue.append(v)
     return stages

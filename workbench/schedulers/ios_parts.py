@@ -67,6 +67,8 @@ class SearchContext:
     part_work: int | None
     cost_oracle: Oracle | None
     sync: str = "device_sync"
+    host_us: tuple[float, ...] | None = None   # per unit: eager host issue time (ios_bounds)
+    sync_us: float = 0.0                        # the oracle's charge for a multi-group stage
 
 
 _WORKER_ORACLE: dict[str, Any] = {}   # one oracle per process and search: parts share its cache
@@ -135,31 +137,36 @@ def search_part(ctx: SearchContext, index: int, deadline: float | None, share_s:
     search = PartSearch(part, succ, ctx.r, ctx.s, oracle, work_cap=ctx.part_work,
                         states_cap=states_cap, deadline=deadline, merge_keys=keys,
                         merge_latency=oracle.merged if ctx.merge else None,
-                        bounds=ctx.cost_oracle is None, on_tick=on_tick)
+                        bounds=ctx.cost_oracle is None, on_tick=on_tick,
+                        host_us=None if ctx.host_us is None else [ctx.host_us[u] for u in part],
+                        sync_us=ctx.sync_us)
     return search.run(index)
 
 
 def search_parts(ctx: SearchContext, engine: str, workers: int | None, client: Any,
                  deadline: float | None, budget_s: float | None, max_states: int | None,
-                 show_progress: bool) -> list[PartResult]:
-    """Every part's result, in part order (see the module docstring)."""
+                 show_progress: bool,
+                 stop: Callable[[PartResult], bool] | None = None) -> list[PartResult]:
+    """Every part's result, in part order (see the module docstring); with ``stop`` (serial
+    engine only) the results up to the first part for which ``stop`` says True."""
     try:
         return _search_parts(ctx, engine, workers, client, deadline, budget_s, max_states,
-                             show_progress)
+                             show_progress, stop)
     finally:
         _WORKER_ORACLE.pop(ctx.token, None)   # the caches go with the search
 
 
 def _search_parts(ctx: SearchContext, engine: str, workers: int | None, client: Any,
                   deadline: float | None, budget_s: float | None, max_states: int | None,
-                  show_progress: bool) -> list[PartResult]:
+                  show_progress: bool, stop: Callable[[PartResult], bool] | None = None
+                  ) -> list[PartResult]:
     from workbench._progress import progress_bar
 
     n_parts, total_units = len(ctx.parts), sum(len(p) for p in ctx.parts)
     with progress_bar(total=total_units, desc="IOS search", enabled=show_progress,
                       unit=" units") as bar:
         if engine == "local":
-            return _serial_parts(ctx, deadline, max_states, bar)
+            return _serial_parts(ctx, deadline, max_states, bar, stop)
         from workbench._engines import run_tasks
 
         width = max(1, min(workers or 2, n_parts))
@@ -185,7 +192,8 @@ def _search_parts(ctx: SearchContext, engine: str, workers: int | None, client: 
 
 
 def _serial_parts(ctx: SearchContext, deadline: float | None, max_states: int | None,
-                  bar: Any) -> list[PartResult]:
+                  bar: Any, stop: Callable[[PartResult], bool] | None = None
+                  ) -> list[PartResult]:
     n_parts = len(ctx.parts)
     left_units = sum(len(p) for p in ctx.parts)
     used = 0
@@ -210,6 +218,9 @@ def _serial_parts(ctx: SearchContext, deadline: float | None, max_states: int | 
         left_units -= len(part)
         results.append(res)
         bar.update(len(part))
+        if stop is not None and stop(res):
+            bar.update(left_units)
+            break
     return results
 
 
@@ -224,4 +235,30 @@ def describe_hit(hit: PartResult, results: Sequence[PartResult], parts: Sequence
         "message": (f"{hit.budget_hit}={limit} ran out in part {hit.index + 1}/{len(parts)}; "
                     f"{greedy} of {sum(len(p) for p in parts)} units in {len(hits)} part(s) were "
                     "scheduled greedily after the best solved prefix"),
+    }
+
+
+def search_counts(results: Sequence[PartResult], parts: Sequence[list[int]],
+                  unit_ops: Sequence[Sequence[OpId]], t0: float) -> dict[str, Any]:
+    """The notes every IOS schedule carries about its search: blocks and parts, the work counted
+    over the parts searched (states, transitions, stages simulated or settled otherwise), and the
+    seconds since ``t0``."""
+    return {
+        "blocks": [[op for u in b for op in unit_ops[u]] for b in parts],
+        "parts": len(parts),
+        "part_sizes": [len(p) for p in parts],
+        "units": len(unit_ops),
+        "search_s": time.perf_counter() - t0,
+        "states": sum(res.states for res in results),
+        "transitions": sum(res.transitions for res in results),
+        "stages_evaluated": sum(res.evaluated for res in results),
+        # every transition either simulated its stage (stages_evaluated) or did not
+        # (cache_hits: the part's table, the oracle's signature cache, or the lower bound
+        # alone -- stages_pruned of them -- settled it)
+        "cache_hits": sum(res.hits + res.pruned for res in results),
+        "stages_pruned": sum(res.pruned for res in results),
+        "simulations": sum(res.simulations for res in results),
+        "part_splits": sum(res.splits for res in results),
+        "peak_endings_held": max((res.peak_waiting for res in results), default=0),
+        "greedy_units": sum(res.greedy_units for res in results),
     }

@@ -22,7 +22,9 @@ so its latency is at least that of its slowest group alone and of the ending it 
 One-group endings come first (a good incumbent early); an ending whose bound cannot beat the best
 so far is never evaluated, and new stages wait (up to :data:`DEFER` per state) to be evaluated in
 order of their bound.  The winner is the cheapest ending, ties going to the first enumerated,
-exactly as a plain scan would choose.  The bounds are used with the simulator oracle only
+exactly as a plain scan would choose.  In eager mode a stage of several groups is also no faster
+than its host's issue time plus the oracle's sync (:mod:`workbench.schedulers.ios_bounds`, an
+exact bound).  The bounds are used with the simulator oracle only
 (``bounds=False`` for a user's oracle, which need not be monotone, e.g. a noisy measurement).
 
 **Bounded work.**  One attempt at a (sub)part may spend ``work_cap`` work units (a transition is
@@ -57,6 +59,7 @@ DEFER = 2048           # new stages of one state evaluated best bound first (mem
 # slots make that hold only approximately (a scheduling anomaly can shave a few 0.1% off), so
 # bounds of multi-group stages are taken with this much slack.
 BOUND_SLACK = 0.97
+HOST_MARGIN = 1 - 1e-9  # the host-time bound is exact; this covers float sums in another order
 
 GroupOracle = Callable[[list[list[int]]], float]   # groups of global unit ids -> µs
 MergeOracle = Callable[[tuple[int, ...]], float]   # units to merge -> µs
@@ -102,7 +105,8 @@ class PartSearch:
                  states_cap: int | None = None, deadline: float | None = None,
                  merge_keys: Sequence[Hashable | None] | None = None,
                  merge_latency: MergeOracle | None = None, bounds: bool = True,
-                 on_tick: Callable[[PartSearch], None] | None = None) -> None:
+                 on_tick: Callable[[PartSearch], None] | None = None,
+                 host_us: Sequence[float] | None = None, sync_us: float = 0.0) -> None:
         n = len(units)
         self.units, self.n, self.r, self.s = list(units), n, r, s
         self.latency_of, self.merge_latency_of = latency, merge_latency
@@ -125,6 +129,8 @@ class PartSearch:
         self.merge_keys = list(merge_keys) if merge_keys is not None else None
         self.work_cap, self.states_cap, self.deadline = work_cap, states_cap, deadline
         self.on_tick, self.bounds = on_tick, bounds
+        self.host_us = list(host_us) if host_us is not None and bounds else None
+        self.sync_us = sync_us
         self.memo: dict[int, tuple[float, int, bool]] = {0: (0.0, 0, False)}
         self.lat: dict[int, float] = {}
         self.mlat: dict[int, float | None] = {}
@@ -315,20 +321,26 @@ class PartSearch:
             alone, known = [-math.inf] * len(groups), {}
         yield from zip(groups, alone)      # one-group stages first: a good bound early
         if self.s > 1:
-            yield from self._wider_endings(groups, alone, self.s - 1, known)
+            host = self.host_us
+            issue = None if host is None else [sum(host[k] for k in _bits(g)) for g in groups]
+            yield from self._wider_endings(groups, alone, self.s - 1, known, issue,
+                                           self.sync_us)
 
     @staticmethod
     def _wider_endings(groups: list[int], alone: list[float], more: int,
-                       lat: dict[int, float]) -> Iterator[tuple[int, float]]:
+                       lat: dict[int, float], issue: list[float] | None = None,
+                       sync_us: float = 0.0) -> Iterator[tuple[int, float]]:
         """The endings of two or more groups: depth-first, each group followed by later
-        disjoint ones (at most ``more`` of them); ``lat``: known stage latencies."""
+        disjoint ones (at most ``more`` of them); ``lat``: known stage latencies; ``issue``:
+        each group's eager host time (:mod:`workbench.schedulers.ios_bounds`), a bound with
+        the oracle's ``sync_us`` too."""
         n = len(groups)
-        nxt = [0] * (more + 2)
-        used = [0] * (more + 2)
-        bound = [0.0] * (more + 2)
+        nxt, used = [0] * (more + 2), [0] * (more + 2)
+        bound, hsum = [0.0] * (more + 2), [0.0] * (more + 2)
         for first in range(n):
             used[1], nxt[1] = groups[first], first + 1
             bound[1] = lat.get(groups[first], alone[first])
+            hsum[1] = issue[first] if issue is not None else 0.0
             depth = 1
             while depth >= 1:
                 i, u = nxt[depth], used[depth]
@@ -340,11 +352,16 @@ class PartSearch:
                 nxt[depth] = i + 1
                 ending = u | groups[i]
                 b = bound[depth] if bound[depth] > alone[i] else alone[i]
-                yield ending, b * BOUND_SLACK
+                low, h = b * BOUND_SLACK, 0.0
+                if issue is not None:
+                    h = hsum[depth] + issue[i]
+                    low = max(low, h * HOST_MARGIN + sync_us)
+                yield ending, low
                 if depth < more:
                     depth += 1
                     used[depth], nxt[depth] = ending, i + 1
                     bound[depth] = lat.get(ending, b)
+                    hsum[depth] = h
 
     def _group_latency(self, group: int) -> float:
         """The latency of the stage ``group`` (from the table, else the oracle), not counted as

@@ -165,19 +165,25 @@ def _signals(visit: list[int], rpred: list[list[int]], stream_of: dict[int, int]
     Boundary (§A.2 step 6): ``begin`` waits = the distinct non-default streams of the sources
     (none is fed by a stream-0 predecessor: sources have none); ``end`` waits = the destinations
     (sinks) on non-default streams, each signalling stream 0."""
-    position = {v: k for k, v in enumerate(visit)}
-    has_signal: set[int] = set()
-    waited: dict[int, set[int]] = {}
+    position = [0] * len(rpred)
+    for k, v in enumerate(visit):
+        position[v] = k
+    streams = [0] * len(rpred)
+    for v, s in stream_of.items():
+        streams[v] = s
+    waited: dict[int, set[int]] = {}  # stream -> producers whose signal it waited on
     syncs = []
     for v in visit:
-        sv = stream_of[v]
-        for p in sorted(rpred[v], key=position.__getitem__):
-            if stream_of[p] == sv:
-                continue
-            seen = waited.setdefault(sv, set())
-            if p in has_signal and p in seen:
-                continue
-            has_signal.add(p)
+        sv = streams[v]
+        cross = [p for p in rpred[v] if streams[p] != sv]
+        if not cross:
+            continue
+        if len(cross) > 1:
+            cross.sort(key=position.__getitem__)
+        seen = waited.setdefault(sv, set())
+        for p in cross:
+            if p in seen:
+                continue  # exact-duplicate wait: the stream already waited on p's signal
             seen.add(p)
             syncs.append((ops[p].id, ops[v].id))
     begin = len({stream_of[v] for v in visit if not rpred[v]} - {0})

@@ -36,6 +36,7 @@ from workbench._checks import show
 from workbench.errors import GraphError
 from workbench.values.op_attrs import ATTRIBUTES, pads_per_side, per_axis, value_problem
 from workbench.values.ops import OPS, kinds_where
+from workbench.values.storage import input_shapes
 
 Shape = Sequence[int] | None
 #: Kinds with a sliding window over spatial axes (kernel, stride, padding, dilation).
@@ -57,7 +58,7 @@ def check_graph_attrs(ops: Iterable[Any], tensors: Mapping[str, Any]) -> None:
             raise GraphError(f"op {show(op.id)}: attrs must be a mapping, got "
                              f"{type(attrs).__name__}")
         if attrs and op.kind in _DECLARED:
-            check_op_attrs(op, [_shape(tensors.get(t)) for t in op.inputs],
+            check_op_attrs(op, [tuple(x) if x else None for x in input_shapes(op, tensors)],
                            [_shape(tensors.get(t)) for t in op.outputs])
 
 

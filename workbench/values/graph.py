@@ -22,14 +22,6 @@ from workbench._checks import show
 from workbench.errors import GraphError
 from workbench.values.attr_checks import check_graph_attrs
 from workbench.values.control_checks import check_control_op, control_output_bytes, same_control
-from workbench.values.graph_items import (
-    _NUMERIC_OP_FIELDS,
-    _check_number,
-    _known_device,
-    _show,
-    control_depth,
-    ops_from_edges,
-)
 from workbench.values.graph_items import DEFAULT_TENSOR_BYTES as DEFAULT_TENSOR_BYTES
 from workbench.values.graph_items import MAX_FIGURE as MAX_FIGURE
 from workbench.values.graph_items import OP_DEVICES as OP_DEVICES
@@ -37,6 +29,15 @@ from workbench.values.graph_items import Op as Op
 from workbench.values.graph_items import OpId as OpId
 from workbench.values.graph_items import Tensor as Tensor
 from workbench.values.graph_items import TensorId as TensorId
+from workbench.values.graph_items import (
+    _check_number,
+    _known_device,
+    _show,
+    check_figures,
+    control_depth,
+    ops_from_edges,
+    plain_figure,
+)
 from workbench.values.graph_items import priority_topological_order as priority_topological_order
 from workbench.values.ops import CONTROL_KINDS as CONTROL_KINDS  # re-exported
 from workbench.values.ops import NO_TASK_KINDS as NO_TASK_KINDS  # re-exported
@@ -107,9 +108,7 @@ class Graph:
                 raise GraphError(f"duplicate op id {show(op.id)} (ops #{self._index[op.id]} "
                                  f"and #{i})")
             self._index[op.id] = i
-            for name_ in _NUMERIC_OP_FIELDS:
-                _check_number(getattr(op, name_), f"op {show(op.id)}: {name_}")
-            _check_number(op.duration_us, f"op {show(op.id)}: duration_us", allow_none=True)
+            check_figures(op)
             if op.thread_blocks is not None and (
                 isinstance(op.thread_blocks, bool) or not isinstance(op.thread_blocks, int)
                 or op.thread_blocks < 1 or op.thread_blocks > 2**62
@@ -143,7 +142,8 @@ class Graph:
                 raise GraphError(f"tensor entry {show(t)} is not a Tensor")
             if t.id in table:
                 raise GraphError(f"duplicate tensor id {show(t.id)}")
-            _check_number(t.size_bytes, f"tensor {show(t.id)}: size_bytes")
+            if not plain_figure(t.size_bytes):
+                _check_number(t.size_bytes, f"tensor {show(t.id)}: size_bytes")
             if t.producer is not None and t.producer not in self._index:
                 raise GraphError(f"tensor {show(t.id)} names producer {show(t.producer)}, "
                                  f"which is not an op")

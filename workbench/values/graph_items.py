@@ -42,7 +42,8 @@ class Tensor:
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
-        if isinstance(self.shape, (tuple, list)) and any(isinstance(d, bool) for d in self.shape):
+        if self.shape and isinstance(self.shape, (tuple, list)) and any(
+                isinstance(d, bool) for d in self.shape):
             raise GraphError(f"tensor {show(self.id)}: shape {show(self.shape)} has a boolean "
                              f"dimension")
 
@@ -120,8 +121,7 @@ def ops_from_edges(edges: Iterable[Any], ops: Any, sizes: Mapping[Any, Any],
     tensors = []
     op_list = []
     for op_id, kind in order.items():
-        size = sizes.get(op_id, DEFAULT_TENSOR_BYTES)
-        _check_number(size, f"op {show(op_id)}: size")
+        size = sizes.get(op_id, DEFAULT_TENSOR_BYTES)  # checked above (or the default)
         tensors.append(Tensor(f"{op_id}:out", int(size), producer=op_id))
         op_list.append(Op(
             op_id, kind=kind, device=devs.get(op_id, "gpu"), inputs=tuple(inputs[op_id]),
@@ -199,6 +199,30 @@ def _check_number(value: Any, what: str, *, allow_none: bool = False) -> None:
         raise GraphError(f"{what} is too large ({len(str(value))} digits)")
     if value > MAX_FIGURE:  # sums of such figures would overflow to inf and stall the simulator
         raise GraphError(f"{what} is too large ({value:g}; at most {MAX_FIGURE:g})")
+
+
+_PLAIN = (int, float)
+
+
+def plain_figure(value: Any) -> bool:
+    """Whether :func:`_check_number` accepts ``value`` at a glance: an int or a float in
+    ``[0, MAX_FIGURE]``, decided without composing the message a refusal would need."""
+    return type(value) in _PLAIN and 0 <= value <= MAX_FIGURE
+
+
+def check_figures(op: Op) -> None:
+    """The one-line GraphError for the first figure of ``op`` (flops, bytes, workspace,
+    ``duration_us``) that is not a non-negative number of at most :data:`MAX_FIGURE`; the
+    messages are composed only for an op whose figures are not plain (a 10^6-op graph)."""
+    for value in (op.flops, op.bytes_read, op.bytes_written, op.workspace_bytes,
+                  0 if op.duration_us is None else op.duration_us):
+        if type(value) not in _PLAIN or not 0 <= value <= MAX_FIGURE:
+            break
+    else:
+        return
+    for name in _NUMERIC_OP_FIELDS:
+        _check_number(getattr(op, name), f"op {show(op.id)}: {name}")
+    _check_number(op.duration_us, f"op {show(op.id)}: duration_us", allow_none=True)
 
 
 def _known_device(op: Op) -> Op:

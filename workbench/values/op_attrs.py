@@ -101,8 +101,10 @@ BOUNDS: Mapping[str, tuple[Callable[[Any], bool], str]] = {
 _FAST = {"any": (-math.inf, math.inf), "positive": (1, MAX_SIZE), "non_negative": (0, MAX_SIZE)}
 #: Each attribute's range (an int attribute not named here: ``any``; a number: ``finite``).
 _BOUNDS_OF = {
-    "positive": "kernel stride dilation groups window blocksize cin cout scales",
-    "non_negative": "padding output_padding m k n batch sizes repeats offset eps",
+    "positive": "kernel stride dilation groups window blocksize cin cout scales hidden_size "
+                "layers",
+    "non_negative": "padding output_padding m k n batch sizes repeats offset eps proj_size "
+                    "slots out_slots",
     "non_zero": "steps step", "probability": "p", "any": "value scalar min max",
 }
 #: Per-kind exceptions: a ``pad`` op's padding may be negative (ONNX's and torch's crop); a
@@ -210,9 +212,12 @@ def _table() -> dict[str, Attr]:
     add("count_include_pad", "bool", "avgpool: padding counts in the divisor (builder default "
         "true)")
     add("pool", "str", "pools: 'max' or 'avg' (the builder's record of the kind)")
-    add("act", "str", "conv2d: activation applied after the bias (builder)")
+    add("act", "str", "conv2d: activation applied after the bias (builder); rnn: its "
+        "nonlinearity ('tanh', the default, or 'relu'); lstm/gru: ONNX's activations, "
+        "comma-separated, when they are not the defaults (the forms refuse them)")
     add("pre_act", "str", "conv2d/sepconv: activation applied to the input first (builder)")
-    add("bias", "bool", "conv2d/sepconv/matmul: a bias input is given (builder)")
+    add("bias", "bool", "conv2d/sepconv/matmul: a bias input is given (builder); recurrent "
+        "ops: the biases are given (default true)")
     add("cin", "int", "input channels the op reads (builder; a channel slice of a wider tensor)",
         "in_channels")
     add("cout", "int", "output channels (builder)", "out_channels")
@@ -237,7 +242,8 @@ def _table() -> dict[str, Attr]:
     # axes and shapes
     add("axis", "int", "the axis the op works along (concat, softmax, gather, gather_elements, "
         "cumsum, split, norms: the first normalised axis for layernorm, the channel axis for "
-        "batchnorm; select; diff: default -1)", "dim")
+        "batchnorm; select; diff: default -1; weight_norm: the axis kept, torch's dim, -1 "
+        "normalising the whole tensor)", "dim")
     add("axes", "int_or_ints", "the axes a reduction, slice, squeeze, unsqueeze or roll works "
         "on; index: the positions of torch's indices list (x[:, idx] -> [1]) that hold the "
         "index inputs, in order", "dim dims")
@@ -264,6 +270,8 @@ def _table() -> dict[str, Attr]:
     add("repeats", "ints", "tile: copies per axis")
     add("blocksize", "int", "depth_to_space/space_to_depth: the block edge")
     add("upper", "bool", "trilu: keep the upper triangle (else the lower)")
+    add("diagonal", "int", "trilu: the diagonal's offset (0: the main diagonal; ONNX's second "
+        "input, when given, wins)")
     # values
     add("eps", "number", "norms: added to the variance (batchnorm default 1e-3, others 1e-5)",
         "epsilon")
@@ -297,6 +305,29 @@ def _table() -> dict[str, Attr]:
     add("equation", "str", "einsum: the subscripts of the contraction (``bhid,bhjd->bhij``)")
     add("needs_program", "bool", "attention: a module call whose weights live in the model "
         "(nn.MultiheadAttention): only from_torch's program runs it")
+    # recurrent cells (lstm, gru, rnn)
+    add("hidden_size", "int", "recurrent ops: the hidden state's size (LSTM: the cell's)")
+    add("layers", "int", "recurrent ops: stacked layers (default 1; ONNX's have one)",
+        "num_layers")
+    add("direction", "str", "recurrent ops: 'forward' (default), 'reverse' or 'bidirectional'")
+    add("batch_first", "bool", "recurrent ops: inputs and outputs have the batch axis first "
+        "(torch's batch_first; ONNX's layout=1, which puts it first in the states too)")
+    add("proj_size", "int", "lstm: the size each h is projected to (torch's proj_size; 0: none)")
+    add("convention", "str", "recurrent ops: how the inputs are laid out: 'torch' (the default, "
+        "aten.lstm's: x, the initial states if given, then per layer and direction w_ih, w_hh, "
+        "b_ih, b_hh, w_hr; gates i f g o / r z n) or 'onnx' (X, W, R, B, sequence_lens, "
+        "initial_h, initial_c, P, each stacked over directions; gates i o f c / z r h)")
+    add("slots", "ints", "recurrent ops in the onnx convention: the ONNX input slot of each "
+        "input, in order (0 X, 1 W, 2 R, 3 B, 4 sequence_lens, 5 initial_h, 6 initial_c, 7 P; "
+        "optional ones not given are left out)")
+    add("out_slots", "ints", "recurrent ops in the onnx convention: the ONNX output slot of "
+        "each output (0 Y, 1 Y_h, 2 Y_c)")
+    add("linear_before_reset", "bool", "gru: the reset gate scales the recurrent product "
+        "(torch's GRU, ONNX's linear_before_reset=1), not the state before it (ONNX's default)")
+    add("cell_clip", "number", "recurrent ops: ONNX's clip of the gates' inputs (the forms "
+        "refuse it)", "clip")
+    add("input_forget", "bool", "lstm: ONNX's coupled input and forget gates (the forms refuse "
+        "it)")
     add("start", "number", "range: first value; shape: first axis reported")
     add("end", "number", "range: end (exclusive); shape: end axis (exclusive)", "limit")
     add("step", "number", "range: increment", "delta")

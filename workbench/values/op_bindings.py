@@ -30,7 +30,8 @@ from workbench.values import op_reference as ref
 from workbench.values import op_reference_data as refd
 from workbench.values import op_reference_index as refi
 from workbench.values import op_reference_maps as refm
-from workbench.values import op_torch, op_torch_data, op_torch_maps
+from workbench.values import op_reference_recurrent as refr
+from workbench.values import op_torch, op_torch_data, op_torch_maps, op_torch_recurrent
 from workbench.values.op_attrs import check_declared
 
 
@@ -53,6 +54,7 @@ _VARIADIC = "max min mean maximum minimum"
 _COMPARE = ("equal not_equal greater less greater_or_equal less_or_equal and or xor not "
             "isnan")
 _REDUCE = "reduce_sum reduce_mean reduce_max reduce_min reduce_prod reduce_l2 reduce_sum_square"
+_RECURRENT = "lstm gru rnn"
 
 
 def unary_maps() -> dict[str, ref.UnaryFn]:
@@ -102,7 +104,8 @@ def references() -> dict[str, ref.Reference]:
             "range": refd.range_, "trilu": refd.trilu, "depth_to_space": refd.depth_to_space,
             "space_to_depth": refd.space_to_depth, "index": refi.index,
             "gather_elements": refi.gather_elements, "roll": refi.roll,
-            "masked_fill": refi.masked_fill, "diff": refi.diff, "cumsum": refi.cumsum}),
+            "masked_fill": refi.masked_fill, "diff": refi.diff, "cumsum": refi.cumsum,
+            "weight_norm": ref.weight_norm, _RECURRENT: refr.recurrent}),
         **{k: refm.arith(k) for k in _ARITH.split()},
     }
 
@@ -132,7 +135,8 @@ def torch_forms() -> dict[str, op_torch.TorchForm]:
             "size": d.size, "range": d.range_, "trilu": d.trilu,
             "depth_to_space": d.depth_to_space, "space_to_depth": d.space_to_depth,
             "index": d.index, "gather_elements": d.gather_elements, "roll": d.roll,
-            "masked_fill": d.masked_fill, "diff": d.diff, "cumsum": d.cumsum}),
+            "masked_fill": d.masked_fill, "diff": d.diff, "cumsum": d.cumsum,
+            "weight_norm": t.weight_norm, _RECURRENT: op_torch_recurrent.recurrent}),
         **{k: m.arith(k) for k in _ARITH.split()},
     }
 
@@ -168,11 +172,15 @@ def declared_attrs() -> dict[str, tuple[str, ...]]:
             ("hard_sigmoid", "alpha beta"), ("gelu", "approximate"),
             ("add sub", "scalar reverse alpha"), ("mul div pow mod", "scalar reverse"),
             ("div", "rounding"), ("mod", "fmod"), (_VARIADIC, "scalar"),
-            (_COMPARE.replace(" not isnan", ""), "scalar reverse"), ("trilu", "upper"),
+            (_COMPARE.replace(" not isnan", ""), "scalar reverse"), ("trilu", "upper diagonal"),
             ("depth_to_space", "blocksize mode"), ("space_to_depth", "blocksize"),
             ("attention", "is_causal scale needs_program"), ("index", "axes"),
             ("gather_elements cumsum", "axis"), ("roll", "shifts axes"),
-            ("masked_fill", "value"), ("diff", "n axis prepend append")):
+            ("masked_fill", "value"), ("diff", "n axis prepend append"),
+            ("weight_norm", "axis"),
+            (_RECURRENT, "hidden_size layers direction batch_first bias convention slots "
+                         "out_slots act cell_clip"),
+            ("lstm", "proj_size input_forget"), ("gru", "linear_before_reset")):
         for name in names.split():
             declared.setdefault(name, []).extend(attrs.split())
     for names_read in declared.values():

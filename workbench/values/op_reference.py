@@ -12,7 +12,8 @@ and re-exported here; the elementwise maps, arithmetic, comparisons and reductio
 :mod:`workbench.values.op_reference_maps`, the data-movement kinds (indexing, shapes, resizing) in
 :mod:`workbench.values.op_reference_data`, torch's indexing, shifting and scanning kinds
 (``index``, ``gather_elements``, ``roll``, ``masked_fill``, ``diff``, ``cumsum``) in
-:mod:`workbench.values.op_reference_index`.
+:mod:`workbench.values.op_reference_index`, the recurrent cells (``lstm``, ``gru``, ``rnn``) in
+:mod:`workbench.values.op_reference_recurrent`.
 
 Attributes are read in the vocabulary of :mod:`workbench.values.op_attrs`, through its readers
 (:func:`~workbench.values.op_attrs.window_of`, ...), so the torch forms
@@ -171,13 +172,44 @@ def pool(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
                    count_include_pad=flag(at, "count_include_pad", True))]
 
 
+def adaptive_bins(size: int, out: int) -> list[tuple[int, int]]:
+    """torch's adaptive pooling windows along one axis: output ``i`` pools
+    ``[floor(i*size/out), ceil((i+1)*size/out))``."""
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def _adaptive(x: Array, out: Sequence[int] | None, reduce: Callable[..., Array]) -> Array:
+    """Pooled over the spatial axes to the spatial sizes of ``out`` (``None`` or all ones: over
+    each axis whole), one axis at a time (a box's mean or max is the mean or max of its
+    rows')."""
+    sizes = list(out[2:]) if out is not None and len(out) == x.ndim else [1] * (x.ndim - 2)
+    for axis, n in enumerate(sizes, start=2):
+        x = np.concatenate([reduce(x.take(range(lo, hi), axis=axis), axis=axis, keepdims=True)
+                            for lo, hi in adaptive_bins(x.shape[axis], n)], axis=axis)
+    return x
+
+
 def global_avgpool(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    axes = tuple(range(2, a[0].ndim))
-    return [_f64(a[0]).mean(axis=axes, keepdims=True).astype(_dtype(a[0]))]
+    """Average over the spatial axes, to the output's spatial size (torch's adaptive pool;
+    1, the default: global)."""
+    out = shape_of(op.outputs[0]) if op.outputs else None
+    return [_adaptive(_f64(a[0]), out, np.mean).astype(_dtype(a[0]))]
 
 
 def global_maxpool(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
-    return [a[0].max(axis=tuple(range(2, a[0].ndim)), keepdims=True)]
+    """Maximum over the spatial axes, to the output's spatial size (as :func:`global_avgpool`)."""
+    return [_adaptive(a[0], shape_of(op.outputs[0]) if op.outputs else None, np.max)]
+
+
+def weight_norm(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    """torch's weight normalisation ``v * g / ||v||``: the norm over every axis but ``axis``
+    (torch's ``dim``, default 0; -1: over the whole tensor), ``g`` broadcast against it."""
+    v, g = _f64(a[0]), _f64(a[1])
+    axis = int(op.attrs.get("axis", 0) or 0)
+    keep = () if axis == -1 else (axis % v.ndim,)
+    over = tuple(i for i in range(v.ndim) if i not in keep)
+    norm = np.sqrt((v * v).sum(axis=over, keepdims=True))
+    return [(v * (g / norm)).astype(_dtype(a[0]))]
 
 
 def batchnorm_reference(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
@@ -378,10 +410,11 @@ def spin_value(inputs: Sequence[Array]) -> float:
 
 
 __all__ = [
-    "F32", "Array", "OpLike", "Reference", "ShapeOf", "UnaryFn", "assign", "attention",
-    "batchnorm", "batchnorm_reference", "concat", "conv", "conv2d", "conv_transpose", "convnd",
-    "copy", "gelu", "generic", "global_avgpool", "global_maxpool", "groupnorm", "identity",
-    "instancenorm", "layernorm", "layernorm_reference", "log_softmax", "lrn", "matmul",
-    "matmul_reference", "pool", "pool2d", "relu", "sepconv", "sigmoid", "softmax",
-    "softmax_reference", "spin_value", "transpose", "view", "view_shape",
+    "F32", "Array", "OpLike", "Reference", "ShapeOf", "UnaryFn", "adaptive_bins", "assign",
+    "attention", "batchnorm", "batchnorm_reference", "concat", "conv", "conv2d",
+    "conv_transpose", "convnd", "copy", "gelu", "generic", "global_avgpool", "global_maxpool",
+    "groupnorm", "identity", "instancenorm", "layernorm", "layernorm_reference", "log_softmax",
+    "lrn", "matmul", "matmul_reference", "pool", "pool2d", "relu", "sepconv", "sigmoid",
+    "softmax", "softmax_reference", "spin_value", "transpose", "view", "view_shape",
+    "weight_norm",
 ]

@@ -350,8 +350,9 @@ def range_(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
 
 def trilu(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
     """The upper (``upper``, default) or lower triangle of the last two axes, diagonal ``k``
-    (the second input)."""
-    k = int(np.asarray(a[1]).reshape(-1)[0]) if len(a) > 1 else 0
+    (the second input, else ``diagonal``)."""
+    k = int(np.asarray(a[1]).reshape(-1)[0]) if len(a) > 1 else int(
+        op.attrs.get("diagonal") or 0)
     return [np.triu(a[0], k) if flag(op.attrs, "upper", True) else np.tril(a[0], k)]
 
 

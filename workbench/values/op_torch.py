@@ -7,7 +7,8 @@ beside the kind's ``reference`` (:mod:`workbench.values.op_reference`), with the
 a GPU is what cuDNN / cuBLAS / ATen run for ``torch.nn.functional`` calls.  This module holds the
 convolutions, pools, norms, products and views; the elementwise maps, arithmetic, comparisons and
 reductions are in :mod:`workbench.values.op_torch_maps`, the data-movement kinds (torch's
-indexing, shifting and scanning kinds too) in :mod:`workbench.values.op_torch_data`.
+indexing, shifting and scanning kinds too) in :mod:`workbench.values.op_torch_data`, the
+recurrent cells in :mod:`workbench.values.op_torch_recurrent`.
 
 Attributes are read in the vocabulary of :mod:`workbench.values.op_attrs` through its readers,
 exactly as the references read them, so both compute the same function (checked kind by kind in
@@ -23,7 +24,8 @@ exactly as the references read them, so both compute the same function (checked 
   ``dw_bias`` nor ``pw_bias``;
 * ``maxpool`` / ``avgpool`` -> ``F.max_pool{n}d`` / ``F.avg_pool{n}d`` (``ceil_mode``,
   ``count_include_pad``, ``dilation`` for max);
-* ``global_avgpool`` -> ``F.adaptive_avg_pool2d(x, 1)``; ``batchnorm`` -> ``F.batch_norm``
+* ``global_avgpool`` -> ``F.adaptive_avg_pool{n}d`` to the output's spatial size (1:
+  global); ``weight_norm`` -> ``torch._weight_norm``; ``batchnorm`` -> ``F.batch_norm``
   (inference; params rows gamma, beta, mean, var, or ONNX's four inputs; ``eps`` 1e-3 by
   default); ``layernorm`` -> ``F.layer_norm`` (params gamma, beta, or scale and bias inputs);
   ``softmax`` -> ``F.softmax`` of ``x * scale``; ``matmul`` -> ``F.linear`` (``trans_b``) or
@@ -209,16 +211,34 @@ def pool(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
     return [summed / counts]
 
 
+def _pooled_size(op: OpLike, x: Tensor, shape_of: ShapeOf) -> tuple[int, ...]:
+    """The spatial size a global / adaptive pool pools to: the output's (default: all ones)."""
+    out = shape_of(op.outputs[0]) if op.outputs else None
+    return tuple(out[2:]) if out is not None and len(out) == x.dim() else (1,) * (x.dim() - 2)
+
+
 def global_avgpool(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
+    """``F.adaptive_avg_pool{n}d`` to the output's spatial size (1: global)."""
     x = a[0]
-    if x.dim() == 4:
-        return [_f().adaptive_avg_pool2d(x, 1)]
+    size = _pooled_size(op, x, shape_of)
+    if 1 <= len(size) <= 3:
+        return [getattr(_f(), f"adaptive_avg_pool{len(size)}d")(x, size)]
     return [x.mean(dim=tuple(range(2, x.dim())), keepdim=True)]
 
 
 def global_maxpool(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
+    """``F.adaptive_max_pool{n}d`` to the output's spatial size (1: an ``amax``)."""
     x = a[0]
+    size = _pooled_size(op, x, shape_of)
+    if any(n != 1 for n in size) and 1 <= len(size) <= 3:
+        return [getattr(_f(), f"adaptive_max_pool{len(size)}d")(x, size)]
     return [x.amax(dim=tuple(range(2, x.dim())), keepdim=True)]
+
+
+def weight_norm(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
+    """``torch._weight_norm(v, g, axis)`` (``v * g / ||v||``, the norm over all but ``axis``;
+    -1: the whole tensor)."""
+    return [torch_module()._weight_norm(a[0], a[1], int(op.attrs.get("axis", 0) or 0))]
 
 
 def batchnorm(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
@@ -379,5 +399,5 @@ __all__ = [
     "Tensor", "TorchForm", "assign", "attention", "batchnorm", "concat", "conv",
     "conv_transpose", "copy", "generic", "global_avgpool", "global_maxpool", "groupnorm",
     "instancenorm", "layernorm", "log_softmax", "lrn", "matmul", "pool", "sepconv", "softmax",
-    "torch_module", "transpose", "unary_form", "unary_map", "view",
+    "torch_module", "transpose", "unary_form", "unary_map", "view", "weight_norm",
 ]

@@ -250,7 +250,7 @@ def range_(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
 
 def trilu(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
     torch = torch_module()
-    k = int(a[1].reshape(-1)[0].item()) if len(a) > 1 else 0
+    k = int(a[1].reshape(-1)[0].item()) if len(a) > 1 else int(op.attrs.get("diagonal") or 0)
     return [torch.triu(a[0], k) if flag(op.attrs, "upper", True) else torch.tril(a[0], k)]
 
 

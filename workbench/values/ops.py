@@ -30,7 +30,8 @@ What computes each kind is listed by kind in :mod:`workbench.values.op_bindings`
 reference, the PyTorch form, the elementwise maps, the attribute names they read); the table
 attaches those to its entries (``reference``, ``torch_form``, ``unary``, ``binary``, ``attrs``)
 and gives a kind listed there with none its category's (views reshape, copies copy).  The
-importers' facts (torch names, FLOPs per element, kernel-name fragments) stay here.
+importers' facts (torch names, FLOPs per element, kernel-name fragments) are listed by kind in
+:mod:`workbench.values.op_names` and attached the same way.
 
 Kind names are matched case- and separator-insensitively: :func:`canonical_kind` maps
 ``ExpandDims``, ``FLATTEN_GRAD`` or ``MaxPool`` to the table's spelling, and
@@ -53,9 +54,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from workbench.values import op_bindings as bindings
+from workbench.values import op_names, op_torch
 from workbench.values import op_reference as ref
-from workbench.values import op_torch
 from workbench.values.op_attrs import ATTRIBUTES, normalize_attrs
+from workbench.values.op_reference_recurrent import GATE_ORDERS
 
 CATEGORIES = ("compute", "elementwise", "reduction", "view", "copy", "state", "io", "control")
 
@@ -77,10 +79,13 @@ class OpKind:
     is its input (``print``: the GPU lowers it as a copy).  ``subgraphs``: holds sub-graphs.
     ``activation``: a builder activation (fused into conv too; :data:`ACTIVATION_FLOPS`).
     ``flops_per_element``: FLOPs per output element of an elementwise or normalisation kind, as
-    every importer and the builders count it (``None``: not counted per element; the importers'
-    cost rules read it through :data:`FLOPS_PER_ELEMENT`).
-    ``gemm``: a GEMM-like kernel (conv2d, sepconv, matmul) that heads an IOS unit; ``epilogue``:
-    a per-channel affine step a unit goes on after (batchnorm, bias, mul, add).
+    every importer and the builders count it, and of a recurrent kind's gates per hidden unit
+    and step (``None``: not counted per element; the importers' cost rules read it through
+    :data:`FLOPS_PER_ELEMENT`).  ``recurrent``: a recurrent cell's gates, as the positions of
+    ONNX's gate blocks in torch's order (LSTM i o f c -> i f g o; GRU z r h -> r z n); its
+    length is the gate count (:data:`RECURRENT_GATES`).
+    ``gemm``: a GEMM-like kernel (conv1d/2d/3d, sepconv, matmul) that heads an IOS unit;
+    ``epilogue``: a per-channel affine step a unit goes on after (batchnorm, bias, mul, add).
     ``launch_rule``: the GPU model's kernel rule for this kind (a name in
     :data:`workbench.simulator.cost_model.launches.LAUNCH_RULES`; ``None``: one generic kernel from
     its figures).
@@ -139,6 +144,7 @@ class OpKind:
     torch_form: op_torch.TorchForm | None = None
     window: str | None = None
     attrs: tuple[str, ...] = ()
+    recurrent: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         assert self.category in CATEGORIES, self
@@ -175,7 +181,7 @@ def _entries() -> dict[str, OpKind]:
     add("reduction", "softmax log_softmax layernorm global_avgpool reduce_sum reduce_mean "
         "reduce_max reduce_min", fuse="reduce")
     add("reduction", "argmax max min mean global_maxpool groupnorm instancenorm")
-    add("reduction", "reduce_prod reduce_l2 reduce_sum_square argmin cumsum")
+    add("reduction", "reduce_prod reduce_l2 reduce_sum_square argmin cumsum weight_norm")
     # views
     add("view", "reshape flatten squeeze unsqueeze expand_dims view", no_task=True,
         shape_only=True)
@@ -209,7 +215,11 @@ def _entries() -> dict[str, OpKind]:
     add("compute", "lrn transpose gather slice constant shape size fused op")
     add("compute", "index gather_elements roll")  # torch's x[:, idx], gather, roll
     add("compute", "attention", launch_rule="attention")  # one fused kernel (flash SDPA)
-    add("compute", "conv1d conv3d", window="weight")
+    # recurrent cells over a sequence: cuDNN's GEMMs and gate kernels, step by step
+    for name, gates in GATE_ORDERS.items():
+        add("compute", name, launch_rule="recurrent", recurrent=gates)
+    # 1-D and 3-D convolutions: the same implicit GEMMs as conv2d, over one or three axes
+    add("compute", "conv1d conv3d", gemm=True, launch_rule="convolution", window="weight")
     add("compute", "embedding stack contiguous clone pad resize tile trilu range "
         "depth_to_space space_to_depth")
     _bind_references(out)
@@ -243,95 +253,14 @@ def _import_only() -> dict[str, OpKind]:
 
 
 def _importer_facts(entries: dict[str, OpKind]) -> None:
-    """Attach the importers' facts (torch names, FLOPs per element, kernel-name fragments)."""
-    torch = {  # module type names (capitalised), then function / method / aten names
-        "conv1d": "Conv1d conv1d", "conv2d": "Conv2d conv2d convolution",
-        "conv3d": "Conv3d conv3d", "conv_transpose": "ConvTranspose2d",
-        "matmul": "Linear linear matmul mm bmm addmm",
-        "batchnorm": "BatchNorm1d BatchNorm2d BatchNorm3d batch_norm",
-        "layernorm": "LayerNorm layer_norm", "groupnorm": "GroupNorm group_norm",
-        "instancenorm": "InstanceNorm2d", "relu": "ReLU relu relu_", "relu6": "ReLU6",
-        "gelu": "GELU gelu", "sigmoid": "Sigmoid sigmoid", "tanh": "Tanh tanh",
-        "silu": "SiLU silu silu_", "leaky_relu": "LeakyReLU leaky_relu",
-        "hard_swish": "Hardswish hardswish hardswish_",
-        "hard_sigmoid": "Hardsigmoid hardsigmoid hardsigmoid_", "elu": "ELU elu",
-        "softplus": "Softplus softplus", "prelu": "PReLU prelu",
-        "softmax": "Softmax softmax", "log_softmax": "LogSoftmax log_softmax",
-        "maxpool": "MaxPool2d max_pool2d", "avgpool": "AvgPool2d avg_pool2d",
-        "global_avgpool": "AdaptiveAvgPool2d adaptive_avg_pool2d",
-        "global_maxpool": "AdaptiveMaxPool2d adaptive_max_pool2d",
-        "dropout": "Dropout dropout", "flatten": "Flatten flatten",
-        "identity": "Identity identity alias", "embedding": "Embedding embedding",
-        "reduce_mean": "mean", "reduce_sum": "sum", "reduce_max": "amax",
-        "concat": "cat concat concatenate", "stack": "stack", "contiguous": "contiguous",
-        "clone": "clone lift_fresh_copy", "cast": "to float half", "pad": "pad constant_pad_nd",
-        "gather": "index_select", "reshape": "view reshape unflatten reshape_as view_as",
-        "squeeze": "squeeze", "unsqueeze": "unsqueeze",
-        "transpose": "permute transpose t swapaxes swapdims", "expand": "expand",
-        "getitem": "getitem select", "slice": "slice", "split": "split chunk split_with_sizes",
-        "tile": "repeat", "range": "arange",
-        "constant": "zeros_like ones_like full_like empty_like new_zeros new_ones new_full "
-                    "new_empty zeros ones full empty fill",
-        "resize": "Upsample interpolate upsample_nearest2d upsample_bilinear2d",
-        "equal": "eq", "greater": "gt", "less": "lt", "greater_or_equal": "ge",
-        "less_or_equal": "le", "not": "logical_not bitwise_not __invert__",
-        "and": "logical_and bitwise_and __and__", "or": "logical_or bitwise_or __or__",
-        "xor": "logical_xor bitwise_xor __xor__", "not_equal": "ne", "isnan": "isnan",
-        "mod": "remainder fmod", "abs": "abs",
-        "log": "log", "reciprocal": "reciprocal", "sin": "sin", "cos": "cos",
-        "floor": "floor", "ceil": "ceil", "round": "round", "sign": "sign", "exp": "exp",
-        "sqrt": "sqrt",
-        "rsqrt": "rsqrt", "pow": "pow", "erf": "erf", "clip": "clamp", "neg": "neg",
-        "add": "add iadd add_", "sub": "sub isub rsub", "mul": "mul imul mul_",
-        "div": "truediv div itruediv floordiv", "max": "maximum max", "min": "minimum min",
-        "where": "where", "masked_fill": "masked_fill", "cumsum": "cumsum", "diff": "diff",
-        "index": "index", "gather_elements": "gather", "roll": "roll", "einsum": "einsum",
-        "attention": "MultiheadAttention scaled_dot_product_attention "
-                                       "_native_multi_head_attention",
-        "transformer_layer": "TransformerEncoderLayer _transformer_encoder_layer_fwd"}
-    flops = {  # 1 for arithmetic and simple maps, 2 for two-step maps (clip, leaky relu) and
-        # folded batch norm (x*a + b), 3 for exp-based maps, 5/6 for (log-)softmax, 8 for norms
-        1: "relu exp sqrt rsqrt pow erf neg add sub mul div max min where mod log reciprocal "
-           "abs floor ceil round sign sin cos not and or xor equal greater less "
-           "greater_or_equal less_or_equal isnan thresholded_relu masked_fill not_equal diff "
-           "cumsum",
-        2: "relu6 leaky_relu clip prelu batchnorm", 3: "hard_sigmoid elu selu celu softplus "
-        "softsign", 4: "sigmoid hard_swish", 5: "tanh silu softmax", 6: "log_softmax",
-        8: "gelu layernorm groupnorm instancenorm"}
-    kernels = {  # lower-case fragments of real kernel names (H200, A100 and MI250 profiles)
-        "memcpy": "memcpy", "memset": "memset",
-        # cuDNN's layout transforms around NHWC convolutions
-        "transpose": "nchwtonhwc nhwctonchw permute transpose",
-        # cuDNN / CUTLASS convolutions: forward (fprop), grad-input (dgrad), grad-weight
-        # (wgrad), implicit GEMMs, FFT, the scudnn engines and cask's offset kernels
-        "conv2d": "conv winograd fprop dgrad wgrad implicit_gemm fft2d scudnn cask_cudnn "
-                  "cutlass_cudnn",
-        # cuBLAS(Lt) / CUTLASS / rocBLAS (Tensile ``Cijk_``) GEMMs, cuBLASLt's epilogue kernel,
-        # Triton's GEMM templates
-        "matmul": "gemm gemv matmul cublas cutlass cijk_ epilogue::impl triton_tem",
-        # FBGEMM's FP8 / HFP8 conversions (before ``gemm``, which ``fbgemm`` contains)
-        "cast": "quantize fp8",
-        "batchnorm": "batch_norm batchnorm bn_fw bn_bw",
-        "layernorm": "layer_norm layernorm rowwisemoments gammabetabackward",
-        "softmax": "softmax", "maxpool": "max_pool maxpool",
-        "avgpool": "avg_pool avgpool adaptive_average_pool", "concat": "concat cat_ catarray",
-        "embedding": "split_embedding bounds_check_indices linearize_index bucketize_sparse "
-                     "offsets_range embedding", "gather": "indexselect index_select gather",
-        "collective": "nccl rccl", "sort": "radixsort sort",
-        "relu": "relu", "gelu": "gelu", "sigmoid": "sigmoid", "tanh": "tanh",
-        # reductions, cub's scans, Triton's reduction and persistent-reduction kernels
-        "reduce": "reduce scan triton_red triton_per",
-        # PyTorch's elementwise / foreach (optimizer) / dropout kernels, Triton pointwise
-        "elementwise": "elementwise dropout multi_tensor_apply scalepackedtensor triton_poi "
-                       "fill_kernel copy_kernel",
-        # any other Triton kernel: an Inductor fusion group
-        "fused": "triton"}
-    for name, names in torch.items():
+    """Attach the importers' facts (:mod:`workbench.values.op_names`: torch names, FLOPs per
+    element, kernel-name fragments)."""
+    for name, names in op_names.torch_names().items():
         entries[name] = replace(entries[name], torch=tuple(names.split()))
-    for count, kinds in flops.items():
+    for count, kinds in op_names.flops_per_element().items():
         for name in kinds.split():
             entries[name] = replace(entries[name], flops_per_element=count)
-    for name, fragments in kernels.items():
+    for name, fragments in op_names.kernel_fragments().items():
         entries[name] = replace(entries[name], kernel_names=tuple(fragments.split()))
 
 
@@ -425,6 +354,8 @@ ACTIVATION_FLOPS: Mapping[str, int] = {n: k.flops_per_element or 0 for n, k in O
 #: FLOPs per output element of each elementwise / normalisation kind (known or import-only).
 FLOPS_PER_ELEMENT: Mapping[str, int] = {n: k.flops_per_element for n, k in _ALL.items()
                                         if k.flops_per_element is not None}
+#: Recurrent kinds -> their gate count (4 for LSTM, 3 for GRU, 1 for RNN).
+RECURRENT_GATES: Mapping[str, int] = {n: len(k.recurrent) for n, k in OPS.items() if k.recurrent}
 #: torch module type / function / method / aten name -> kind (the torch.fx import's kinds).
 TORCH_ALIASES: Mapping[str, str] = {t: n for n, k in _ALL.items() for t in k.torch}
 #: The order kinds are tried in when a kernel name is matched against their ``kernel_names``
@@ -487,7 +418,8 @@ __all__ = [
     "ACTIVATION_FLOPS", "ASSIGN_KINDS", "BARRIER_KINDS", "BROADCAST_KINDS", "CATEGORIES",
     "COMMUNICATION_KINDS", "CONTROL_KINDS", "ELEMWISE_KINDS", "ENGINE_COPY_KINDS",
     "EPILOGUE_KINDS", "FLOPS_PER_ELEMENT", "GEMM_KINDS", "IMPORT_ONLY", "KERNEL_KINDS",
-    "KERNEL_MATCH_ORDER", "TORCH_ALIASES", "TORCH_FORM_KINDS", "UNIT_TAIL_KINDS",
+    "KERNEL_MATCH_ORDER", "RECURRENT_GATES", "TORCH_ALIASES", "TORCH_FORM_KINDS",
+    "UNIT_TAIL_KINDS",
     "GPU_COPY_KINDS", "IO_KINDS", "KNOWN_KINDS", "NO_TASK_KINDS", "OFF_DEVICE_TRANSFER_KINDS",
     "ONNX_ALIASES",
     "OPS", "REDUCE_KINDS", "REFERENCE_KINDS", "SHAPE_ONLY_KINDS", "TRANSFER_KINDS",

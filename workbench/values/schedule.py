@@ -177,7 +177,10 @@ class Schedule:
         Checks: every op of the graph is launched exactly once; each stream's launch order agrees
         with the issue order; every sync's event is recorded before it is waited on (issue order)
         and no sync waits within one stream order backwards; every dependency ``a -> b`` of the
-        graph is ordered by stream order, syncs and barriers (transitively).  Because every
+        graph is ordered by stream order, syncs and barriers (transitively); and every pair of ops
+        that touch one declared state (:func:`workbench.values.state.state_order`: writes and
+        reads of a parameter, I/O) is ordered the same way and as the program orders it, so no
+        stream timing can change what the schedule computes.  Because every
         happens-before edge then points forward in one issue order, no deadlock is possible.
         Complexity O((V + E) · W) time, W the most streams alive at once (module docstring).
         """
@@ -263,22 +266,48 @@ def _check_dependencies(schedule: Schedule) -> None:
     issue = [clocks.issue[op] for op in ids]
     index = {op: k for k, op in enumerate(ids)}
     preds = graph.pred_index
+    state = _state_preds(graph, index)
     for i, op in enumerate(order):
         clocks.at_issue_index(i)
         before = clocks.before(op, waits.get(op, ()))
         k = index[op]
         s = stream[k]
-        for p in preds[k]:
+        for p, what in (*((p, None) for p in preds[k]), *state.get(k, ())):
             ps = stream[p]
-            if ps == s:
-                if position[p] > position[k]:
-                    raise ScheduleError(f"dependency {ids[p]!r} -> {op!r} is not ordered: both on "
-                                        f"stream {s} but {op!r} is launched first")
-            elif before[column[p]] < issue[p]:
-                raise ScheduleError(f"dependency {ids[p]!r} -> {op!r} is not ordered: {ids[p]!r} "
-                                    f"on stream {ps}, {op!r} on stream {s}, and no sync or "
-                                    f"barrier orders them")
+            if what is None:
+                if ps == s:
+                    if position[p] > position[k]:
+                        raise ScheduleError(f"dependency {ids[p]!r} -> {op!r} is not ordered: "
+                                            f"both on stream {s} but {op!r} is launched first")
+                elif before[column[p]] < issue[p]:
+                    raise ScheduleError(f"dependency {ids[p]!r} -> {op!r} is not ordered: "
+                                        f"{ids[p]!r} on stream {ps}, {op!r} on stream {s}, and "
+                                        f"no sync or barrier orders them")
+                continue
+            both = (f"{ids[p]!r} and {op!r} both touch state {what!r} and the program runs "
+                    f"{ids[p]!r} first")
+            if ps == s and position[p] > position[k]:
+                raise ScheduleError(f"{both}, but stream {s} launches {op!r} first")
+            if ps != s and issue[p] > issue[k]:
+                raise ScheduleError(f"{both}, but the host issues {op!r} first")
+            if ps != s and before[column[p]] < issue[p]:
+                raise ScheduleError(f"{both}, but no sync or barrier orders {ids[p]!r} (stream "
+                                    f"{ps}) before {op!r} (stream {s}): a race")
         clocks.finish(op, before)
+
+
+def _state_preds(graph: Graph, index: Mapping[OpId, int]) -> dict[int, list[tuple[int, str]]]:
+    """Op index -> the (earlier op index, state) pairs of :func:`workbench.values.state.
+    state_order` it must follow, those the graph's edges already order left out."""
+    from workbench.values.state import state_order
+
+    out: dict[int, list[tuple[int, str]]] = {}
+    preds = graph.pred_index
+    for a, b, what in state_order(graph):
+        ia, ib = index[a], index[b]
+        if ia not in preds[ib]:
+            out.setdefault(ib, []).append((ia, what))
+    return out
 
 
 # ---------------------------------------------------------------------------------- building

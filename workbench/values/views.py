@@ -20,7 +20,8 @@ from workbench.registry import Registry
 VIEWS: Registry[Callable[..., Any]] = Registry("view")
 
 #: The module that registers each view; views not named here come from ``workbench.viz.display``.
-PROVIDERS: dict[str, str] = {"report": "workbench.orchestration.report"}
+PROVIDERS: dict[str, str] = {"report": "workbench.orchestration.report",
+                             "why": "workbench.orchestration.why"}
 DEFAULT_PROVIDER = "workbench.viz.display"
 
 

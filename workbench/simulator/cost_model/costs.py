@@ -84,6 +84,10 @@ from workbench.simulator.cost_model.target import resolve_device
 from workbench.values.graph import CONTROL_KINDS, Graph, Op
 from workbench.values.ops import ENGINE_COPY_KINDS, OPS
 
+#: The launch rules of the convolutions, whose peak (for the work bound) is the convolution
+#: precision's (TF32 under ``auto`` where the device has it, as cuDNN runs them).
+_CONVOLUTION_RULES = ("convolution", "separable_convolution")
+
 __all__ = [
     "COPY_KINDS", "COST_MODELS", "DEVICES", "GPU_DEVICES", "HOST_DEVICES", "KNOWN_DEVICES",
     "DeviceSpec", "HostSpec", "NpuSpec", "OpCost", "calibrate", "check_op_device",
@@ -188,7 +192,8 @@ def _gpu_cost(op: Op, spec: DeviceSpec, calibration: Mapping[str, float] | None,
     fixed = _fixed_time(op, calibration)
     launches = op_launches(op, graph, spec, model, precision=precision, fixed_us=fixed)
     kernels = tuple([time_launch(ln, spec, model) for ln in launches])
-    if op.kind == "conv2d" or op.kind == "sepconv":
+    info = OPS.get(op.kind)
+    if info is not None and info.launch_rule in _CONVOLUTION_RULES:  # conv1d/2d/3d, sepconv
         peak = spec.peak_flops(kernel_precision(precision, spec, convolution=True))
     elif precision == "auto" or precision == "fp32":
         peak = spec.peak_tflops * 1e12

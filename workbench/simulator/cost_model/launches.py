@@ -4,10 +4,12 @@ The rules follow a cuDNN-based inference engine such as IOS's runtime (notes ios
 ``src/ios/ios_runtime.cu`` of mit-han-lab/inter-operator-scheduler), so that an op costs the kernels
 it really runs:
 
-* ``conv2d``: a ``pre_act`` (IOS's ``ReluConv``) is its own elementwise kernel on the input; the
-  convolution is the fastest of the implicit-GEMM tile/split-K candidates and, for 3×3 stride-1
-  convolutions, Winograd F(2×2, 3×3), and explicit GEMM (im2col + GEMM tiles, no split-K: cuDNN's
-  convolution algorithms do not split K)
+* ``conv2d`` (and ``conv1d`` / ``conv3d``, the same rule over one or three spatial axes: a 1-D
+  convolution is the 2-D one over a height of 1 that PyTorch gives cuDNN, a 3-D one the implicit
+  GEMM over its volume): a ``pre_act`` (IOS's ``ReluConv``) is its own elementwise kernel on the
+  input; the convolution is the fastest of the implicit-GEMM tile/split-K candidates and, for 2-D
+  3×3 stride-1 convolutions, Winograd F(2×2, 3×3), and explicit GEMM (im2col + GEMM tiles, no
+  split-K: cuDNN's convolution algorithms do not split K)
   (:func:`workbench.simulator.cost_model.kernel_model.fastest`, as
   ``cudnnFindConvolutionForwardAlgorithmEx``); a depthwise convolution (``groups == cin ==
   cout``) is a direct kernel (one thread per output); other grouped convolutions are a batched
@@ -41,6 +43,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from workbench.simulator.cost_model.convolutions import conv_geometry, conv_kernels, plane, volume
 from workbench.simulator.cost_model.devices import PRECISION_BYTES, DeviceSpec
 from workbench.simulator.cost_model.kernel_model import (
     GpuModel,
@@ -53,7 +56,8 @@ from workbench.simulator.cost_model.kernel_model import (
 )
 from workbench.values.graph import Graph, Op
 from workbench.values.ops import OPS, SHAPE_ONLY_KINDS
-from workbench.values.shape_costs import einsum_gemm
+from workbench.values.shape_costs import einsum_gemm, recurrent_sizes
+from workbench.values.storage import input_shapes
 
 _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float64": 8,
                 "double": 8, "int8": 1, "uint8": 1, "int32": 4, "int64": 8, "bool": 1}
@@ -98,7 +102,7 @@ def op_launches(op: Op, graph: Graph | None, spec: DeviceSpec, model: GpuModel, 
     rule = _RULES.get(op.kind)
     if rule is not None:
         shapes = _Shapes(op, graph)
-        if shapes.known:
+        if shapes.known or rule in _FROM_INPUTS and shapes.ins and shapes.ins[0] is not None:
             launches = rule(op, shapes, spec, model, precision, scale)
             if launches is not None:
                 return launches
@@ -124,9 +128,7 @@ class _Shapes:
             self.known = False
             return
         tensors = graph.tensors
-        for t in op.inputs:
-            shape = tensors[t].shape if t in tensors else ()
-            self.ins.append(tuple(shape) if shape else None)
+        self.ins = [shape or None for shape in input_shapes(op, tensors)]  # views' shapes too
         if op.outputs and op.outputs[0] in tensors:
             shape = tensors[op.outputs[0]].shape
             self.out = tuple(shape) if shape else None
@@ -189,94 +191,6 @@ def _pair(value: Any, default: int) -> tuple[int, int]:
     return (int(seq[0]), int(seq[1]))
 
 
-def _conv_geometry(op: Op, shapes: _Shapes) -> dict[str, int] | None:
-    """N, Cin, H, W, Cout, Ho, Wo, kh, kw, stride, groups of a 2-D convolution from its attrs
-    (the op vocabulary, :mod:`workbench.values.op_attrs`: ``kernel``, ``stride``, ``groups``;
-    every importer writes them), the kernel from the weight's shape when not given; None if
-    unknown."""
-    x, out = shapes.ins[0], shapes.out
-    if x is None or out is None or len(x) != 4 or len(out) != 4:
-        return None
-    a = op.attrs
-    kernel = a.get("kernel")
-    if kernel is None and len(shapes.ins) > 1 and shapes.ins[1] is not None \
-            and len(shapes.ins[1]) == 4:
-        kernel = shapes.ins[1][2:]
-    if kernel is None:
-        return None
-    kh, kw = _pair(kernel, 1)
-    sh, sw = _pair(a.get("stride"), 1)
-    groups = int(a.get("groups") or 1)
-    n, cin, h, w = x
-    _, cout, ho, wo = out
-    cin = int(a.get("cin") or cin)  # a consumer may read a channel slice of a wider tensor
-    if min(n, cin, h, w, cout, ho, wo, kh, kw, sh, sw) < 1 or cin % groups or cout % groups:
-        return None  # empty or unknown sizes: the op's own figures cost it
-    return {"n": n, "cin": cin, "h": h, "w": w, "cout": cout, "ho": ho, "wo": wo, "kh": kh,
-            "kw": kw, "sh": sh, "sw": sw, "groups": groups}
-
-
-def _conv_kernels(g: dict[str, int], name: str, spec: DeviceSpec, model: GpuModel,
-                  precision: str, eb: int) -> list[Launch]:
-    n, cin, cout, groups = g["n"], g["cin"], g["cout"], g["groups"]
-    kh, kw, ho, wo = g["kh"], g["kw"], g["ho"], g["wo"]
-    in_bytes = eb * n * cin * g["h"] * g["w"]
-    out_elems = n * cout * ho * wo
-    if groups > 1 and groups == cin and cout % cin == 0:
-        flops = 2.0 * out_elems * kh * kw
-        nbytes = in_bytes + eb * (out_elems + cout * kh * kw)
-        blocks = max(1, math.ceil(out_elems / 256))
-        return [Launch(f"{name} depthwise {kh}x{kw}", "direct", flops, nbytes, blocks, 256, 32,
-                       0, "fp32", detail=f"{out_elems} outputs")]
-    # "auto" and "tf32": cuDNN benchmarks its FP32 and its TF32 tensor-core algorithms alike
-    # (TF32 is a permission, PyTorch's allow_tf32: a small convolution may still run FP32)
-    precisions = {"fp32", kernel_precision(precision, spec, convolution=True)} \
-        if precision in ("auto", "tf32") else {precision}
-    candidates: list[list[Launch]] = []
-    for p in sorted(precisions):
-        candidates += _conv_candidates(g, name, model, p, eb, in_bytes)
-    return fastest(candidates, spec, model)
-
-
-def _conv_candidates(g: dict[str, int], name: str, model: GpuModel, precision: str, eb: int,
-                     in_bytes: int) -> list[list[Launch]]:
-    """cuDNN's convolution algorithms at one precision, each as the launches it takes."""
-    n, cin, cout, groups = g["n"], g["cin"], g["cout"], g["groups"]
-    kh, kw, ho, wo = g["kh"], g["kw"], g["ho"], g["wo"]
-    tag = "" if precision == "fp32" else f" {precision}"
-    m = n * ho * wo
-    kdim = cin // groups * kh * kw
-    w_bytes = eb * cout * (cin // groups) * kh * kw
-    # implicit GEMM ...
-    candidates = gemm_candidates(m, cout // groups, kdim, batch=groups, precision=precision,
-                                 model=model, element_bytes=eb,
-                                 name=f"{name} implicit-gemm{tag}",
-                                 operand_bytes=in_bytes + w_bytes, conv=True, weights=True)
-    # ... explicit GEMM (an im2col unfold unless 1x1 stride 1, then GEMM tiles, no split-K) ...
-    pointwise = kh == kw == 1 and g["sh"] == g["sw"] == 1
-    unfold = [] if pointwise else [elementwise_launch(
-        f"{name} im2col", m * kdim * groups, eb * (n * cin * g["h"] * g["w"] + m * kdim * groups),
-        model)]
-    candidates += gemm_candidates(m, cout // groups, kdim, batch=groups, precision=precision,
-                                  model=model, element_bytes=eb, name=f"{name} gemm{tag}",
-                                  split=False, prefix=unfold, weights=True)
-    # ... and Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions
-    if groups == 1 and kh == kw == 3 and g["sh"] == g["sw"] == 1:
-        tiles = n * math.ceil(ho / 2) * math.ceil(wo / 2)
-        candidates += gemm_candidates(
-            tiles, cout, cin, batch=16, precision=precision, model=model, element_bytes=eb,
-            name=f"{name} winograd{tag}", operand_bytes=in_bytes * 16 / 4 + w_bytes * 16 / 9,
-            kind="winograd", conv=True, weights=True)
-    if precision != "fp32" and model.tensor_layout_conversion:
-        # cuDNN's tensor-core kernels want NHWC: an NCHW input is transposed before and the
-        # output back after (two memory-bound copies around every candidate)
-        out_bytes = eb * m * cout
-        to_nhwc = elementwise_launch(f"{name} nchw->nhwc", in_bytes // eb, 2 * in_bytes, model)
-        to_nchw = elementwise_launch(f"{name} nhwc->nchw", m * cout, 2 * out_bytes, model)
-        candidates = [[to_nhwc, *c, to_nchw] for c in candidates]
-    return candidates
-
-
 def _bias_kernel(name: str, elems: int, channels: int, eb: int, model: GpuModel) -> Launch:
     return elementwise_launch(f"{name} bias", elems, eb * (2 * elems + channels), model,
                               flops=elems)
@@ -288,17 +202,17 @@ def _relu_kernel(name: str, elems: int, eb: int, model: GpuModel) -> Launch:
 
 def _conv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
           scale: float) -> list[Launch] | None:
-    g = _conv_geometry(op, shapes)
+    g = conv_geometry(op.attrs, shapes.ins, shapes.out)
     if g is None:
         return None
     eb = _element_bytes(scale)
     out: list[Launch] = []
     if op.attrs.get("pre_act"):
-        out.append(_relu_kernel(op.kind, g["n"] * g["cin"] * g["h"] * g["w"], eb, model))
-    out += _conv_kernels(g, "conv", spec, model, precision, eb)
+        out.append(_relu_kernel(op.kind, g["n"] * g["cin"] * volume(g, ""), eb, model))
+    out += conv_kernels(g, "conv", spec, model, precision, eb)
     bias = op.attrs.get("bias", len(op.inputs) > 2)
     act = op.attrs.get("act")
-    elems = g["n"] * g["cout"] * g["ho"] * g["wo"]
+    elems = g["n"] * g["cout"] * volume(g, "o")
     if bias and (not act or model.separate_epilogue):
         out.append(_bias_kernel("conv", elems, g["cout"], eb, model))
     if act and model.separate_epilogue:  # PyTorch: the activation is its own op
@@ -322,14 +236,12 @@ def _sepconv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisi
     out: list[Launch] = []
     if a.get("pre_act"):
         out.append(_relu_kernel("sepconv", n * cin * h * w, eb, model))
-    dw = {"n": n, "cin": cin, "h": h, "w": w, "cout": cin, "ho": ho, "wo": wo, "kh": kh, "kw": kw,
-          "sh": sh, "sw": sw, "groups": cin}
-    out += _conv_kernels(dw, "sepconv", spec, model, precision, eb)
+    dw = plane(n, cin, h, w, cin, ho, wo, kh, kw, sh, sw, groups=cin)
+    out += conv_kernels(dw, "sepconv", spec, model, precision, eb)
     if bias and not model.separate_epilogue:  # PyTorch's sepconv: the depthwise has no bias
         out.append(_bias_kernel("sepconv dw", n * cin * ho * wo, cin, eb, model))
-    pw = {"n": n, "cin": cin, "h": ho, "w": wo, "cout": cout, "ho": ho, "wo": wo, "kh": 1,
-          "kw": 1, "sh": 1, "sw": 1, "groups": 1}
-    out += _conv_kernels(pw, "sepconv pointwise", spec, model, precision, eb)
+    pw = plane(n, cin, ho, wo, cout, ho, wo, 1, 1, 1, 1, groups=1)
+    out += conv_kernels(pw, "sepconv pointwise", spec, model, precision, eb)
     if bias:
         out.append(_bias_kernel("sepconv pw", n * cout * ho * wo, cout, eb, model))
     return out
@@ -460,6 +372,44 @@ def _window(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisio
     return [ln._replace(kind="window")]
 
 
+def _recurrent(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
+               scale: float) -> list[Launch] | None:
+    """An LSTM / GRU / RNN as cuDNN's standard algorithm runs it: per layer and direction, one
+    GEMM projecting every step's input at once (``T*B x G*H x inputs``), then per step the
+    recurrent GEMM (``B x G*H x state``; an LSTM's projection ``B x P x H`` after it) and one
+    gate kernel over the batch's hidden units (it reads both projections, the biases and the
+    cell, and writes the new state), in cuDNN's default math (TF32 where the device has it,
+    PyTorch's ``cudnn.allow_tf32``, as for convolutions).  Each GEMM is the fastest candidate
+    (:func:`fastest`), the input projection reading its weights cold.  Simplified: the
+    directions run one after the other (cuDNN overlaps them on streams of its own) and no
+    persistent kernel keeps the recurrent weights on chip."""
+    r = recurrent_sizes(op.kind, op.attrs, shapes.ins[0])
+    if r is None:
+        return None
+    eb = _element_bytes(scale)
+    run = kernel_precision(precision, spec, convolution=True)
+    gh = r.gates * r.hidden
+
+    def gemm(m: int, n: int, k: int, name: str, cold: bool = False) -> list[Launch]:
+        return fastest(gemm_candidates(m, n, k, batch=1, precision=run, model=model,
+                                       element_bytes=eb, name=f"{op.kind} {name}",
+                                       weights=cold), spec, model)
+
+    units = r.batch * r.hidden
+    step = [*gemm(r.batch, gh, r.state, "recurrent gemm"),
+            *(gemm(r.batch, r.proj, r.hidden, "projection") if r.proj else []),
+            elementwise_launch(f"{op.kind} gates", units, eb * (2 * r.batch * gh + 2 * gh
+                                                                + 3 * units), model,
+                               flops=(OPS[op.kind].flops_per_element or 0) * units)]
+    out: list[Launch] = []
+    for layer in range(r.layers):
+        inputs = r.inputs if layer == 0 else r.directions * r.state
+        projection = gemm(r.steps * r.batch, gh, inputs, "input gemm", cold=True)
+        for _ in range(r.directions):
+            out += projection + step * r.steps
+    return out
+
+
 _Rule = Any
 #: The GPU model's kernel rules by name; an op kind picks one with ``launch_rule`` in
 #: :data:`workbench.values.ops.OPS`.
@@ -472,6 +422,10 @@ LAUNCH_RULES: Mapping[str, _Rule] = {
     "n_ary_sum": _sum,
     "per_channel_norm": _batchnorm,
     "window": _window,
+    "recurrent": _recurrent,
 }
+#: Rules that read their inputs' shapes only (a recurrent op of from_torch has one container
+#: output, y and its states, of no single shape).
+_FROM_INPUTS = (_recurrent,)
 _RULES: Mapping[str, _Rule] = {name: LAUNCH_RULES[info.launch_rule] for name, info in OPS.items()
                                if info.launch_rule is not None}

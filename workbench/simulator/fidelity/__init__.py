@@ -21,6 +21,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -30,6 +31,7 @@ from workbench.errors import OptionError
 from workbench.simulator.cost_model.calibration import calibrate, measured_makespan_us
 from workbench.simulator.cost_model.devices import DeviceSpec, data_text, get_device, with_overrides
 from workbench.simulator.cost_model.kernel_model import GpuModel, default_model, model_for
+from workbench.simulator.fidelity.searches import SearchStore, search_key
 from workbench.values.graph import Graph
 from workbench.values.trace import Trace
 
@@ -143,16 +145,22 @@ def predict(row: Row, model: GpuModel | None = None, spec: DeviceSpec | None = N
         sched = schedules.get(row.id)
     searched = (row.network, row.batch, row.schedule, spec, model,
                 tuple(sorted((ios_options or {}).items())))
+    stored_key = None
     if sched is None and row.schedule in SEARCHED_SCHEDULES:
         sched = _SEARCHED.get(searched)
+        if sched is None and _STORE:
+            stored_key = search_key(graph, spec, model, row.schedule, ios_options or {})
+            sched = _STORE[0].get(stored_key, graph)
     if sched is None:
         sched = schedule_row(row, graph, spec, model, ios_options=ios_options)
         if schedules is not None and row.schedule in FIXED_SCHEDULES:
             schedules[row.id] = sched
-        if row.schedule in SEARCHED_SCHEDULES:
-            if len(_SEARCHED) >= 32:
-                _SEARCHED.pop(next(iter(_SEARCHED)))
-            _SEARCHED[searched] = sched
+        if stored_key is not None:
+            _STORE[0].put(stored_key, row.id, sched, graph)
+    if row.schedule in SEARCHED_SCHEDULES and searched not in _SEARCHED:
+        if len(_SEARCHED) >= 32:
+            _SEARCHED.pop(next(iter(_SEARCHED)))
+        _SEARCHED[searched] = sched
     return simulate_makespan(sched, spec, model=model) / 1000.0
 
 
@@ -160,6 +168,19 @@ def predict(row: Row, model: GpuModel | None = None, spec: DeviceSpec | None = N
 #: search for two rows, e.g. the README's Inception V3 row, or for two callers in one process
 #: runs once; a search is deterministic).  At most 32 kept.
 _SEARCHED: dict[tuple[Any, ...], Any] = {}
+#: The store of searches in use (:func:`use_store`), if any.
+_STORE: list[SearchStore] = []
+
+
+def use_store(path: str | Path | None) -> SearchStore | None:
+    """Take searched schedules from the file ``path`` (:mod:`.searches`), and add the searches
+    run from now on to it (:meth:`SearchStore.save` writes them); ``None``: search every row
+    again.  Returns the store."""
+    _STORE.clear()
+    if path is None:
+        return None
+    _STORE.append(SearchStore.load(path))
+    return _STORE[0]
 
 
 def evaluate(rows: Iterable[Row], model: GpuModel | None = None,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 #: Measured error of the shipped fit, per device with measurements.
 MEASURED = {
     "v100": ("fitted on IOS's published V100 measurements (MLSys 2021): all 26 makespans within "
-             "15% (mean |error| 3.6%), every speedup within 10%"),
+             "15% (mean |error| 3.8%), every speedup within 10%"),
     "h200": ("fitted on 72 makespans measured on an H200 (PyTorch 2.11, cuDNN 9.19, CUDA "
              "graphs): FP32 serial and best makespans within 15% in 8 of 10 comparisons (worst "
              "16.7%), TF32 ones all 12, per-op median error 13.3%; the policy ranked first is at "
