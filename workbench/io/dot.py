@@ -6,7 +6,9 @@ statement, op fields on the nodes, data edges solid, control edges dashed), so a
 reads back into an equal graph, control-flow sub-graphs included (inside their op's ``attrs``).
 
 Import (:func:`load_dot`) reads the subset of DOT that :func:`to_dot` writes and that people write
-by hand, with a small tokenizer (no pydot):
+by hand, with a small tokenizer (no pydot); plain statements (all that :func:`to_dot` writes)
+are read a statement at a time by :mod:`workbench.io.dot_statements`, which hands anything else
+to the tokenizer and parser, so both read alike and errors are the parser's:
 
 * ``digraph NAME { ... }`` (``strict`` allowed; an undirected ``graph`` is an error);
 * node statements ``a [kind=conv2d, flops=1e9, duration_us=12, thread_blocks=80, size=4096,
@@ -33,13 +35,14 @@ form, written by hand) each op produces one tensor ``"<id>:out"`` of ``size`` by
 from __future__ import annotations
 
 import math
-import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import read_input
+from workbench._atomic import check_op_count, max_ops, read_input
 from workbench._checks import show
+from workbench._progress import Reading, reading
 from workbench.errors import FormatError, GraphError
 from workbench.io.dot_attrs import (
     BYTE_FIGURES,
@@ -50,110 +53,15 @@ from workbench.io.dot_attrs import (
     op_attrs,
     op_fields,
 )
+from workbench.io.dot_statements import MAX_EDGES, scan
+from workbench.io.dot_tokens import Token, tokens
 from workbench.io.dot_write import save_dot, to_dot
 from workbench.values.graph import DEFAULT_TENSOR_BYTES, Graph, Op, Tensor
 
-# ==================================================================================== tokenizer
-_TOKEN = re.compile(r"""
-    (?P<space>[ \t\r\f\v]+)
-  | (?P<newline>\n)
-  | (?P<comment>//[^\n]*|\#[^\n]*)
-  | (?P<block>/\*)
-  | (?P<quote>")
-  | (?P<html><)
-  | (?P<arrow>->|--)
-  | (?P<num>-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?)  # + exponents (repr)
-  | (?P<id>[A-Za-z_\x80-\U0010ffff][A-Za-z_0-9\x80-\U0010ffff]*)
-  | (?P<punct>[{}\[\];,=:])
-""", re.VERBOSE)
-
 MAX_NUMBER = float(2**62)  # numeric attributes beyond this are rejected (sums must stay finite)
 MAX_NESTING = 100  # subgraph depth (guards the recursive parser against hostile input)
-MAX_EDGES = 1_000_000  # edges after expanding {a b} -> {c d} groups (a 57 kB file asked for 25M)
 _GRAPH_FIELDS = frozenset(graph_fields())  # graph attributes of the full form (format, tensors)
 _FULL_FORM_ONLY = frozenset(op_fields()) - {"kind", "device", "attrs", *NUMBER_ATTRS}
-
-
-@dataclass(frozen=True)
-class _Tok:
-    kind: str  # "id" (any identifier, numeral or string), "punct", "arrow", "end"
-    text: str
-    line: int
-    quoted: bool = False
-
-
-def _tokenize(text: str, where: str) -> list[_Tok]:
-    toks: list[_Tok] = []
-    pos, line, n = 0, 1, len(text)
-    while pos < n:
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            raise FormatError(f"{where}: line {line}: unexpected character {text[pos]!r}")
-        kind = m.lastgroup
-        if kind == "space" or kind == "comment":
-            pos = m.end()
-        elif kind == "newline":
-            line += 1
-            pos = m.end()
-        elif kind == "block":
-            stop = text.find("*/", pos + 2)
-            if stop < 0:
-                raise FormatError(f"{where}: line {line}: unterminated /* comment")
-            line += text.count("\n", pos, stop)
-            pos = stop + 2
-        elif kind == "quote":
-            value, end = _quoted(text, pos, line, where)
-            toks.append(_Tok("id", value, line, quoted=True))
-            line += text.count("\n", pos, end)
-            pos = end
-        elif kind == "html":
-            value, end = _html(text, pos, line, where)
-            toks.append(_Tok("id", value, line, quoted=True))
-            line += text.count("\n", pos, end)
-            pos = end
-        else:
-            tok_kind = "id" if kind in ("num", "id") else kind
-            toks.append(_Tok(str(tok_kind), m.group(), line))
-            pos = m.end()
-    toks.append(_Tok("end", "end of file", line))
-    return toks
-
-
-def _quoted(text: str, start: int, line: int, where: str) -> tuple[str, int]:
-    """A double-quoted string from ``start``: ``\\"`` and ``\\\\`` unescape, backslash-newline
-    continues the line, other backslashes stay (``\\n`` in a label is DOT's own escape).
-    O(length) in str methods, not a loop per character (a full-form file holds long JSON
-    strings): the end is the first ``"`` after an even run of backslashes, and splitting at
-    ``\\\\`` pairs the escapes from the left."""
-    i = start + 1
-    while True:
-        end = text.find('"', i)
-        if end < 0:
-            raise FormatError(f"{where}: line {line}: unterminated quoted string")
-        k = end
-        while k > start + 1 and text[k - 1] == "\\":
-            k -= 1
-        if (end - k) % 2 == 0:
-            break
-        i = end + 1
-    body = text[start + 1:end]
-    if "\\" in body:
-        body = "\\".join(part.replace('\\"', '"').replace("\\\n", "")
-                          for part in body.split("\\\\"))
-    return body, end + 1
-
-
-def _html(text: str, start: int, line: int, where: str) -> tuple[str, int]:
-    depth, i, n = 0, start, len(text)
-    while i < n:
-        if text[i] == "<":
-            depth += 1
-        elif text[i] == ">":
-            depth -= 1
-            if depth == 0:
-                return text[start + 1:i], i + 1
-        i += 1
-    raise FormatError(f"{where}: line {line}: unterminated <...> string")
 
 
 # ==================================================================================== parser
@@ -164,38 +72,53 @@ class _Node:
 
 
 class _Parser:
-    def __init__(self, toks: list[_Tok], where: str) -> None:
-        self.toks, self.i, self.where, self.n = toks, 0, where, len(toks)
+    """A recursive-descent parser over a stream of tokens: the current one (``cur``) and, when
+    asked, the one after it."""
+
+    def __init__(self, toks: Iterable[Token], where: str) -> None:
+        self.stream, self.where = iter(toks), where
+        self.cur = next(self.stream)
+        self.after: Token | None = None  # the token after ``cur``, once looked at
+        self.last = Token("end", "start of file", 1)  # the token taken last
+        self.max_nodes = max_ops()
         self.nodes: dict[str, _Node] = {}
         self.edges: list[tuple[str, str, bool, int]] = []  # (a, b, control, line)
         self.name = "graph"
         self.top: dict[str, tuple[str, int]] = {}  # workbench graph attributes (full form)
 
     # ------------------------------------------------------------------ helpers
-    def peek(self, k: int = 0) -> _Tok:
-        i = self.i + k
-        return self.toks[i] if i < self.n else self.toks[-1]
+    def peek(self, k: int = 0) -> Token:
+        """The current token (``k=0``) or the one after it (``k=1``); past the end, the end."""
+        if k == 0 or self.cur.kind == "end":
+            return self.cur
+        if self.after is None:
+            self.after = next(self.stream)
+        return self.after
 
-    def take(self) -> _Tok:
-        tok = self.peek()
-        self.i += 1
+    def take(self) -> Token:
+        tok = self.last = self.cur
+        if tok.kind != "end":
+            if self.after is not None:
+                self.cur, self.after = self.after, None
+            else:
+                self.cur = next(self.stream)
         return tok
 
-    def fail(self, message: str, tok: _Tok | None = None) -> FormatError:
+    def fail(self, message: str, tok: Token | None = None) -> FormatError:
         tok = tok or self.peek()
         return FormatError(f"{self.where}: line {tok.line}: {message}")
 
     def is_punct(self, text: str, k: int = 0) -> bool:
-        tok = self.peek(k)
+        tok = self.cur if k == 0 else self.peek(k)
         return tok.kind == "punct" and tok.text == text
 
-    def expect(self, text: str, context: str) -> _Tok:
+    def expect(self, text: str, context: str) -> Token:
         tok = self.peek()
         if not (tok.kind == "punct" and tok.text == text):
             raise self.fail(f"expected '{text}' {context}, got {_show(tok)}")
         return self.take()
 
-    def keyword(self, tok: _Tok, word: str) -> bool:
+    def keyword(self, tok: Token, word: str) -> bool:
         return tok.kind == "id" and not tok.quoted and tok.text.lower() == word
 
     # ------------------------------------------------------------------ grammar
@@ -263,7 +186,7 @@ class _Parser:
                 self.top[key] = (value, line)
 
     def endpoint(self, defaults: dict[str, dict[str, tuple[str, int]]],
-                 depth: int) -> tuple[list[str], _Tok | None]:
+                 depth: int) -> tuple[list[str], Token | None]:
         """A node id (with an optional port) or a subgraph; returns its node ids and the id's
         token (None for a subgraph)."""
         tok = self.peek()
@@ -292,12 +215,15 @@ class _Parser:
 
     def declare(self, node_id: str, line: int, attrs: dict[str, tuple[str, int]]) -> None:
         if node_id not in self.nodes:  # `node [...]` defaults apply when a node is created
+            if len(self.nodes) >= self.max_nodes:
+                check_op_count(len(self.nodes) + 1, f"{self.where}: line {line}: the file "
+                                                    f"names at least")
             self.nodes[node_id] = _Node(line, dict(attrs))
 
     def node_or_edge(self, defaults: dict[str, dict[str, tuple[str, int]]],
                      depth: int) -> list[str]:
         ends, first = self.endpoint(defaults, depth)
-        line = self.toks[self.i - 1].line
+        line = self.last.line
         chain = [ends]
         seen = list(ends)
         while self.peek().kind == "arrow":
@@ -358,7 +284,7 @@ class _Parser:
         return attrs
 
 
-def _show(tok: _Tok) -> str:
+def _show(tok: Token) -> str:
     if tok.kind == "end":
         return "end of file"
     return repr(tok.text) if len(tok.text) <= 40 else repr(tok.text[:40] + "...")
@@ -391,21 +317,23 @@ def _number(where: str, node_id: str, key: str, value: tuple[str, int], *,
     return int(x) if integer else x
 
 
-def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tuple[str, str]]]:
+def _ops(nodes: dict[str, tuple[int, dict[str, tuple[str, int]]]],
+         edges: list[tuple[str, str, bool, int]],
+         where: str) -> tuple[list[Op], list[Tensor], list[tuple[str, str]]]:
     # ordered sets (dicts): one pass over the edges, O(V + E)
-    data_in: dict[str, dict[str, None]] = {n: {} for n in parser.nodes}
+    data_in: dict[str, dict[str, None]] = {n: {} for n in nodes}
     control: dict[tuple[str, str], None] = {}
-    for a, b, is_control, _ in parser.edges:
+    for a, b, is_control, _ in edges:
         if is_control:
             control[a, b] = None
         else:
             data_in[b][a] = None
     control_list = [(a, b) for a, b in control if a not in data_in[b]]
     values: dict[str, dict[str, Any]] = {}
-    for node_id, node in parser.nodes.items():
+    for node_id, (_, attrs) in nodes.items():
         v: dict[str, Any] = {}
         spelled: dict[str, str] = {}
-        for key, raw in node.attrs.items():
+        for key, raw in attrs.items():
             if key in _FULL_FORM_ONLY:
                 raise FormatError(f"{where}: line {raw[1]}: node {show(node_id)}: {key} is for "
                                   f"files with graph [format=\"schedule-workbench-graph\"] "
@@ -423,7 +351,7 @@ def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tupl
         values[node_id] = v
     sizes = {n: int(v.get("size", DEFAULT_TENSOR_BYTES)) for n, v in values.items()}
     ops, tensors = [], []
-    for node_id, node in parser.nodes.items():
+    for node_id, (_, attrs) in nodes.items():
         v = values[node_id]
         preds = data_in[node_id]
         duration = v.get("duration_us")
@@ -432,38 +360,46 @@ def _ops(parser: _Parser, where: str) -> tuple[list[Op], list[Tensor], list[tupl
             duration = 10.0
         tensors.append(Tensor(f"{node_id}:out", sizes[node_id], producer=node_id))
         ops.append(Op(
-            node_id, kind=node.attrs.get("kind", ("op", 0))[0],
-            device=node.attrs.get("device", ("gpu", 0))[0], flops=float(v.get("flops", 0.0)),
+            node_id, kind=attrs.get("kind", ("op", 0))[0],
+            device=attrs.get("device", ("gpu", 0))[0], flops=float(v.get("flops", 0.0)),
             bytes_read=int(v.get("bytes_read", sum(sizes[p] for p in preds))),
             bytes_written=int(v.get("bytes_written", sizes[node_id])),
             inputs=tuple(f"{p}:out" for p in preds), outputs=(f"{node_id}:out",),
             thread_blocks=int(v["thread_blocks"]) if "thread_blocks" in v else None,
             duration_us=duration, workspace_bytes=int(v.get("workspace_bytes", 0)),
-            attrs=op_attrs(node_id, node.attrs.get("kind", ("op", 0))[0], node.attrs, where),
+            attrs=op_attrs(node_id, attrs.get("kind", ("op", 0))[0], attrs, where),
         ))
     return ops, tensors, control_list
 
 
-def graph_from_dot(text: str, *, where: str = "<dot>") -> Graph:
+def graph_from_dot(text: str, *, where: str = "<dot>", _bar: Reading | None = None) -> Graph:
     """Parse DOT text (see the module docstring) into a :class:`Graph`; O(length of the text).
+    More than :func:`~workbench._atomic.max_ops` nodes (``WORKBENCH_MAX_OPS``) are refused at
+    the node that crosses the limit.  ``_bar``: a reading bar (:func:`load_dot`).
 
     >>> g = graph_from_dot('digraph g { a [kind=conv2d]; a -> b -> c; a -> c [style=dashed] }')
     >>> g.op_ids, g.op("a").kind, g.control_edges
     (('a', 'b', 'c'), 'conv2d', (('a', 'c'),))
     """
-    parser = _Parser(_tokenize(text, where), where)
-    parser.parse()
-    if parser.top:
-        if "format" not in parser.top:
-            key, (_, line) = next(iter(parser.top.items()))
+    scanned = scan(text, where, _bar)  # plain statements at C speed, else None
+    if scanned is None:
+        parser = _Parser(tokens(text, where, _bar), where)
+        parser.parse()
+        scanned = (parser.name, parser.top,
+                   {n: (node.line, node.attrs) for n, node in parser.nodes.items()}, parser.edges)
+    name, top, nodes, edges = scanned
+    if _bar is not None:
+        _bar.phase("building the graph")
+    if top:
+        if "format" not in top:
+            key, (_, line) = next(iter(top.items()))
             raise FormatError(f"{where}: line {line}: graph attribute {key!r} needs the full form "
                               f"(graph [format=\"schedule-workbench-graph\", ...], as "
                               f"wb.save writes)")
-        nodes = {n: (node.line, node.attrs) for n, node in parser.nodes.items()}
-        return full_graph(parser.name, parser.top, nodes, parser.edges, where)
-    ops, tensors, control = _ops(parser, where)
+        return full_graph(name, top, nodes, edges, where)
+    ops, tensors, control = _ops(nodes, edges, where)
     try:
-        return Graph(ops, tensors, control, name=parser.name)
+        return Graph(ops, tensors, control, name=name)
     except GraphError as exc:
         raise GraphError(f"{where}: {exc}".replace("\n", "\\n")) from None
 
@@ -471,13 +407,17 @@ def graph_from_dot(text: str, *, where: str = "<dot>") -> Graph:
 def load_dot(path: str | Path) -> Graph:
     """Read a ``.dot``/``.gv`` file written by :func:`to_dot` or by hand (module docstring)."""
     path = Path(path)
+    data = read_input(path, what="graph file")
     try:
-        text = read_input(path, what="graph file").decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not a text file (is it really DOT?)") from None
+    del data
     if text.startswith("\ufeff"):
         text = text[1:]
-    return graph_from_dot(text, where=str(path).replace("\n", "\\n"))
+    with reading(path.name, len(text)) as bar:
+        bar.phase(f"parsing {show(path.name, 40)}", total=len(text), unit="char")
+        return graph_from_dot(text, where=str(path).replace("\n", "\\n"), _bar=bar)
 
 
 __all__ = ["graph_from_dot", "load_dot", "save_dot", "to_dot"]

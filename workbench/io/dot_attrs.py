@@ -23,10 +23,17 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 from typing import Any
 
-from workbench._checks import did_you_mean, parse_json, recursion_headroom, show
+from workbench._checks import (
+    decode_json,
+    did_you_mean,
+    parse_json,
+    recursion_headroom,
+    show,
+)
 from workbench.errors import FormatError, GraphError
 from workbench.io.json_format import _FRAMES_PER_LEVEL, graph_from_dict, graph_to_dict
 from workbench.values.graph import Graph, Op
@@ -66,6 +73,7 @@ def graph_fields() -> tuple[str, ...]:
     return tuple(k for k in _template() if k not in ("name", "ops", "control_edges"))
 
 
+@functools.cache
 def text_field(name: str) -> bool:
     """Whether the JSON field ``name`` holds text (``kind``, ``device``, ``format``): written as
     a DOT string; every other field is written and read as JSON."""
@@ -98,6 +106,9 @@ taillabel tailport tailtarget tailtooltip tailURL target TBbalance tooltip truec
 viewport voro_margin weight width xdotversion xlabel xlp z
 """.split())
 
+#: Op attributes that are neither workbench node attributes nor Graphviz's: an error on a
+#: node whose kind does not read them.
+_STRICT_OP_ONLY = OP_ATTRS - NODE_ATTRS - GRAPHVIZ_ATTRS
 _OWN = {"node": NODE_ATTRS, "edge": EDGE_ATTRS, "graph": frozenset(graph_fields())}
 
 
@@ -117,6 +128,14 @@ def check_attr(context: str, key: str, value: str, where: str) -> None:
                       f"own attributes are accepted and ignored)")
 
 
+@functools.cache
+def _read_by(kind: str) -> tuple[frozenset[str], dict[str, str]]:
+    """The attributes ``kind`` reads and their spellings (synonyms too) -> the attribute."""
+    info = OPS.get(canonical_kind(kind))
+    reads = frozenset(info.attrs) if info is not None else frozenset()
+    return reads, {s: a for a in reads for s in (a, *ATTRIBUTES[a].synonyms)}
+
+
 def op_attrs(node_id: str, kind: str, raw: dict[str, tuple[str, int]],
              where: str) -> dict[str, Any]:
     """The op attributes of a DOT node of ``kind``: every key of ``raw`` (``key -> (text,
@@ -124,9 +143,9 @@ def op_attrs(node_id: str, kind: str, raw: dict[str, tuple[str, int]],
     its type and normalised (:func:`workbench.values.ops.normalize_op_attrs`).  A vocabulary
     name the kind does not read (and Graphviz does not use) is a one-line error naming it, the
     node and what the kind reads; so is a value of the wrong type.  O(attributes)."""
-    info = OPS.get(canonical_kind(kind))
-    reads = set(info.attrs) if info is not None else set()
-    names = {s: a for a in reads for s in (a, *ATTRIBUTES[a].synonyms)}
+    reads, names = _read_by(kind)
+    if "attrs" not in raw and names.keys().isdisjoint(raw) and _STRICT_OP_ONLY.isdisjoint(raw):
+        return {}  # nothing the kind reads, nothing to refuse (most nodes)
     found: dict[str, Any] = {}
     for key, (text, line) in raw.items():
         if key in NODE_ATTRS:
@@ -188,6 +207,38 @@ def field_value(name: str, text: str, where: str) -> Any:
     return whole_bytes(name, value, where) if "bytes" in name else value
 
 
+_SLOW = object()  # _quick_value: "ask field_value" (it names what is wrong)
+
+
+@functools.cache
+def _op_field_kinds() -> dict[str, bool]:
+    """The op fields of the full form but ``attrs`` (read by :func:`op_attrs`) -> whether the
+    field holds text."""
+    return {k: text_field(k) for k in op_fields() if k != "attrs"}
+
+
+def _quick_value(name: str, text: str) -> Any:
+    """:func:`field_value` of a well-formed ``text`` without composing the message it would
+    need (``where``, per attribute, cost more than the value); ``_SLOW`` whenever
+    :func:`field_value` could say anything else than the value (it is then asked)."""
+    if text_field(name):
+        return text
+    value: Any
+    if text[:1] in "-.0123456789" and text:
+        try:  # _number's answer, without int() failing first on every float
+            value = float(text) if "." in text or "e" in text or "E" in text else int(text)
+        except ValueError:
+            value = _number(text)
+    else:
+        try:
+            value = decode_json(text)  # parse_json's decoder
+        except Exception:  # noqa: BLE001 - any failure: field_value says what it is
+            return _SLOW
+    if value is None or isinstance(value, float) and "bytes" in name:
+        return _SLOW
+    return value
+
+
 def whole_bytes(name: str, value: Any, where: str) -> Any:
     """``value`` of byte count ``name`` as an int: a float must be whole (``1e6``, not ``1.5``);
     a value of another type is left for the graph's checks to name.  O(1)."""
@@ -221,20 +272,25 @@ def _full_graph(name: str, top: dict[str, tuple[str, int]],
     for key, (text, line) in top.items():
         data[key] = field_value(key, text, f"{where}: line {line}: graph attribute")
     for i, t in enumerate(data.get("tensors") or []):
-        if isinstance(t, dict) and "size_bytes" in t:
+        if isinstance(t, dict) and isinstance(t.get("size_bytes"), float):  # else as it is
             here = f"{where}: line {top['tensors'][1]}: tensors[{i}] ({show(t.get('id'))})"
             t["size_bytes"] = whole_bytes("size_bytes", t["size_bytes"], here)
-    fields = set(op_fields())
+    fields = _op_field_kinds()
     ops, lines = [], []
     for node_id, (line, raw) in nodes.items():
         op: dict[str, Any] = {"id": node_id}
         for key, (text, at) in raw.items():
-            if key in SHORT_FORM_ATTRS:
-                raise FormatError(f"{where}: line {at}: node {show(node_id)}: {key} is for files "
-                                  f"without graph [format=...]; here tensor sizes are the "
-                                  f"size_bytes of the graph's tensors attribute")
-            if key in fields and key != "attrs":
-                op[key] = field_value(key, text, f"{where}: line {at}: node {show(node_id)}")
+            textual = fields.get(key)
+            if textual is None:
+                if key in SHORT_FORM_ATTRS:
+                    raise FormatError(f"{where}: line {at}: node {show(node_id)}: {key} is for "
+                                      f"files without graph [format=...]; here tensor sizes "
+                                      f"are the size_bytes of the graph's tensors attribute")
+                continue
+            value = text if textual else _quick_value(key, text)
+            if value is _SLOW:
+                value = field_value(key, text, f"{where}: line {at}: node {show(node_id)}")
+            op[key] = value
         attrs = op_attrs(node_id, str(op.get("kind", "op")), raw, where)
         if attrs:
             op["attrs"] = attrs
@@ -257,10 +313,22 @@ def _full_graph(name: str, top: dict[str, tuple[str, int]],
     return graph
 
 
+_ENDS, _IS_CONTROL = operator.itemgetter(0, 1), operator.itemgetter(2)
+
+
 def _same_data_edges(graph: Graph, edges: list[tuple[str, str, bool, int]],
                      nodes: dict[str, tuple[int, dict[str, tuple[str, int]]]], where: str) -> None:
     """A one-line error unless the solid edges drawn are the data edges of ``graph``. O(E)."""
-    made = set(graph.data_edges)
+    listed = graph.data_edges
+    if any(map(_IS_CONTROL, edges)):
+        pairs = [(a, b) for a, b, control, _ in edges if not control]
+    else:
+        pairs = list(map(_ENDS, edges))
+    if len(pairs) == len(listed) and tuple(pairs) == listed:
+        return  # as to_dot draws them: nothing to name
+    made = set(listed)
+    if made == set(pairs):
+        return
     drawn: dict[tuple[str, str], int] = {}
     for a, b, control, line in edges:
         if not control:

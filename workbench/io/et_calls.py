@@ -94,12 +94,23 @@ def _normalise(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: How the names of an execution trace's root scopes begin (PyTorch's ExecutionTraceObserver:
+#: ``[pytorch|profiler|execution_trace|process]``, ``...|thread]``; ``execution_graph`` before
+#: PyTorch 2.0): the only nodes that may be their own ``ctrl_deps`` parent.
+ROOT_PREFIX = "[pytorch|profiler|"
+
+
+def _is_root(node: Mapping[str, Any]) -> bool:
+    return str(node.get("name", "")).startswith(ROOT_PREFIX)
+
+
 def _below_operator(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, bool]:
     """Per node id: whether an operator is among its ``ctrl_deps`` ancestors (walked until a
     node repeats: the root names itself).  Memoised, so a 5,000-node chain costs O(V), not
     O(V²) (issue 27): ``above[n] = is_operator(parent) or above[parent]``; on a cycle every
     node's answer is whether another node of the cycle is an operator; a cycle of more than one
-    node (only the root may name itself) is a one-line FormatError naming its nodes."""
+    node, or a node other than a root scope (:data:`ROOT_PREFIX`) naming itself, is a one-line
+    FormatError naming its nodes."""
     def parent(nid: int) -> int | None:
         p = nodes[nid].get("ctrl_deps")
         return p if isinstance(p, int) and not isinstance(p, bool) and p in nodes else None
@@ -115,6 +126,11 @@ def _below_operator(nodes: Mapping[int, Mapping[str, Any]]) -> dict[int, bool]:
             cur = parent(cur)
         if cur is not None and cur not in above:  # a cycle: path[on_path[cur]:]
             cycle = path[on_path[cur]:]
+            if len(cycle) == 1 and not _is_root(nodes[cycle[0]]):
+                c = cycle[0]
+                raise FormatError(f"node {c} ({str(nodes[c].get('name', '?'))[:40]!r}) is its "
+                                  f"own ctrl_deps parent; only the trace's root scope "
+                                  f"({ROOT_PREFIX}...]) may be: a corrupt execution trace")
             if len(cycle) > 1:  # only the root names itself; a longer cycle hides its calls
                 names = " -> ".join(f"{c} ({str(nodes[c].get('name', '?'))[:40]!r})"
                                     for c in cycle[:4])

@@ -22,33 +22,66 @@ from typing import Any
 
 from workbench.errors import FormatError, GraphError, OptionError
 from workbench.io.torch_attrs import call_attrs, module_attrs
+from workbench.io.torch_calls import (
+    data_dependent_size,
+    every_argument,
+    left_out,
+    nodes_in,
+    plain_outputs,
+    shared_storage,
+    tensors_in,
+)
 from workbench.io.torch_costs import FUNCTIONS, MODULES, cost_of_call, cost_rule, shapes_of
-from workbench.io.torch_program import TorchProgram, effects
+from workbench.io.torch_program import TorchProgram, effects, target_label
 from workbench.values.graph import Graph, Op, OpId, Tensor, TensorId
 from workbench.values.shape_costs import (
     Info,
     TensorInfo,
     default_cost,
 )
+from workbench.values.storage import STORAGE_ATTR
 
 TORCH_MISSING = "importing a torch module needs torch: pip install 'schedule-workbench[torch]'"
 
 # ================================================================================ tracing
-def _trace(torch: Any, module: Any, args: tuple[Any, ...], tracer: str = "auto"
-           ) -> tuple[Any, str]:
+def _trace(torch: Any, module: Any, args: tuple[Any, ...], tracer: str = "auto",
+           kwargs: dict[str, Any] | None = None) -> tuple[Any, str]:
     """(GraphModule with shapes in node.meta, tracer used): ``torch.export`` first (it traces
     through composite modules: ``nn.MultiheadAttention`` becomes its linears and
     ``scaled_dot_product_attention``), ``torch.fx.symbolic_trace`` where export fails
-    (``tracer``: ``auto``, ``export`` or ``fx`` alone)."""
+    (``tracer``: ``auto``, ``export`` or ``fx`` alone).  ``kwargs``: keyword arguments of the
+    example (export takes them as they are; fx traces every parameter of ``forward`` as an
+    input, those the example leaves out specialised to their defaults)."""
+    gm, used, _ = _traced(torch, module, args, tracer, dict(kwargs or {}))
+    return gm, used
+
+
+def _traced(torch: Any, module: Any, args: tuple[Any, ...], tracer: str,
+            kwargs: dict[str, Any]) -> tuple[Any, str, Any]:
+    """:func:`_trace`, plus the function that rebuilds the model's outputs from the traced
+    module's where export carried them otherwise (``None``: none needed).  Outputs pytree does
+    not know (a ``@dataclass``) make ``torch.export`` refuse the module; it is then exported
+    through a wrapper that returns them as dicts (:func:`~workbench.io.torch_calls.
+    plain_outputs`: its parameters are ``model.<name>``) and the rebuild function puts the
+    dataclasses back."""
     export_exc: Exception | None = None
     if tracer in ("auto", "export"):
         try:
-            return _inline_disabled_autocast(torch.export.export(module, args).module()), \
-                "torch.export"
+            ep = torch.export.export(module, args, kwargs=kwargs or None)
+            return _inline_disabled_autocast(_without_vmap(ep)), "torch.export", None
         except Exception as exc:  # noqa: BLE001 - any export failure sends us to torch.fx
             export_exc = exc
+        if "pytree" in str(export_exc):  # an output type pytree does not know
+            wrapper = plain_outputs(module)
+            try:
+                ep = torch.export.export(wrapper, args, kwargs=kwargs or None)
+                return _inline_disabled_autocast(_without_vmap(ep)), "torch.export", \
+                    wrapper.rebuild
+            except Exception:  # noqa: BLE001 - report the first failure, not the wrapper's
+                pass
     try:
-        gm = torch.fx.symbolic_trace(module) if tracer != "export" else None
+        gm = torch.fx.symbolic_trace(module, concrete_args=left_out(module, args, kwargs)) \
+            if tracer != "export" else None
     except Exception as fx_exc:  # noqa: BLE001
         raise OptionError(_line(
             f"from_torch: cannot trace {type(module).__name__} (fx: {type(fx_exc).__name__}: "
@@ -59,8 +92,35 @@ def _trace(torch: Any, module: Any, args: tuple[Any, ...], tracer: str = "auto"
         raise OptionError(_line(f"from_torch: torch.export cannot trace "
                                 f"{type(module).__name__} ({type(export_exc).__name__}: "
                                 f"{export_exc}); try tracer='fx'"))
-    _propagate_shapes(torch, gm, args, type(module).__name__)
-    return gm, "torch.fx"
+    _propagate_shapes(torch, gm, every_argument(module, args, kwargs), type(module).__name__)
+    return gm, "torch.fx", None
+
+
+#: functorch's vmap bookkeeping calls, which a traced ``torch.vmap`` leaves in the graph
+#: (Hugging Face's attention masks are made with one): stateful host calls the importer would
+#: reorder or drop, so such graphs are traced again through them (:func:`_without_vmap`).
+VMAP_CALLS = frozenset({"_vmap_increment_nesting", "_vmap_decrement_nesting", "_add_batch_dim",
+                        "_remove_batch_dim"})
+
+
+def _has_vmap(gm: Any) -> bool:
+    return any(node.op == "call_function" and getattr(node.target, "__name__", "") in VMAP_CALLS
+               for node in gm.graph.nodes)
+
+
+def _has_setitem(gm: Any) -> bool:
+    """Whether ``gm`` assigns into a tensor by ``x[i] = v`` (``operator.setitem``: TorchDynamo
+    keeps it; it returns nothing, so the importer would take it for host work)."""
+    return any(node.op == "call_function" and node.target is operator.setitem
+               for node in gm.graph.nodes)
+
+
+def _without_vmap(ep: Any) -> Any:
+    """The exported program's module, with ``torch.vmap`` regions traced through when it has
+    them (``run_decompositions({})``: the batched ops themselves, in-place updates made
+    functional; ~1.5 s for a small decoder), else as exported."""
+    gm = ep.module()
+    return ep.run_decompositions({}).module() if _has_vmap(gm) else gm
 
 
 def _inline_disabled_autocast(gm: Any) -> Any:
@@ -115,20 +175,9 @@ def _line(text: str) -> str:
     return text if len(text) <= 400 else text[:397] + "..."
 
 
-def _tensors_in(value: Any) -> list[Any]:
-    """Tensor-like metadata (anything with ``shape`` and ``dtype``) inside nested containers."""
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _tensors_in(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _tensors_in(v)]
-    return []
-
-
 def _meta(node: Any) -> list[Any]:
-    found = _tensors_in(node.meta.get("tensor_meta"))
-    return found or _tensors_in(node.meta.get("val"))
+    found = tensors_in(node.meta.get("tensor_meta"))
+    return found or tensors_in(node.meta.get("val"))
 
 
 def _info(meta: Any) -> TensorInfo | None:
@@ -140,22 +189,14 @@ def _info(meta: Any) -> TensorInfo | None:
     return TensorInfo(shape, itemsize)
 
 
-def _target_name(node: Any) -> str:
-    target = node.target
-    if isinstance(target, str):
-        return target
-    text = str(target)
-    if text.startswith("aten."):  # torch.export: aten.conv2d.default -> conv2d
-        return text.split(".")[1]
-    if target in (operator.getitem,):
-        return "getitem"
-    return getattr(target, "__name__", text)
+_target_name = target_label  # the call's name as the tables know it (torch_program)
 
 
 # ================================================================================ the importer
-def from_torch(module: Any, example_inputs: Any, *, name: str | None = None,
-               tracer: str = "auto") -> Graph:
-    """Trace ``module`` on ``example_inputs`` (a tensor or a tuple of them) into a Graph.
+def from_torch(module: Any, example_inputs: Any = (), *, name: str | None = None,
+               tracer: str = "auto", kwargs: dict[str, Any] | None = None) -> Graph:
+    """Trace ``module`` on ``example_inputs`` (a tensor or a tuple of them, the positional
+    arguments) and ``kwargs`` (its keyword arguments) into a Graph.
 
     Op kinds follow the model builders (``Conv2d`` -> ``conv2d``, ``Linear`` -> ``matmul``,
     ``cat`` -> ``concat``, ``+`` -> ``add``, ``view`` -> ``reshape``, ...).  Unknown targets get
@@ -165,26 +206,35 @@ def from_torch(module: Any, example_inputs: Any, *, name: str | None = None,
     The graph keeps the traced module as its program (``graph.program``, a
     :class:`~workbench.io.torch_program.TorchProgram`): the torch executor then runs each op as
     the call the model makes, with the module's own parameters and buffers, so a schedule of the
-    graph computes what ``module(*example_inputs)`` computes.  In-place calls (``relu_``,
-    ``add_``, ``copy_`` into a view) become ordering edges: an op that reads a storage after an
-    in-place write follows the writer, and the ops that read it before the write precede it
-    (control edges), so no schedule can reorder a read across a write.  Python values computed
-    from tensors (``x.size(0)``) are host work, not ops; an op that uses one follows the ops it
-    was computed from.  Complexity: one fake-tensor pass over the module plus O(nodes + edges).
+    graph computes what ``module(*example_inputs, **kwargs)`` computes; its ``example`` is the
+    arguments (a tuple, or a :class:`~workbench.io.torch_program.Call` with ``kwargs``), and
+    later calls are matched to them by ``module.forward``'s signature.  In-place calls
+    (``relu_``, ``add_``, ``copy_`` into a view) become ordering edges: an op that reads a
+    storage after an in-place write follows the writer, and the ops that read it before the
+    write precede it (control edges), so no schedule can reorder a read across a write.  Python
+    values computed from tensors (``x.size(0)``) are host work, not ops; an op that uses one
+    follows the ops it was computed from.  Complexity: one fake-tensor pass over the module plus
+    O(nodes + edges).
     """
     try:
         import torch
         import torch.fx  # noqa: F401 - makes torch.fx importable as an attribute
     except ImportError:
         raise FormatError(TORCH_MISSING) from None
+    from workbench._checks import check_choice
+    from workbench.io.torch_program import Call
+
     args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (
         example_inputs,)
-    from workbench._checks import check_choice
-
-    gm, tracer = _trace(torch, module, args, check_choice(tracer, ("auto", "export", "fx"),
-                                                           "tracer"))
-    return graph_of_module(gm, tracer=tracer, name=name or type(module).__name__,
-                           example=args, model=module)
+    keywords = dict(kwargs or {})
+    gm, used, rebuild = _traced(torch, module, args, check_choice(
+        tracer, ("auto", "export", "fx"), "tracer"), keywords)
+    graph = graph_of_module(gm, tracer=used, name=name or type(module).__name__,
+                            example=Call(args, keywords) if keywords else args, model=module)
+    program = graph.program
+    assert isinstance(program, TorchProgram)
+    program.rebuild = rebuild
+    return graph
 
 
 def graph_of_traced(gm: Any, example: tuple[Any, ...], *, tracer: str, name: str,
@@ -192,17 +242,26 @@ def graph_of_traced(gm: Any, example: tuple[Any, ...], *, tracer: str, name: str
     """The Graph of a ``torch.fx.GraphModule`` someone else traced (TorchDynamo hands one to a
     ``torch.compile`` backend), run on ``example`` to find its shapes; the module is its own
     program and its own reference.  ``parameters``: positions of placeholders that hold the
-    model's weights (``role="parameter"``).  O(nodes + edges) after one fake-tensor pass."""
+    model's weights (``role="parameter"``).  A graph holding ``torch.vmap``'s bookkeeping calls
+    (:data:`VMAP_CALLS`) or assignments ``x[i] = v`` (``operator.setitem``, which returns
+    nothing) is traced again on fake tensors (``make_fx``, for ``example``'s shapes), so that
+    those become the aten calls they run (batched ops; ``copy_`` into a view).
+    O(nodes + edges) after one fake-tensor pass."""
     try:
         import torch
     except ImportError:
         raise FormatError(TORCH_MISSING) from None
-    _propagate_shapes(torch, gm, example, name)
-    return graph_of_module(gm, tracer=tracer, name=name, example=example, model=gm,
+    traced = gm
+    if _has_vmap(gm) or _has_setitem(gm):  # traced through on fake tensors: aten calls
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        traced = make_fx(gm, tracing_mode="fake")(*example)
+    _propagate_shapes(torch, traced, example, name)
+    return graph_of_module(traced, tracer=tracer, name=name, example=example, model=gm,
                            parameters=parameters)
 
 
-def graph_of_module(gm: Any, *, tracer: str, name: str, example: tuple[Any, ...] = (),
+def graph_of_module(gm: Any, *, tracer: str, name: str, example: Any = (),
                     model: Any = None, parameters: set[int] | frozenset[int] = frozenset()
                     ) -> Graph:
     """The Graph of a traced ``torch.fx.GraphModule`` whose nodes carry shapes (``tensor_meta`` or
@@ -263,13 +322,13 @@ class _Importer:
             self.produced[node.name] = tid
             self.root[node.name] = tid
         elif node.op == "output":
-            self.outputs = [self.produced[n.name] for n in _arg_nodes(node.args)
+            self.outputs = [self.produced[n.name] for n in nodes_in(node.args)
                             if n.name in self.produced]
         elif node.op in ("call_module", "call_function", "call_method"):
             if _meta(node):
                 self.visit_op(node)
             else:  # Python values (sizes, shapes): host work, not a kernel
-                self.host_deps[node.name] = self.ops_behind(_arg_nodes((node.args, node.kwargs)))
+                self.host_deps[node.name] = self.ops_behind(nodes_in((node.args, node.kwargs)))
 
     def ops_behind(self, nodes: Sequence[Any]) -> tuple[OpId, ...]:
         """The ops whose results the host values among ``nodes`` were computed from."""
@@ -283,8 +342,16 @@ class _Importer:
 
     def visit_op(self, node: Any) -> None:
         metas = _meta(node)
+        dependent = data_dependent_size(metas)
+        if dependent:
+            raise OptionError(_line(
+                f"from_torch: op {node.name!r} ({_target_name(node)}) makes a tensor whose "
+                f"shape depends on the values of its inputs (size {dependent}: a boolean mask "
+                f"index, nonzero, masked_select, unique ...), and a schedule needs fixed shapes; "
+                f"keep the shape fixed (torch.where(mask, x, 0) instead of x[mask]) or compute "
+                f"it outside the module"))
         sub = self.gm.get_submodule(node.target) if node.op == "call_module" else None
-        arg_nodes = _arg_nodes((node.args, node.kwargs))
+        arg_nodes = nodes_in((node.args, node.kwargs))
         inputs = [self.produced[n.name] for n in arg_nodes if n.name in self.produced]
         attrs: dict[str, Any] = {"fx_op": node.op, "tracer": self.tracer}
         out_shapes = shapes_of([_info(m) for m in metas])
@@ -327,7 +394,12 @@ class _Importer:
             self.defaulted[f"{label} ({'unknown' if entry is None else 'shapes unknown'})"] += 1
             cost = default_cost(ins, outs)
             attrs["cost"] = "default"
-        stale = self.order(node, arg_nodes, sub, view)
+        alias, written = effects(node, module=sub, view=view)
+        shared = shared_storage(node, arg_nodes, alias)
+        if shared is not None and self.produced.get(shared.name) in inputs:
+            # a view or an in-place write (workbench.values.storage)
+            attrs[STORAGE_ATTR] = self.produced[shared.name]
+        stale = self.order(node, arg_nodes, view, alias, written)
         if stale:
             attrs["program_only"] = stale
         self.ops.append(Op(node.name, kind=kind, flops=float(cost.flops),
@@ -336,7 +408,8 @@ class _Importer:
                            inputs=tuple(dict.fromkeys(inputs)), outputs=(tid,),
                            thread_blocks=int(cost.thread_blocks), attrs=attrs))
 
-    def order(self, node: Any, arg_nodes: Sequence[Any], sub: Any, view: bool) -> str | None:
+    def order(self, node: Any, arg_nodes: Sequence[Any], view: bool, alias: Any,
+              written: Sequence[Any]) -> str | None:
         """The ordering edges of op ``node`` beyond its data edges: after the ops its host
         arguments came from; after the last in-place writer of every storage it reads through a
         value named before that write (a value named after it already depends on the writer);
@@ -348,7 +421,6 @@ class _Importer:
         kinds' torch forms, compute it), else ``None``."""
         stale = None
         op = node.name
-        alias, written = effects(node, module=sub, view=view)
         self.root[op] = self.root.get(alias.name, alias.name) if alias is not None else op
         for before in self.ops_behind([n for n in arg_nodes if n.name in self.host_deps]):
             self.control[(before, op)] = None
@@ -393,26 +465,6 @@ class _Importer:
                          outputs=list(dict.fromkeys(self.outputs)), name=name, program=program)
         except GraphError as exc:
             raise GraphError(_line(f"from_torch: {exc}")) from None
-
-
-def _arg_nodes(args: Any) -> list[Any]:
-    """fx Nodes inside nested args/kwargs, in order."""
-    from torch.fx import Node
-
-    found: list[Any] = []
-
-    def visit(value: Any) -> None:
-        if isinstance(value, Node):
-            found.append(value)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                visit(v)
-        elif isinstance(value, dict):
-            for v in value.values():
-                visit(v)
-
-    visit(args)
-    return found
 
 
 __all__ = ["FUNCTIONS", "MODULES", "cost_of_call", "from_torch", "graph_of_module",

@@ -27,11 +27,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from workbench._atomic import read_input, write_chunks
+from workbench._atomic import check_op_count, max_ops, read_input, write_chunks
 from workbench._checks import (
     check_choice,
     check_keys,
@@ -40,6 +40,7 @@ from workbench._checks import (
     recursion_headroom,
     show,
 )
+from workbench._progress import Reading, reading
 from workbench.errors import FormatError, GraphError
 from workbench.values.graph import CONTROL_KINDS, Graph, Op, Tensor
 from workbench.values.graph_items import MAX_CONTROL_DEPTH
@@ -187,26 +188,44 @@ _FRAMES_PER_LEVEL = 12
 
 
 def load_json(path: str | Path) -> Graph:
-    """Read a graph file; every problem is a one-line :class:`FormatError` naming the file."""
+    """Read a graph file; every problem is a one-line :class:`FormatError` naming the file.
+    More than :func:`~workbench._atomic.max_ops` ops are refused once the JSON is parsed,
+    before any op is built.  A big file shows a bar (:func:`workbench._progress.reading`); its
+    text and each op's parsed JSON are dropped once used (a lower peak of memory)."""
     path = Path(path)
-    try:
-        text = read_input(path, what="graph file").decode("utf-8")
-    except UnicodeDecodeError:
-        raise FormatError(f"{path}: not a text file (is it really JSON?)") from None
-    with recursion_headroom(_FRAMES_PER_LEVEL * MAX_CONTROL_DEPTH):  # the deepest graph loads
-        data = parse_json(text, path, nested=f"JSON nested too deeply to be a graph file "
-                                             f"(control flow nests at most {MAX_CONTROL_DEPTH} "
-                                             f"levels)")
+    data = read_input(path, what="graph file")
+    with reading(path.name, len(data)) as bar:
         try:
-            return graph_from_dict(data, text=text)
-        except (FormatError, GraphError) as exc:
-            kind = GraphError if isinstance(exc, GraphError) else FormatError
-            raise kind(f"{path}: {exc}") from None
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FormatError(f"{path}: not a text file (is it really JSON?)") from None
+        del data
+        bar.phase(f"parsing {show(path.name, 40)}")
+        with recursion_headroom(_FRAMES_PER_LEVEL * MAX_CONTROL_DEPTH):  # the deepest loads
+            parsed = parse_json(text, path, nested=f"JSON nested too deeply to be a graph file "
+                                                   f"(control flow nests at most "
+                                                   f"{MAX_CONTROL_DEPTH} levels)")
+            del text  # re-read for a line number only if a message needs one
+            try:
+                return graph_from_dict(parsed, text=lambda: _text_of(path), _bar=bar,
+                                       _consume=True)
+            except (FormatError, GraphError) as exc:
+                kind = GraphError if isinstance(exc, GraphError) else FormatError
+                raise kind(f"{path}: {exc}") from None
 
 
-def graph_from_dict(data: Any, *, text: str = "", _depth: int = 0) -> Graph:
+def _text_of(path: Path) -> str:
+    return read_input(path, what="graph file").decode("utf-8")
+
+
+def graph_from_dict(data: Any, *, text: str | Callable[[], str] = "", _depth: int = 0,
+                    _bar: Reading | None = None, _consume: bool = False) -> Graph:
     """Build a graph from the parsed JSON (either shape); control flow nested past
-    :data:`~workbench.values.graph_items.MAX_CONTROL_DEPTH` levels is a one-line error."""
+    :data:`~workbench.values.graph_items.MAX_CONTROL_DEPTH` levels, or more than
+    :func:`~workbench._atomic.max_ops` ops (``WORKBENCH_MAX_OPS``), is a one-line error.
+    ``text``: the JSON text (or a function that reads it), for the line number of an op named
+    in an error.  ``_consume``: ``data`` is the reader's own, and each op's and tensor's parsed
+    JSON is dropped from it once built.  O(ops + tensors + edges)."""
     if not isinstance(data, dict):
         raise FormatError(f"the top level must be an object, got {type(data).__name__}")
     if "edges" in data:
@@ -218,24 +237,44 @@ def graph_from_dict(data: Any, *, text: str = "", _depth: int = 0) -> Graph:
     if "ops" not in data:
         raise FormatError("missing 'ops' (or 'edges' for the edge-list form)")
     ops_raw = _list(data["ops"], "ops")
-    tensors = [_tensor(t, f"tensors[{i}]") for i, t in enumerate(_list(data.get("tensors", []),
-                                                                       "tensors"))]
+    tensors_raw = _list(data.get("tensors", []), "tensors")
+    check_op_count(len(ops_raw), "'ops' lists")
+    bar = _bar if _bar is not None and _depth == 0 else None
+    if bar is not None:
+        bar.phase("building tensors and ops", total=len(tensors_raw) + len(ops_raw),
+                  unit="item")
+    tensors = []
+    for i, t in enumerate(tensors_raw):
+        tensors.append(_tensor_plain(t) or _tensor(t, f"tensors[{i}]"))
+        if _consume:
+            tensors_raw[i] = None
+        if bar is not None and (i + 1) % bar.every == 0:
+            bar.advance(bar.every)
     ops = []
     for i, raw in enumerate(ops_raw):
-        try:
-            ops.append(_op(raw, f"ops[{i}]", _depth))
-        except _TooDeep:
-            raise
-        except FormatError as exc:
-            raise FormatError(f"{exc}{_line_hint(text, raw)}") from None
+        op = _op_plain(raw)
+        if op is None:
+            try:
+                op = _op(raw, f"ops[{i}]", _depth)
+            except _TooDeep:
+                raise
+            except FormatError as exc:
+                raise FormatError(f"{exc}{_line_hint(text, raw)}") from None
+        ops.append(op)
+        if _consume:
+            ops_raw[i] = None
+        if bar is not None and (i + len(tensors_raw) + 1) % bar.every == 0:
+            bar.advance(bar.every)
     control = []
     for i, e in enumerate(_list(data.get("control_edges", []), "control_edges")):
-        if not (isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e)):
-            raise FormatError(f"control_edges[{i}] must be a pair of op ids, got {e!r}")
+        if not (type(e) is list and len(e) == 2 and type(e[0]) is str and type(e[1]) is str):
+            raise FormatError(f"control_edges[{i}] must be a pair of op ids, got {show(e)}")
         control.append((e[0], e[1]))
     outputs = data.get("outputs")
     if outputs is not None:
         outputs = [str(t) for t in _list(outputs, "outputs")]
+    if bar is not None:
+        bar.phase("checking the graph")
     return Graph(ops, tensors, control, outputs=outputs, name=_name(data))
 
 
@@ -259,8 +298,8 @@ TENSOR_DTYPES = ("float32", "float", "float16", "half", "bfloat16", "float64", "
 def _from_edge_list(data: dict[str, Any]) -> Graph:
     edges = []
     for i, e in enumerate(_list(data["edges"], "edges")):
-        if not (isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e)):
-            raise FormatError(f"edges[{i}] must be a pair of op ids, got {e!r}")
+        if not (type(e) is list and len(e) == 2 and type(e[0]) is str and type(e[1]) is str):
+            raise FormatError(f"edges[{i}] must be a pair of op ids, got {show(e)}")
         edges.append((e[0], e[1]))
     ops = data.get("ops")
     if ops is not None and not isinstance(ops, (dict, list)):
@@ -270,7 +309,11 @@ def _from_edge_list(data: dict[str, Any]) -> Graph:
         if isinstance(ops, list) and not all(isinstance(k, str) for k in ops):
             raise FormatError("'ops' must list op ids (strings)")
         if isinstance(ops, list) and len(set(ops)) != len(ops):
-            twice = next(k for i, k in enumerate(ops) if k in ops[:i])
+            seen: set[str] = set()
+            for twice in ops:  # the first repeat, in one pass (not a scan of each prefix)
+                if twice in seen:
+                    break
+                seen.add(twice)
             raise FormatError(f"'ops' lists op {show(twice)} twice")
         if isinstance(ops, dict) and not all(isinstance(v, str) for v in ops.values()):
             raise FormatError("'ops' must map op ids to op types (strings)")
@@ -280,6 +323,9 @@ def _from_edge_list(data: dict[str, Any]) -> Graph:
                 if end not in declared:
                     raise FormatError(f"edges[{i}] names op {show(end)}, which 'ops' does not "
                                       f"declare{did_you_mean(end, declared)}")
+        check_op_count(len(ops), "'ops' lists")
+    elif 2 * len(edges) > max_ops():  # only then can the ends name too many ops
+        check_op_count(len({x for e in edges for x in e}), "the edges name")
     tables = {}
     for key in ("sizes", "durations", "thread_blocks", "devices"):
         table = data.get(key, {})
@@ -317,6 +363,63 @@ def _str_list(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise FormatError(f"{where} must be a list of tensor ids, got {value!r}")
     return tuple(value)
+
+
+_BYTE_FIELDS = ("bytes_read", "bytes_written", "workspace_bytes")
+_ROLES = frozenset(TENSOR_ROLES)
+_DTYPES = frozenset(TENSOR_DTYPES)
+
+
+def _op_plain(raw: Any) -> Op | None:
+    """The op of ``raw`` when it is plainly well formed (known fields, strings where strings
+    go, whole byte counts as integers, no control flow), built without composing the messages
+    :func:`_op` would need; ``None`` otherwise, and then :func:`_op` builds it or says what is
+    wrong.  The common case of a big file, at a fraction of :func:`_op`'s cost."""
+    if type(raw) is not dict or not raw.keys() <= _OP_FIELDS:
+        return None
+    get = raw.get
+    op_id, kind, device = get("id"), get("kind", "op"), get("device", "gpu")
+    if type(op_id) is not str or type(kind) is not str or type(device) is not str \
+            or kind in CONTROL_KINDS:
+        return None
+    for key in _BYTE_FIELDS:
+        if type(get(key, 0)) is float:
+            return None
+    inputs, outputs, attrs = get("inputs", []), get("outputs", []), get("attrs")
+    for names in (inputs, outputs):
+        if type(names) is not list or not all(type(t) is str for t in names):
+            return None
+    if attrs:
+        if type(attrs) is not dict:
+            return None
+        try:
+            attrs = normalize_op_attrs(kind, attrs, op=op_id)
+        except FormatError:
+            return None
+    elif attrs is not None and attrs != {}:
+        return None
+    return Op(op_id, kind=kind, device=device, flops=get("flops", 0.0),
+              bytes_read=get("bytes_read", 0), bytes_written=get("bytes_written", 0),
+              inputs=tuple(inputs), outputs=tuple(outputs),
+              thread_blocks=get("thread_blocks"), duration_us=get("duration_us"),
+              workspace_bytes=get("workspace_bytes", 0), attrs=attrs or {})
+
+
+def _tensor_plain(raw: Any) -> Tensor | None:
+    """The tensor of ``raw`` when it is plainly well formed (as :func:`_op_plain` for ops),
+    else ``None`` (then :func:`_tensor` builds it or says what is wrong)."""
+    if type(raw) is not dict or not raw.keys() <= _TENSOR_FIELDS:
+        return None
+    get = raw.get
+    tid, size, producer = get("id"), get("size_bytes", 0), get("producer")
+    role, dtype, shape = get("role", "activation"), get("dtype", "float32"), get("shape", [])
+    if type(tid) is not str or type(size) is not int or not 0 <= size < 1 << 63 \
+            or (producer is not None and type(producer) is not str) \
+            or type(role) is not str or role not in _ROLES \
+            or type(dtype) is not str or dtype not in _DTYPES or type(shape) is not list \
+            or not all(type(d) is int and d >= 0 for d in shape):
+        return None
+    return Tensor(tid, size, producer=producer, role=role, shape=tuple(shape), dtype=dtype)
 
 
 def _op(raw: Any, where: str, depth: int) -> Op:
@@ -377,9 +480,14 @@ def _whole(value: Any, where: str) -> None:
         raise FormatError(f"{where} must be a whole number of bytes, got {value!r}")
 
 
-def _line_hint(text: str, raw: Any) -> str:
+def _line_hint(text: str | Callable[[], str], raw: Any) -> str:
     if not text or not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
         return ""
+    if callable(text):
+        try:
+            text = text()
+        except (FormatError, UnicodeDecodeError):  # the file changed meanwhile: no line
+            return ""
     match = re.search(r'"id"\s*:\s*' + re.escape(json.dumps(raw["id"])), text)
     if not match:
         return ""

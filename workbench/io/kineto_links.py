@@ -73,6 +73,7 @@ class Links:
     unresolved_waits: int = 0
     empty_waits: int = 0
     contradicted: int = 0
+    capped: bool = False  # the inferred matching stopped at its work limit (_inferred)
 
 
 def _corr(args: Mapping[str, Any]) -> int | None:
@@ -154,23 +155,38 @@ def choose_step(steps: list[Step], raw: Sequence[Any], launched: set[int],
         raise missing_step(step, [s.number for s in steps], path)
     if not steps or step == "all":
         return None
+    every: list[float] = []  # launch times, and those of launches without their kernel
+    lost: list[float] = []
     for ev in raw:
         if not isinstance(ev, dict) or ev.get("ph") != "X" or str(
                 ev.get("cat", "")).lower() not in RUNTIME_CATEGORIES:
             continue
-        if not _LAUNCH.search(str(ev.get("name", ""))) or _corr(_args(ev)) is None:
+        corr = _corr(_args(ev))
+        if corr is None or not _LAUNCH.search(str(ev.get("name", ""))):
             continue
         ts = ev.get("ts")
-        if not isinstance(ts, (int, float)):
+        if not isinstance(ts, (int, float)) or ts != ts:  # NaN lies in no step
             continue
-        for s in steps:
-            if s.start <= ts <= s.end:
-                s.launches += 1
-                s.missing += _corr(_args(ev)) not in launched
+        every.append(ts)
+        if corr not in launched:
+            lost.append(ts)
+    every.sort()
+    lost.sort()
+    for s in steps:  # the launches in [start, end], by bisection: O((launches + steps) log)
+        s.launches += _within(every, s.start, s.end)
+        s.missing += _within(lost, s.start, s.end)
     if step is None:
         done = [s for s in steps if s.complete and (s.launches or not launched)]
         return done[-1] if done else steps[-1]
     return next(s for s in steps if s.number == step)
+
+
+def _within(times: list[float], start: float, end: float) -> int:
+    """How many of the sorted ``times`` lie in ``[start, end]`` (none when the span is empty
+    or NaN)."""
+    if not start <= end:
+        return 0
+    return bisect.bisect_right(times, end) - bisect.bisect_left(times, start)
 
 
 def link(kernels: Sequence[Mapping[str, Any]], raw: Sequence[Any],
@@ -208,7 +224,8 @@ def link(kernels: Sequence[Mapping[str, Any]], raw: Sequence[Any],
         pairs = [_from_sync(ev, per_stream) for ev in syncs]
     else:
         out.inferred = True
-        pairs = _inferred(kernels, {c: ev for c, ev in runtime.items() if in_span(c)})
+        pairs, out.capped = _inferred(kernels, {c: ev for c, ev in runtime.items()
+                                                if in_span(c)})
     for pair in pairs:
         if pair is None:
             out.unresolved_waits += 1
@@ -258,9 +275,30 @@ def _from_sync(ev: Mapping[str, Any], per_stream: Mapping[Any, list[tuple[int, i
     return None if dst is None else (src, dst)
 
 
+#: Work limit of :func:`_inferred`: pending-wait runs it may visit per runtime call and kernel
+#: (plus :data:`_WAIT_WORK_BASE`).  A real trace keeps a few waits pending at a time; a hostile
+#: one (waits that no kernel ever takes, interleaved so that they do not form runs) would make
+#: every kernel visit all of them, O(kernels x waits).  Past the limit the waits still pending,
+#: and those after, are counted as unresolved (``Links.capped`` says so).
+_WAIT_WORK_PER_ITEM = 8
+_WAIT_WORK_BASE = 100_000
+
+
+def _push(runs: list[list[Any]], src: int | None, count: int) -> None:
+    """Append ``count`` waits on ``src`` to the run-length list ``runs`` ([src, count] runs)."""
+    if runs and runs[-1][0] == src:
+        runs[-1][1] += count
+    else:
+        runs.append([src, count])
+
+
 def _inferred(kernels: Sequence[Mapping[str, Any]], runtime: Mapping[int, Mapping[str, Any]]
-              ) -> list[tuple[int, int] | None]:
-    """(source, waiter) pairs from the runtime calls alone (module docstring)."""
+              ) -> tuple[list[tuple[int, int] | None], bool]:
+    """(source, waiter) pairs from the runtime calls alone (module docstring), and whether the
+    work limit (:data:`_WAIT_WORK_PER_ITEM`) stopped the matching.  The pending waits are kept
+    run-length encoded: consecutive waits on one source (one record waited on by many calls)
+    are one run, of which a kernel takes at most one wait, so they cost one step, not one per
+    wait.  O(calls + kernels) within the limit."""
     by_thread: dict[Any, list[tuple[int, str, int | None]]] = defaultdict(list)
     for j, k in enumerate(kernels):
         call = runtime.get(k["corr"]) if k["corr"] is not None else None
@@ -272,36 +310,45 @@ def _inferred(kernels: Sequence[Mapping[str, Any]], runtime: Mapping[int, Mappin
         if what:
             by_thread[(call.get("pid"), call.get("tid"))].append((corr, what, None))
     pairs: list[tuple[int, int] | None] = []
+    budget = _WAIT_WORK_BASE + _WAIT_WORK_PER_ITEM * sum(len(v) for v in by_thread.values())
+    capped = False
     for items in by_thread.values():
         items.sort(key=lambda t: t[0])
         last_kernel: int | None = None
         recorded: int | None = None  # the kernel before the latest record
-        waiting: list[int | None] = []  # sources waited on, not yet given a waiter
+        waiting: list[list[Any]] = []  # [source, count] runs waited on, not yet given a waiter
         linked: set[tuple[int, Any]] = set()  # (source, waiting stream) already ordered
         for _, what, index in items:
             if what == "k":
                 assert index is not None
                 i, stream = index, kernels[index]["stream"]
-                keep: list[int | None] = []
+                last_kernel = i
+                budget -= len(waiting)
+                if budget < 0:
+                    capped = True
+                    continue  # what is pending stays so: unresolved at the end
+                keep: list[list[Any]] = []
                 taken: set[int] = set()
-                for src in waiting:
+                for src, count in waiting:
                     if src is None:
-                        pairs.append(_NO_SOURCE)
+                        pairs.extend([_NO_SOURCE] * count)
                     elif kernels[src]["stream"] == stream or (src, stream) in linked \
                             or src in taken:
-                        keep.append(src)  # a later launch on another stream waits for it
+                        _push(keep, src, count)  # a later launch on another stream waits for it
                     else:
                         pairs.append((src, i))
                         linked.add((src, stream))
                         taken.add(src)
+                        if count > 1:
+                            _push(keep, src, count - 1)
                 waiting = keep
-                last_kernel = i
             elif what == "r":
                 recorded = last_kernel
             else:
-                waiting.append(recorded)
-        pairs.extend(_NO_SOURCE if src is None else None for src in waiting)
-    return pairs
+                _push(waiting, recorded, 1)
+        for src, count in waiting:
+            pairs.extend([_NO_SOURCE if src is None else None] * count)
+    return pairs, capped
 
 
 __all__ = ["Links", "Step", "check_step", "choose_step", "link", "missing_step", "profiler_steps",

@@ -45,6 +45,7 @@ from typing import Any
 from workbench._checks import warn_line
 from workbench.errors import FormatError, GraphError, OptionError
 from workbench.io.onnx_attrs import Node, vocabulary_attrs
+from workbench.io.onnx_checks import check_structure
 from workbench.io.onnx_control import (
     CONTROL_FLOW,
     Body,
@@ -149,6 +150,7 @@ def load_onnx(path: str | Path, *, dims: Mapping[str, int] | None = None,
         raise OptionError(one_line(f"input_shapes must map input names to shapes, got "
                                    f"{input_shapes!r}"[:300]))
     model = read_model(onnx, path)
+    check_structure(onnx, model, path)
     fix_symbolic_dims(model, dims or {}, path, input_shapes)
     if simplify:
         model = _simplify(model, path)
@@ -296,7 +298,8 @@ def _vocabulary(node: PlainNode, kind: str, scope: _Scope) -> dict[str, Any]:
     outputs = [t for t in node.outputs if t]
     view = Node(node.inputs, [shape(t) for t in node.inputs], [shape(t) for t in outputs],
                 scope.values, scope.opset,
-                [scope.infos.get(t, (None, "float32", 4))[1] for t in outputs])
+                [scope.infos.get(t, (None, "float32", 4))[1] for t in outputs],
+                tuple(node.outputs))
     return vocabulary_attrs(node.op_type, kind, node.attrs, view)
 
 

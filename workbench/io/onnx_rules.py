@@ -29,6 +29,7 @@ from workbench.values.shape_costs import (
     global_pool_cost,
     matmul_cost,
     numel,
+    recurrent_cost,
     resize_cost,
     total_bytes,
     window_cost,
@@ -120,6 +121,14 @@ def _resize(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> 
     return resize_cost(_first(ins), _first(outs), str(a.get("mode") or "nearest"), ins, outs)
 
 
+def _recurrent(kind: str) -> Rule:
+    """LSTM / GRU / RNN: :func:`~workbench.values.shape_costs.recurrent_cost` of the node's
+    vocabulary attributes (``hidden_size``, ``direction``, ``layout`` as ``batch_first``)."""
+    def rule(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+        return recurrent_cost(kind, a, ins, outs)
+    return rule
+
+
 def _view(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
     return VIEW_COST
 
@@ -158,6 +167,9 @@ _COSTS: dict[str, Rule] = {
     "Gather": _gather,
     "GatherElements": _gather,
     "Einsum": _einsum,
+    "LSTM": _recurrent(kind_of("LSTM")),
+    "GRU": _recurrent(kind_of("GRU")),
+    "RNN": _recurrent(kind_of("RNN")),
     "Slice": _gather,
     "Reshape": _view,
     "Flatten": _view,

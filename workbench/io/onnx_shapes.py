@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from workbench._bounded import address_space_headroom
 from workbench.io.onnx_fold import NOT_FOLDED, SHAPE_OPS, STANDARD_DOMAINS
 from workbench.io.onnx_proto import ValueInfo, tensor_type, text_of
 from workbench.io.onnx_rules import MAX_ELEMENTS
@@ -345,8 +346,9 @@ def infer_shapes(onnx: Any, model: Any) -> str:
     try:
         # data_prop folds Shape -> Gather -> Reshape chains; a model that trips ONNX's own
         # checker keeps the shapes stored in the file (so any exception type is acceptable here)
-        inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False,
-                                                     data_prop=True)
+        with address_space_headroom():  # a hostile Range to 2**40: bad_alloc, not an OOM kill
+            inferred = onnx.shape_inference.infer_shapes(light, check_type=False,
+                                                         strict_mode=False, data_prop=True)
     except Exception as exc:  # noqa: BLE001 - third-party inference on an arbitrary file
         return f"shape inference failed ({type(exc).__name__})"
     ig = inferred.graph

@@ -15,6 +15,8 @@ reads, so that the graph runs the model (:class:`workbench.values.program.Weight
 * every other folded node an op needs (and only those, found backwards from the ops' inputs):
   one ``onnx.reference.ReferenceEvaluator`` run over just those nodes, fed the values above.
 
+An initializer whose data cannot be read is a one-line FormatError naming it (never random
+weights in its place; :mod:`workbench.io.onnx_checks` refuses most such files at load time).
 Nothing else of the model is evaluated.  A folded node the reference evaluator cannot run leaves
 its values out (one warning names the first failure): a run then draws them at random; so do
 folded constants that would hold more than :data:`FOLDED_ELEMENTS` elements together (more than
@@ -32,7 +34,9 @@ from typing import Any
 import numpy as np
 
 from workbench._checks import warn_line
+from workbench.errors import FormatError
 from workbench.io.onnx_fold import SHAPE_OPS
+from workbench.io.onnx_proto import one_line
 
 #: Most elements the folded constants evaluated here may hold together, unless the model has a
 #: larger initializer (a corrupt file's ``Range`` to 2**40 is not computed).
@@ -76,8 +80,9 @@ def parameter_values(onnx: Any, graph: Any, nodes: Sequence[Any], folded: Collec
         if name in inits:
             try:
                 values[name] = _array(onnx, inits[name], base_dir)
-            except Exception:  # noqa: BLE001 - corrupt or missing external data: left out
-                pass
+            except Exception as exc:  # noqa: BLE001 - never random weights in its place
+                raise FormatError(one_line(f"{path}: initializer {name[:60]!r} cannot be read "
+                                           f"({type(exc).__name__}: {exc})")[:400]) from None
     rest: list[int] = []
     for i in required:
         node = nodes[i]
@@ -97,7 +102,8 @@ def parameter_values(onnx: Any, graph: Any, nodes: Sequence[Any], folded: Collec
                    if t and (shape := shape_of(t)) is not None)
         largest = max((math.prod(t.dims) for t in inits.values()), default=0)
         if made > max(FOLDED_ELEMENTS, largest):
-            _warn(path, f"they would hold {made} elements")
+            _warn(path, f"they would hold {made} elements",
+                  [t for i in rest for t in nodes[i].outputs if t and t in needed])
         else:
             _evaluate([graph.node[i] for i in rest], values, opsets, path)
     return {k: v for k, v in values.items() if k in needed}
@@ -121,7 +127,7 @@ def _evaluate(protos: Sequence[Any], values: dict[str, np.ndarray], opsets: Sequ
     fed = list(dict.fromkeys(str(t) for n in protos for t in n.input if t and t not in made))
     missing = [t for t in fed if t not in values]
     if missing:
-        _warn(path, f"the value of {missing[0]!r} is unknown")
+        _warn(path, f"the value of {missing[0]!r} is unknown", made)
         return
     graph = helper.make_graph(list(protos), "folded", [helper.make_empty_tensor_value_info(t)
                                                  for t in fed],
@@ -132,17 +138,21 @@ def _evaluate(protos: Sequence[Any], values: dict[str, np.ndarray], opsets: Sequ
 
         results = ReferenceEvaluator(model).run(made, {t: values[t] for t in fed})
     except Exception as exc:  # noqa: BLE001 - third-party evaluator on an arbitrary file
-        _warn(path, f"{type(exc).__name__}: {exc}")
+        _warn(path, f"{type(exc).__name__}: {exc}", made)
         return
     for name, value in zip(made, results, strict=True):
         array = np.asarray(value)
         values[name] = array if array.flags.writeable else array.copy()
 
 
-def _warn(path: Path, why: str) -> None:
-    text = " ".join(f"{path.name}: the folded constants could not all be computed ({why}); a "
-                    f"torch run draws the missing ones at random".split())
-    warn_line(text[:300], str(path))
+def _warn(path: Path, why: str, names: Sequence[str]) -> None:
+    """One warning naming the folded constants a torch run will draw at random (the first
+    four, and how many in all)."""
+    listed = ", ".join(repr(n[:40]) for n in names[:4]) + (
+        f" and {len(names) - 4} more" if len(names) > 4 else "")
+    text = " ".join(f"{path.name}: {len(names)} folded constant(s) could not be computed "
+                    f"({why}): {listed}; a torch run draws them at random".split())
+    warn_line(text[:400], str(path))
 
 
 __all__ = ["FOLDED_ELEMENTS", "parameter_values"]

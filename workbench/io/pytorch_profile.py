@@ -28,6 +28,7 @@ Trace import (:func:`workbench.io.execution_trace.load_execution_trace`).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import defaultdict
@@ -38,6 +39,8 @@ from typing import Any
 
 import pandas as pd
 
+from workbench._atomic import check_op_count
+from workbench._progress import Reading, reading
 from workbench.errors import FormatError
 from workbench.io.kineto_links import (
     Links,
@@ -92,6 +95,7 @@ def _stream(event: dict[str, Any]) -> int | str:
     return str(event.get("tid"))
 
 
+@functools.lru_cache(maxsize=1 << 12)  # a trace repeats a few kernel names 10^5 times
 def kernel_kind(name: str) -> str:
     """An op kind guessed from a kernel name (:data:`KERNEL_KINDS`), else ``"kernel"``."""
     low = name.lower()
@@ -101,6 +105,7 @@ def kernel_kind(name: str) -> str:
     return "kernel"
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def aten_kind(name: str) -> str:
     """The op kind of a host op name (``aten::conv2d`` -> ``conv2d``, ``aten::cat`` ->
     ``concat``), by the torch.fx import's table; kernel names fall back to :func:`kernel_kind`.
@@ -140,12 +145,16 @@ def outermost(events: Iterable[tuple[float, float, Any, int]]) -> list[int]:
     return sorted(keep)
 
 
-def _select(raw: list[Any], path: Path) -> tuple[list[dict[str, Any]], bool]:
+def _select(raw: list[Any], path: Path, bar: Reading | None = None
+            ) -> tuple[list[dict[str, Any]], bool]:
     """(op events in time order, True when they are host ops of a CPU-only run)."""
     gpu: list[dict[str, Any]] = []
     host: list[dict[str, Any]] = []
     workbench = False
+    every = Reading.every
     for k, ev in enumerate(raw):
+        if bar is not None and k % every == every - 1:
+            bar.advance(every)
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
         cat = str(ev.get("cat", "")).lower()
@@ -270,12 +279,29 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
     naming the file and the address-space cap.
     """
     path = Path(path)
+    with reading(path.name, _file_size(path)) as bar:
+        return _load(path, graph, step, bar)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # read_trace_json says why
+
+
+def _load(path: Path, graph: Graph | None, step: int | str | None, bar: Reading) -> Trace:
+    """:func:`load_pytorch_trace` with its reading bar (the parsed file is this frame's only,
+    so that it can be dropped before the graph is built)."""
+    bar.phase(f"parsing {path.name[:40]}")
     data = read_trace_json(path)
     raw = trace_events(data, path)
+    bar.phase("choosing the ops", total=len(raw), unit="event")
+    items, host_run = _select(raw, path, bar)
+    bar.phase("linking the kernels")
     other = data.get("otherData") if isinstance(data, dict) else None
     other = other if isinstance(other, dict) else {}
     offset = _int(other.get("stream_offset")) or 0
-    items, host_run = _select(raw, path)
     exported = any(isinstance(args_of(e["ev"]).get("op"), str) for e in items)
     runtime = runtime_calls(raw)
     steps = [] if exported else profiler_steps(raw)
@@ -287,6 +313,8 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
         outside, items = len(items) - len(keep), keep
         if not items:
             raise FormatError(f"{path}: ProfilerStep#{chosen.number} holds no kernel or op")
+    check_op_count(len(items), f"{path}: the trace" + (
+        f" (ProfilerStep#{chosen.number})" if chosen is not None else "") + " has")
     t0 = _origin(other.get("time_origin_us"), items, path)
     streams = _streams(items, offset)
     _check_times(items, streams, path)
@@ -316,7 +344,8 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
                      raw, runtime, None if chosen is None else (chosen.start, chosen.end))
         meta.update(stream_edges=links.stream_edges, sync_edges=links.sync_edges,
                     sync_edges_inferred=links.inferred, unresolved_waits=links.unresolved_waits,
-                    empty_waits=links.empty_waits, contradicted_waits=links.contradicted)
+                    empty_waits=links.empty_waits, contradicted_waits=links.contradicted,
+                    wait_matching_capped=links.capped)
     device = "cpu" if host_run else gpu_name(data)
     del data, raw, items, runtime  # the parsed file (most of the memory): the graph needs rows
     meta["summary"] = _summary(rows, chosen, steps, outside, links, host_run)
@@ -405,7 +434,9 @@ def _summary(rows: list[dict[str, Any]], chosen: Step | None, steps: list[Step],
                  f"before the record); edges: {links.stream_edges} stream order, "
                  f"{links.sync_edges} cross-stream"
                  + (" (inferred from launch order)" if links.inferred and links.sync_edges
-                    else ""))
+                    else "")
+                 + ("; the wait matching stopped at its work limit (waits still pending then "
+                    "count as unresolved)" if links.capped else ""))
     return line
 
 

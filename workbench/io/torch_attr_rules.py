@@ -3,15 +3,18 @@ from torch's arguments to the op vocabulary.
 
 :func:`workbench.io.torch_attrs.call_attrs` and :func:`~workbench.io.torch_attrs.module_attrs`
 first rename the plain parameters the kind declares (``kernel_size`` -> ``kernel``, ``dim`` ->
-``axis`` ...), then call the rule registered here for the call's label in :data:`CONVERSIONS`,
-for what a rename cannot say: torch's defaults written out (``stride``, ``padding``,
+``axis`` ...), then call the rule registered for the call's label in :data:`CONVERSIONS`, for what a
+rename cannot say: torch's defaults written out (``stride``, ``padding``,
 ``dilation`` of a convolution), ``padding="same"``, ``transpose(x, 1, 2)`` -> ``perm``,
 ``split`` -> ``sizes``, a number operand -> ``scalar`` (``reverse`` when it comes first,
 ``rsub``), ``linear`` -> ``trans_b``, ``interpolate``'s modes in ONNX's terms.  A rule sees
 the call's parameters by torch name, the shapes of its tensor inputs and outputs (``None`` where
 unknown) and the output's dtype name; it may raise on arguments torch would not pass (the caller
 then keeps what the renames found).  Values are plain Python (:func:`plain`, re-exported by
-:mod:`workbench.io.torch_attrs`).  O(arguments) each.
+:mod:`workbench.io.torch_attrs`).  This module holds the registry and the rules of the tensor
+calls (axes, shapes, arithmetic, values); the layer calls' (convolutions, pools, norms,
+recurrent cells, products, attention) are in :mod:`workbench.io.torch_layer_rules`, which
+registers them when imported.  O(arguments) each.
 
 >>> CONVERSIONS["transpose"]({"dim0": 1, "dim1": 2}, [(2, 3, 4)], [], None)
 {'perm': [0, 2, 1]}
@@ -68,78 +71,7 @@ def _rank(shapes: Sequence[Shape], k: int = 0) -> int:
     return len(shape)
 
 
-# ------------------------------------------------------------------------ windows
-def _same_padding(kernel: Sequence[int], dilation: Sequence[int]) -> list[int]:
-    """torch's ``padding="same"``: the total ``d*(k-1)`` split, the extra one at the end."""
-    total = [d * (k - 1) for k, d in zip(kernel, dilation, strict=True)]
-    begin = [t // 2 for t in total]
-    end = [t - b for t, b in zip(total, begin, strict=True)]
-    return begin if begin == end else [*begin, *end]
-
-
-@_rule("conv1d", "conv2d", "conv3d", "convolution", "conv_transpose1d", "conv_transpose2d",
-       "conv_transpose3d", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-       "ConvTranspose3d")
-def _conv(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
-          dtype: str | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    w = ins[1] if len(ins) > 1 else None
-    kernel = named.get("kernel_size")
-    if kernel is None and w is not None:
-        kernel = list(w[2:])
-    n = len(w) - 2 if w is not None else (len(kernel) if isinstance(kernel, (list, tuple))
-                                         else 2)
-    if kernel is not None:
-        out["kernel"] = [kernel] * n if isinstance(kernel, int) else list(kernel)
-    for key, default in (("stride", 1), ("padding", 0), ("dilation", 1)):  # torch's defaults
-        if named.get(key) is None:
-            out[key] = [default] * n
-    # as given (a recorded trace's groups=0 is refused by the graph's check, not made 1)
-    out["groups"] = 1 if named.get("groups") is None else named["groups"]
-    padding = named.get("padding")
-    if padding == "valid":
-        out["padding"] = [0] * n
-    elif padding == "same" and "kernel" in out:
-        dil = named.get("dilation", 1)
-        out["padding"] = _same_padding(out["kernel"], [dil] * n if isinstance(dil, int)
-                                       else list(dil))
-    return out
-
-
-@_rule("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-       "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d")
-def _pool(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
-          dtype: str | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    n = _rank(ins) - 2 if ins and ins[0] is not None else 2
-    for key, name in (("kernel_size", "kernel"), ("stride", "stride"), ("padding", "padding"),
-                      ("dilation", "dilation")):
-        value = named.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
-            out[name] = [value] * n
-        elif isinstance(value, (list, tuple)) and _ints(value) and value:
-            out[name] = list(value)
-    if "count_include_pad" not in named and "avg" in str(named.get("_label")).lower():
-        out["count_include_pad"] = True  # torch's default
-    return out
-
-
 # ------------------------------------------------------------------------ axes and shapes
-@_rule("layer_norm", "LayerNorm")
-def _layer_norm(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
-                dtype: str | None) -> dict[str, Any]:
-    shape = named["normalized_shape"]
-    n = 1 if isinstance(shape, int) else len(shape)
-    return {"axis": -n, "eps": named.get("eps", 1e-5)}
-
-
-@_rule("batch_norm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "group_norm", "GroupNorm",
-       "InstanceNorm2d")
-def _norm_eps(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
-              dtype: str | None) -> dict[str, Any]:
-    return {"eps": named.get("eps", 1e-5), "axis": 1}
-
-
 @_rule("cat", "concat", "concatenate", "stack")
 def _cat(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
          dtype: str | None) -> dict[str, Any]:
@@ -160,6 +92,18 @@ def _split(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
     if outs and all(s is not None for s in outs):
         return {"axis": axis, "sizes": [int(s[axis]) for s in outs if s is not None]}
     return {"axis": axis}
+
+
+@_rule("unbind")
+def _unbind(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+            dtype: str | None) -> dict[str, Any]:
+    """``unbind(x, dim)``: a split into pieces of one along ``axis`` (the container holds the
+    same elements in the same order; its items lack the axis)."""
+    rank = _rank(ins)
+    axis = int(named.get("dim") or 0) % rank
+    shape = ins[0]
+    assert shape is not None
+    return {"axis": axis, "sizes": [1] * int(shape[axis])}
 
 
 @_rule("transpose", "swapaxes", "swapdims")
@@ -347,6 +291,19 @@ def _roll(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
             "axes": [int(v) for v in axes] or None}
 
 
+@_rule("tril")
+def _tril(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    """``tril(x, diagonal)``: the lower triangle (ONNX's Trilu with ``upper=0``)."""
+    return {"upper": False, "diagonal": int(named.get("diagonal") or 0)}
+
+
+@_rule("triu")
+def _triu(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    return {"upper": True, "diagonal": int(named.get("diagonal") or 0)}
+
+
 @_rule("masked_fill")
 def _masked_fill(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
                  dtype: str | None) -> dict[str, Any]:
@@ -388,13 +345,22 @@ def _fmod(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
     return {**_operands(named), "fmod": True}
 
 
+@_rule("hardtanh", "Hardtanh")
+def _hardtanh(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+              dtype: str | None) -> dict[str, Any]:
+    """``hardtanh(x, min_val, max_val)`` (MobileNet's ReLU6 under torch.export) is a clip
+    (torch's defaults -1 and 1 written out)."""
+    lo, hi = named.get("min_val", -1.0), named.get("max_val", 1.0)
+    return {"min": -1.0 if lo is None else lo, "max": 1.0 if hi is None else hi}
+
+
 @_rule("clamp")
 def _clamp(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
            dtype: str | None) -> dict[str, Any]:
     return {k: named.get(k) for k in ("min", "max") if _number(named.get(k))}
 
 
-@_rule("to", "float", "half")
+@_rule("to", "float", "half", "type_as", "_to_copy")
 def _to(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
         dtype: str | None) -> dict[str, Any]:
     given = named.get("dtype")
@@ -402,34 +368,7 @@ def _to(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
     return {"dtype": name or dtype}
 
 
-# ------------------------------------------------------------------------ products, values
-@_rule("linear", "Linear")
-def _linear(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
-            dtype: str | None) -> dict[str, Any]:
-    return {"trans_b": True}
-
-
-@_rule("addmm")
-def _addmm(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
-           dtype: str | None) -> dict[str, Any]:
-    return {"bias_first": True, "alpha": named.get("alpha"), "beta": named.get("beta")}
-
-
-@_rule("scaled_dot_product_attention")
-def _sdpa(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
-          dtype: str | None) -> dict[str, Any]:
-    scale = named.get("scale")
-    return {"is_causal": bool(named.get("is_causal", False)),
-            "scale": scale if _number(scale) else None}
-
-
-@_rule("MultiheadAttention", "_native_multi_head_attention", "TransformerEncoderLayer",
-       "_transformer_encoder_layer_fwd")
-def _module_call(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
-                 dtype: str | None) -> dict[str, Any]:
-    return {"needs_program": True}
-
-
+# ------------------------------------------------------------------------ values
 @_rule("arange")
 def _arange(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
             dtype: str | None) -> dict[str, Any]:

@@ -15,8 +15,8 @@ importer.  :func:`workbench.io.fx.from_torch` (and, through
 
 This module holds the argument conventions (:data:`SIGNATURES`, :data:`MODULE_ATTRS`), the
 renames and the two entry points; the per-call conversion rules (torch's defaults, ``perm``,
-``sizes``, ``scalar`` ...) are in :mod:`workbench.io.torch_attr_rules`, one per label, with
-:func:`plain` (re-exported here).
+``sizes``, ``scalar`` ...) are in :mod:`workbench.io.torch_attr_rules` and
+:mod:`workbench.io.torch_layer_rules`, one per label, with :func:`plain` (re-exported here).
 
 >>> call_attrs("transpose", ["x", 1, 2], {}, ins=[(2, 3, 4)])
 {'perm': [0, 2, 1]}
@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from workbench.io import torch_layer_rules  # noqa: F401 - registers the layer calls' rules
 from workbench.io.torch_attr_rules import CONVERSIONS, Shape, plain
 from workbench.io.torch_attr_rules import Rule as Rule  # re-exported for older imports
 from workbench.values.op_attrs import ATTRIBUTES, TYPES
@@ -49,6 +50,7 @@ group_norm: input num_groups weight bias eps
 softmax log_softmax: input dim
 cat concat concatenate stack: tensors dim
 split split_with_sizes chunk: input split_size dim
+unbind: input dim
 transpose swapaxes swapdims: input dim0 dim1
 einsum: equation operands
 permute: input dims
@@ -66,6 +68,11 @@ gelu: input approximate
 leaky_relu: input negative_slope
 elu: input alpha
 clamp: input min max
+hardtanh: input min_val max_val
+lstm gru rnn_tanh rnn_relu: input hx params has_biases num_layers dropout train bidirectional \
+batch_first
+_weight_norm: v g dim
+type_as: input other
 add sub rsub iadd isub: input other alpha
 mul div truediv floordiv pow remainder fmod imul itruediv mul_ add_: input other
 eq gt lt ge le ne logical_and logical_or maximum minimum: input other
@@ -105,12 +112,14 @@ MODULE_ATTRS = ("in_channels", "out_channels", "kernel_size", "stride", "padding
                 "output_padding", "groups", "eps", "p", "normalized_shape", "num_groups",
                 "negative_slope", "alpha", "dim", "start_dim", "end_dim", "approximate",
                 "ceil_mode", "count_include_pad", "scale_factor", "mode", "align_corners",
-                "size")
+                "size", "min_val", "max_val", "hidden_size", "num_layers", "bidirectional",
+                "batch_first", "bias", "proj_size", "nonlinearity")
 #: torch parameter name -> vocabulary name, where the kind declares it (``dim`` is ``axis`` or
 #: ``axes``, whichever the kind reads).
 _RENAMES = {"kernel_size": "kernel", "negative_slope": "alpha", "keepdim": "keepdims",
             "num_groups": "groups", "in_channels": "cin", "out_channels": "cout",
-            "fill_value": "value", "rounding_mode": "rounding", "repeats": "repeats"}
+            "fill_value": "value", "rounding_mode": "rounding", "repeats": "repeats",
+            "num_layers": "layers", "nonlinearity": "act", "has_biases": "bias"}
 
 
 def kind_of_label(label: str) -> str | None:

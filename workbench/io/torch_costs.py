@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from workbench.io import attention_costs
-from workbench.io.torch_attrs import call_attrs
+from workbench.io.torch_attrs import call_attrs, module_attrs
 from workbench.values.ops import FLOPS_PER_ELEMENT, TORCH_ALIASES
 from workbench.values.shape_costs import (
     VIEW_COST,
@@ -30,6 +30,7 @@ from workbench.values.shape_costs import (
     global_pool_cost,
     matmul_cost,
     numel,
+    recurrent_cost,
     resize_cost,
     window_cost,
 )
@@ -146,6 +147,32 @@ def _einsum(per_element: float, ins: Sequence[Info], outs: Sequence[Info], modul
     return einsum_cost(str(args[0] if args else kwargs.get("equation")), ins, outs)
 
 
+def _recurrent(kind: str, label: str, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+               args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    """An LSTM / GRU / RNN module or ``aten`` call: :func:`recurrent_cost` of its sizes (the
+    module's configuration, or the call's arguments and state shapes in the vocabulary)."""
+    shapes, out_shapes = shapes_of(ins), shapes_of(outs)
+    attrs = (module_attrs(module, ins=shapes, outs=out_shapes) if module is not None else
+             call_attrs(label, args, kwargs, ins=shapes, outs=out_shapes))
+    return recurrent_cost(kind, attrs, ins, outs)
+
+
+def _lstm(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+          args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    return _recurrent("lstm", "lstm", ins, outs, module, args, kwargs)
+
+
+def _gru(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+         args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    return _recurrent("gru", "gru", ins, outs, module, args, kwargs)
+
+
+def _rnn(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
+         args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
+    """``rnn_tanh`` / ``rnn_relu`` share a signature and a cost (the map is not priced)."""
+    return _recurrent("rnn", "rnn_tanh", ins, outs, module, args, kwargs)
+
+
 def _gather(per_element: float, ins: Sequence[Info], outs: Sequence[Info], module: Any,
             args: Sequence[Any], kwargs: Mapping[str, Any]) -> ShapeCost | None:
     """Reads what it copies plus the index tensor (the smaller input)."""
@@ -162,24 +189,29 @@ _FORMULA_OF: dict[str, Formula] = {name: formula for formula, names in (
     (_conv, "Conv1d Conv2d Conv3d conv1d conv2d conv3d convolution"), (_conv_t, "ConvTranspose2d"),
     (_linear, "Linear linear"), (_matmul, "matmul mm bmm"), (_addmm, "addmm"),
     (_pool, "MaxPool2d AvgPool2d max_pool2d avg_pool2d"),
-    (_adaptive, "AdaptiveAvgPool2d AdaptiveMaxPool2d adaptive_avg_pool2d adaptive_max_pool2d "
+    (_adaptive, "AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool2d "
+                "adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d adaptive_max_pool2d "
                 "mean sum amax"),
-    (_copy, "cat concat concatenate stack contiguous clone to float half pad constant_pad_nd "
+    (_copy, "cat concat concatenate stack contiguous clone to float half type_as pad "
+            "constant_pad_nd "
             "repeat arange zeros_like ones_like full_like lift_fresh_copy roll empty_like "
-            "new_zeros new_ones new_full new_empty zeros ones full empty fill"),
+            "new_zeros new_ones new_full new_empty zeros ones full empty fill tril triu _to_copy"),
     (_gather, "Embedding embedding index_select index gather"), (_einsum, "einsum"),
     (_resize, "Upsample interpolate"), (_resize_nearest, "upsample_nearest2d"),
     (_resize_bilinear, "upsample_bilinear2d"),
     (_view, "Dropout Flatten Identity flatten view reshape squeeze unsqueeze permute transpose t "
             "expand getitem slice select split chunk split_with_sizes dropout identity unflatten "
-            "alias reshape_as view_as swapaxes swapdims"),
+            "alias reshape_as view_as swapaxes swapdims detach unbind _unsafe_view _add_batch_dim "
+            "_remove_batch_dim"),
+    (_lstm, "LSTM lstm"), (_gru, "GRU gru"), (_rnn, "RNN rnn_tanh rnn_relu"),
     (attention_costs.sdpa, "scaled_dot_product_attention"),
     (attention_costs.multi_head_attention, "MultiheadAttention _native_multi_head_attention"),
     (attention_costs.encoder_layer, "TransformerEncoderLayer _transformer_encoder_layer_fwd"),
 ) for name in names.split()}
 _FORMULAS: dict[str, Formula] = {f.__name__.lstrip("_"): f for f in (
     _conv, _conv_t, _linear, _matmul, _addmm, _elementwise, _pool, _adaptive, _copy, _gather,
-    _einsum, _resize, _resize_nearest, _resize_bilinear, _view, attention_costs.sdpa,
+    _einsum, _resize, _resize_nearest, _resize_bilinear, _view, _lstm, _gru, _rnn,
+    attention_costs.sdpa,
     attention_costs.multi_head_attention, attention_costs.encoder_layer)}
 
 

@@ -6,7 +6,8 @@
   program.
 * **The emulator** (:func:`emulate`): runs a :class:`~workbench.executors.gpu.plan.LaunchPlan` on a
 NumPy
-  "device" (:class:`Memory`: one byte array per memory space), either in issue order or in a
+  "device" (:class:`Memory`: paged byte arrays per memory space, allocated as they are touched),
+  either in issue order or in a
   random interleaving of the streams that respects only the plan's events (``order="random"``), so
   a missing sync or an arena overlap shows up as wrong outputs on the CPU.  Kernels run atomically
   (no overlap inside a kernel), which is enough to exercise every ordering the events allow
@@ -45,43 +46,89 @@ from workbench.executors.reference import draw_inputs, shape_or_flat
 from workbench.values.graph import TensorId
 from workbench.values.schedule import Schedule
 
+#: Bytes of one page of :class:`Memory` (allocated when first touched).
+PAGE_BYTES = 1 << 20
+#: Default bound on a plan's device memory the emulator takes on (``WORKBENCH_EMULATOR_MAX_BYTES``).
+MAX_EMULATED_BYTES = 4 << 30
+
+
+def max_emulated_bytes() -> int:
+    """The most device memory (all spaces of a plan) one emulation takes on:
+    ``WORKBENCH_EMULATOR_MAX_BYTES`` (a positive integer) or :data:`MAX_EMULATED_BYTES`
+    (4 GiB)."""
+    import os
+
+    text = os.environ.get("WORKBENCH_EMULATOR_MAX_BYTES", "")
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    return MAX_EMULATED_BYTES
+
 
 class Memory:
-    """NumPy stand-in for device memory: one byte array per space of a launch plan; pointers are
-    ``Ptr(space, offset)`` values and ``"tables"`` pointers index the plan's pointer tables."""
+    """NumPy stand-in for device memory: each space of a launch plan is a sparse array of
+    :data:`PAGE_BYTES` pages, each allocated (filled with ``fill``) the first time a kernel
+    touches it, so memory grows as the run goes (the arena was allocated whole before the
+    first kernel).  Pointers are ``Ptr(space, offset)`` values and ``"tables"`` pointers index
+    the plan's pointer tables.  O(pages touched) memory."""
 
     def __init__(self, spaces: Mapping[str, int], tables: Sequence[Any], *,
                  fill: float = float("nan")) -> None:
-        self.spaces = {}
-        for name, nbytes in spaces.items():
-            buf = np.empty(-(-nbytes // 4) * 4, dtype=np.uint8)
-            buf.view(F32)[:] = fill
-            self.spaces[name] = buf
+        self.sizes = {name: -(-int(nbytes) // 4) * 4 for name, nbytes in spaces.items()}
+        self.pages: dict[str, dict[int, Array]] = {name: {} for name in spaces}
+        self.fill = fill
         self.tables = tuple(tables)
 
-    def _floats(self, ptr: Any, count: int) -> Array:
+    def _check(self, ptr: Any, count: int) -> int:
         if ptr is None or ptr.space == "null":
             raise OptionError("kernel dereferences a null pointer")
-        buf = self.spaces[ptr.space]
-        if ptr.offset % 4 or ptr.offset + 4 * count > len(buf):
+        size = self.sizes.get(ptr.space)
+        if size is None or ptr.offset % 4 or ptr.offset < 0 or ptr.offset + 4 * count > size:
             raise OptionError(f"access of {count} floats at {ptr.space}+{ptr.offset} is outside "
-                              f"the space ({len(buf)} bytes) or misaligned")
-        return buf[ptr.offset:ptr.offset + 4 * count].view(F32)
+                              f"the space ({size or 0} bytes) or misaligned")
+        return ptr.offset
+
+    def _page(self, space: str, index: int) -> Array:
+        pages = self.pages[space]
+        page = pages.get(index)
+        if page is None:
+            page = np.empty(PAGE_BYTES, dtype=np.uint8)
+            page.view(F32)[:] = self.fill
+            pages[index] = page
+        return page
+
+    def _segments(self, ptr: Any, count: int) -> list[tuple[Array, int, int]]:
+        """(page, byte offset in it, float offset in the region) pieces of the region."""
+        start = self._check(ptr, count)
+        out = []
+        done = 0
+        while done < 4 * count:
+            at = start + done
+            index, within = divmod(at, PAGE_BYTES)
+            take = min(PAGE_BYTES - within, 4 * count - done)
+            out.append((self._page(ptr.space, index)[within:within + take], done // 4,
+                        take // 4))
+            done += take
+        return out
 
     def read(self, ptr: Any, count: int) -> Array:
-        return self._floats(ptr, count).copy()
+        out = np.empty(count, dtype=F32)
+        for piece, first, n in self._segments(ptr, count):
+            out[first:first + n] = piece.view(F32)
+        return out
 
     def write(self, ptr: Any, values: Array, row_len: int = 0, row_stride: int = 0) -> None:
         flat = np.asarray(values, dtype=F32).reshape(-1)
         n = flat.size
         if n == 0:
             return
-        if not row_len or row_len == row_stride:
-            self._floats(ptr, n)[:] = flat
-            return
-        e = np.arange(n)
-        index = (e // row_len) * row_stride + e % row_len
-        self._floats(ptr, int(index[-1]) + 1)[index] = flat
+        if row_len and row_len != row_stride:  # strided rows: read, scatter, write back
+            e = np.arange(n)
+            index = (e // row_len) * row_stride + e % row_len
+            region = self.read(ptr, int(index[-1]) + 1)
+            region[index] = flat
+            flat = region
+        for piece, first, count in self._segments(ptr, flat.size):
+            piece.view(F32)[:] = flat[first:first + count]
 
     def table(self, ptr: Any, count: int) -> list[Any]:
         if count == 0:
@@ -348,6 +395,11 @@ def emulate(plan: LaunchPlan, inputs: Mapping[TensorId, Any] | None = None, *, s
     if order not in ("issue", "random"):
         raise OptionError(f"unknown emulation order {order!r} (known: issue, random)")
     graph = plan.schedule.graph
+    total, bound = sum(plan.spaces.values()), max_emulated_bytes()
+    if total > bound:
+        raise OptionError(f"the plan needs {total / 2**30:.1f} GiB of device memory, more than "
+                          f"the CPU emulator takes on ({bound / 2**30:.1f} GiB; "
+                          f"WORKBENCH_EMULATOR_MAX_BYTES raises the bound)")
     mem = Memory(plan.spaces, plan.tables)
     for t, value in draw_inputs(graph, seed, inputs).items():
         place = plan.placements[t]

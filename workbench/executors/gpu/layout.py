@@ -3,7 +3,8 @@
 
 Activations go in ONE ``arena`` at the offsets of a memory plan (given, or computed with a named
 planner), the graph inputs and parameters after them; ``memory="pool"`` gives every activation its
-own allocation.  No-task ops alias their input (:func:`_alias_roots`); a concat input whose
+own allocation.  Outputs that share an input's storage (no-task ops, marked views, in-place
+writes) sit at its address (:func:`_alias_roots`); a concat input whose
 producer can write straight into its slice of the output shares the concat's buffer
 (:func:`_in_place_slices`); per-stream ``scratch`` regions hold temporaries.  With in-place slices
 a buffer has several writers, so the buffer-level lifetimes are computed here
@@ -27,7 +28,9 @@ from workbench.memory.conflicts import ConflictSet
 from workbench.memory.plan import MemoryPlan, UsageRecord
 from workbench.memory.streams import buffer_conflicts
 from workbench.values.graph import Graph, Op, OpId, TensorId
+from workbench.values.ops import OPS
 from workbench.values.schedule import Schedule
+from workbench.values.storage import storage_roots
 
 #: A tensor's shape (its flat element count when the graph gives none).
 ShapeOf = Callable[[TensorId], tuple[int, ...]]
@@ -45,11 +48,20 @@ def _shapes_known(graph: Graph) -> Any:
 
 
 def _alias_roots(graph: Graph, how: Mapping[OpId, str]) -> dict[TensorId, TensorId]:
-    roots: dict[TensorId, TensorId] = {}
+    """Outputs placed at another tensor's address: the core's one storage rule
+    (:func:`workbench.values.storage.storage_roots`, which the memory planners follow too).  An
+    aliasing op the kernels compute must read and write each element at one index (an in-place
+    elementwise call); a strided view the kernels would write out (an imported ``transpose``
+    view) is refused in one line."""
+    roots = storage_roots(graph)
     for op in graph.ops:
-        if how[op.id] == "alias":
-            src = op.inputs[0]
-            roots[op.outputs[0]] = roots.get(src, src)
+        if op.outputs and op.outputs[0] in roots and how[op.id] == "kernel":
+            info = OPS.get(op.kind)
+            if info is None or info.category != "elementwise":
+                raise OptionError(f"op {op.id!r} ({op.kind}) is a view of "
+                                  f"{roots[op.outputs[0]]!r} in the graph (it shares its "
+                                  f"storage), which the CuPy kernels would overwrite: run it "
+                                  f"with executor='torch'")
     return roots
 
 

@@ -62,8 +62,9 @@ def validate_plan(plan: LaunchPlan) -> LaunchPlan:
     """Check a launch plan from its steps alone; return it or raise a one-line error.
 
     :class:`~workbench.errors.ScheduleError` for ordering (a wait before its record, an event
-    recorded twice, a kernel reading a tensor whose writer is not ordered before it, a race on a
-    parameter written in place, a missing or misplaced op marker); MemoryPlanError for two buffers
+    recorded twice, a kernel reading a tensor whose writer is not ordered before it, two ops that
+    touch one declared state out of program order, a race on a parameter written in place, a
+    missing or misplaced op marker); MemoryPlanError for two buffers
     sharing bytes while both may be live; OptionError for arguments that do not match the kernel.
     """
     clocks = _StepClocks(plan)
@@ -71,8 +72,27 @@ def validate_plan(plan: LaunchPlan) -> LaunchPlan:
         check_args(launch)
     _check_dependencies(plan, clocks)
     _check_overlaps(plan, clocks)
+    _check_state_order(plan, clocks)
     _check_parameter_races(plan, clocks)
     return plan
+
+
+def _check_state_order(plan: LaunchPlan, clocks: _StepClocks) -> None:
+    """Every pair of ops that touch one declared state (:func:`workbench.values.state.
+    state_order`, the rule :meth:`~workbench.values.schedule.Schedule.validate` applies too)
+    runs in program order: the earlier op's last launch happens before the later op's first."""
+    from workbench.values.state import state_order
+
+    launches: dict[OpId, list[int]] = {}
+    for k, launch in enumerate(clocks.launches):
+        launches.setdefault(launch.op, []).append(k)
+    for a, b, what in state_order(plan.schedule.graph):
+        if a in launches and b in launches:
+            u, w = launches[a][-1], launches[b][0]
+            if not clocks.happens_before(u, w):
+                raise ScheduleError(f"ops {a!r} and {b!r} both touch state {what!r} ({a!r} "
+                                    f"first in program order), but no event orders {b!r} after "
+                                    f"{a!r} (a race)")
 
 
 class _StepClocks:

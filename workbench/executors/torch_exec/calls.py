@@ -19,7 +19,13 @@ allocator then reuses the block only after that stream's work up to the read is 
 CUDA-graph capture the allocator defers such blocks until the capture ends.)
 ``tests/test_torch_cuda_fake.py`` checks the recorded uses against a log of frees.
 
-Complexity: one call per fx node, O(arguments) bookkeeping each.
+**Runs after the first.**  On the CPU the first complete run is recorded (which fx nodes each
+op computes, what is freed after each) and later runs replay it with each call compiled once into
+a closure (:mod:`workbench.executors.torch_exec.replay`): the model's calls on the same values,
+freed at the same points, without the per-call lookups.
+
+Complexity: one call per fx node; O(arguments) bookkeeping each in a general run, one closure
+call and the recorded frees in a replay.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from workbench.errors import OptionError, ScheduleError
+from workbench.executors.torch_exec.replay import Plan, Recording, Step, run_steps
+from workbench.executors.torch_exec.thunks import compile_call
 from workbench.io.torch_program import TorchProgram
 from workbench.values.graph import Graph, TensorId
 
@@ -89,16 +97,101 @@ class CallEvaluator:
         self.env: dict[str, Any] = {}
         self.left: dict[str, int] = {}
         self.allocated_on: dict[int, Any] = {}
+        #: the recorded run the CPU replays (see :meth:`run_op`); ``None``: none yet
+        self.plan: Plan | None = None
+        self._replay: Plan | None = None
+        self._pos = 0
+        self._failed = False
+        self._log: Recording | None = None
+        self._steps: list[tuple[str, list[str]]] | None = None
         self.start()
 
     def start(self) -> None:
+        """Begin a run: on the CPU, a replay of the recorded plan when there is one, else a
+        general run (which records one on the CPU)."""
         self.env = dict(self.inputs)
-        self.left = dict(self.readers)
         self.allocated_on = {}
+        self._pos = 0
+        self._failed = False
+        self._log = None
+        if self.plan is not None and self.streams is None:
+            self._replay = self.plan  # no reader counts are kept: see _leave_replay
+            return
+        self._replay = None
+        self.left = dict(self.readers)
+        if self.streams is None:
+            self._log = []
 
     # ------------------------------------------------------------------------ running
     def run_op(self, op_id: str) -> None:
-        """Run op ``op_id`` (its call, or a fused op's member calls) on the current stream."""
+        """Run op ``op_id`` (its call, or a fused op's member calls) on the current stream.
+
+        On the CPU the first complete run is recorded and later runs replay it
+        (:mod:`~workbench.executors.torch_exec.replay`) while the ops come in the recorded
+        order; an op out of that order ends the replay (:meth:`_leave_replay`: the plan is
+        dropped and the next run records anew) and the general path checks it as always."""
+        plan = self._replay
+        if plan is not None:
+            pos = self._pos
+            if pos < len(plan.ops) and plan.ops[pos] == op_id:
+                self._pos = pos + 1
+                self._replaying(plan.steps[pos])
+                return
+            self._leave_replay(plan, pos)
+        if self._failed:
+            raise ScheduleError("torch executor: an op failed in this run; start a new run")
+        log = self._log
+        if log is None:
+            self._run_op(op_id)
+            return
+        self._steps = []
+        try:
+            self._run_op(op_id)
+        except BaseException:
+            self._log = None  # a failed run records nothing
+            raise
+        finally:
+            steps, self._steps = self._steps, None
+        log.append((op_id, steps))
+        if len(log) == len(self.scheduled):
+            self._freeze(log)
+
+    def run_ops(self, op_ids: tuple[str, ...]) -> None:
+        """:meth:`run_op` for each op of ``op_ids`` in turn; a replay of the whole recorded
+        run in one loop when they are its ops in its order."""
+        plan = self._replay
+        if plan is not None and self._pos == 0 and op_ids == plan.ops:
+            self._pos = len(op_ids)
+            self._replaying(plan.flat)
+            return
+        for op_id in op_ids:
+            self.run_op(op_id)
+
+    def _replaying(self, steps: tuple[Step, ...]) -> None:
+        try:
+            run_steps(steps, self.env, self.on_release)
+        except BaseException:
+            self._replay, self._failed = None, True  # the run cannot go on
+            raise
+
+    def _freeze(self, log: Recording) -> None:
+        """The recorded run as the plan later runs replay (thunks compiled once per node)."""
+        self._log = None
+        nodes = self.program.nodes
+        try:
+            self.plan = Plan.of(log, lambda name: compile_call(nodes[name], self.module,
+                                                               self.device))
+        except (ValueError, TypeError, AttributeError):
+            self.plan = None  # a node the compiler does not know: runs stay general
+
+    def _leave_replay(self, plan: Plan, pos: int) -> None:
+        """The run leaves the recorded order before op ``pos`` of ``plan``: rebuild the
+        reader counts of what ran, drop the plan (the next run records anew) and go on in
+        general."""
+        self.left = plan.reader_counts(self.readers, self.args, pos)
+        self._replay = self.plan = None
+
+    def _run_op(self, op_id: str) -> None:
         if op_id in self.program.nodes:
             if op_id in self.env:
                 raise ScheduleError(f"torch executor: op {op_id!r} runs twice in one run")
@@ -119,6 +212,7 @@ class CallEvaluator:
         node = self.program.nodes[name]
         if node.op == "get_attr":
             self.env[name] = self.program.call(self.module, name, self._value, self.device)
+            self._logged(name)
         elif name in self.scheduled:
             raise ScheduleError(f"torch executor: an op reads {name!r} before it is computed "
                                 f"(the order violates a dependency)")
@@ -136,6 +230,7 @@ class CallEvaluator:
             self._record_uses(arg_values, stream)
         value = self.program.call(self.module, name, self._value, self.device)
         self.env[name] = value
+        frees = self._logged(name)
         if stream is not None:
             seen = {_storage(t) for _, v in arg_values for t in _tensors(v)}
             for t in _tensors(value):
@@ -144,14 +239,28 @@ class CallEvaluator:
                     self.allocated_on[ptr] = stream
         for a in args:
             self.left[a] -= 1
-            self._release_if_done(a)
-        self._release_if_done(name)  # a value nobody reads goes at once
+            self._release_if_done(a, frees)
+        self._release_if_done(name, frees)  # a value nobody reads goes at once
 
-    def _release_if_done(self, name: str) -> None:
+    def _logged(self, name: str) -> list[str] | None:
+        """Record that node ``name`` was computed (in a recording run): the list its frees go
+        in.  A value computed outside an op (``result`` mid-run) ends the recording."""
+        if self._log is None:
+            return None
+        if self._steps is None:
+            self._log = None
+            return None
+        frees: list[str] = []
+        self._steps.append((name, frees))
+        return frees
+
+    def _release_if_done(self, name: str, frees: list[str] | None = None) -> None:
         """Drop ``name``'s value once every node that reads it has run (inputs, parameters and
-        the model's outputs stay)."""
+        the model's outputs stay); a recording run notes it in ``frees``."""
         if self.left.get(name, 0) == 0 and name not in self.keep and name in self.env:
             dropped = self.env.pop(name)
+            if frees is not None:
+                frees.append(name)
             if self.on_release is not None:
                 self.on_release(name, dropped)
 

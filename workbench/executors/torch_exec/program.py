@@ -39,13 +39,15 @@ class Step:
 @dataclass(frozen=True, slots=True)
 class Program:
     """Every step of a schedule in issue order, the streams used (in order of first use), the
-    sync sources, the barrier kind and whether a barrier follows the last op."""
+    sync sources, the barrier kind, whether a barrier follows the last op, and the ops in
+    issue order (what a run on one CPU computes, in that order)."""
 
     steps: tuple[Step, ...]
     streams: tuple[StreamId, ...]
     sources: tuple[OpId, ...]
     barrier_kind: str
     trailing_barrier: bool = False
+    ops: tuple[OpId, ...] = ()
 
     @property
     def n_waits(self) -> int:
@@ -75,7 +77,8 @@ def build_program(schedule: Schedule, barrier_kind: str | None = None) -> Progra
         s = schedule.stream_of(op)
         streams.setdefault(s, None)
         steps.append(Step(i, op, s, tuple(waits.get(op, ())), op in sources, i in barriers))
-    return Program(tuple(steps), tuple(streams), tuple(sources), kind, len(order) in barriers)
+    return Program(tuple(steps), tuple(streams), tuple(sources), kind, len(order) in barriers,
+                   tuple(order))
 
 
 __all__ = ["Program", "Step", "build_program"]

@@ -9,11 +9,17 @@ order (:mod:`workbench.executors.torch_exec.host`), so the op mapping and every 
 anywhere.
 ``mode="graph"`` on the CPU runs eager (there are no CUDA graphs) and says so: ``trace.mode`` is
 ``"eager"`` and ``meta["requested_mode"]`` is ``"graph"``.
+
+A graph without a program runs on drawn inputs and weights; they are drawn (and moved to the
+device) once per graph, seed, device and precision and kept for the next runs of the same graph
+(the last :data:`DRAWN_GRAPHS` graphs), so a verified run and its serial reference, or every
+schedule of one network in a benchmark, share one draw.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -40,11 +46,15 @@ from workbench.executors.torch_exec.values import (
 )
 from workbench.io.torch_program import TorchProgram
 from workbench.simulator.cost_model.devices import DEVICES, DeviceSpec, get_device
+from workbench.values.graph import Graph, TensorId
 from workbench.values.op_torch import torch_module
 from workbench.values.schedule import Schedule, schedule_serial
 from workbench.values.trace import Trace, makespan_stats
 
 MODES = ("eager", "graph")
+#: How many graphs' drawn inputs and weights are kept for their next runs.
+DRAWN_GRAPHS = 2
+_DRAWN: OrderedDict[tuple[Any, ...], tuple[Graph, dict[TensorId, Any]]] = OrderedDict()
 
 
 def probe() -> str:
@@ -83,13 +93,16 @@ def resolve_device(device: Any) -> tuple[str, DeviceSpec | None]:
     ``torch.device``: that device.  A cost-model device (a name of
     ``workbench.simulator.cost_model.devices`` such as
     ``"h100"``, or a :class:`DeviceSpec`, as ``compare`` passes): run on the default device and
-    fill ``compute_us`` / ``memory_us`` from that spec.
+    fill ``compute_us`` / ``memory_us`` from that spec.  A CUDA device is returned with its
+    index (``"cuda"`` is the current device, ``"cuda:0"`` on one GPU): ``torch.device("cuda")``
+    does not equal ``torch.device("cuda:0")``, the device of the model's parameters, and the
+    model would be copied and checked against its own copy.
     """
     torch = _torch()
     api = _cuda_api()
-    auto = "cuda" if api.is_available() else "cpu"
+    auto = _indexed("cuda", api) if api.is_available() else "cpu"
     if device is None:
-        return auto, gpu_spec(auto) if auto == "cuda" else None
+        return auto, gpu_spec(auto) if auto != "cpu" else None
     if isinstance(device, DeviceSpec):
         return auto, device
     text = str(device).lower() if isinstance(device, (str, torch.device)) else None
@@ -99,11 +112,27 @@ def resolve_device(device: Any) -> tuple[str, DeviceSpec | None]:
             raise DeviceUnavailable(f"executor 'torch': device {device!r} needs a CUDA GPU and a "
                                     f"CUDA build of torch ({torch.__version__} sees none); use "
                                     f"device='cpu'")
-        return text, gpu_spec(text) if text != "cpu" else None
+        if text == "cpu":
+            return text, None
+        text = _indexed(text, api)
+        return text, gpu_spec(text)
     if text is not None and text in DEVICES:
         return auto, get_device(text)
     raise OptionError(f"executor 'torch': unknown device {device!r} (a torch device: cpu, cuda, "
                       f"cuda:N; or a cost-model device: {', '.join(DEVICES.names())})")
+
+
+def _indexed(device: str, api: Any) -> str:
+    """``"cuda:N"`` for ``"cuda"`` (N: the current device) or ``"cuda:N"``; a one-line error for
+    an index that is no number."""
+    _, _, index = device.partition(":")
+    if not index:
+        current = getattr(api, "current_device", None)
+        return f"cuda:{int(current()) if current is not None else 0}"
+    if not index.isdigit():
+        raise OptionError(f"executor 'torch': unknown device {device!r} (a torch device: cpu, "
+                          f"cuda, cuda:N)")
+    return f"cuda:{int(index)}"
 
 
 def gpu_spec(device: str) -> DeviceSpec:
@@ -116,21 +145,64 @@ def gpu_spec(device: str) -> DeviceSpec:
 
 @contextmanager
 def precision_flags(precision: str | None) -> Iterator[None]:
-    """TF32 on for ``"tf32"``, off otherwise (cuBLAS matmuls and cuDNN convolutions), and cuDNN's
-    heuristics (``benchmark = False``), as the H200 measurements ran; restored afterwards.
-    ``None``: torch's flags as the process set them (a model accelerated as it runs)."""
+    """TF32 on for ``"tf32"``, off otherwise (cuBLAS matmuls and cuDNN convolutions and RNNs),
+    and cuDNN's heuristics (``benchmark = False``: every run, baseline or schedule, picks its
+    convolution algorithms the same way, whatever else runs beside it), as the H200
+    measurements ran; restored afterwards.  ``None``: torch's flags as the process set them (a
+    model accelerated as it runs).
+
+    Torch with the precision API (``torch.backends.cuda.matmul.fp32_precision``,
+    ``torch.backends.cudnn.conv.fp32_precision``) is switched through it alone: once anything in
+    the process sets it, reading the legacy ``allow_tf32`` raises ("mix of the legacy and new
+    APIs").  Its values are put back exactly, which leaves the legacy flags readable wherever
+    they were.  Older torch: the legacy flags."""
     if precision is None:
         yield
         return
     torch = torch_module()
-    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
-    saved = (matmul.allow_tf32, cudnn.allow_tf32, cudnn.benchmark)
-    matmul.allow_tf32 = cudnn.allow_tf32 = precision == "tf32"
+    cudnn = torch.backends.cudnn
+    restore = _switch_tf32(torch, precision == "tf32")
+    benchmark = cudnn.benchmark
     cudnn.benchmark = False
     try:
         yield
     finally:
-        matmul.allow_tf32, cudnn.allow_tf32, cudnn.benchmark = saved
+        cudnn.benchmark = benchmark
+        restore()
+
+
+def tf32_switches(torch: Any) -> list[tuple[Any, str]] | None:
+    """The precision API's TF32 switches, ``(object, attribute)``: cuBLAS matmuls, cuDNN
+    convolutions and RNNs; ``None`` where this torch has no such API (before 2.9)."""
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    parts = [(matmul, "fp32_precision"), (getattr(cudnn, "conv", None), "fp32_precision"),
+             (getattr(cudnn, "rnn", None), "fp32_precision")]
+    if not all(obj is not None and hasattr(obj, attr) for obj, attr in parts):
+        return None
+    return parts
+
+
+def _switch_tf32(torch: Any, on: bool) -> Callable[[], None]:
+    """Set TF32 ``on`` or off; return what puts the switches back as they were."""
+    switches = tf32_switches(torch)
+    if switches is None:
+        matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+        legacy = (matmul.allow_tf32, cudnn.allow_tf32)
+        matmul.allow_tf32 = cudnn.allow_tf32 = on
+
+        def restore_legacy() -> None:
+            matmul.allow_tf32, cudnn.allow_tf32 = legacy
+
+        return restore_legacy
+    saved = [getattr(obj, attr) for obj, attr in switches]
+    for obj, attr in switches:
+        setattr(obj, attr, "tf32" if on else "ieee")
+
+    def restore() -> None:
+        for (obj, attr), value in zip(switches, saved, strict=True):
+            setattr(obj, attr, value)
+
+    return restore
 
 
 def _warn_program_only(graph: Any, evaluator: Any, notes: dict[str, Any]) -> None:
@@ -183,19 +255,37 @@ def _evaluator(schedule: Schedule, *, seed: int, inputs: Any, device: str,
                            "inputs": "the example traced" if inputs is None else "given"}
     if program is not None:
         mapped = program.graph_inputs(inputs) if inputs is not None else {}
-        initial = initial_tensors(graph, seed=seed, inputs=mapped, device=where,
-                                  precision=precision)
+        initial = _initial(graph, seed=seed, inputs=mapped, device=where, precision=precision)
         return Evaluator(graph, initial), {
             "weights": program.describe(),
             "inputs": "given" if inputs is not None else f"drawn (seed {seed})"}
     if inputs is not None and not isinstance(inputs, Mapping):
         raise OptionError(f"executor 'torch': graph {graph.name!r} has no program, so inputs "
                           f"are a mapping of tensor id to value, got {type(inputs).__name__}")
-    initial = initial_tensors(graph, seed=seed, inputs=inputs, device=where, precision=precision)
+    initial = _initial(graph, seed=seed, inputs=inputs, device=where, precision=precision)
     return Evaluator(graph, initial), {
         "weights": f"random (seed {seed}, He-scaled): graph {graph.name!r} has no program "
                    f"(a built-in graph, or a file that holds none)",
         "inputs": "drawn" if not inputs else "given, the rest drawn"}
+
+
+def _initial(graph: Graph, *, seed: int, inputs: Mapping[TensorId, Any] | None, device: str,
+             precision: str | None) -> dict[TensorId, Any]:
+    """:func:`initial_tensors`, drawn once per graph, seed, device and precision when no value is
+    given (the last :data:`DRAWN_GRAPHS` graphs are kept; nothing runs in place on them)."""
+    if inputs:
+        return initial_tensors(graph, seed=seed, inputs=inputs, device=device,
+                               precision=precision)
+    key = (id(graph), seed, str(device), precision)
+    hit = _DRAWN.get(key)
+    if hit is not None and hit[0] is graph:
+        _DRAWN.move_to_end(key)
+        return hit[1]
+    initial = initial_tensors(graph, seed=seed, inputs=None, device=device, precision=precision)
+    _DRAWN[key] = (graph, initial)
+    while len(_DRAWN) > DRAWN_GRAPHS:
+        _DRAWN.popitem(last=False)
+    return initial
 
 
 def _is_tensor(value: Any) -> bool:
@@ -236,7 +326,7 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str | None = "fp3
         warmup: int = 3,
         repeats: int = 20, verify: bool = False, seed: int = 0, device: Any = None,
         barrier_kind: str | None = None, inputs: Any = None,
-        return_outputs: bool = False) -> Trace:
+        return_outputs: bool = False, deadline: float | None = None) -> Trace:
     """Execute ``schedule`` with PyTorch and return the measured
     :class:`~workbench.values.trace.Trace`.
 
@@ -267,7 +357,9 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str | None = "fp3
     serial schedule's torch run; a one-line :class:`ScheduleError` naming the first differing
     output otherwise.  ``return_outputs``: keep the outputs in ``meta["outputs"]``: what the
     model returns (tensors, its own nesting) when the graph has a program, else the graph
-    outputs by tensor id (NumPy).
+    outputs by tensor id (NumPy).  ``deadline``: a ``time.perf_counter()`` value after which
+    no further timed repeat starts (at least one is timed; ``meta["stopped_at_deadline"]`` and
+    ``meta["repeats_timed"]`` say so), for callers that bound a run's time (``budget_s``).
     """
     _check(schedule, mode, precision, warmup, repeats)
     dev, spec = resolve_device(device)
@@ -283,7 +375,8 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str | None = "fp3
             ran = "eager"
             if mode == "graph":
                 notes["mode_note"] = "no CUDA graphs on the CPU: ran eager"
-            timing = run_host(program, evaluator, warmup=warmup, repeats=repeats)
+            timing = run_host(program, evaluator, warmup=warmup, repeats=repeats,
+                              deadline=deadline)
             outputs, result = evaluator.outputs(), evaluator.result()
         else:
             ran = mode
@@ -293,15 +386,18 @@ def run(schedule: Schedule, *, mode: str = "eager", precision: str | None = "fp3
                 _attach(evaluator, rt)
                 api.reset_peak_memory_stats()
                 if mode == "eager":
-                    timing = cuda_run.time_eager(rt, evaluator, warmup=warmup, repeats=repeats)
+                    timing = cuda_run.time_eager(rt, evaluator, warmup=warmup, repeats=repeats,
+                                                 deadline=deadline)
                     outputs, result = evaluator.outputs(), evaluator.result()
                 else:
                     timing, captured = cuda_run.time_graph(rt, evaluator, warmup=warmup,
-                                                           repeats=repeats)
+                                                           repeats=repeats, deadline=deadline)
                     outputs, result = captured.outputs, captured.result
                 api.synchronize()
                 peak = int(api.max_memory_allocated())
                 notes["barriers_as_joins"] = rt.barriers_as_joins
+                notes["streams_folded"] = rt.folded
+                notes["streams_shared_with_others"] = rt.shared_with_others
         got = to_numpy(outputs)
         storages = {v.untyped_storage().data_ptr(): v.untyped_storage().nbytes()
                     for v in evaluator.live_tensors()}

@@ -51,6 +51,7 @@ class EvaluatorLike(Protocol):
 
     def start(self) -> None: ...
     def run_op(self, op_id: str) -> None: ...
+    def run_ops(self, op_ids: tuple[str, ...]) -> None: ...
     def outputs(self) -> dict[TensorId, Any]: ...
     def result(self) -> Any: ...
     def live_tensors(self) -> list[Any]: ...
@@ -121,6 +122,11 @@ class Evaluator:
                                     f"order violates a dependency)")
         self.values.update(zip(op.outputs, self._compute(op, args), strict=True))
 
+    def run_ops(self, op_ids: tuple[str, ...]) -> None:
+        """:meth:`run_op` for each op of ``op_ids`` in turn."""
+        for op_id in op_ids:
+            self.run_op(op_id)
+
     def _compute(self, op: Op, args: list[Any]) -> list[Any]:
         views = op.attrs.get("view_shapes") or {}
         for pos, shape in views.items():
@@ -138,7 +144,7 @@ class Evaluator:
         try:
             return form(op, args, self.shape_of)
         except (IndexError, ValueError, KeyError, TypeError, RuntimeError) as exc:
-            raise OptionError(f"torch executor: op {op.id!r} ({op.kind}) cannot run on inputs "
+            raise OptionError(f"torch executor: op {op.id!r} ({op.kind}) failed on inputs "
                               f"of shapes {[tuple(a.shape) for a in args]}: "
                               f"{first_line(exc)}") from None
 
