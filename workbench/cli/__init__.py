@@ -5,6 +5,7 @@
     workbench compare --model inception_v3 --executor torch,simulator --mode graph -o r.html
     workbench calibrate --model inception_v3 --model squeezenet --batch 1 -o profile.json
     workbench import PROFILE.json [--et ET.json] -o graph.json
+    workbench sweep --model inception_v3 --model squeezenet --batch 1 --batch 16 -o sweep.csv
     workbench compare --measured PROFILE.json --export-trace out.json --table out.csv
     workbench policies | models | devices
     workbench --version
@@ -49,14 +50,17 @@ from workbench._terminal import ESSENTIAL_COLUMNS, clean, ranking_text
 from workbench.cli.calibrate import calibrate_parser, run_calibrate
 from workbench.cli.checks import (
     EXIT_STDOUT_CLOSED,
+    add_follow_symlinks,
     check_distinct_files,
     compare_files,
+    encode_what_the_terminal_can,
     occupy_closed_streams,
     policy_names,
     silence_stdout,
     stdout_write_error,
 )
 from workbench.cli.checks import key_values as _params
+from workbench.cli.listings import listing
 from workbench.cli.onnx_options import add_onnx_options, onnx_options
 from workbench.cli.profiles import (
     add_compare_options,
@@ -66,7 +70,15 @@ from workbench.cli.profiles import (
     run_import,
     write_compare_outputs,
 )
+from workbench.cli.sweep import run_sweep, sweep_parser
 from workbench.errors import OptionError, WorkbenchError
+from workbench.orchestration.table_columns import (
+    DEFAULT_BUDGET_S,
+    MEASURED_COLUMNS,
+    QUARTILE_COLUMNS,
+    TABLE_COLUMNS,
+)
+from workbench.values.modes import DEFAULT_MODE, MODES
 
 EXIT_USAGE = 2
 EXIT_NOTHING_RAN = 1  # the report is written, but no policy was executed
@@ -133,8 +145,6 @@ def _columns(text: str) -> tuple[str, ...]:
     """``--columns``: ``all`` or a comma-separated list of table columns (checked here, before
     any work)."""
     from workbench._checks import did_you_mean
-    from workbench.orchestration.compare import TABLE_COLUMNS
-    from workbench.orchestration.compare_measured import MEASURED_COLUMNS
 
     names = [c.strip() for c in text.split(",")]
     if names == ["all"]:
@@ -170,7 +180,8 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-def _build_parser(command: str | None = "compare") -> argparse.ArgumentParser:
+def _build_parser(command: str | None = "compare", *,
+                  help_text: bool = True) -> argparse.ArgumentParser:
     """The parser; the compare sub-parser gets its arguments only when ``command`` is compare
     (or unknown: then argparse's own error names the choices)."""
     from workbench import __version__
@@ -178,25 +189,24 @@ def _build_parser(command: str | None = "compare") -> argparse.ArgumentParser:
     parser = _Parser(prog="workbench", description=_plain(__doc__.splitlines()[0]))
     parser.add_argument("--version", action="version", version=f"workbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    light = command in ("calibrate", "import", "policies", "models", "devices", None)
+    light = command != "compare"   # an unknown command is refused before any heavy import
     cmp = sub.add_parser("compare", help=COMPARE_HELP)
     if not light:
-        _compare_arguments(cmp)
+        _compare_arguments(cmp, help_text=help_text)
     calibrate_parser(sub, _positive_int)
     add_import_parser(sub)
+    sweep_parser(sub, _positive_int)
     sub.add_parser("policies", help="list scheduling policies")
     sub.add_parser("models", help="list built-in graphs")
     sub.add_parser("devices", help="list device models")
     return parser
 
 
-def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
+def _compare_arguments(cmp: argparse.ArgumentParser, *, help_text: bool = True) -> None:
     """The compare command's arguments (imports the loaders and the comparison's columns)."""
-    from workbench.orchestration.compare import DEFAULT_BUDGET_S, TABLE_COLUMNS
-    from workbench.orchestration.compare_measured import MEASURED_COLUMNS
-
+    formats = _formats() if help_text else "see --help"
     cmp.add_argument("graph", nargs="?",
-                     help=f"a graph file ({_formats()}; the suffix picks the reader); "
+                     help=f"a graph file ({formats}; the suffix picks the reader); "
                           f"or use --model")
     cmp.add_argument("--model", help="a built-in graph (see `workbench models`)")
     cmp.add_argument("--batch", type=_positive_int, help="batch size for built-in networks")
@@ -227,8 +237,10 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
                           "rounds, the policies interleaved (default: 3; 1: one block each)")
     cmp.add_argument("--verify", action="store_true",
                      help="measured executors: require outputs bitwise equal to serial")
-    cmp.add_argument("--mode", default="eager", choices=("eager", "graph"),
-                     help="eager: per-op host launches; graph: whole-graph sink (CUDA graph)")
+    cmp.add_argument("--mode", choices=MODES,
+                     help=f"{DEFAULT_MODE} (default; eager on a CPU device): the whole schedule "
+                          f"launched as one CUDA graph, as deployed models run; eager: the host "
+                          f"launches each kernel in turn")
     cmp.add_argument("--max-streams", type=_positive_int, help="cap on streams for every policy")
     cmp.add_argument("--keep-views", action="store_true",
                      help="keep the no-task ops (reshape, flatten, squeeze, eval dropout), which a "
@@ -239,6 +251,7 @@ def _compare_arguments(cmp: argparse.ArgumentParser) -> None:
                           "device has tensor cores, as cuDNN 8 does by default)")
     cmp.add_argument("-o", "--output", default="report.html",
                      help="HTML report path; its folder must exist (default: %(default)s)")
+    add_follow_symlinks(cmp)
     cmp.add_argument("--plotlyjs", default="inline", choices=("inline", "directory", "cdn"),
                      help="where the report gets plotly.js: inline (one offline file, ~5 MB), "
                           "directory (a shared plotly.min.js beside it) or cdn (cdn.plot.ly, "
@@ -324,7 +337,6 @@ def _check_arguments(args: argparse.Namespace) -> tuple[Path, list[str] | None]:
 
 def _compare(args: argparse.Namespace) -> int:
     from workbench.orchestration.compare import compare
-    from workbench.orchestration.compare_measured import QUARTILE_COLUMNS
     from workbench.schedulers import POLICIES
 
     output, names = _check_arguments(args)
@@ -353,8 +365,10 @@ def _compare(args: argparse.Namespace) -> int:
                      **({"rounds": args.rounds} if args.rounds is not None else {}))
     path = result.to_html(output, plotlyjs=args.plotlyjs)
     table = result.table
-    mode = f", {result.mode} mode" if result.measured else f" ({result.mode})"
-    print(clean(f"{graph.name}: {len(graph)} ops on {result.device_text}{mode}"))
+    mode = f", {result.mode} mode" if result.measured else f" ({result.mode} mode)"
+    dropped = int(result.settings.get("no_task_dropped") or 0)
+    views = f" (of {len(graph)}: {dropped} no-task ops dropped)" if dropped else ""
+    print(clean(f"{graph.name}: {len(result.graph)} ops{views} on {result.device_text}{mode}"))
     columns = args.columns
     if result.measured:
         on = result.settings.get("measured_on", {})
@@ -365,7 +379,10 @@ def _compare(args: argparse.Namespace) -> int:
     print(ranking_text(table, columns))
     best = result.best
     print(clean(f"best: {result.best_text}; report: {path}"))
-    for note in (result.near_tie_text if best is not None else "",
+    for line in result.why:
+        print(clean("why: " + line))
+    for note in (*result.settings.get("notes", ()),
+                 result.near_tie_text if best is not None else "",
                  result.settings.get("unmodelled", ""), *profile_notes):
         if note:
             print(clean("note: " + note))
@@ -381,50 +398,6 @@ def _compare(args: argparse.Namespace) -> int:
 def _plain(text: str) -> str:
     """Help text without reST literal markup (````workbench```` → ``workbench``)."""
     return text.replace("``", "")
-
-
-def _columns_text(rows: Sequence[Sequence[str]]) -> list[str]:
-    """Rows as lines with every column but the last padded to its widest cell (two spaces
-    between columns), so long names never shift the columns after them."""
-    if not rows:
-        return []
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    return ["  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip()
-            for r in rows]
-
-
-def _model_params(name: str) -> str:
-    """A built-in model's parameters and defaults, ``n_ops (required), seed=None``."""
-    from inspect import Parameter
-
-    from workbench.models import MODELS
-
-    params = MODELS.options(name) or {}
-    return ", ".join(f"{k} (required)" if v is Parameter.empty else f"{k}={v!r}"
-                     for k, v in params.items()) or "-"
-
-
-def _listing(command: str) -> int:
-    rows: list[tuple[str, ...]]
-    if command == "policies":
-        from workbench.schedulers import POLICIES
-
-        rows = [(name, info.seed, info.summary) for name, info in POLICIES.items()]
-    elif command == "models":
-        from workbench.models import MODELS
-
-        rows = [(name, model.family, model.source, _model_params(name))
-                for name, model in MODELS.items()]
-        rows.insert(0, ("model", "family", "source", "parameters (--param NAME=VALUE)"))
-    else:
-        from workbench.simulator.cost_model.costs import DEVICES
-
-        rows = [(name, f"{spec.sm_count} SMs", f"{spec.peak_tflops:.1f} TFLOP/s",
-                 f"{spec.bandwidth_gbps:.0f} GB/s", spec.description)
-                for name, spec in DEVICES.items()]
-    for line in _columns_text(rows):
-        print(clean(line))
-    return 0
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -448,16 +421,23 @@ def _sigterm_raises() -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from workbench._atomic import follow_symlinks
+
     stdout_closed = occupy_closed_streams()   # `>&-`: /dev/null on it, exit 1 at the end
+    encode_what_the_terminal_can()
     try:
         with _sigterm_raises():
             words = sys.argv[1:] if argv is None else list(argv)
             # inside: it imports the loaders (Ctrl-C lands here too)
-            parser = _build_parser(_command_of(words))
+            # the graph formats' list (it loads the readers) only where help is shown
+            parser = _build_parser(_command_of(words),
+                                   help_text=any(w in ("-h", "--help") for w in words))
             args = parser.parse_args(words)
-            commands = {"compare": _compare, "calibrate": run_calibrate, "import": run_import}
-            code = commands[args.command](args) if args.command in commands \
-                else _listing(args.command)
+            commands = {"compare": _compare, "calibrate": run_calibrate, "import": run_import,
+                        "sweep": run_sweep}
+            with follow_symlinks(getattr(args, "follow_symlinks", False)):
+                code = commands[args.command](args) if args.command in commands \
+                    else listing(args.command)
             sys.stdout.flush()
             if stdout_closed:
                 print("workbench: standard output is closed; nothing was printed there",

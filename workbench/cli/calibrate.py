@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench._terminal import clean
+from workbench.cli.checks import add_follow_symlinks
 from workbench.errors import OptionError
 
 DESCRIPTION = (
@@ -50,6 +51,7 @@ def calibrate_parser(sub: Any, positive_int: Callable[[str], int]) -> None:
     cal.add_argument("--executor", default="torch",
                      help="executor that times the ops (default: %(default)s, the one "
                           "built-in executor that can)")
+    add_follow_symlinks(cal)
     cal.add_argument("-o", "--output", default="profile.json",
                      help="profile path; its folder must exist (default: %(default)s)")
 

@@ -183,6 +183,29 @@ def occupy_closed_streams() -> bool:
     return closed_out
 
 
-__all__ = ["EXIT_STDOUT_CLOSED", "check_distinct_files", "compare_files", "key_values",
+def add_follow_symlinks(parser: Any) -> None:
+    """The ``--follow-symlinks`` option of a command that writes files."""
+    parser.add_argument("--follow-symlinks", action="store_true",
+                        help="write through an output path that is a symbolic link (or has one "
+                             "among its folders below the working directory) instead of "
+                             "refusing it; the file it points to is replaced")
+
+
+def encode_what_the_terminal_can() -> None:
+    """Write stdout and stderr in their own encoding, anything it cannot encode as a
+    backslash escape: under ``LC_ALL=C`` (an ASCII terminal) a graph named ``gräph`` printed
+    ``gr\\xe4ph`` instead of ending the CLI with a ``UnicodeEncodeError``."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a detached or closed stream: nothing to print on
+                pass
+
+
+__all__ = ["EXIT_STDOUT_CLOSED", "add_follow_symlinks", "check_distinct_files", "compare_files",
+           "encode_what_the_terminal_can", "key_values",
            "occupy_closed_streams", "policy_names", "silence_stdout", "stdout_write_error",
            "trace_path"]
+

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._terminal import clean
-from workbench.cli.checks import check_distinct_files, trace_path
+from workbench.cli.checks import add_follow_symlinks, check_distinct_files, trace_path
 from workbench.errors import OptionError
 
 TABLE_SUFFIXES = (".csv", ".json")
@@ -67,6 +67,7 @@ def add_import_parser(sub: Any) -> None:
     imp.add_argument("--step", type=_step, help="the ProfilerStep to keep, in the profile and "
                                                 "its execution trace (default: the last "
                                                 "complete one; 'all': every step merged)")
+    add_follow_symlinks(imp)
     imp.add_argument("-o", "--output", default="graph.json",
                      help="graph path, .json or .dot (default: %(default)s)")
 

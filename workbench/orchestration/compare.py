@@ -15,6 +15,12 @@ hard limit is then a little longer: :func:`hard_limit_s`).  The exact optimum of
 bounded the same way.  Beside the time, each worker's memory is capped at ``memory_budget_bytes``
 more than it started with (by default half the machine's memory): a stage that needs more ends
 and its row says ``stopped: memory budget ... exceeded in <stage>``.
+
+The torch executor runs in this process (CUDA does not survive a fork), where a stage cannot be
+killed; its timed runs keep to the budget instead (:func:`_execute_within`: no timed run starts
+once most of the budget is spent), and the measurement rounds after them go only to policies
+whose runs so far leave room for them; a row whose runs were cut says so (``ok (budget 60 s: 7
+of 20 timed runs)``).  A single run longer than the budget is not stopped.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any
 import pandas as pd
 
 from workbench._bounded import Outcome, format_bytes, memory_budget, run_stages
+from workbench._checks import check_choice, first_line
 from workbench._progress import Progress
 from workbench.errors import OptionError
 from workbench.orchestration.compare_measured import (
@@ -46,27 +53,27 @@ from workbench.orchestration.compare_measured import (
     simulates,
     unmodelled_note,
 )
+from workbench.orchestration.compare_rows import (
+    measured_row,
+    policy_row,
+    secs,
+    unplanned_notes,
+)
 from workbench.orchestration.comparison import BASELINE, Comparison
-from workbench.orchestration.graph_notes import default_cost_note
+from workbench.orchestration.graph_notes import default_cost_note, measured_times_note
+from workbench.orchestration.table_columns import DEFAULT_BUDGET_S, TABLE_COLUMNS
 from workbench.passes.no_task import drop_for_comparison
 from workbench.schedulers import POLICIES, PolicyInfo, schedule
 from workbench.simulator.cost_model.costs import DeviceSpec, lower_bound_us
 from workbench.simulator.cost_model.target import resolve_device
 from workbench.values.graph import CONTROL_KINDS, Graph
+from workbench.values.modes import MODES, mode_for
 from workbench.values.schedule import Schedule
 from workbench.values.trace import Trace
 
-#: Wall-clock seconds each stage of each policy may take in ``compare()`` (and the CLI).
-DEFAULT_BUDGET_S = 60.0
-STAGES = ("schedule", "execute", "memory")
-TABLE_COLUMNS = ("policy", "status", "makespan_us", "speedup", "streams", "syncs", "barriers",
-                 "avg_concurrency", "utilisation", "critical_path_us", "work_us", "lower_bound_us",
-                 "ratio_to_lb", "optimum_us", "ratio_to_optimum",
-                 "peak_live_mib", "arena_mib", "arena_ratio", "pool_reserved_mib", "schedule_ms")
-
 
 def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str = "h100",
-            mode: str = "eager", executor: str | Iterable[str] = "simulator",
+            mode: str | None = None, executor: str | Iterable[str] = "simulator",
             executor_options: Mapping[str, Any] | None = None,
             options: Mapping[str, Mapping[str, Any]] | None = None,
             planner: str | None = "somas", pool_chunk_bytes: int = 32 << 20,
@@ -78,6 +85,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             on_policy_done: Callable[[str, int, int], None] | None = None) -> Comparison:
     """Schedule ``graph`` with each policy, execute each schedule, and rank them.
 
+    ``mode``: ``"graph"`` (the default: one CUDA graph launch) or ``"eager"`` (the host launches
+    each kernel); the default on a CPU device is eager (:func:`workbench.values.modes.mode_for`).
     ``options`` maps a policy name to its keyword options.  ``planner`` plans each schedule's
     activation memory (SOMAS conflicts for multi-stream schedules; ``None`` skips memory), and
     each trace is replayed through the BestFit pool growing in ``pool_chunk_bytes`` chunks.
@@ -138,6 +147,8 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         raise OptionError(f"compare() needs a Graph, got {type(graph).__name__}")
     if len(graph) == 0:
         raise OptionError(f"graph {graph.name!r} has no ops: nothing to compare")
+    if mode is not None:
+        check_choice(mode, MODES, "mode")   # before any work: a typo starts nothing
     if isinstance(policies, str):
         raise OptionError(f"policies must be a list of names, got the string {policies!r} "
                           f"(use [{policies!r}])")
@@ -162,6 +173,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     if measured is not None:
         device, cpu_note = device_for_measured(measured, device)
     spec = resolve_device(device, precision=precision)  # the one resolution of the device
+    mode = mode_for(mode, spec.architecture)            # graph, or eager on a CPU
     measured_on = None if measured is None else check_measured_device(measured, graph, spec)
     executor, simulate_too = executor_plan(executor)
     exec_opts = execute_options(executor, spec, mode, precision, dict(executor_options or {}))
@@ -175,10 +187,15 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         raise OptionError(f"keep_views must be True or False, got {keep_views!r:.80}")
     graph, dropped = drop_for_comparison(graph, keep_views or executor != "simulator"
                                          or measured is not None, notes)
-    notes.extend(n for n in (default_cost_note(graph),) if n)
+    notes.extend(n for n in (default_cost_note(graph), measured_times_note(graph, spec.name))
+                 if n)
     from workbench.simulator.cost_model.kernel_model import check_precision, kernel_precision
 
     check_precision(precision)
+    if planner is not None:  # a typo is refused here, not turned into every row's memory note
+        from workbench.memory.planners import PLANNERS
+
+        PLANNERS.get(planner)
     bounds = lower_bound_us(graph, spec, precision=precision)
     bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops, budget, notes,
                                     precision, mem)
@@ -187,18 +204,19 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     rounds = _check_rounds(rounds)
     if executor not in KEEPS_RUNS:  # its traces keep no runs to join: one block each
         rounds = 1
+    asked = int(exec_opts.get("repeats", 20))
     if rounds > 1:
         exec_opts["repeats"] = round_repeats(exec_opts, rounds)
 
     def row_of(name: str) -> dict[str, Any]:
-        row = _row(name, results[name], bounds, budget)
+        row = policy_row(name, results[name], bounds, budget)
         if measuring and len(results[name]) > 1 and results[name][1].ok:
             trace, m = results[name][1].value
             row.update(measured_cells(trace, spec, precision, m.get("simulated_us"), bounds,
                                       modelled=simulates(spec, trace)))
         return row
 
-    per_stage = "no budget" if budget is None else f"budget {_secs(budget)} per stage"
+    per_stage = "no budget" if budget is None else f"budget {secs(budget)} per stage"
     per_stage += "" if mem is None else f", memory budget {format_bytes(mem)}"
     with Progress(len(names), desc=f"comparing on {graph.name}", enabled=show_progress) as bar:
         bar.line(f"comparing {len(names)} policies on {graph.name} ({len(graph)} ops, "
@@ -222,13 +240,14 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             if on_policy_done is not None:
                 on_policy_done(name, i, len(names))
         if rounds > 1:
-            measure_rounds({n: out[1].value[0] for n, out in results.items()
-                            if len(out) > 1 and out[1].ok}, executor, exec_opts, rounds,
+            measure_rounds(_room_for_rounds(results, rounds, budget, asked, executor),
+                           executor, exec_opts, rounds,
                            on_round=lambda k: bar.line(f"round {k}/{rounds}: every policy's "
                                                        f"timed runs again, interleaved"))
     rows = [row_of(name) for name in names]
+    notes.extend(unplanned_notes(results))
     if measured is not None:
-        rows.append(_measured_row(measured, graph, bounds))
+        rows.append(measured_row(measured, graph, bounds))
         rows[-1].update(measured_cells(measured, spec, precision, None, bounds))
     settings = {"policies": names, "options": {k: dict(v) for k, v in options.items()},
                 **({"rounds": rounds} if measuring else {}),  # 1: one block per policy
@@ -273,7 +292,9 @@ def _comparison(graph: Graph, spec: DeviceSpec, mode: str, results: dict[str, li
     memory = values(2)
     return Comparison(graph, spec.name, mode, {k: v[0] for k, v in values(0).items()},
                       {k: v[0] for k, v in values(1).items()}, table, settings, bounds,
-                      {k: v[0] for k, v in memory.items()}, {k: v[1] for k, v in memory.items()})
+                      {k: v[0] for k, v in memory.items() if not isinstance(v[0], str)},
+                      {k: v[1] for k, v in memory.items() if not isinstance(v[1], str)},
+                      device_spec=spec)
 
 
 #: The share of a stage's budget a budgeted policy is told it may search; the rest is for turning
@@ -309,10 +330,6 @@ def _check_rounds(rounds: Any) -> int:
     return rounds
 
 
-def _secs(seconds: float) -> str:
-    return f"{seconds:g} s"
-
-
 # ---------------------------------------------------------------------------------- stages
 def _policy_options(name: str, options: Mapping[str, Mapping[str, Any]], spec: DeviceSpec,
                     mode: str) -> dict[str, Any]:
@@ -335,12 +352,16 @@ def _stage_schedule(graph: Graph, name: str, opts: dict[str, Any]) -> tuple[Sche
 
 def _stage_execute(executor: str, options: dict[str, Any], simulate_too: bool, spec: DeviceSpec,
                    mode: str, precision: str,
-                   scheduled: tuple[Schedule, float]) -> tuple[Trace, dict[str, float]]:
+                   scheduled: tuple[Schedule, float], *,
+                   budget: float | None = None) -> tuple[Trace, dict[str, float]]:
     from workbench.executors.execute import execute
 
     sched = scheduled[0]
     sched.validate()
-    trace = execute(sched, executor=executor, **options)
+    if budget is not None and executor == IN_PROCESS:
+        trace = _execute_within(sched, executor, options, budget)
+    else:
+        trace = execute(sched, executor=executor, **options)
     metrics = trace.metrics()
     if simulate_too:
         from workbench.simulator.simulate import simulate
@@ -350,12 +371,63 @@ def _stage_execute(executor: str, options: dict[str, Any], simulate_too: bool, s
     return trace, metrics
 
 
+#: The measured executor whose stages run in this process with their timed runs budgeted
+#: (:func:`_execute_within`).
+IN_PROCESS = "torch"
+
+
+def _execute_within(sched: Schedule, executor: str, options: dict[str, Any],
+                    budget: float) -> Trace:
+    """The executor's run of ``sched`` with its timed runs kept within ``budget``: no timed run
+    starts after :data:`COOPERATIVE_SHARE` of it (the runner's ``deadline``; the rest is for the
+    verification and per-op timeline after them; at least one is timed); ``meta["budget_cut"]``
+    when fewer than ``repeats`` were timed.  O(timed runs)."""
+    from workbench.executors.execute import execute
+
+    asked = int(options.get("repeats", 20))
+    deadline = time.perf_counter() + budget * COOPERATIVE_SHARE
+    trace = execute(sched, executor=executor, **{**options, "deadline": deadline})
+    timed = len(trace.meta.get("makespans_us", ()))
+    trace.meta["repeats"] = timed
+    if timed < asked:
+        trace.meta["budget_cut"] = {"timed": timed, "asked": asked, "budget_s": budget}
+    return trace
+
+
+def _room_for_rounds(results: Mapping[str, list[Outcome]], rounds: int, budget: float | None,
+                     asked: int, executor: str) -> dict[str, Trace]:
+    """The traces that get measurement rounds 2 to ``rounds``: every executed one without a
+    budget; with one, those whose runs so far (their execute stage's time, times ``rounds``)
+    fit in it; the others keep their first round and say so (``budget_cut``)."""
+    traces = {n: out[1].value[0] for n, out in results.items() if len(out) > 1 and out[1].ok}
+    if budget is None or executor != IN_PROCESS:
+        return traces
+    room = {}
+    for name, trace in traces.items():
+        if "budget_cut" not in trace.meta and results[name][1].elapsed_s * rounds <= budget:
+            room[name] = trace
+        else:
+            timed = len(trace.meta.get("makespans_us", ()))
+            trace.meta["budget_cut"] = {"timed": timed, "asked": asked, "budget_s": budget}
+    return room
+
+
 def _stage_memory(planner: str, chunk_bytes: int, scheduled: tuple[Schedule, float],
                   executed: tuple[Trace, dict[str, float]]) -> tuple[Any, Any]:
+    """(memory plan, pool replay) of one policy; a plan or replay the memory stage refuses
+    (a :class:`~workbench.errors.MemoryPlanError`: lifetimes it cannot follow) is the string
+    saying why, so the comparison still finishes (that row's memory cells empty, a note)."""
+    from workbench.errors import MemoryPlanError
     from workbench.memory import plan_memory, replay_pool
 
-    return (plan_memory(scheduled[0], planner),
-            replay_pool(executed[0], chunk_bytes=chunk_bytes))
+    out: list[Any] = []
+    for make in (lambda: plan_memory(scheduled[0], planner),
+                 lambda: replay_pool(executed[0], chunk_bytes=chunk_bytes)):
+        try:
+            out.append(make())
+        except MemoryPlanError as exc:
+            out.append(first_line(exc))
+    return out[0], out[1]
 
 
 def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSpec, mode: str,
@@ -372,7 +444,7 @@ def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSp
         opts.setdefault("time_budget_s", budget * COOPERATIVE_SHARE)
     stages: list[Any] = [partial(_stage_schedule, graph, name, opts),
                          partial(_stage_execute, executor, exec_opts, simulate_too, spec, mode,
-                                 precision)]
+                                 precision, budget=budget)]
     budgets: list[float | None] = [
         None if budget is None else hard_limit_s(budget, cooperative=cooperative), budget]
     if planner is not None:
@@ -380,63 +452,6 @@ def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSp
         budgets.append(budget)
     return run_stages(stages, budgets, isolate=executor == "simulator", shared=(graph, spec),
                       memory_bytes=memory_bytes)
-
-
-def _status(outcomes: list[Outcome], budget: float | None) -> str:
-    """``ok``; ``budget hit (60 s): <what is missing>``; ``failed in <stage>: <why>``."""
-    missing = {"schedule": "no schedule", "execute": "not executed",
-               "memory": "memory not planned"}
-    label = f"budget hit ({_secs(budget or 0.0)})"
-    for stage, out in zip(STAGES, outcomes, strict=False):
-        if out.status == "budget":
-            return f"{label}: {missing[stage]}"
-        if out.status == "memory":
-            return f"stopped: {out.message} in {stage}"
-        if out.status == "died":
-            return f"failed in {stage}: {out.message}"
-    first = outcomes[0]
-    hit = first.value[0].notes.get("budget_hit") if first.ok else None
-    if hit:
-        if isinstance(hit, dict) and hit.get("budget") not in (None, "time_budget_s"):
-            # a work budget (states): the same result on any machine, so the row stays "ok"
-            return f"ok ({hit['budget']}={hit['limit']:,} hit)"
-        if isinstance(hit, dict) and isinstance(hit.get("limit"), (int, float)):
-            label = f"budget hit ({_secs(hit['limit'])})"
-        return f"{label}: best so far (depends on machine speed)"
-    return "ok"
-
-
-def _row(name: str, outcomes: list[Outcome], bounds: Mapping[str, float],
-         budget: float | None) -> dict[str, Any]:
-    nan = float("nan")
-    row: dict[str, Any] = {"policy": name, "status": _status(outcomes, budget),
-                           "makespan_us": nan,
-                           "streams": nan, "syncs": nan, "barriers": nan,
-                           "avg_concurrency": nan, "utilisation": nan,
-                           "critical_path_us": bounds["critical_path_us"],
-                           "work_us": bounds["work_us"],
-                           "lower_bound_us": bounds["lower_bound_us"],
-                           "optimum_us": bounds["optimum_us"], "ratio_to_optimum": nan,
-                           "ratio_to_lb": nan, "schedule_ms": nan}
-    if outcomes[0].ok:
-        sched, ms = outcomes[0].value
-        streams, syncs, barriers = sched.totals   # control-flow sub-graphs included
-        row.update(streams=streams, syncs=syncs, barriers=barriers, schedule_ms=ms)
-    if outcomes[1].ok:
-        trace, m = outcomes[1].value
-        lb = bounds["lower_bound_us"]
-        row.update(makespan_us=trace.makespan, avg_concurrency=m["avg_concurrency"],
-                   utilisation=m["utilisation"],
-                   ratio_to_optimum=trace.makespan / bounds["optimum_us"],
-                   ratio_to_lb=trace.makespan / lb if lb > 0 else nan)
-    if len(outcomes) > 2:
-        row.update(peak_live_mib=nan, arena_mib=nan, arena_ratio=nan, pool_reserved_mib=nan)
-        if outcomes[2].ok:
-            plan, pool = outcomes[2].value
-            row.update(peak_live_mib=plan.lower_bound / 2**20,
-                       arena_mib=plan.arena_bytes / 2**20, arena_ratio=plan.ratio,
-                       pool_reserved_mib=pool.peak_reserved / 2**20)
-    return row
 
 
 # ---------------------------------------------------------------------------------- optimum
@@ -476,25 +491,7 @@ def _optimum(graph: Graph, spec: DeviceSpec, mode: str, executor: str, max_ops: 
         return float("nan")
     makespan, complete = out.value
     if not complete:
-        notes.append(f"exact optimum: search stopped at its budget of {_secs(budget or 0.0)} "
+        notes.append(f"exact optimum: search stopped at its budget of {secs(budget or 0.0)} "
                      f"(best schedule found: {makespan:,.1f} µs)")
         return float("nan")
     return float(makespan)
-
-
-def _measured_row(trace: Trace, graph: Graph, bounds: Mapping[str, float]) -> dict[str, Any]:
-    """The table row of a recorded run of ``graph``."""
-    unknown = [op for op in trace.df["op"] if op not in graph]
-    if unknown:
-        raise OptionError(f"measured trace has op {unknown[0]!r}, which is not in graph "
-                          f"{graph.name!r}")
-    m = trace.metrics()
-    lb = bounds["lower_bound_us"]
-    return {"policy": "measured", "makespan_us": trace.makespan,
-            "streams": int(trace.df["stream"].nunique()), "syncs": 0, "barriers": 0,
-            "avg_concurrency": m["avg_concurrency"], "utilisation": m["utilisation"],
-            "critical_path_us": bounds["critical_path_us"], "work_us": bounds["work_us"],
-            "lower_bound_us": lb, "optimum_us": bounds["optimum_us"],
-            "ratio_to_optimum": trace.makespan / bounds["optimum_us"],
-            "ratio_to_lb": trace.makespan / lb if lb > 0 else float("nan"),
-            "status": "measured"}

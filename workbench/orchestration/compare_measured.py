@@ -34,14 +34,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from workbench.errors import OptionError
+from workbench.orchestration.table_columns import MEASURED_COLUMNS, QUARTILE_COLUMNS
 from workbench.simulator.cost_model.devices import DeviceSpec
 from workbench.values.graph import Graph
 from workbench.values.trace import Trace
 
 SIMULATOR = "simulator"
-#: The quartiles of a measured row's timed makespans (µs), beside its median ``makespan_us``.
-QUARTILE_COLUMNS = ("makespan_q1_us", "makespan_q3_us")
-MEASURED_COLUMNS = ("executor", "gpu", *QUARTILE_COLUMNS, "simulated_us", "sim_error")
 #: Columns computed on the simulated device's model: left empty in measured rows of a device the
 #: simulator does not model (:func:`simulates`).
 MODELLED_COLUMNS = ("critical_path_us", "work_us", "lower_bound_us", "ratio_to_lb",

@@ -43,6 +43,14 @@ def ran_on(settings: Mapping[str, Any] | None) -> str:
     return "cpu" if "cpu" in dict(settings.get("measured_on") or {}) else "gpu"
 
 
+def traces_in_table_order(comparison: Comparison) -> dict[str, Trace]:
+    """The comparison's traces in the order of its table (fastest first: the order of every
+    chart), then any trace without a row.  O(policies)."""
+    traces = dict(comparison.traces)
+    order = [str(p) for p in comparison.table["policy"] if str(p) in traces]
+    return {p: traces[p] for p in [*order, *(p for p in traces if p not in order)]}
+
+
 class Comparison:
     """Policies side by side on one graph: ``table`` (one row per policy, fastest first:
     :func:`~workbench.values.ranking.fastest_first`; ``table_in_policy_order`` keeps the order
@@ -55,8 +63,11 @@ class Comparison:
                  traces: Mapping[str, Trace], table: pd.DataFrame, settings: Mapping[str, Any],
                  lower_bounds: Mapping[str, float],
                  memory_plans: Mapping[str, Any] | None = None,
-                 pools: Mapping[str, Any] | None = None) -> None:
+                 pools: Mapping[str, Any] | None = None, device_spec: Any = None) -> None:
         self.graph = graph
+        #: The resolved device the simulator ran on (a ``DeviceSpec``), for what is simulated
+        #: again on demand (:func:`workbench.orchestration.why.other_mode`); None when unknown.
+        self.device_spec = device_spec
         self.device = device
         self.mode = mode
         self.schedules = dict(schedules)
@@ -225,6 +236,14 @@ class Comparison:
                 "measurement does not order them (more repeats or a quieter machine may).")
 
     @property
+    def why(self) -> list[str]:
+        """Why the winner wins, in a few sentences computed from the traces
+        (:func:`workbench.orchestration.why.why_lines`)."""
+        from workbench.values.views import view
+
+        return list(view("why")(self))
+
+    @property
     def policies(self) -> list[str]:
         return list(self.schedules)
 
@@ -237,10 +256,12 @@ class Comparison:
         return view("report")(self, path, plotlyjs=plotlyjs)
 
     def timelines(self) -> Any:
-        """All traces on a shared time axis (a plotly Figure)."""
-        from workbench.viz import timelines
+        """The report's timelines figure (:func:`workbench.viz.policy_timelines`): the traces in
+        the table's order, identical timelines in one group, the best marked, a busy track per
+        group and a menu of views."""
+        from workbench.viz import policy_timelines
 
-        return timelines(self.traces)
+        return policy_timelines(traces_in_table_order(self), selected=self.best)
 
     def _repr_html_(self) -> str:
         from workbench.values.views import view

@@ -30,4 +30,20 @@ def default_cost_note(graph: Graph, *, listed: int = 6) -> str | None:
             f"shapes or kinds were unknown to the importer): {shown}{more}")
 
 
-__all__ = ["default_cost_note"]
+def measured_times_note(graph: Graph, device: str) -> str | None:
+    """A note when ops carry their own times (``duration_us``: an imported profile's measured
+    times, or times set by hand): the simulator keeps those as they are on ``device`` (only the
+    streams, syncs and launches are the device's), and ops recorded on the host CPU are named;
+    ``None`` when every op is costed by the device model.  O(ops)."""
+    timed = [op for op in graph.ops if op.duration_us is not None]
+    if not timed:
+        return None
+    on_cpu = sum(op.device == "cpu" for op in timed)
+    where = (f"; {on_cpu} of them ran on the host CPU where they were recorded" if on_cpu
+             else "")
+    return (f"{len(timed)} of {len(graph)} ops carry their own times (duration_us: given by "
+            f"hand or measured in an imported profile{where}): the simulator keeps those times "
+            f"as they are, and only the streams, syncs and launches around them are {device}'s")
+
+
+__all__ = ["default_cost_note", "measured_times_note"]

@@ -22,8 +22,9 @@ settings is HTML-escaped, so a hostile op id such as ``<script>alert(1)</script>
 ``graph, device, mode, schedules, traces, table, best, settings`` and the best in words
 (``best_text``, ``best_policies``, ``best_makespan_us``, ``device_text``, ``spreads()``); when it
 also has a non-empty ``memory_plans`` (and optionally ``pools``) the report gets a "Memory"
-section: the live-memory curve of every policy (with the BestFit pool's reserved bytes) and the
-SOMAS lifetime chart of the best policy's plan.
+section: the peak live memory of every policy as bars, the best policy's live-memory curve (with
+the BestFit pool's reserved bytes; the others a menu away) and the SOMAS lifetime chart of the
+best policy's plan.
 
 What the report explains depends on where the rows ran (:func:`how_to_read`, :func:`slower_note`,
 :func:`measured_note`): a simulated comparison and a GPU run in the GPU's terms (streams of
@@ -51,7 +52,7 @@ import plotly.graph_objects as go
 
 from workbench._atomic import check_output, write_text
 from workbench._version import __version__
-from workbench.orchestration.comparison import Comparison
+from workbench.orchestration.comparison import Comparison, traces_in_table_order
 from workbench.orchestration.report_notes import (
     barrier_note,
     dag_note,
@@ -64,6 +65,7 @@ from workbench.orchestration.report_notes import (
     timelines_note,
     unfinished_note,
 )
+from workbench.orchestration.why import why_html
 from workbench.simulator.fidelity.accuracy import accuracy_note
 from workbench.values.views import register_view
 from workbench.viz.dag import dag_svg
@@ -77,9 +79,10 @@ from workbench.viz.embed import (
 )
 from workbench.viz.lifetimes import lifetime_chart
 from workbench.viz.memory_curve import memory_curve
+from workbench.viz.memory_peaks import memory_peaks
+from workbench.viz.policy_timelines import policy_timelines
 from workbench.viz.style import LAYOUT_DEFAULTS, TIME_AXIS_TITLE, escape, legend_px, tint
 from workbench.viz.tables import TABLE_CSS, table_html
-from workbench.viz.timeline import timelines
 from workbench.viz.zoom import ZOOM_CSS, ZOOM_JS, zoomable
 
 CSS = """
@@ -95,6 +98,8 @@ th, td { padding: 3px 10px 3px 0; text-align: left; vertical-align: top; }
 .note { background: #f5f7fa; border-left: 4px solid #4e79a7; padding: 8px 14px; }
 ul.glance { margin: 0; padding: 8px 14px 8px 32px; }
 ul.glance li { margin: 3px 0; }
+.wb-why { background: #f3f8f1; border-left: 4px solid #59a14f; padding: 8px 14px; margin: 8px 0; }
+.wb-why ul { margin: 4px 0 0 0; padding-left: 20px; } .wb-why li { margin: 3px 0; }
 details.accuracy { margin: 8px 0; color: #52606d; }
 details.accuracy summary { cursor: pointer; color: #4e79a7; }
 code { font-size: 0.95em; }
@@ -137,15 +142,18 @@ def makespan_figure(table: pd.DataFrame, best: str | Iterable[str] | None = None
 
 
 MEMORY_HOW_TO_READ = (
-    "The first chart is the live activation memory of each executed schedule over time: an op's "
-    "output is allocated when the op starts and freed when its last consumer ends (graph inputs "
-    "and parameters are not counted; graph outputs stay to the end). Dashed lines of the same "
-    "colour are the bytes the BestFit memory pool reserved from the device while replaying the "
-    "same run, on the same axis; the gap is fragmentation plus caching. The second chart is "
-    "the static plan of the best policy: each rectangle is a tensor, spanning its lifetime (x) "
-    "and its bytes inside one arena (y); rectangles of tensors that may be live together never "
-    "overlap. The solid line is the arena size, the dashed line the lower bound no plan can "
-    "beat."
+    "The bars are each executed schedule's peak of live activation memory, in the table's "
+    "order (green: the best policy; the black tick is its memory plan's arena). The curve "
+    "below is the best policy's live activation memory over time: an op's output is allocated "
+    "when the op starts and freed when its last consumer ends (graph inputs and parameters are "
+    "not counted; graph outputs stay to the end); the dashed line of the same colour is what "
+    "the BestFit memory pool reserved from the device while replaying the same run, on the "
+    "same axis (the gap is fragmentation plus caching). Its axis fits the in-use curve: the "
+    "menu at its right fits the reservation instead, the one at its left shows another "
+    "policy, or every policy's in-use curve together. The last chart is the static plan of "
+    "the best policy: each rectangle is a tensor, spanning its lifetime (x) and its bytes "
+    "inside one arena (y); rectangles of tensors that may be live together never overlap. "
+    "The solid line is the arena size, the dashed line the lower bound no plan can beat."
 )
 
 
@@ -160,9 +168,13 @@ def _memory_section(comparison: Comparison, best: str | None,
     plan = plans[chosen]
     figures: list[tuple[str, go.Figure]] = []
     if comparison.traces:
+        ordered = in_table_order(comparison)
+        shown = chosen if chosen in ordered else next(iter(ordered))
+        figures.append(("wb-fig-memory-peaks", memory_peaks(
+            ordered, best=comparison.best_policies, plans=plans, pools=pools)))
         figures.append(("wb-fig-memory", memory_curve(
-            in_table_order(comparison), pools=pools,
-            title=f"live activation memory of {name} (solid: in use, dashed: pool reserved)")))
+            ordered, pools=pools, selected=shown,
+            title=f"live activation memory of {name}")))
     figures.append(("wb-fig-lifetimes", lifetime_chart(
         plan, title=f"memory plan of {escape(chosen)} ({escape(plan.planner)}): "
                     f"{plan.arena_bytes / 2**20:,.2f} MiB arena")))
@@ -177,9 +189,7 @@ def _memory_section(comparison: Comparison, best: str | None,
 def in_table_order(comparison: Comparison) -> dict[str, Any]:
     """The comparison's traces in the order of its table (fastest first: the order of every
     chart), then any trace without a row.  O(policies)."""
-    traces = dict(comparison.traces)
-    order = [str(p) for p in comparison.table["policy"] if str(p) in traces]
-    return {p: traces[p] for p in [*order, *(p for p in traces if p not in order)]}
+    return traces_in_table_order(comparison)
 
 
 def settings_shown(comparison: Comparison) -> dict[str, Any]:
@@ -230,8 +240,9 @@ def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
 
     figures = [("wb-fig-makespan", makespan_figure(comparison.table, best_names))]
     if comparison.traces:
-        figures.append(("wb-fig-timelines", timelines(
-            in_table_order(comparison), title=f"timelines of {name} (shared time axis)")))
+        figures.append(("wb-fig-timelines", policy_timelines(
+            in_table_order(comparison), selected=best,
+            title=f"timelines of {name} (rank order)")))
     n_main = len(figures)
     memory = _memory_section(comparison, best, name)
     if memory is not None:
@@ -250,7 +261,8 @@ def render(comparison: Comparison, *, plotlyjs: str = "inline") -> str:
                     if shows_simulation(comparison) else "")),
         _section("results", "Results", measured_note(comparison) + unfinished_note(comparison)
                  + nothing_to_schedule_note(comparison)
-                 + table_html(comparison.table, css=False, best=best_names) + plots[0]
+                 + table_html(comparison.table, css=False, best=best_names)
+                 + why_html(comparison) + plots[0]
                  + slower_note(comparison) + barrier_note(comparison)),
         _section("timelines", "Timelines", (timelines_note(comparison) + "".join(
             plots[1:n_main])) if n_main > 1 else "<p>No traces.</p>"),

@@ -16,6 +16,7 @@ from workbench.orchestration.compare_measured import clearly_faster
 from workbench.orchestration.comparison import BASELINE, Comparison, ran_on
 from workbench.values.ranking import TIE_RULE
 from workbench.viz.style import escape
+from workbench.viz.timeline_groups import identical_groups
 
 #: What the rows are, by where they ran (:func:`~workbench.orchestration.comparison.ran_on`).
 RUN_INTRO = {
@@ -45,10 +46,16 @@ TABLE_TEXT = (
     "The timelines, memory charts and bar chart list the policies in the table's order.")
 #: Under the Timelines heading.
 TIMELINES_TEXT = (
-    "Each row is a stream and each bar an op (hover for its name, kind, times, flops and bytes); "
-    "red arrows are syncs ({sync}), dashed vertical lines are barriers (every stream joins). "
-    "Timelines of very large traces are binned: each cell's shade is the fraction of that time "
-    "its stream (or group of streams) was busy.")
+    "One row group per timeline, fastest first as in the table; policies that ran exactly the "
+    "same timeline (every op on the same stream at the same times) share a group, named "
+    "together ({collapsed}). Each row is a stream and each bar an op (hover for its name, "
+    "kind, times, flops and bytes); red triangles are syncs ({sync}), binned: one marker per "
+    "stream and time bin, larger for more syncs; dashed vertical lines are barriers (every "
+    "stream joins). The shaded track under each group is how many ops run at once over time, "
+    "on one scale for every group. The menu above shows one group alone on its own time axis, "
+    "or {best} beside another on one time scale. Groups too large to draw op by op are "
+    "binned: each cell's shade is the fraction of that time its stream (or group of streams) "
+    "was busy.")
 #: Under the Graph heading.
 DAG_TEXT = (
     "Zoom with the buttons or Ctrl + wheel, drag to pan. Node colours are the streams of the "
@@ -160,9 +167,19 @@ def precision_text(comparison: Comparison) -> str:
 
 
 def timelines_note(comparison: Comparison) -> str:
-    """The note under the Timelines heading: rows, bars, syncs and barriers, binning."""
+    """The note under the Timelines heading: the row groups (which policies share one), rows,
+    bars, syncs and barriers, the busy track, the menu, binning."""
     sync = SYNC_TEXT[ran_on(comparison.settings)]
-    return f'<p class="note">{TIMELINES_TEXT.format(sync=sync)}</p>'
+    traces = dict(comparison.traces)
+    order = [str(p) for p in comparison.table["policy"] if str(p) in traces]
+    groups = identical_groups([(p, traces[p]) for p in
+                               [*order, *(p for p in traces if p not in order)]])
+    shared = [g for g in groups if len(g.labels) > 1]
+    collapsed = ("here " + "; ".join(escape(g.label) for g in shared) if shared else
+                 f"here none: all {len(groups)} timelines differ")
+    best = f"<b>{escape(comparison.best)}</b>" if comparison.best else "the first"
+    text = TIMELINES_TEXT.format(sync=sync, collapsed=collapsed, best=best)
+    return f'<p class="note">{text}</p>'
 
 
 def dag_note() -> str:
@@ -284,19 +301,29 @@ def nothing_to_schedule_note(comparison: Comparison) -> str:
 
 
 def barrier_note(comparison: Comparison) -> str:
-    """A note on what barriers cost: per policy with barriers, how many, of which kind, and how
-    long the device sat idle at them (``Trace.barrier_idle_us``); empty when none has any."""
+    """A note on what barriers cost: per policy with barriers, how many, of which kind (in the
+    comparison's mode: a device synchronisation makes the host wait in eager mode, and is a join
+    of every stream inside the one CUDA graph in graph mode), and how long the device sat idle
+    at them (``Trace.barrier_idle_us``), or that it never did; empty when none has any."""
     items = []
     for policy, trace in comparison.traces.items():
         sched = comparison.schedules.get(policy)
         if sched is None or not sched.n_barriers:
             continue
-        kind = ("device synchronisations (the host waits for an idle device, as IOS's runtime "
-                "does)" if sched.barrier_kind == "device_sync" else "event joins")
-        items.append(f"<b>{escape(policy)}</b>: {sched.n_barriers} {kind}; the device idles "
-                     f"{trace.barrier_idle_us():,.1f} µs at them "
-                     f"({100 * trace.barrier_idle_us() / max(trace.makespan, 1e-9):.1f}% of "
-                     f"its makespan)")
+        if sched.barrier_kind != "device_sync":
+            kind = "event joins"
+        elif comparison.mode == "graph":
+            kind = ("stage boundaries (IOS's device synchronisations, which inside the one CUDA "
+                    "graph are joins of every stream: the host does not wait)")
+        else:
+            kind = ("device synchronisations (the host waits for an idle device, as IOS's "
+                    "runtime does)")
+        idle = trace.barrier_idle_us()
+        cost = (f"the device idles {idle:,.1f} µs at them "
+                f"({100 * idle / max(trace.makespan, 1e-9):.1f}% of its makespan)" if idle > 0.05
+                else "the device never idles at them: each stage only waits for its slowest "
+                     "branch")
+        items.append(f"<b>{escape(policy)}</b>: {sched.n_barriers} {kind}; {cost}")
     if not items:
         return ""
     return '<p class="note">Barriers: ' + "; ".join(items) + ".</p>"

@@ -35,10 +35,10 @@ from workbench._progress import progress_bar
 from workbench.errors import OptionError
 from workbench.simulator.cost_model.costs import DeviceSpec, get_device, lower_bound_us
 from workbench.values.graph import Graph
+from workbench.values.modes import DEFAULT_MODE, MODES
 from workbench.values.schedule import Schedule
 
 BASELINE = "serial"
-MODES = ("eager", "graph")
 TIMING_COLUMNS = ("schedule_ms", "simulate_ms")
 COLUMNS = ("graph", "batch", "device", "mode", "policy", "ops", "makespan_us", "speedup",
            "streams", "syncs", "barriers", "lower_bound_us", "ratio_to_lb", "peak_live_mib",
@@ -61,7 +61,7 @@ class _Task:
 def sweep(graphs: Mapping[str, GraphSource] | Iterable[str],
           policies: Sequence[str | PolicyFn] | None = None,
           devices: Sequence[str | DeviceSpec] = ("h100",), batch_sizes: Sequence[int] = (1,), *,
-          mode: str = "eager", options: Mapping[str, Mapping[str, Any]] | None = None,
+          mode: str = DEFAULT_MODE, options: Mapping[str, Mapping[str, Any]] | None = None,
           engine: str = "local", client: Any = None, show_progress: bool = True) -> pd.DataFrame:
     """Run every policy on every (graph, batch size, device) and return one tidy DataFrame.
 

@@ -24,6 +24,17 @@ APP_CSS = """
 .wb-app .wb-source .widget-toggle-button { width: auto; min-width: max-content;
                                             flex: 1 1 auto; }
 .wb-app .wb-source .widget-toggle-buttons .widget-toggle-button:last-child { margin-right: 0; }
+/* all columns of the ranking table fit the results pane of a 1,280 px page (issue 45: 20
+   columns needed 1,309 px of its 850): a smaller font, tight cells, headers wrapping between
+   words (inside a word only when it is wider than 5.2em), the page's tall line height undone;
+   a narrower pane (JupyterLab with its file browser open) still scrolls the table */
+.wb-app details.wb-cols[open] + .wb-scroll table.wb-table { font-size: 9.5px;
+                                                            line-height: 1.25; }
+.wb-app details.wb-cols[open] + .wb-scroll table.wb-table th,
+.wb-app details.wb-cols[open] + .wb-scroll table.wb-table td { padding: 2px 2px; }
+.wb-app details.wb-cols[open] + .wb-scroll table.wb-table th { min-width: 0; max-width: 5.2em;
+                                                               overflow-wrap: break-word;
+                                                               font-weight: 600; }
 """
 
 

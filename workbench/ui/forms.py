@@ -22,8 +22,11 @@ import ipywidgets as widgets
 
 from workbench.errors import OptionError
 
-_STYLE = {"description_width": "120px"}
-_LAYOUT = {"width": "300px"}
+#: Label width and widget width of every form field (the graph source's fields too), so labels
+#: such as "size (n_layers)" show whole.
+FORM_STYLE = {"description_width": "120px"}
+FORM_LAYOUT = {"width": "300px"}
+_STYLE, _LAYOUT = FORM_STYLE, FORM_LAYOUT
 
 
 def value_widget(name: str, default: Any) -> widgets.Widget:

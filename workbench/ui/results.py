@@ -11,14 +11,19 @@ import base64
 import importlib
 import warnings
 from pathlib import Path
+from typing import Any
 
 import ipywidgets as widgets
 import pandas as pd
 import plotly.graph_objects as go
 
 from workbench.orchestration.compare import Comparison
+from workbench.orchestration.why import why_html
 from workbench.viz.dag import dag_svg
 from workbench.viz.display import figure_bundle, stream_table
+from workbench.viz.memory_curve import memory_curve
+from workbench.viz.memory_peaks import memory_peaks
+from workbench.viz.policy_timelines import policy_timelines
 from workbench.viz.style import escape
 from workbench.viz.tables import comparison_styler, ranking
 from workbench.viz.tables import table_html as ranking_html
@@ -42,6 +47,38 @@ def select_options(comparison: Comparison) -> list[tuple[str, str]]:
     return out
 
 
+def ranked_traces(comparison: Comparison) -> dict[str, Any]:
+    """The comparison's traces in the ranking table's order (fastest first), then any trace
+    without a row: the order of every figure of the app, as of the report's."""
+    traces = dict(comparison.traces)
+    order = [str(p) for p in ranking(comparison.table)["policy"] if str(p) in traces]
+    return {p: traces[p] for p in [*order, *(p for p in traces if p not in order)]}
+
+
+def timelines_figure(comparison: Comparison, selected: str) -> go.Figure:
+    """The Timelines tab: the report's figure (:func:`~workbench.viz.policy_timelines.
+    policy_timelines`: rank order, identical timelines in one group, a busy track per group)
+    with ``selected``'s group marked, opening on it beside the fastest on one time scale (all
+    groups when it is the fastest); the menu has every other view."""
+    return policy_timelines(ranked_traces(comparison), selected=selected, view="compare",
+                            title=f"timelines of {escape(comparison.graph.name)}")
+
+
+def memory_figures(comparison: Comparison, selected: str) -> list[go.Figure]:
+    """The Memory tab's charts above the plan: the peak per policy as bars (rank order, the
+    best green) and ``selected``'s in-use and pool-reserved curves (the others in its menu)."""
+    traces = ranked_traces(comparison)
+    if not traces:
+        return []
+    shown = selected if selected in traces else next(iter(traces))
+    return [
+        memory_peaks(traces, best=comparison.best_policies, plans=comparison.memory_plans,
+                     pools=comparison.pools),
+        memory_curve(traces, pools=comparison.pools, selected=shown,
+                     title=f"live memory of {escape(comparison.graph.name)}"),
+    ]
+
+
 def table_html(comparison: Comparison, selected: str | None = None) -> str:
     """The ranking table (best row green, ``selected`` row outlined; essential columns first, the
     others behind the "all columns" toggle), scrolling when wide, under the best in words
@@ -60,7 +97,13 @@ def table_html(comparison: Comparison, selected: str | None = None) -> str:
     head = (f"<b>{escape(comparison.graph.name)}</b>: {len(comparison.graph)} ops on "
             f"{escape(comparison.device)} ({escape(comparison.mode)}), best "
             f"<b>{escape(comparison.best_text)}</b>")
-    return f'<div {_BOX}><p>{head}</p>{tie_note_html(comparison)}{body}</div>'
+    why = why_html(comparison).replace('class="wb-why"', f'class="wb-why" style="{WHY_CSS}"')
+    return f'<div {_BOX}><p>{head}</p>{tie_note_html(comparison)}{body}{why}</div>'
+
+
+#: The "why" box's style inline (the app's widgets carry no report stylesheet).
+WHY_CSS = ("background:#f3f8f1; border-left:4px solid #59a14f; padding:6px 12px; margin:8px 0; "
+           "font-size:13px")
 
 
 def best_line(comparison: Comparison) -> str:
@@ -117,6 +160,12 @@ def show_figure(out: widgets.Output, fig: go.Figure, *, caption: str = "") -> No
     text = f'<div class="wb-caption" {_BOX}>{caption}</div>'
     out.outputs = (figure, {"output_type": "display_data", "metadata": {},
                             "data": {"text/html": text, "text/plain": caption}})
+
+
+def show_figures(out: widgets.Output, figures: list[go.Figure]) -> None:
+    """Replace the content of ``out`` with ``figures``, one under the other (plotly JSON)."""
+    out.outputs = tuple({"output_type": "display_data", "metadata": {},
+                         "data": figure_bundle(fig, html=False)} for fig in figures)
 
 
 def show_html(out: widgets.Output, html: str) -> None:

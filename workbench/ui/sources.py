@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import re
 import tempfile
+import warnings
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -22,7 +23,7 @@ from workbench._atomic import write_bytes
 from workbench.errors import OptionError, WorkbenchError
 from workbench.io import LOADERS
 from workbench.models import MODELS
-from workbench.ui.forms import ParamForm
+from workbench.ui.forms import FORM_LAYOUT, FORM_STYLE, ParamForm
 
 SOURCES = (("built-in model", "model"), ("random DAG", "random"), ("upload", "upload"))
 #: what the upload box accepts: every suffix the loader table knows (one list, no drift)
@@ -66,9 +67,12 @@ def load_bytes(name: str, data: bytes) -> wb.Graph:
 class GraphSource:
     """Widgets choosing the graph: ``source`` (ToggleButtons), ``model`` + its parameter form,
     ``random_family`` / ``random_size`` / ``random_seed`` + the family's other parameters,
-    ``upload`` (FileUpload) + ``upload_info``; ``box`` holds them all."""
+    ``upload`` (FileUpload) + ``upload_info``; ``box`` holds them all.  ``info`` describes the
+    graph they choose, refreshed on every change (:meth:`info_html`)."""
 
     def __init__(self, on_upload: Callable[[str, bytes], Any]) -> None:
+        self.info = widgets.HTML()   # the graph the widgets describe (:meth:`info_html`)
+        self._ready = False          # True once every widget is built
         self.source = widgets.ToggleButtons(options=SOURCES, value="model",
                                             style={"button_width": "105px"})
         fixed = [n for n in MODELS.names() if MODELS.get(n).family != "random"]
@@ -78,9 +82,14 @@ class GraphSource:
         self.model_params = widgets.VBox()
         self.model_form = ParamForm({})
         randoms = [n for n in MODELS.names() if MODELS.get(n).family == "random"]
-        self.random_family = widgets.Dropdown(options=randoms, description="family")
-        self.random_size = widgets.IntText(value=30, description="size")
-        self.random_seed = widgets.IntText(value=0, description="seed")
+        # the form's label width: "size (n_layers)" was cut to "size (n_la…" (issue 45)
+        self.random_family = widgets.Dropdown(
+            options=randoms, description="family", style=FORM_STYLE,
+            layout=widgets.Layout(**FORM_LAYOUT))
+        self.random_size = widgets.IntText(value=30, description="size", style=FORM_STYLE,
+                                           layout=widgets.Layout(**FORM_LAYOUT))
+        self.random_seed = widgets.IntText(value=0, description="seed", style=FORM_STYLE,
+                                           layout=widgets.Layout(**FORM_LAYOUT))
         self.random_params = widgets.VBox()
         self.random_form = ParamForm({})
         self.upload = widgets.FileUpload(accept=",".join(UPLOAD_SUFFIXES), multiple=False,
@@ -97,17 +106,33 @@ class GraphSource:
         self.source.observe(self._on_source, names="value")
         self.model.observe(lambda _: self._refresh_model_form(), names="value")
         self.random_family.observe(lambda _: self._refresh_random_form(), names="value")
+        for w in (self.random_size, self.random_seed):
+            w.observe(lambda _: self._changed(), names="value")
         self.upload.observe(lambda ch: ch["new"] and on_upload(
             ch["new"][0]["name"], bytes(ch["new"][0]["content"])), names="value")
         self._refresh_model_form()
         self._refresh_random_form()
+        self._ready = True
+        self._changed()
 
     def _on_source(self, change: dict[str, Any]) -> None:
         self.stack.selected_index = [v for _, v in SOURCES].index(change["new"])
+        self._changed()
+
+    def _changed(self) -> None:
+        """The chosen graph changed: refresh :attr:`info` (before Run, not only on Run)."""
+        if self._ready:
+            self.info.value = self.info_html()
+
+    def _watch(self, form: ParamForm) -> None:
+        for w in form.widgets.values():
+            w.observe(lambda _: self._changed(), names="value")
 
     def _refresh_model_form(self) -> None:
         self.model_form = ParamForm(MODELS.get(self.model.value).params())
         self.model_params.children = [self.model_form.box]
+        self._watch(self.model_form)
+        self._changed()
 
     def _refresh_random_form(self) -> None:
         size_param, extra = RANDOM_FAMILIES.get(self.random_family.value, ("", {}))
@@ -116,6 +141,8 @@ class GraphSource:
         params.pop("seed", None)
         self.random_form = ParamForm(params)
         self.random_params.children = [self.random_form.box]
+        self._watch(self.random_form)
+        self._changed()
 
     def load(self, name: str, data: bytes) -> wb.Graph:
         """Load an upload, select the upload source and remember the graph (errors raise)."""
@@ -128,7 +155,21 @@ class GraphSource:
             raise
         self.uploaded_graph = graph
         self.upload_info.value = f"loaded {html.escape(name)}: {describe(graph)}"
+        self._changed()
         return graph
+
+    def info_html(self) -> str:
+        """The graph the widgets describe now, in a line (:func:`describe`), or why it cannot be
+        built (escaped); refreshed whenever the source or its form changes (issue 45: the line
+        stayed the last run's graph until Run)."""
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return describe(self.builder()())
+        except Exception as exc:   # an unreadable field: said here, and again by Run
+            lines = str(exc).strip().splitlines()
+            return (f"<i>{html.escape(type(exc).__name__)}: "
+                    f"{html.escape(lines[0] if lines else 'no message')}</i>")
 
     def builder(self) -> Callable[[], wb.Graph]:
         """A function building the chosen graph (called in the worker thread; parameters are read

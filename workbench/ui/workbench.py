@@ -22,7 +22,6 @@ optimum search, to find the ones that fail; the others are then compared togethe
 
 from __future__ import annotations
 
-import html
 import re
 import threading
 import time
@@ -43,7 +42,8 @@ from workbench.ui import results
 from workbench.ui.css import style_html
 from workbench.ui.forms import ParamForm
 from workbench.ui.sources import GraphSource, describe
-from workbench.viz import lifetime_chart, memory_curve, timelines
+from workbench.viz import lifetime_chart
+from workbench.viz.style import escape
 
 #: policy options the app sets itself (from its device and mode) or that make no sense in a form
 APP_OPTIONS = ("device", "mode", "cost_oracle", "show_progress")
@@ -94,11 +94,11 @@ class Workbench:
         self._option_forms: dict[str, ParamForm] = {}
         self.graph_source = GraphSource(on_upload=self.load_upload)
         gs = self.graph_source
+        self.graph_info = gs.info   # the chosen graph, refreshed as its form changes
         self.source, self.model, self.model_params = gs.source, gs.model, gs.model_params
         self.random_family, self.random_size = gs.random_family, gs.random_size
         self.random_seed, self.random_params = gs.random_seed, gs.random_params
         self.upload, self.upload_info = gs.upload, gs.upload_info
-        self.graph_info = widgets.HTML()
         self._build_run_controls()
         self._build_results()
         self._build_layout()
@@ -119,9 +119,9 @@ class Workbench:
 
     def _build_run_controls(self) -> None:
         names = POLICIES.names()
-        self.policies = widgets.SelectMultiple(
-            options=names, value=tuple(n for n in names if not POLICIES.get(n).slow),
-            rows=min(len(names), 11), description="policies")
+        # every policy, ios included, every row shown (issue 45: critical_path was hidden)
+        self.policies = widgets.SelectMultiple(options=names, value=tuple(names),
+                                               rows=len(names), description="policies")
         self.options_for = widgets.Dropdown(options=[], description="options of")
         self.options_box = widgets.VBox()
         self.policies.observe(lambda _: self._refresh_options(), names="value")
@@ -140,8 +140,8 @@ class Workbench:
             self.executor.tooltip = "; ".join(notes)
             self.executor_note.value = (
                 f'<div style="color:#777; font-size:11px; line-height:1.3; margin-left:90px">'
-                f"{html.escape('; '.join(notes))}</div>")
-        self.mode = widgets.ToggleButtons(options=["eager", "graph"], value="eager",
+                f"{escape('; '.join(notes))}</div>")
+        self.mode = widgets.ToggleButtons(options=["eager", "graph"], value="graph",
                                           style={"button_width": "70px"})
         # ToggleButtons put their description above the buttons: a label of the same width,
         # alignment and margins as the dropdowns' labels keeps "mode" beside them, in line
@@ -273,10 +273,10 @@ class Workbench:
         text = exc if isinstance(exc, str) else one_line(exc)
         text = f"{prefix}: {text}" if prefix else text
         self.error.value = (f'<div class="wb-error" style="color:#b00020; font-weight:600">'
-                            f"⚠ {html.escape(text)}</div>")
+                            f"⚠ {escape(text)}</div>")
         if isinstance(exc, BaseException) and not isinstance(exc, WorkbenchError):
             details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-            self.error_details.children[0].value = f"<pre>{html.escape(details)}</pre>"
+            self.error_details.children[0].value = f"<pre>{escape(details)}</pre>"
             self.error_details.selected_index = None
             self.error_details.layout.display = None
         else:
@@ -325,6 +325,7 @@ class Workbench:
                 self.show_error(exc)
                 return self
             self.run_button.disabled = True
+            self.export_button.disabled = True   # the last result is being replaced
             self._thread = threading.Thread(target=self._work, args=(job,), daemon=True,
                                             name="workbench-run")
             self._thread.start()
@@ -350,6 +351,7 @@ class Workbench:
                 self.status.value = "no results"
                 return
             self.graph, self.comparison = graph, comparison
+            self.status.value = "drawing the views…"   # the figures of 12 policies: ~1 s
             self._show(comparison)
             if job.failures:
                 failed = ", ".join(f"{n} ({one_line(e)})" for n, e in job.failures)
@@ -358,7 +360,7 @@ class Workbench:
                 unexpected = [e for _, e in job.failures if not isinstance(e, WorkbenchError)]
                 if unexpected:
                     self.show_error(unexpected[0], prefix=f"{len(job.failures)} policies failed")
-            self.status.value = html.escape(
+            self.status.value = escape(
                 f"done in {time.perf_counter() - t0:.1f} s: {len(comparison.policies)} "
                 f"policies, {results.best_line(comparison)}")
         except Exception as exc:  # shown in the app, never a traceback wall
@@ -366,6 +368,7 @@ class Workbench:
             self.status.value = "failed"
         finally:
             self.run_button.disabled = False
+            self.export_button.disabled = self.comparison is None
 
     def _compare(self, graph: wb.Graph, job: _Job, names: list[str], *,
                  optimum: bool = True, track: bool = True) -> wb.Comparison:
@@ -421,12 +424,6 @@ class Workbench:
     # ------------------------------------------------------------------------------ results
     def _show(self, comparison: wb.Comparison) -> None:
         self._dag_cache = {}
-        results.show_figure(self.timelines_out, timelines(
-            comparison.traces, title=f"timelines of {html.escape(comparison.graph.name)} "
-                                     f"(shared time axis)"))
-        results.show_figure(self.memory_out, memory_curve(
-            comparison.traces, pools=comparison.pools,
-            title=f"live activation memory of {html.escape(comparison.graph.name)}"))
         options = results.select_options(comparison)
         best = comparison.best or (options[0][1] if options else "serial")  # None: none ran
         self._quiet = True  # new options reset the values: render once, for the best policy
@@ -461,13 +458,16 @@ class Workbench:
         if c is None or policy not in c.schedules:
             return
         self.table_html.value = results.table_html(c, policy)
+        # the Timelines and Memory tabs follow the selected policy
+        results.show_figure(self.timelines_out, results.timelines_figure(c, policy))
+        results.show_figures(self.memory_out, results.memory_figures(c, policy))
         plan = c.memory_plans.get(policy)
         if plan is None:
             results.show_html(self.lifetime_out, "<i>No memory plan (memory planner: none).</i>")
         else:
             fig = lifetime_chart(plan)
             caption = fig.layout.title.text  # the plan's numbers: a line that may wrap
-            fig.layout.title.text = f"{html.escape(policy)} · memory plan"
+            fig.layout.title.text = f"{escape(policy)} · memory plan"
             results.show_figure(self.lifetime_out, fig, caption=caption)
         if policy not in self._dag_cache:
             self._dag_cache[policy] = results.dag_html(c, policy)
@@ -476,7 +476,11 @@ class Workbench:
     def export(self, path: str | Path | None = None) -> Path | None:
         """Write the HTML report of the last run (to :attr:`report_path` by default) and show a
         download link; returns the path (None and an error line when there is nothing to write)."""
-        if self.comparison is None:
+        comparison = self.comparison   # one result, whatever a run does meanwhile
+        if self.running:   # the views are being replaced: never the old result, new names
+            self.show_error("a run is in flight: export its report when it ends")
+            return None
+        if comparison is None:
             self.show_error("nothing to export yet: press Run first")
             return None
         self.clear_error()
@@ -484,7 +488,7 @@ class Workbench:
         try:
             with warnings.catch_warnings():  # no Graphviz: the report says so itself
                 warnings.simplefilter("ignore", RuntimeWarning)
-                written = self.comparison.to_html(target)
+                written = comparison.to_html(target)
         except Exception as exc:
             self.show_error(exc, prefix="could not write the report")
             return None

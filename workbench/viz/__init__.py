@@ -21,6 +21,8 @@ from workbench.viz.dag import dag, dag_figure, dag_layout, dag_svg, dag_view
 from workbench.viz.figure import NotebookFigure, as_notebook_figure
 from workbench.viz.lifetimes import lifetime_chart, lifetime_frame
 from workbench.viz.memory_curve import memory_curve, memory_curve_frame
+from workbench.viz.memory_peaks import memory_peaks, memory_peaks_frame
+from workbench.viz.policy_timelines import policy_timelines
 from workbench.viz.style import stream_color
 from workbench.viz.tables import comparison_styler, table_html
 from workbench.viz.timeline import timeline, timeline_frame, timelines
@@ -28,6 +30,7 @@ from workbench.viz.timeline import timeline, timeline_frame, timelines
 __all__ = [
     "NotebookFigure", "as_notebook_figure", "comparison_styler", "dag", "dag_figure",
     "dag_layout", "dag_svg", "dag_view",
-    "lifetime_chart", "lifetime_frame", "memory_curve", "memory_curve_frame",
-    "stream_color", "table_html", "timeline", "timeline_frame", "timelines",
+    "lifetime_chart", "lifetime_frame", "memory_curve", "memory_curve_frame", "memory_peaks",
+    "memory_peaks_frame", "policy_timelines", "stream_color", "table_html", "timeline",
+    "timeline_frame", "timelines",
 ]

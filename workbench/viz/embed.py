@@ -32,6 +32,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs, get_plotlyjs_version
 
 from workbench._atomic import read_input, resolve_output, write_bytes
+from workbench.errors import OutputError
 from workbench.viz.style import escape
 
 #: Where a page's plotly.js comes from (see the module docstring).
@@ -149,7 +150,22 @@ def _plotlyjs_target(folder: str | os.PathLike[str], size: int) -> tuple[Path, b
         same_size = False
     if not same_size:
         resolve_output(target, what="plotly.js copy (--plotlyjs directory)", through_links=False)
+        if target.is_file() and not _is_plotly_build(target):
+            raise OutputError(f"{str(target)!r} is not a plotly.js build (it does not start "
+                              f"with plotly's header); refusing to replace it: rename it, or "
+                              f"use --plotlyjs inline or cdn")
     return target, same_size
+
+
+def _is_plotly_build(path: Path) -> bool:
+    """Whether the file starts as every plotly.js bundle does (``/**`` then ``* plotly.js v``
+    within its first lines): an older copy the workbench may refresh, not a user's own file."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"/**") and b"plotly.js v" in head[:200]
 
 
 def check_plotlyjs_folder(folder: str | os.PathLike[str]) -> Path:

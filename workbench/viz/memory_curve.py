@@ -88,9 +88,23 @@ def _template_text(escaped: str) -> str:
     return escaped.replace("%", "&#37;")
 
 
+def _pool_curve(pool: Any, end: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The pool's reserved MiB as step points from time 0 to ``end`` (None: no pool)."""
+    if pool is None or not len(pool.timeline):
+        return None
+    tl = pool.timeline
+    xs = [0.0, *tl["time_us"].astype(float).tolist()]
+    ys = [0.0, *(tl["reserved"].astype(float) / MIB).tolist()]
+    if end > xs[-1]:
+        xs.append(end)
+        ys.append(ys[-1])
+    return np.array(xs), np.array(ys)
+
+
 @notebook_figure
 def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
-                 pools: Mapping[str, Any] | None = None, title: str | None = None) -> go.Figure:
+                 pools: Mapping[str, Any] | None = None, title: str | None = None,
+                 selected: str | None = None) -> go.Figure:
     """Live activation memory (MiB) over time (µs): one step line per schedule.
 
     ``traces`` is one Trace, a sequence (labelled by each trace's policy) or a mapping label →
@@ -100,6 +114,11 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
     axis (one MiB scale: the gap is fragmentation plus caching, read off directly).  Hover shows
     the policy, the time and the MiB.  ``title`` is used as given (escape it yourself if it holds
     user names).  Returns the figure; never calls ``.show()``.
+
+    ``selected`` (a label) draws one policy's curves instead of all of them at once
+    (:func:`_one_at_a_time`: the report's and the app's view, issue 45): the others are a
+    dropdown away, and the axis fits the in-use curve (a second menu fits the reservation);
+    the title then reads ``"<title>: <policy shown>"``.
     """
     items = _items(traces)
     if not items:
@@ -117,17 +136,10 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
             hovertemplate=(f"<b>{_template_text(name)}</b> (in use)<br>time: %{{x:,.2f}} µs"
                            "<br>%{y:,.3f} MiB<extra></extra>"),
         ))
-        pool = pools.get(label)
-        if pool is not None and len(pool.timeline):
-            tl = pool.timeline
-            xs = [0.0, *tl["time_us"].astype(float).tolist()]
-            ys = [0.0, *(tl["reserved"].astype(float) / MIB).tolist()]
-            end = float(frame["time_us"].iloc[-1])
-            if end > xs[-1]:
-                xs.append(end)
-                ys.append(ys[-1])
+        curve = _pool_curve(pools.get(label), float(frame["time_us"].iloc[-1]))
+        if curve is not None:
             fig.add_trace(go.Scatter(
-                x=np.array(xs), y=np.array(ys), mode="lines", line_shape="hv",
+                x=curve[0], y=curve[1], mode="lines", line_shape="hv",
                 line={"color": color, "width": 1.5, "dash": "dash"}, name=f"{name} reserved",
                 legendgroup=name,
                 hovertemplate=(f"<b>{_template_text(name)}</b> (pool reserved)<br>"
@@ -144,4 +156,74 @@ def memory_curve(traces: Trace | Sequence[Trace] | Mapping[str, Trace], *,
     # one axis for in-use and reserved bytes: a second axis drew a 32 MiB reservation at the
     # height of 8 MiB in use, so reserved looked equal to peak in use (issue 35)
     fig.update_yaxes(title="memory (MiB; in use and pool reserved)", rangemode="tozero")
+    if selected is not None:
+        _one_at_a_time(fig, [label for label, _ in items], selected,
+                       title=title if title is not None else "live activation memory")
     return fig
+
+
+def _peak(trace: Any) -> float:
+    ys = [y for y in np.asarray(trace.y, dtype=float) if y == y]
+    return max(ys, default=0.0)
+
+
+def _one_at_a_time(fig: go.Figure, labels: Sequence[str], selected: str, *, title: str) -> None:
+    """Show ``selected``'s in-use and reserved curves only, the y axis fitted to its in-use
+    curve; a dropdown shows another policy or every in-use curve together, a second menu fits
+    the axis to the reservation instead.  One axis still (issue 35): a reservation above it is
+    named in a note at the top right, not drawn at a false height.  Each view's title is
+    ``"<title>: <what it shows>"``."""
+    owner = [str(d.legendgroup) for d in fig.data]
+    dashed = [d.line.dash == "dash" for d in fig.data]
+    escaped = [escape(lbl) for lbl in labels]
+    chosen = escape(selected) if escape(selected) in escaped else escaped[0]
+
+    def view(show: set[str], reserved: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+        visible = [o in show and (reserved or not dash) for o, dash in zip(owner, dashed,
+                                                                           strict=True)]
+        in_use = max([_peak(d) for d, v, dash in zip(fig.data, visible, dashed, strict=True)
+                      if v and not dash] or [1.0])
+        pool = max([_peak(d) for d, v, dash in zip(fig.data, visible, dashed, strict=True)
+                    if v and dash] or [0.0])
+        top = in_use * 1.15 or 1.0
+        note = (f"pool reserved peaks at {pool:,.1f} MiB, above this axis "
+                f"(menu at the right: fit the reservation)" if pool > top else "")
+        shows = next(iter(show)) if len(show) == 1 else "every policy, in use"
+        return ({"visible": visible}, {
+            "title.text": f"{title}: {shows}",
+            "yaxis.range": [0.0, top], "yaxis.autorange": False,
+            "annotations": [{"text": note, "xref": "paper", "yref": "paper", "x": 1.0,
+                             "y": 1.0, "xanchor": "right", "yanchor": "top",
+                             "showarrow": False, "font": {"size": 11, "color": "#52606d"},
+                             "bgcolor": "rgba(255,255,255,0.8)"}] if note else [],
+            "_fit": top})
+
+    views = [(lbl, *view({lbl}, True)) for lbl in escaped]
+    if len(escaped) > 1:
+        views.append((f"all {len(escaped)} policies (in use)", *view(set(escaped), False)))
+    first = next(k for k, (lbl, _, _) in enumerate(views) if lbl == chosen)
+    data0, layout0 = views[first][1], dict(views[first][2])
+    layout0.pop("_fit")
+    fit = max(float(v[2]["_fit"]) for v in views)   # every in-use curve fits
+    for trace, vis in zip(fig.data, data0["visible"], strict=True):
+        trace.visible = vis
+    buttons = []
+    for lbl, data, layout in views:
+        layout = dict(layout)
+        layout.pop("_fit")
+        buttons.append({"label": lbl, "method": "update", "args": [data, layout]})
+    fig.update_layout(layout0)
+    fig.update_layout(
+        margin={**LAYOUT_DEFAULTS["margin"], "t": 96},
+        height=440 + legend_px(2),   # two legend entries shown (the bottom margin grows for more)
+        updatemenus=[
+            {"type": "dropdown", "active": first, "buttons": buttons, "x": 0.0,
+             "xanchor": "left", "y": 1.0, "yanchor": "bottom", "pad": {"b": 6},
+             "bgcolor": "white", "bordercolor": "#9aa5b1", "font": {"size": 11}},
+            {"type": "dropdown", "active": 0, "x": 1.0, "xanchor": "right", "y": 1.0,
+             "yanchor": "bottom", "pad": {"b": 6}, "bgcolor": "white",
+             "bordercolor": "#9aa5b1", "font": {"size": 11},
+             "buttons": [{"label": "y axis: fit in use", "method": "relayout",
+                          "args": [{"yaxis.range": [0.0, fit], "yaxis.autorange": False}]},
+                         {"label": "y axis: fit pool reserved", "method": "relayout",
+                          "args": [{"yaxis.autorange": True}]}]}])

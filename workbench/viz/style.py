@@ -74,8 +74,12 @@ def legend_entries(fig: Any) -> int:
 
 
 def escape(text: object) -> str:
-    """``html.escape(str(text), quote=True)``: the one escaping used for names in HTML/SVG/hover."""
-    return html.escape(str(text), quote=True)
+    r"""``html.escape(str(text), quote=True)`` of the text with its invisible characters shown
+    (:func:`workbench._terminal.visible`: a bidi override in a name shows as ``\u202e``
+    instead of reversing it): the one escaping used for names in HTML/SVG/hover."""
+    from workbench._terminal import visible
+
+    return html.escape(visible(text), quote=True)
 
 
 def policy_color(i: int) -> str:

@@ -83,7 +83,7 @@ COLUMN_LABELS: dict[str, str] = {
     "avg_concurrency": "avg. concurrency",
     "utilisation": "utilisation",
     "critical_path_us": "critical path (µs)",
-    "work_us": "total work (µs)",
+    "work_us": "work at peak (µs)",
     "lower_bound_us": "lower bound (µs)",
     "ratio_to_lb": "ratio to lower bound",
     "optimum_us": "exact optimum (µs)",
@@ -122,7 +122,8 @@ COLUMN_HELP: dict[str, str] = {
     "work_us": "total work over device capacity: all ops' FLOPs at the device's peak rate, or "
                "all their bytes at its peak bandwidth, whichever takes longer (µs); a bound no "
                "schedule can beat, far below real makespans when kernels do not reach peak",
-    "lower_bound_us": "the larger of critical path and total work (µs): no schedule can beat it",
+    "lower_bound_us": "the larger of critical path and work at peak (µs): no schedule can beat "
+                      "it",
     "ratio_to_lb": "makespan over the lower bound (1.000 would be optimal)",
     "optimum_us": "exact optimum by search (small graphs without control flow only), µs",
     "ratio_to_optimum": "makespan over the exact optimum (1.000 = optimal)",
