@@ -32,6 +32,58 @@ _UNARY = ("hard_swish relu6 silu swish softplus softsign erf square sin cos floo
           "sign").split()
 _POSITIVE = "rsqrt reciprocal".split()
 
+
+
+def _cells(gates: int, hidden: int, inputs: int, *, layers: int = 1, directions: int = 1,
+           bias: bool = True, proj: int = 0) -> list[np.ndarray]:
+    """torch's weights of a recurrent op, layer by layer and direction by direction."""
+    out = []
+    state = proj or hidden
+    for layer in range(layers):
+        k = inputs if layer == 0 else directions * state
+        for _ in range(directions):
+            out += [_f(gates * hidden, k) * 0.5, _f(gates * hidden, state) * 0.5]
+            out += [_f(gates * hidden), _f(gates * hidden)] if bias else []
+            out += [_f(proj, hidden) * 0.5] if proj else []
+    return out
+
+
+def _onnx_weights(gates: int, hidden: int, inputs: int, directions: int = 1) -> list[np.ndarray]:
+    """ONNX's W, R and B of a recurrent node."""
+    return [_f(directions, gates * hidden, inputs) * 0.5,
+            _f(directions, gates * hidden, hidden) * 0.5, _f(directions, 2 * gates * hidden)]
+
+
+_T, _B, _IN, _H = 4, 2, 3, 5
+#: lstm / gru / rnn: torch's convention (layers, directions, states, a projection, batch first,
+#: the container output) and ONNX's (gate order, reverse, layout 1, the default GRU).
+RECURRENT_CASES: list[FormCase] = [
+    ("lstm", {"hidden_size": _H, "layers": 2, "batch_first": True},
+     [_f(_B, _T, _IN), *_cells(4, _H, _IN, layers=2)], [(_B, _T, _H), (2, _B, _H), (2, _B, _H)]),
+    ("lstm", {"hidden_size": _H, "direction": "bidirectional", "proj_size": 2},
+     [_f(_T, _B, _IN), _f(2, _B, 2), _f(2, _B, _H),
+      *_cells(4, _H, _IN, directions=2, proj=2)], [(_T * _B * 4 + 8 + 2 * _B * _H,)]),
+    ("gru", {"hidden_size": _H, "direction": "bidirectional", "bias": False},
+     [_f(_T, _B, _IN), *_cells(3, _H, _IN, directions=2, bias=False)],
+     [(_T, _B, 2 * _H), (2, _B, _H)]),
+    ("rnn", {"hidden_size": _H, "act": "relu", "layers": 2},
+     [_f(_T, _B, _IN), _f(2, _B, _H), *_cells(1, _H, _IN, layers=2)],
+     [(_T, _B, _H), (2, _B, _H)]),
+    ("lstm", {"hidden_size": _H, "convention": "onnx", "direction": "bidirectional",
+              "slots": [0, 1, 2, 3, 5, 6], "out_slots": [0, 1, 2]},
+     [_f(_T, _B, _IN), *_onnx_weights(4, _H, _IN, 2), _f(2, _B, _H), _f(2, _B, _H)],
+     [(_T, 2, _B, _H), (2, _B, _H), (2, _B, _H)]),
+    ("gru", {"hidden_size": _H, "convention": "onnx", "direction": "reverse",
+             "batch_first": True, "slots": [0, 1, 2, 3, 5], "out_slots": [1]},
+     [_f(_B, _T, _IN), *_onnx_weights(3, _H, _IN), _f(_B, 1, _H)], [(_B, 1, _H)]),
+    ("gru", {"hidden_size": _H, "convention": "onnx", "linear_before_reset": True,
+             "slots": [0, 1, 2], "out_slots": [0, 1]},
+     [_f(_T, _B, _IN), *_onnx_weights(3, _H, _IN)[:2]], [(_T, 1, _B, _H), (1, _B, _H)]),
+    ("rnn", {"hidden_size": _H, "convention": "onnx", "slots": [0, 1, 2, 3],
+             "out_slots": [0]}, [_f(_T, _B, _IN), *_onnx_weights(1, _H, _IN)],
+     [(_T, 1, _B, _H)]),
+]
+
 FORM_CASES: list[FormCase] = [
     # convolutions: ONNX's asymmetric padding and dilation, 1-D and 3-D, transposed
     ("conv2d", {"kernel": [3, 3], "stride": [2, 1], "padding": [0, 1, 1, 2],
@@ -216,6 +268,13 @@ FORM_CASES: list[FormCase] = [
     ("flatten", {"axis": 2}, [_f(2, 3, 4, 5)], [()]),
     ("flatten", {"start_dim": 1}, [_f(2, 3, 4)], [()]),
     ("transpose", {}, [_f(2, 3, 4)], [(4, 3, 2)]),
+    # issue 41: adaptive pools to a size, weight norm, the recurrent cells in both conventions
+    ("global_avgpool", {}, [_f(2, 3, 7)], [(2, 3, 3)]),
+    ("global_avgpool", {}, [_f(1, 2, 4, 5, 6)], [(1, 2, 2, 1, 4)]),
+    ("global_maxpool", {}, [_f(2, 3, 5, 7)], [(2, 3, 2, 3)]),
+    ("weight_norm", {"axis": 0}, [_f(4, 3, 2), _pos(4, 1, 1)], [(4, 3, 2)]),
+    ("weight_norm", {"axis": -1}, [_f(4, 3), _pos()], [(4, 3)]),
+    *RECURRENT_CASES,
 ]
 
 

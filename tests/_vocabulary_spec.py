@@ -12,6 +12,10 @@ _E, _C, _V = "elementwise", "copy", "view"
 VOCABULARY_MODULES = {
     "ELU": ("elu", _E, 3), "PReLU": ("prelu", _E, 2), "Softplus": ("softplus", _E, 3),
     "Upsample": ("resize", "resize", 0),
+    # issue 41: 1-D / 3-D adaptive pools, Hardtanh, the recurrent modules
+    "AdaptiveAvgPool1d": ("global_avgpool", "adaptive", 0),
+    "AdaptiveAvgPool3d": ("global_avgpool", "adaptive", 0), "Hardtanh": ("clip", _E, 2),
+    "LSTM": ("lstm", "lstm", 0), "GRU": ("gru", "gru", 0), "RNN": ("rnn", "rnn", 0),
 }
 #: Function / method / aten name -> (kind, cost formula, FLOPs per element).
 VOCABULARY_FUNCTIONS = {
@@ -47,4 +51,19 @@ VOCABULARY_FUNCTIONS = {
     "masked_fill": ("masked_fill", _E, 1), "diff": ("diff", _E, 1),
     "cumsum": ("cumsum", _E, 1), "index": ("index", "gather", 0),
     "gather": ("gather_elements", "gather", 0), "roll": ("roll", _C, 0),
+    # issue 41: MobileNetV2's hardtanh and relu6, type_as, detach, unbind, weight norm, the
+    # 1-D / 3-D adaptive pools (r3d), aten's recurrent cells
+    "hardtanh": ("clip", _E, 2), "relu6": ("relu6", _E, 2), "type_as": ("cast", _C, 0),
+    "detach": ("identity", _V, 0), "unbind": ("split", _V, 0),
+    # torch.vmap under torch.export (transformers' mask functions): wrappers of one storage
+    "_add_batch_dim": ("identity", _V, 0), "_remove_batch_dim": ("identity", _V, 0),
+    "_weight_norm": ("weight_norm", _E, 3),
+    "adaptive_avg_pool1d": ("global_avgpool", "adaptive", 0),
+    "adaptive_avg_pool3d": ("global_avgpool", "adaptive", 0),
+    "lstm": ("lstm", "lstm", 0), "gru": ("gru", "gru", 0), "rnn_tanh": ("rnn", "rnn", 0),
+    "rnn_relu": ("rnn", "rnn", 0),
+    # the decoder LLMs' causal masks
+    "tril": ("trilu", _C, 0), "triu": ("trilu", _C, 0),
+    # aten's decomposed forms (graphs traced again to drop torch.vmap)
+    "_to_copy": ("cast", _C, 0), "_unsafe_view": ("reshape", _V, 0),
 }

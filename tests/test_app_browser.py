@@ -29,7 +29,6 @@ from typing import Any
 import pytest
 
 from tests._browser import (  # skips without Chromium/Playwright
-    launch,
     legend_title_overlaps,
     overflow_problems,
     sync_api,
@@ -69,9 +68,22 @@ def _notebook(path: Path, cells: list[str]) -> Path:
     return path
 
 
-def _label(page: Any, policy: str) -> str:
+#: The visible timeline figure of the app: its height, the marked (selected) group's title, the
+#: first group's policy (the fastest) and whether two groups stand side by side.
+TIMELINE_BOX_JS = """(() => {
+    const gd = [...document.querySelectorAll('.wb-app .js-plotly-plot')]
+        .find(e => e.offsetParent !== null && e.layout && e.layout.updatemenus);
+    const texts = (gd._fullLayout.annotations || []).map(a => a.text);
+    const first = gd.layout.updatemenus[0].buttons[1];
+    return {height: gd.getBoundingClientRect().height,
+            marked: texts.filter(t => t.startsWith('▶')),
+            best: first ? first.label.split(' ')[0] : '',
+            pair: !!(gd.layout.xaxis2 && gd.layout.xaxis2.visible)}; })()"""
+
+
+def _label(page: Any, policy: str, where: str = ".wb-table-select") -> str:
     """The option label of ``policy`` in the app's policy list ("serial — 123.4 µs (1.00×)")."""
-    labels = page.eval_on_selector_all(".wb-table-select option",
+    labels = page.eval_on_selector_all(f"{where} option",
                                        "els => els.map(e => e.textContent)")
     return next(label for label in labels if label.split()[0] == policy)  # spaces may be nbsp
 
@@ -92,8 +104,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
+def browser(chromium: Any) -> Any:
+    return chromium  # one Chromium for the session (conftest)
 
 
 @contextlib.contextmanager
@@ -224,13 +236,34 @@ def test_app_runs_in_voila(browser: Any, voila_url: str) -> None:
     if not gpu.is_available():
         assert "cupy unavailable" in page.inner_text(".wb-app")
 
+    # the default Run: graph mode, every registered policy (issue 45), every row shown
+    assert "inception_v3" in page.inner_text(".wb-app")           # the graph, before Run
+    options = page.locator(".wb-app select[multiple] option")
+    assert options.count() == len(wb.policies())
+    assert page.eval_on_selector(".wb-app select[multiple]",
+                                 "e => e.scrollHeight <= e.clientHeight + 1")  # all rows shown
+    export = ".wb-app button:has-text('Export HTML report')"
     run.click()
+    assert page.eval_on_selector(export, "b => b.disabled")   # no export mid-run
     page.wait_for_selector(".wb-app table.wb-table", timeout=RUN_TIMEOUT_MS)
     ran = time.perf_counter() - t0
     rows = page.locator(".wb-app table.wb-table tbody tr")
-    fast = [p for p in wb.policies() if not wb.schedulers.POLICIES.get(p).slow]
-    assert rows.count() == len(fast)
-    assert "done in" in page.inner_text(".wb-app")
+    assert rows.count() == len(wb.policies())
+    page.wait_for_function(  # the status line follows the views it waits for
+        "() => document.querySelector('.wb-app .wb-status').innerText.includes('done in')",
+        timeout=15_000)
+    page.wait_for_selector(f"{export}:not([disabled])", state="attached",
+                           timeout=15_000)   # enabled again (in the hidden Report tab)
+    if page.locator(".wb-app .wb-why").count():   # the why text, where the app shows one
+        assert page.locator(".wb-app .wb-why").first.is_visible()
+        assert not overflow_problems(page, ".wb-app .wb-why")
+    page.set_viewport_size({"width": 1280, "height": 950})   # all columns fit 1,280 px
+    page.click(".wb-app details.wb-cols summary")
+    page.wait_for_timeout(300)
+    scroll = page.eval_on_selector(".wb-app .wb-scroll", "e => [e.scrollWidth, e.clientWidth]")
+    assert scroll[0] <= scroll[1] + 1, f"all columns: {scroll[0]} px in {scroll[1]} px"
+    page.click(".wb-app details.wb-cols summary")
+    page.set_viewport_size({"width": 1400, "height": 950})
     ARTIFACTS.mkdir(exist_ok=True)
     view.screenshot(ARTIFACTS / "app.png")
 
@@ -240,6 +273,17 @@ def test_app_runs_in_voila(browser: Any, voila_url: str) -> None:
     figures, bad = legend_title_overlaps(page, ".wb-app")
     assert len(figures) == 1 and figures[0]["legends"] and figures[0]["titles"], figures
     assert not bad, bad
+    assert page.evaluate(f"() => {TIMELINE_BOX_JS}")["height"] < 1_400
+    # the selected policy drives the timeline figure: marked, beside the fastest
+    before = page.evaluate(f"() => {TIMELINE_BOX_JS}")
+    page.select_option(".wb-selected select",
+                       label=_label(page, "memory_greedy", ".wb-selected"))
+    page.wait_for_function(f"""() => {{ const b = {TIMELINE_BOX_JS};
+        return b.marked.length === 1 && b.marked[0].includes('memory_greedy'); }}""",
+                           timeout=15_000)
+    after = page.evaluate(f"() => {TIMELINE_BOX_JS}")
+    assert after["marked"] != before["marked"] and after["pair"] and not before["pair"]
+    view.screenshot(ARTIFACTS / "app_timelines_selected.png")
 
     view.tab("Table")
     page.select_option(".wb-table-select select", label=_label(page, "serial"))  # a row click
@@ -254,10 +298,10 @@ def test_app_runs_in_voila(browser: Any, voila_url: str) -> None:
     assert dag.is_visible()
     view.screenshot(ARTIFACTS / "app_dag.png")
     view.tab("Memory")
-    view.wait_for_figures(2)  # memory curves + the selected policy's lifetime chart
+    view.wait_for_figures(3)  # peaks, the selected policy's curves and its lifetime chart
     view.screenshot(ARTIFACTS / "app_memory.png")
     figures, bad = legend_title_overlaps(page, ".wb-app")
-    assert len(figures) == 2 and any(f["legends"] for f in figures), figures
+    assert len(figures) == 3 and any(f["legends"] for f in figures), figures
     assert all(f["titles"] for f in figures) and not bad, bad
     view.tab("Report")
     label = page.eval_on_selector(  # the Export button shows its whole label
@@ -372,7 +416,7 @@ TITLES_JS = """root => {
     }
     return out;
 }"""
-TAB_FIGURES = (("Table", 0), ("Timelines", 1), ("Memory", 2), ("DAG", 0), ("Report", 0))
+TAB_FIGURES = (("Table", 0), ("Timelines", 1), ("Memory", 3), ("DAG", 0), ("Report", 0))
 
 
 def _clipped_by_tab(view: Page, width: int) -> dict[str, list[str]]:

@@ -35,6 +35,8 @@ def test_quick_cpu_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert profile["precision"] == "tf32" and len(profile["ops"]) == result["tf32_alone"]["ops"]
     out = capsys.readouterr().out
     assert "gpto" in out and "TF32 stand-alone table" in out
+    lines = [json.loads(x) for x in (tmp_path / "probes_cases.jsonl").read_text().splitlines()]
+    assert [x["policy"] for x in lines] == ["serial", "nnc", "gpto"]
 
 
 def test_bad_repeats_are_refused() -> None:

@@ -35,6 +35,10 @@ def test_quick_cpu_run_through_gpu_py(tmp_path: Path, capsys: pytest.CaptureFixt
     assert all(r["mode"] == "graph" and r["precision"] == "fp32" for r in ref)
     header = next(line for line in out.splitlines() if line.startswith("network"))
     assert header.split()[-2:] == ["ref_h200_us", "vs_ref"]
+    lines = [json.loads(x) for x in (tmp_path / "gpu_torch_cases.jsonl").read_text().splitlines()]
+    assert [x["policy"] for x in lines] == [r["policy"] for r in rows]  # each row as measured
+    assert all(x["benchmark"] == "gpu_torch" for x in lines)
+    assert [x["speedup"] for x in lines] == pytest.approx([r["speedup"] for r in rows])
 
 
 def test_table_text_formats_cells() -> None:

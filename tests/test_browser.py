@@ -10,14 +10,13 @@ from __future__ import annotations
 import html
 import re
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import workbench as wb
-from tests._browser import launch  # skips this module without Chromium or Playwright
+from tests import _browser  # noqa: F401 - the import skips without Chromium/Playwright
 from workbench.values.graph import Graph
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
@@ -27,8 +26,8 @@ RENDER_TIMEOUT_MS = 15_000
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
+def browser(chromium: Any) -> Any:
+    return chromium  # one Chromium for the session (conftest)
 
 
 class Page:
@@ -112,7 +111,8 @@ def test_report_renders_offline_with_working_hover(browser: Any, tmp_path: Path)
 
     divs = view.plot_divs()
     assert [d["id"] for d in divs] == [
-        "wb-fig-makespan", "wb-fig-timelines", "wb-fig-memory", "wb-fig-lifetimes"]
+        "wb-fig-makespan", "wb-fig-timelines", "wb-fig-memory-peaks", "wb-fig-memory",
+        "wb-fig-lifetimes"]
     for d in divs:
         assert d["svg"] and d["width"] > 0 and d["height"] > 0, d
 

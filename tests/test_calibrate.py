@@ -47,7 +47,7 @@ def test_profile_round_trip_and_device_path_feeds_the_simulator(tmp_path: Path) 
     assert not (modelled.df["alone_us"] == 7.0).all()
     # the same path through compare() and a plain device file through get_device
     result = wb.compare(g, ["serial"], device=path, budget_s=None, show_progress=False,
-                        planner=None)
+                        planner=None, mode="eager")
     assert result.table["makespan_us"].iloc[0] == pytest.approx(measured.makespan)
     device_file = tmp_path / "dev.json"
     device_file.write_text(json.dumps(device_to_dict(wb.costs.get_device("l4"))))

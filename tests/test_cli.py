@@ -32,7 +32,7 @@ def test_compare_a_graph_file_with_options(tmp_path: Path,
                  "--max-streams", "1", "-o", str(tmp_path / "r.html"), "--no-progress"])
     assert code == 0
     out = capsys.readouterr().out
-    assert "nnc_diamond: 4 ops on h100 (graph)" in out
+    assert "nnc_diamond: 4 ops on h100 (graph mode)" in out
 
 
 def test_listings(capsys: pytest.CaptureFixture[str]) -> None:

@@ -36,7 +36,7 @@ def test_calibrate_then_compare_on_the_profile_with_a_measured_executor(
                  "--device", str(profile), "--executor", "fake_gpu,simulator", "--repeats", "2",
                  "-o", str(tmp_path / "r.html"), "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "50 ops on NVIDIA H200 (GPU; the policies' cost model is h200+lab), eager mode" in out
+    assert "50 ops on NVIDIA H200 (GPU; the policies' cost model is h200+lab), graph mode" in out
     assert "measured on executor fake_gpu, gpu NVIDIA H200" in out
     header = next(line for line in out.splitlines() if line.startswith("policy"))
     assert header.split()[:5] == ["policy", "status", "makespan_us", "simulated_us", "sim_error"]

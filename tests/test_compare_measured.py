@@ -38,7 +38,7 @@ def test_measured_rows_carry_the_prediction_device_and_their_own_utilisation(fak
     g = wb.models.build("squeezenet", resolution=32)
     result = wb.compare(g, ["serial", "nnc"], device="h200", executor="fake_gpu,simulator",
                         executor_options={"repeats": 2}, budget_s=None, show_progress=False,
-                        planner=None)
+                        planner=None, mode="eager")
     table = result.table.set_index("policy")
     assert list(table.index) == ["serial", "nnc"]
     assert (table["executor"] == "fake_gpu").all() and (table["gpu"] == "NVIDIA H200").all()

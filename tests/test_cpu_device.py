@@ -70,7 +70,7 @@ def test_command_compares_a_cpu_run_on_cpu_with_a_note(
             "-o", str(tmp_path / "r.html")] + (["--device", device] if device else [])
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "branchy_cpu: 17 ops on cpu (eager)"
+    assert out.splitlines()[0] == "branchy_cpu: 17 ops on cpu (eager mode)"
     notes = [line for line in out.splitlines() if line.startswith("note:")]
     switched = [n for n in notes if "CPU run" in n]
     assert len(switched) == 1 and f"not on {device or 'h100'!r}" in switched[0]
@@ -85,7 +85,7 @@ def test_command_keeps_a_device_file_for_a_cpu_run(
     assert main(["compare", "--measured", str(CPU_PROFILE), "--policies", "nnc",
                  "--no-progress", "--device", str(path), "-o", str(tmp_path / "r.html")]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0] == "branchy_cpu: 17 ops on my_host (eager)"
+    assert out.splitlines()[0] == "branchy_cpu: 17 ops on my_host (eager mode)"
     assert not any("CPU run" in line for line in out.splitlines())
 
 

@@ -16,6 +16,11 @@ TOL = F.tolerances()
 # one runs in full, as the README's table needs it too (F.predict runs a search once per
 # process); benchmarks/fidelity.py runs both uncapped.
 CAPPED = {("nasnet_a_large", "ios_parallel"): {"max_states": 20_000}}
+#: Searched rows cheap enough to search again on every run (about 2 s together); all come
+#: from tests/data/fidelity_searches.json (conftest.fidelity_searches).
+RESEARCHED = ("inception_v3-b1-ios_parallel", "inception_v3-b1-ios", "squeezenet-b1-ios_parallel",
+              "squeezenet-b1-ios")
+pytestmark = pytest.mark.usefixtures("fidelity_searches")
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +30,32 @@ def results() -> dict[str, dict]:
         (r,) = F.evaluate([row], ios_options=CAPPED.get((row.network, row.schedule)))
         out[r["id"]] = r
     return out
+
+
+@pytest.mark.parametrize("row_id", RESEARCHED)
+def test_stored_searches_are_what_ios_finds(row_id: str) -> None:
+    from tests.conftest import FIDELITY_SEARCHES
+    from workbench.simulator.cost_model.devices import get_device
+    from workbench.simulator.fidelity.searches import (
+        schedule_from_dict,
+        schedule_to_dict,
+        search_key,
+    )
+
+    row = next(r for r in ROWS if r.id == row_id)
+    graph, spec = F.network(row.network, row.batch), get_device(row.device)
+    options = CAPPED.get((row.network, row.schedule), {})
+    key = search_key(graph, spec, None, row.schedule, options)
+    stored = F.SearchStore.load(FIDELITY_SEARCHES).entries.get(key)
+    assert stored is not None, f"{row_id}: no stored search; run python tests/fidelity_searches.py"
+    found = F.schedule_row(row, graph, spec, ios_options=options)
+    assert schedule_to_dict(found, graph) == stored["schedule"], (
+        f"{row_id}: IOS now finds another schedule than the stored one: run "
+        f"python tests/fidelity_searches.py")
+    from workbench.simulator.simulate import simulate_makespan
+
+    read = schedule_from_dict(graph, stored["schedule"])
+    assert simulate_makespan(read, spec) == simulate_makespan(found, spec)  # the graph kept too
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)

@@ -109,11 +109,31 @@ class _Array:
 
 
 class _AddrMemory(Memory):
-    """The twins' Memory over the fake heap: pointer spaces are allocation bases."""
+    """The twins' Memory over the fake heap: pointer spaces are allocation bases, each one
+    dense array (the heap's own buffers)."""
 
     def __init__(self, heap: _Heap) -> None:
         self.heap = heap
-        self.spaces = heap.buffers  # type: ignore[assignment]
+        self.spaces = heap.buffers
+
+    def _floats(self, ptr: Any, count: int) -> Any:
+        buf = self.spaces[ptr.space]
+        assert ptr.offset % 4 == 0 and ptr.offset + 4 * count <= len(buf), (ptr, count)
+        return buf[ptr.offset:ptr.offset + 4 * count].view(np.float32)
+
+    def read(self, ptr: Any, count: int) -> Any:
+        return np.array(self._floats(ptr, count), dtype=np.float32)
+
+    def write(self, ptr: Any, values: Any, row_len: int = 0, row_stride: int = 0) -> None:
+        flat = np.asarray(values, dtype=np.float32).reshape(-1)
+        if flat.size == 0:
+            return
+        if not row_len or row_len == row_stride:
+            self._floats(ptr, flat.size)[:] = flat
+            return
+        e = np.arange(flat.size)
+        index = (e // row_len) * row_stride + e % row_len
+        self._floats(ptr, int(index[-1]) + 1)[index] = flat
 
     def table(self, ptr: Any, count: int) -> list[Any]:
         raw = self.spaces[ptr.space][ptr.offset:ptr.offset + 8 * count].view(np.uint64)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from workbench._atomic import check_output, read_input, write_text
+from workbench._atomic import check_output, follow_symlinks, read_input, write_text
 from workbench.cli import main
 from workbench.errors import FormatError, OutputError
 
@@ -32,22 +32,48 @@ def _graph() -> wb.Graph:
     return wb.Graph.from_edges([("a", "b")])
 
 
-def test_write_through_symlink_keeps_link_and_updates_target(tmp_path: Path) -> None:
+def test_a_symlink_output_is_refused_unless_the_user_follows_links(tmp_path: Path) -> None:
+    """A link planted at an output path (``report.html -> ~/.bashrc``) made the workbench replace
+    what it points to (issue 43 #6); following links is the user's choice."""
     target = tmp_path / "real.json"
     target.write_text("old")
     link = tmp_path / "link.json"
     link.symlink_to(target)
-    wb.save(_graph(), link)
+    with pytest.raises(OutputError, match="is a symbolic link .*refusing to replace") as info:
+        wb.save(_graph(), link)
+    assert "\n" not in str(info.value) and target.read_text() == "old"
+    with wb.follow_symlinks():
+        wb.save(_graph(), link)
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert target.read_text() != "old"
     assert [o.id for o in wb.load(link).ops] == [o.id for o in _graph().ops]
 
 
-def test_dangling_symlink_writes_its_target(tmp_path: Path) -> None:
+def test_a_dangling_symlink_is_written_through_only_when_asked(tmp_path: Path) -> None:
     link = tmp_path / "out.dot"
     link.symlink_to(tmp_path / "new.dot")
-    wb.save(_graph(), link)
+    with pytest.raises(OutputError, match="symbolic link"):
+        wb.save(_graph(), link)
+    assert not (tmp_path / "new.dot").exists()
+    with wb.follow_symlinks():
+        wb.save(_graph(), link)
     assert link.is_symlink() and (tmp_path / "new.dot").is_file()
+
+
+def test_a_symlinked_folder_below_the_working_directory_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "out").symlink_to(elsewhere)
+    monkeypatch.chdir(work)
+    with pytest.raises(OutputError, match="folder .*out.* is a symbolic link"):
+        wb.save(_graph(), "out/g.json")
+    assert not list(elsewhere.iterdir())
+    with wb.follow_symlinks():
+        wb.save(_graph(), "out/g.json")
+    assert (elsewhere / "g.json").is_file()
 
 
 @pytest.mark.parametrize("special", ["/dev/null", "/dev/full"])
@@ -67,7 +93,9 @@ def test_fifo_and_directory_are_refused(tmp_path: Path) -> None:
         wb.save(_graph(), fifo)
     link = tmp_path / "to_null.html"
     link.symlink_to("/dev/null")
-    with pytest.raises(OutputError, match="character device"):
+    with pytest.raises(OutputError, match="symbolic link"):
+        write_text(link, "x")
+    with follow_symlinks(), pytest.raises(OutputError, match="character device"):
         write_text(link, "x")
     assert link.is_symlink()
     with pytest.raises(OutputError, match="directory"):

@@ -8,9 +8,10 @@ that every figure really reaches the HTML, with plotly.js inlined so the page wo
 
 from __future__ import annotations
 
-import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,31 +22,16 @@ PLOTLY_MIME = "application/vnd.plotly.v1+json"
 PLOTLY_DIV = 'class="plotly-graph-div"'
 
 
-def _execute(path: Path, workdir: Path):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                                     store_widget_state=True,
-                                     resources={"metadata": {"path": str(workdir)}})
-    client.execute()
-    return nb
-
-
 @pytest.mark.parametrize("stem", EXPORTED)
-def test_exported_html_keeps_every_plotly_figure(stem: str, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKBENCH_PROGRESS", "0")   # for the kernel; undone after the test
-    # the kernel runs in tmp_path: let it import this checkout's workbench, not an installed one
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
-        p for p in (str(NOTEBOOK_DIR.parent), os.environ.get("PYTHONPATH", "")) if p))
+def test_exported_html_keeps_every_plotly_figure(
+        stem: str, tmp_path: Path, executed_notebook: Callable[[Path], Any]) -> None:
     pytest.importorskip("nbformat")
     pytest.importorskip("nbclient")
     nbconvert = pytest.importorskip("nbconvert")
     path = NOTEBOOK_DIR / f"{stem}.ipynb"
     if not path.exists():
         pytest.skip(f"{path.name} is not in notebooks/")
-    nb = _execute(path, tmp_path)
+    nb = executed_notebook(path)  # widget state stored; shared with tests/test_notebooks.py
 
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
     outputs = [o for c in code_cells for o in c.get("outputs", [])]

@@ -94,6 +94,15 @@ VOCABULARY_CASES = {
     "diff": Case([(X, _I)], (2, 3, 4, 4), {"axis": -1}),
     "cumsum": Case([(X, _I)], X, {"axis": 1}),
     "argmax": Case([(X, _I)], (2, 1, 4, 5), {"axis": 1}, dtype=I64),
+    # issue 41: weight norm and the recurrent cells (torch's convention, one container output:
+    # y, h_n and an LSTM's c_n flattened)
+    "weight_norm": Case([((3, 2, 2), _P), ((3, 1, 1), _P)], (3, 2, 2), {"axis": 0}),
+    "lstm": Case([((4, 2, 3), _I), ((8, 3), _P), ((8, 2), _P)], (16 + 4 + 4,),
+                 {"hidden_size": 2, "bias": False}),
+    "gru": Case([((4, 2, 3), _I), ((6, 3), _P), ((6, 2), _P), ((6,), _P), ((6,), _P)],
+                (16 + 4,), {"hidden_size": 2}),
+    "rnn": Case([((4, 2, 3), _I), ((2, 3), _P), ((2, 2), _P)], (16 + 4,),
+                {"hidden_size": 2, "bias": False}),
     "argmin": Case([(X, _I)], (2, 4, 5), {"axis": 1, "keepdims": False}, dtype=I64),
     **{k: Case([(X, _I)], (2, 1, 4, 5), {"axes": [1], "keepdims": True}) for k in (
         "reduce_sum reduce_mean reduce_max reduce_min reduce_prod reduce_l2 "
@@ -239,6 +248,13 @@ ALLOWED_KIND_TABLES: dict[tuple[str, str], str] = {
         "ops.REDUCE_KINDS, the others stay opaque kernels)",
     ("workbench.models._layers", "OP_KINDS"):
         "what the model builder emits (a fact about the builder, checked by test_models)",
+    ("workbench.values.op_reference_recurrent", "GATE_ORDERS"):
+        "ONNX's gate blocks in torch's order: a fact of the two conventions the recurrent "
+        "references convert between (ops.py reads it for OpKind.recurrent; the references "
+        "cannot import the table)",
+    ("workbench.io.torch_attrs", "MODULE_ATTRS"):
+        "nn.Module attribute names the torch import reads, two of which ('size', 'bias') "
+        "happen to spell kinds",
 }
 
 
@@ -421,11 +437,12 @@ def test_importer_tables_round_trip_the_old_ones() -> None:
     assert [p for p in KERNEL_KINDS if p in OLD_KERNEL_KINDS] == list(OLD_KERNEL_KINDS)
     rules = {t: (kind, *_rule_facts(rule)) for t, (kind, rule) in onnx_rules.RULES.items()}
     # ONNX's Resize / Upsample came later with a cost rule of their own (real exporters' files),
-    # then MaxViT's Einsum, CumSum and GatherElements (issue 33)
+    # then MaxViT's Einsum, CumSum and GatherElements (issue 33), the recurrent cells (issue 41)
     assert rules == {**OLD_ONNX_RULES, "Resize": ("resize", "resize", 0),
                      "Upsample": ("resize", "resize", 0), "Einsum": ("einsum", "einsum", 0),
                      "CumSum": ("cumsum", "unary", 1.0),
-                     "GatherElements": ("gather_elements", "gather", 0)}
+                     "GatherElements": ("gather_elements", "gather", 0),
+                     **{t: (t.lower(), "recurrent", 0) for t in ("LSTM", "GRU", "RNN")}}
     # one FLOP count per kind: fx's elementwise entries and ONNX's unary rules read the table
     for name, (kind, formula, flops) in {**fx.MODULES, **fx.FUNCTIONS}.items():
         assert formula != "elementwise" or flops == FLOPS_PER_ELEMENT[kind], name

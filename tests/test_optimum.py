@@ -54,7 +54,11 @@ def test_every_policy_is_at_least_the_optimum(graph: wb.Graph) -> None:
     best.schedule.validate()
     for policy in wb.policies():
         s = wb.schedule(graph, policy, **TEST_OPTIONS.get(policy, {}))
-        assert simulate_makespan(s, "h100", mode="graph") >= best.makespan_us - 1e-6, policy
+        span = simulate_makespan(s, "h100", mode="graph")
+        # a barrier schedule is outside the search space (one join instead of per-edge events:
+        # the optimum's docstring) and may beat it by event costs, never by more than 0.01%
+        slack = 1e-4 * best.makespan_us if s.n_barriers else 1e-6
+        assert span >= best.makespan_us - slack, policy
 
 
 def test_limits_give_one_line_errors() -> None:

@@ -65,19 +65,38 @@ def test_side_effects_give_z_minus_y_under_every_policy(policy: str) -> None:
     assert np.allclose(out["x"], XYZ["z"])  # the parameter ends with the last assigned value
 
 
-def test_without_the_pass_a_valid_order_computes_the_wrong_value() -> None:
+def test_validate_refuses_the_order_that_computes_the_wrong_value_with_or_without_the_pass(
+        ) -> None:
+    """The textbook's Sub-first order gives ``r = x0 - y``: no edge of the raw graph forbids it,
+    but the ops declare their state (two assigns of ``x``, a read of it), and ``validate()``
+    refuses it whether the pass made that order into edges or not (issue 43 #1)."""
     g = wb.models.textbook_side_effects()
     order = ("Sub_1", "Assign_1", "Assign_2")
-    bad = wb.Schedule(g, "hand", {0: order}, (), order).validate()  # valid: no edge forbids it
-    r = run_reference(bad, XYZ)["r"]
+    bad = wb.Schedule(g, "hand", {0: order}, (), order)
+    r = run_reference(bad, XYZ)["r"]  # what it would compute
     assert np.allclose(r, XYZ["x"] - XYZ["y"]) and not np.allclose(r, XYZ["z"] - XYZ["y"])
+    with pytest.raises(wb.ScheduleError, match=r"'Assign_2' and 'Sub_1' both touch state 'x' "
+                                                r"and the program runs 'Assign_2' first, but "
+                                                r"stream 0 launches 'Sub_1' first"):
+        bad.validate()
     fixed = add_side_effect_edges(g)
     with pytest.raises(wb.ScheduleError, match="Assign_2"):
         wb.Schedule(fixed, "hand", {0: order}, (), order).validate()
-    # the same order across two streams without syncs is rejected as well
-    with pytest.raises(wb.ScheduleError):
-        wb.Schedule(fixed, "hand", {0: ("Sub_1",), 1: ("Assign_1", "Assign_2")}, (),
-                    order).validate()
+    # the program's order across two streams without syncs is a race: refused, with the pass or not
+    for graph in (g, fixed):
+        with pytest.raises(wb.ScheduleError, match="Assign"):
+            wb.Schedule(graph, "hand", {0: ("Assign_1", "Sub_1"), 1: ("Assign_2",)}, (),
+                        ("Assign_1", "Assign_2", "Sub_1")).validate()
+
+
+@pytest.mark.parametrize("policy", wb.policies())
+def test_every_policy_keeps_declared_side_effects_in_program_order_without_the_pass(
+        policy: str) -> None:
+    g = wb.models.textbook_side_effects()
+    s = wb.schedule(g, policy).validate()
+    assert s.graph is g
+    out = run_reference(s, XYZ)
+    assert np.allclose(out["r"], XYZ["z"] - XYZ["y"]), (policy, s.issue_order)
 
 
 def test_reads_stay_concurrent_writes_wait_for_reads() -> None:

@@ -185,18 +185,19 @@ def test_accelerate_gives_the_model_for_the_example_and_for_new_inputs(name: str
             _same(fast(*inputs), model(*inputs), NOT_BITWISE.get(name, 0.0))
 
 
-def test_accelerate_auto_measures_and_keeps_the_model_unless_a_schedule_beats_it() -> None:
+def test_accelerate_auto_measures_given_policies_and_keeps_the_model_unless_one_beats_it() -> None:
     model, example, _ = _imported("inception")
     fast = wb.accelerate(model, example, policies=["serial", "nnc"], repeats=3, warmup=1,
-                         budget_s=60)
-    cmp = fast.comparison
+                         budget_s=60, show_progress=False)
+    cmp = fast.comparison  # on the CPU only given policies are measured (none could differ)
     assert cmp is not None and set(cmp.traces) == {"serial", "nnc"}
     itself = cmp.settings["model_itself"]
     assert len(itself["makespans_us"]) == 6  # before and after the policies
     decision = cmp.settings["decision"]
     if fast.policy == "model":  # the usual outcome on one CPU: no streams to overlap
         assert "no schedule beats the model beyond measurement noise" in decision
-        assert fast.schedule is None and fast.reason == decision
+        assert fast.schedule is None
+        assert fast.reason == f"{decision}; running the model itself"
     else:
         best = cmp.traces[fast.policy].meta
         assert best["makespan_q3_us"] < itself["makespan_q1_us"] and "beats" in decision
@@ -260,7 +261,8 @@ def test_torch_compile_with_the_workbench_backend_gives_the_model(name: str) -> 
     with torch.no_grad():
         for inputs in (example, new_inputs(example)):
             _same(compiled(*inputs), model(*inputs), NOT_BITWISE.get(name, 0.0))
-    assert made and all(type(f.__self__).__name__ == "ScheduledModule" for f in made)
+    built = [f for graph in made for f in graph.built.built.values()]  # per input signature
+    assert built and all(type(f.__self__).__name__ == "ScheduledModule" for f in built)
     torch._dynamo.reset()
     by_name = torch.compile(model, backend="workbench", options={"policy": "min_streams"})
     with torch.no_grad():

@@ -10,25 +10,28 @@ from __future__ import annotations
 import os
 import shutil
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import workbench as wb
-from tests._browser import launch, legend_title_overlaps  # skips without Chromium/Playwright
+from tests._browser import (  # skips without Chromium/Playwright
+    legend_title_overlaps,
+    overflow_problems,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "test-artifacts"
 ASSETS = ROOT / "assets"
-FIGURES = ["wb-fig-makespan", "wb-fig-timelines", "wb-fig-memory", "wb-fig-lifetimes"]
+FIGURES = ["wb-fig-makespan", "wb-fig-timelines", "wb-fig-memory-peaks", "wb-fig-memory",
+           "wb-fig-lifetimes"]
 POLICIES = ["serial", "nnc", "wavefront", "asap", "dfs", "critical_path"]
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
+def browser(chromium: Any) -> Any:
+    return chromium  # one Chromium for the session (conftest)
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +53,17 @@ def _open(browser: Any, path: Path, width: int = 1280) -> tuple[Any, list[str]]:
         "n => document.querySelectorAll('.js-plotly-plot .main-svg').length >= n",
         arg=len(FIGURES), timeout=30_000)
     return page, errors
+
+
+@pytest.fixture(scope="module")
+def graph_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """README command 1's comparison: fused Inception V3 in graph mode, all 12 policies."""
+    comparison = wb.compare(wb.models.build("inception_v3"), device="h100", mode="graph",
+                            show_progress=False)
+    assert len(comparison.traces) == 12
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return comparison.to_html(tmp_path_factory.mktemp("graph") / "report.html")
 
 
 def _fits(page: Any, selector: str) -> dict[str, float]:
@@ -157,4 +171,47 @@ def test_missing_plotlyjs_is_said_in_each_figure(browser: Any, tmp_path: Path) -
     notes = page.locator(".plotly-graph-div .wb-nojs")
     assert notes.count() == len(FIGURES)
     assert "plotly.min.js is expected beside this file" in notes.first.text_content()
+    page.close()
+
+
+#: The box of a figure and what it draws: visible traces, the time axis, the menu's labels.
+FIGURE_STATE_JS = """id => { const gd = document.getElementById(id), r = gd.getBoundingClientRect();
+    const fl = gd._fullLayout;
+    return {height: r.height, right: r.right, width: r.width,
+            visible: gd._fullData.filter(d => d.visible === true).map(d => d.name),
+            xrange: fl.xaxis.range, x2: !!(fl.xaxis2 && fl.xaxis2.visible),
+            annotations: (fl.annotations || []).map(a => a.text)}; }"""
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_views_at_a_glance_are_drawn_whole(browser: Any, graph_report: Path, width: int) -> None:
+    """Issue 45, at 1,280 and 1,920 px: the timeline figure of 12 policies is one figure under
+    1,400 px tall in the table's order; the memory view is the peaks per policy and the best
+    policy's curves; neither (nor the "why" text, where the report has one) is clipped or
+    sticks out; the timelines' menu shows the best group alone on its own time axis."""
+    page, errors = _open(browser, graph_report, width=width)
+    timelines = page.evaluate(FIGURE_STATE_JS, "wb-fig-timelines")
+    assert timelines["height"] < 1_400, timelines["height"]
+    assert timelines["right"] <= width and timelines["annotations"][0].startswith("▶")
+    peaks = page.evaluate(FIGURE_STATE_JS, "wb-fig-memory-peaks")
+    curve = page.evaluate(FIGURE_STATE_JS, "wb-fig-memory")
+    assert peaks["visible"] == ["peak live", "planned arena"]
+    assert len(curve["visible"]) == 2 and curve["visible"][0].endswith(" in use")
+    for scope in ("#timelines", "#memory", *([".wb-why"] if page.locator(".wb-why").count()
+                                             else [])):
+        assert not overflow_problems(page, scope), (scope, overflow_problems(page, scope))
+        assert page.locator(scope).first.is_visible()
+    _, bad = legend_title_overlaps(page)
+    assert not bad, bad
+    # the menu, clicked as a reader would: the best group alone, its axis fitted to it
+    page.locator("#wb-fig-timelines").scroll_into_view_if_needed()
+    page.click("#wb-fig-timelines .updatemenu-header-group")
+    page.locator("#wb-fig-timelines .updatemenu-dropdown-button").nth(1).click()
+    page.wait_for_timeout(300)
+    alone = page.evaluate(FIGURE_STATE_JS, "wb-fig-timelines")
+    assert len(alone["annotations"]) == 1 and alone["annotations"][0].startswith("▶")
+    assert alone["xrange"][1] < 0.6 * timelines["xrange"][1]   # not serial's makespan
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#timelines").screenshot(path=str(ARTIFACTS / f"report_glance_{width}.png"))
+    assert not errors, errors
     page.close()

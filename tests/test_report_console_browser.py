@@ -5,19 +5,18 @@ every policy its own colour.  Headless Chromium, as the other browser tests."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import workbench as wb
-from tests._browser import launch  # skips without Chromium/Playwright
+from tests import _browser  # noqa: F401 - the import skips without Chromium/Playwright
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    yield from launch()
+def browser(chromium: Any) -> Any:
+    return chromium  # one Chromium for the session (conftest)
 
 
 def _report(graph: wb.Graph, policies: list[str] | None, path: Path) -> Path:

@@ -113,8 +113,10 @@ def test_every_chart_is_in_the_tables_order(cmp: Comparison, html: str) -> None:
     order = list(cmp.table["policy"])
     assert shown == order == ["wavefront", "nnc", "gpto", "serial"]
     assert _figure(html, "wb-fig-makespan")["data"][0]["y"] == order
+    # one row group per distinct timeline, headed "<b>a = b</b>: …", the best marked ▶
     titles = [a["text"] for a in _figure(html, "wb-fig-timelines")["layout"]["annotations"]]
-    assert [t.split(":")[0] for t in titles] == order
+    named = [p for t in titles for p in t.split("<b>")[1].split("</b>")[0].split(" = ")]
+    assert named == order and titles[0].startswith("▶ <b>wavefront")
     memory = [d["name"] for d in _figure(html, "wb-fig-memory")["data"]]
     assert [n.removesuffix(" in use") for n in memory if n.endswith(" in use")] == order
 
@@ -124,6 +126,11 @@ def test_memory_chart_has_one_axis(html: str) -> None:
     assert "yaxis2" not in fig["layout"]
     assert all(d.get("yaxis", "y") == "y" for d in fig["data"])
     assert "reserved" in fig["layout"]["yaxis"]["title"]["text"]
+    # issue 45: the best policy's curves only, the others a menu away
+    shown = [d["name"] for d in fig["data"] if d.get("visible", True) is True]
+    assert shown == ["wavefront in use", "wavefront reserved"]
+    peaks = _figure(html, "wb-fig-memory-peaks")
+    assert peaks["data"][0]["y"] == ["wavefront", "nnc", "gpto", "serial"]
 
 
 # ------------------------------------------------------------------------------ the words
@@ -164,7 +171,7 @@ def test_every_column_header_is_defined_in_a_tooltip(html: str) -> None:
     assert not missing, missing
     tips = {label: unescape(re.search(r'title="([^"]*)"', attrs).group(1))  # type: ignore[union-attr]
             for attrs, label in headers}
-    assert "device capacity" in tips["total work (µs)"]
+    assert "device capacity" in tips["work at peak (µs)"]
     assert "serial's makespan" in tips["speedup vs serial"]
     assert "cross-stream" in tips["syncs"]
 

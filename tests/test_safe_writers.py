@@ -132,7 +132,7 @@ def test_plotlyjs_never_writes_through_a_planted_symlink(tmp_path: Path) -> None
     folder = tmp_path / "pages"
     folder.mkdir()
     (folder / PLOTLYJS_FILE).symlink_to(victim)
-    with pytest.raises(OutputError, match="is a symbolic link; refusing to write through it"):
+    with pytest.raises(OutputError, match=r"is a symbolic link .*\(remove it\)"):
         write_plotlyjs(folder)
     assert victim.read_text() == "secret\n"
     assert (folder / PLOTLYJS_FILE).is_symlink()
@@ -189,15 +189,28 @@ def test_plotlyjs_refuses_a_fifo_instead_of_hanging(tmp_path: Path) -> None:
                                     "replace it (give a file name)")
 
 
+def test_a_plotly_min_js_that_is_not_plotly_is_never_replaced(tmp_path: Path) -> None:
+    """``--plotlyjs directory`` replaced a user's own, unrelated ``plotly.min.js`` (issue 43
+    #6); an older plotly.js build is still refreshed."""
+    mine = tmp_path / PLOTLYJS_FILE
+    mine.write_text("my own notes\n")
+    with pytest.raises(OutputError, match="is not a plotly.js build"):
+        write_plotlyjs(tmp_path)
+    assert mine.read_text() == "my own notes\n"
+    mine.write_text("/**\n* plotly.js v0.1.0\n*/\n")
+    write_plotlyjs(tmp_path)
+    assert mine.stat().st_size > 1_000_000
+
+
 def test_plotlyjs_on_a_full_disk_keeps_the_old_copy(tmp_path: Path) -> None:
     """The audit's full disk: a file-size limit of 64 KiB (the write fails part-way as on a full
     disk) gave a 21-line traceback and a truncated 64 KiB copy."""
     old = tmp_path / PLOTLYJS_FILE
-    old.write_text("an older plotly.js\n")
+    old.write_text("/**\n* plotly.js v0.1.0 (an older copy)\n*/\n")
     done = _child(WRITE_PLOTLYJS, str(tmp_path), str(64 * 1024))
     assert done.returncode == 3 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "the old file, if any, is unchanged" in done.stderr
-    assert old.read_text() == "an older plotly.js\n"
+    assert old.read_text() == "/**\n* plotly.js v0.1.0 (an older copy)\n*/\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [PLOTLYJS_FILE]   # no temporary left
 
 
@@ -223,11 +236,11 @@ def test_enospc_part_way_leaves_the_old_file(tmp_path: Path,
 
     monkeypatch.setattr(os, "fdopen", lambda *a, **k: Full(real_fdopen(*a, **k)))
     old = tmp_path / PLOTLYJS_FILE
-    old.write_text("old\n")
+    old.write_text("/**\n* plotly.js v0.1.0\n*/\n")
     with pytest.raises(OutputError) as exc:
         write_plotlyjs(tmp_path)
     assert "No space left on device" in str(exc.value) and "\n" not in str(exc.value)
-    assert old.read_text() == "old\n"
+    assert old.read_text() == "/**\n* plotly.js v0.1.0\n*/\n"
     assert [p.name for p in tmp_path.iterdir()] == [PLOTLYJS_FILE]
     with pytest.raises(OutputError, match="No space left on device"):
         _atomic.write_text(tmp_path / "report.html", "x" * 100_000)

@@ -383,7 +383,7 @@ def test_run_on_the_fake_gpu_gives_the_cpu_outputs(fake_cuda: FakeCuda, mode: st
     trace = runner.run(sched, mode=mode, warmup=1, repeats=3, verify=True, return_outputs=True)
     assert trace.mode == mode and trace.executor == "torch" and trace.device == "Fake H200"
     meta = trace.meta
-    assert meta["torch_device"] == "cuda" and meta["peak_memory_bytes"] == 4096
+    assert meta["torch_device"] == "cuda:0" and meta["peak_memory_bytes"] == 4096
     assert meta["streams"] == sched.n_streams and meta["syncs"] == sched.n_syncs
     assert meta["device_info"]["sm_count"] == 132 and meta["simulated_device"] == "h200"
     assert meta["verified"] and len(meta["makespans_us"]) == 3

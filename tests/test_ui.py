@@ -93,12 +93,15 @@ def test_import_workbench_does_not_load_the_ui() -> None:
 
 def test_defaults() -> None:
     a = Workbench()
-    slow = {n for n in wb.policies() if wb.schedulers.POLICIES.get(n).slow}
-    assert "ios" in slow and set(a.policies.value) == set(wb.policies()) - slow
+    # issue 45: every registered policy (ios too), every row of the list shown, graph mode
+    assert a.policies.value == tuple(wb.policies()) and "ios" in a.policies.value
+    assert a.policies.rows == len(wb.policies())
     assert a.source.value == "model" and a.model.value == "inception_v3"
+    assert "inception_v3" in a.graph_info.value and "ops" in a.graph_info.value  # before Run
     assert a.tabs.titles == ("Table", "Timelines", "Memory", "DAG", "Report")
     assert a.device.value == "h100" and list(a.device.options) == wb.devices()
-    assert a.mode.options == ("eager", "graph") and a.planner.value == "somas"
+    assert a.mode.options == ("eager", "graph") and a.mode.value == "graph"
+    assert a.planner.value == "somas"
     assert "none" in a.planner.options
     assert a.export_button.disabled and a.comparison is None
     assert a.options_for.value == a.policies.value[0]  # its options form is shown
@@ -122,7 +125,16 @@ def test_run_fills_every_tab(ran: Workbench) -> None:
     assert "wb-table" in app.table_html.value
     fig = app.timelines_out.outputs[0]["data"][PLOTLY_MIME]
     assert fig["layout"]["title"]["text"].startswith("timelines of raf_three_branches")
-    assert len(app.memory_out.outputs) == 1 and PLOTLY_MIME in app.memory_out.outputs[0]["data"]
+    # one figure, the groups in rank order, the best marked; the memory tab: peaks + curve
+    headers = [a["text"] for a in fig["layout"]["annotations"]]
+    ranked = list(ranking(c.table)["policy"])
+    assert [h.split("<b>")[1].split(" ")[0].split("<")[0] for h in headers] == [
+        p for p in ranked if any(f"<b>{p}" in h for h in headers)]
+    assert headers[0].startswith("▶") and c.best in headers[0]
+    assert len(app.memory_out.outputs) == 2
+    peaks, curve = (o["data"][PLOTLY_MIME] for o in app.memory_out.outputs)
+    assert list(peaks["data"][0]["y"]) == ranked
+    assert curve["layout"]["title"]["text"].endswith(c.best)
     lifetimes = app.lifetime_out.outputs[0]["data"][PLOTLY_MIME]
     assert lifetimes["layout"]["title"]["text"].startswith(c.best)
     assert "<svg" in app.dag_html.value and f"Streams of <b>{c.best}</b>" in app.dag_html.value
@@ -141,6 +153,12 @@ def test_selecting_a_row_drives_the_other_tabs(ran: Workbench) -> None:
     assert app.dag_html.value != before and "Streams of <b>serial</b>" in app.dag_html.value
     title = app.lifetime_out.outputs[0]["data"][PLOTLY_MIME]["layout"]["title"]["text"]
     assert title.startswith("serial")
+    # the Timelines and Memory tabs follow the selection (issue 45)
+    timelines = app.timelines_out.outputs[0]["data"][PLOTLY_MIME]["layout"]
+    marked = [a["text"] for a in timelines["annotations"] if a["text"].startswith("▶")]
+    assert len(marked) == 1 and "<b>serial" in marked[0]
+    curve = app.memory_out.outputs[1]["data"][PLOTLY_MIME]["layout"]
+    assert curve["title"]["text"].endswith("serial")
     assert ui_results.SELECTED_ROW_CSS in app.table_html.value
     app.selected.value = "wavefront"  # the dropdown above the tabs drives the table too
     assert app.table_select.value == "wavefront"
@@ -173,9 +191,38 @@ def test_random_dag_source(app: Workbench) -> None:
     assert app.random_size.description == "size (n_layers)"
     assert set(app.random_form.widgets) == {"width", "edge_prob"}
     app.random_size.value, app.random_seed.value = 5, 3
+    # the info line follows the form before Run (issue 45: it stayed stale until Run)
+    assert wb.models.layered_dag(5, 4, edge_prob=0.3, seed=3).name in app.graph_info.value
+    app.random_form.widgets["width"].value = 2
+    assert wb.models.layered_dag(5, 2, edge_prob=0.3, seed=3).name in app.graph_info.value
+    app.random_form.widgets["width"].value = 4
     app.run(wait=True)
     assert app.error.value == ""
     assert app.graph == wb.models.layered_dag(5, 4, edge_prob=0.3, seed=3)
+
+
+def test_graph_info_follows_the_form_and_says_what_is_wrong(app: Workbench) -> None:
+    app.model.value = "transformer_block"
+    assert "transformer" in app.graph_info.value and "22 ops" in app.graph_info.value
+    app.model_form.widgets["layers"].value = 2
+    assert f"{len(wb.models.build('transformer_block', layers=2))} ops" in app.graph_info.value
+    app.source.value = "upload"
+    assert "no graph uploaded yet" in app.graph_info.value
+    app.source.value = "model"
+    assert "transformer" in app.graph_info.value
+
+
+def test_random_form_labels_are_not_cut() -> None:
+    """Issue 45: "size (n_layers)" showed as "size (n_la…": the graph source's fields have the
+    options forms' label width."""
+    from workbench.ui.forms import FORM_STYLE
+
+    a = Workbench()
+    for w in (a.random_family, a.random_size, a.random_seed):
+        assert w.style.description_width == FORM_STYLE["description_width"]
+    widest = max(len(f"size ({p})") for p, _ in
+                 __import__("workbench.ui.sources", fromlist=["x"]).RANDOM_FAMILIES.values())
+    assert int(FORM_STYLE["description_width"].removesuffix("px")) >= 7 * widest
 
 
 def test_policy_options_form(app: Workbench) -> None:
@@ -190,7 +237,10 @@ def test_policy_options_form(app: Workbench) -> None:
     app.run(wait=True)
     assert app.error.value == ""
     opts = result(app).settings["options"]["ios"]
-    assert opts == {"r": 2, "s": 3, "device": "a100"}  # the app's device reaches the IOS oracle
+    # the app's device (and its mode, where IOS's own default differs) reach the IOS oracle
+    mode = {} if wb.schedulers.POLICIES.get("ios").options().get("mode") == app.mode.value \
+        else {"mode": app.mode.value}
+    assert opts == {"r": 2, "s": 3, "device": "a100", **mode}
     assert result(app).device == "a100"
 
 
@@ -318,6 +368,42 @@ def test_export_report(ran: Workbench, tmp_path: Path) -> None:
     assert 'href="data:text/html;base64,' in link
     small = ui_results.report_link_html(path, data_uri_max=10)
     assert "data:" not in small and str(path.resolve()) in small
+
+
+def test_export_is_disabled_while_a_run_is_in_flight(app: Workbench, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 45: Export clicked mid-run wrote the previous comparison under the new graph's
+    view.  The button is disabled from Run until the run ends (success or failure), and
+    :meth:`Workbench.export` refuses while it runs."""
+    import threading
+
+    app.model.value, app.policies.value, app.planner.value = "nnc_diamond", ("serial",), "none"
+    app.run(wait=True)
+    first = result(app)
+    assert not app.export_button.disabled
+    real, go_on = wb.compare, threading.Event()
+
+    def held(*args: Any, fail: bool = False, **kwargs: Any) -> wb.Comparison:
+        go_on.wait(30)
+        if fail:
+            raise RuntimeError("boom")
+        return real(*args, **kwargs)
+
+    for fail in (False, True):
+        go_on.clear()
+        monkeypatch.setattr(wb, "compare", lambda *a, _f=fail, **k: held(*a, fail=_f, **k))
+        before = app.comparison
+        app.run()
+        assert app.running and app.export_button.disabled
+        assert app.export(tmp_path / "mid.html") is None and not (tmp_path / "mid.html").exists()
+        assert "run is in flight" in app.error.value
+        go_on.set()
+        app.join(timeout=60)
+        assert not app.running and not app.export_button.disabled   # re-enabled either way
+        assert (app.comparison is before) == fail and app.comparison is not None
+    assert app.comparison is not first
+    written = app.export(tmp_path / "after.html")
+    assert written is not None and written.exists()
 
 
 def test_export_before_run_and_bad_path(app: Workbench, tmp_path: Path) -> None:

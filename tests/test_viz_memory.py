@@ -235,7 +235,8 @@ def test_report_has_a_memory_section(inception_comparison: Comparison) -> None:
         html = report.render(c)
     assert html.count(PLOTLY_JS_MARKER) == 1
     ids = re.findall(r'<div id="([^"]+)" class="plotly-graph-div"', html)
-    assert ids == ["wb-fig-makespan", "wb-fig-timelines", "wb-fig-memory", "wb-fig-lifetimes"]
+    assert ids == ["wb-fig-makespan", "wb-fig-timelines", "wb-fig-memory-peaks", "wb-fig-memory",
+                   "wb-fig-lifetimes"]
     packed = re.findall(r'<script type="application/x-wb-figure" data-div="([^"]+)">', html)
     assert packed == ids  # each figure's JSON beside its div, drawn by one loader
     assert '<section id="memory"><h2>Memory</h2>' in html and 'href="#memory"' in html

@@ -139,8 +139,9 @@ def cli_files(case: Any, workdir: str) -> tuple[str, str]:
 def writer(case: Any, workdir: str) -> Any:
     """``data``: (writer, target name); the target is planted first (``extra["plant"]``).
     Writers: ``json``/``dot`` (``wb.save``), ``chrome`` (``save_chrome_trace``), ``device``,
-    ``calibration``.  A planted symlink target must be written through (the link stays, its
-    file changes), else ``silent``."""
+    ``calibration``.  A planted symlink target must be refused unless the case follows links
+    (``extra["follow"]``), and then written through (the link stays, its file changes), else
+    ``silent``."""
     import workbench as wb
 
     wd = Path(workdir)
@@ -151,6 +152,22 @@ def writer(case: Any, workdir: str) -> Any:
     if not target.is_absolute():
         target = wd / target
     graph = wb.models.random_dag(6, seed=3)
+    with wb.follow_symlinks(case.extra.get("follow", False)):
+        _write_with(which, graph, target)
+    if os.path.lexists(target) and case.extra.get("plant") and \
+            dict(case.extra["plant"]).get(target.name) == "link":
+        if not target.is_symlink():
+            return ("silent", "the symlink target was replaced by a file, not written through")
+        if target.read_bytes() == OLD:
+            return ("silent", "the symlink's file still holds the old bytes")
+    if case.refuse:
+        return ("silent", "written to a target that must be refused")
+    return None
+
+
+def _write_with(which: str, graph: Any, target: Path) -> None:
+    import workbench as wb
+
     if which in ("json", "dot"):
         wb.save(graph, target)
     elif which == "chrome":
@@ -167,15 +184,6 @@ def writer(case: Any, workdir: str) -> Any:
         save_calibration({"n0": 5.0}, target)
     else:
         raise AssertionError(f"unknown writer {which!r}")
-    if os.path.lexists(target) and case.extra.get("plant") and \
-            dict(case.extra["plant"]).get(target.name) == "link":
-        if not target.is_symlink():
-            return ("silent", "the symlink target was replaced by a file, not written through")
-        if target.read_bytes() == OLD:
-            return ("silent", "the symlink's file still holds the old bytes")
-    if case.refuse:
-        return ("silent", "written to a target that must be refused")
-    return None
 
 
 def import_roundtrip(case: Any, workdir: str) -> Any:

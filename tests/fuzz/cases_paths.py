@@ -7,9 +7,10 @@ FIFO read is a hang).  And the same things as each *output* path (``-o``, ``--ta
 ``--export-trace``, ``import -o``, ``calibrate -o``, ``--plotlyjs directory`` with a planted
 ``plotly.min.js``).
 
-``writer``: output targets of the API writers and the CLI: a symlink (written through), a FIFO,
-a directory, ``/dev/null``, a symlink loop, a 300-character name, a missing folder, a read-only
-folder (root may write there), and the CLI with stdout closed or on ``/dev/full``.
+``writer``: output targets of the API writers and the CLI: a symlink (refused; written through
+when the user follows links), a FIFO, a directory, ``/dev/null``, a symlink loop, a
+300-character name, a missing folder, a read-only folder (root may write there), and the CLI
+with stdout closed or on ``/dev/full``.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from tests.fuzz.runner import Case
 
 #: Hostile things an input path may be, each of which must be refused.
 BAD_INPUTS = ("fifo", "dir", "zero", "sparse", "loop", "missing")
-#: Output targets that must be refused, and those that may be written (``link``: through it).
-BAD_OUTPUTS = ("fifo", "dir", "zero", "loop", "devnull", "long", "no folder")
-OK_OUTPUTS = ("link", "readonly", "dangling", "real")
+#: Output targets that must be refused (a planted symbolic link too, issue 43 #6), and those
+#: that may be written (``followed link``: a link written through when the user asks for it).
+BAD_OUTPUTS = ("fifo", "dir", "zero", "loop", "devnull", "long", "no folder", "link",
+               "dangling")
+OK_OUTPUTS = ("followed link", "readonly", "real")
 _G = "{wd}/g.json"
 _QUICK = ["--policies", "serial,nnc", "--no-progress", "--budget", "20"]
 
@@ -41,6 +44,8 @@ def _target(kind: str, suffix: str) -> tuple[str, list[tuple[str, str]]]:
         return "{wd}/no/such/" + name, []
     if kind == "readonly":
         return "{wd}/ro/" + name, [("ro", "readonly")]
+    if kind == "followed link":
+        return "{wd}/" + name, [(name, "link")]
     if kind in ("missing", "dangling", "link", "real"):
         return "{wd}/" + name, [(name, kind)]
     return "{wd}/" + name, [(name, kind)]
@@ -103,8 +108,10 @@ def _output_case(rng: random.Random, family: str) -> Case:
     path, more = _target(kind, _SUFFIX[slot])
     argv[-1] = path
     extra: dict[str, Any] = {"plant": plant + more, "time_limit_s": 40}
-    if kind == "link":
+    if kind in ("link", "followed link"):
         extra["link"] = [path.rsplit("/", 1)[1]]
+    if kind == "followed link":
+        argv.append("--follow-symlinks")
     return Case(family, f"out {slot}: {kind}", "actions_cli.cli_files", argv,
                 kind in BAD_OUTPUTS, extra)
 
@@ -147,4 +154,5 @@ def writer(rng: random.Random, scale: int) -> Case:
     suffix = ".dot" if which == "dot" else ".json"
     path, plant = _target(kind, suffix)
     return Case("writer", f"{which} to {kind}", "actions_cli.writer", (which, path),
-                kind in BAD_OUTPUTS, {"plant": plant, "time_limit_s": 20})
+                kind in BAD_OUTPUTS, {"plant": plant, "time_limit_s": 20,
+                                      "follow": kind == "followed link"})

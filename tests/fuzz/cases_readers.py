@@ -9,8 +9,8 @@ id (a pid, a tid, a node id) any one-line outcome will do, never a raw ``ValueEr
 
 ``corrupt_et``: a flat Execution Trace (a root and ops under it linked by tensor ids) whose
 ``ctrl_deps`` form a cycle, or whose ids repeat: it must be refused, or loaded with a warning
-that names the cycle or the duplicate (silently dropping ops is the bug of issue 34 #3).  A
-valid one, or one whose op names itself as its parent (a second root), must keep every op.
+that names the cycle or the duplicate (silently dropping ops is the bug of issue 34 #3); one whose
+op names itself as its parent must be refused (issue 43 #5).  A valid one must keep every op.
 """
 
 from __future__ import annotations
@@ -178,9 +178,9 @@ def corrupt_et(rng: random.Random, scale: int) -> Case:
     elif kind == "duplicate whole node":
         nodes.insert(rng.randrange(1, len(nodes)), json.loads(json.dumps(nodes[i])))
     text = json.dumps({"schema": rng.choice(["1.0.1", "1.1.1"]), "nodes": nodes})
-    # an op that names itself as its parent is a second root (the root names itself): no op
-    # may be lost, but it need not be refused
-    ok = kind in ("valid", "self parent")
+    # an op that names itself as its parent hides whether it runs under an operator: only the
+    # root scope may name itself (issue 43 #5), so it is refused like the cycles
+    ok = kind == "valid"
     return Case("corrupt_et", f"{kind} ({n} ops)", "actions_io.read_file", ("et", "et.json", text),
                 not ok, {"warn_ok": ("cycle", "duplicate", "twice", "repeated"),
                          "expect_ops": n if ok else None, "time_limit_s": 30})

@@ -1,0 +1,43 @@
+"""``benchmarks/stages.py`` runs on small sizes: the baselines order every op, each stage row
+has its times, exponent and ratio, the size budget skips, and an unknown stage is refused."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests._benchmarks import load_benchmark
+
+stages = load_benchmark("stages")
+
+
+@pytest.mark.parametrize("family", ["chain", "fan", "random"])
+def test_the_baselines_give_topological_orders(family: str) -> None:
+    graph = stages.FAMILIES[family](300)
+    position = {}
+    for fn in (stages.kahn, stages.list_scheduler):
+        order = fn(graph)
+        assert sorted(order) == list(range(len(graph)))
+        position = {v: k for k, v in enumerate(order)}
+        assert all(position[i] < position[j]
+                   for i, js in enumerate(graph.succ_index) for j in js)
+    assert position  # both ran
+
+
+def test_rows_name_every_stage_with_times_exponent_and_ratio() -> None:
+    chosen = stages.select("list_scheduler,kahn,networkx,nnc,plan:naive,plan_nnc:somas")
+    assert chosen == ["list_scheduler", "kahn", "networkx", "nnc", "plan:naive", "plan_nnc:somas"]
+    rows = stages.measure(["fan"], [100, 200], chosen, rounds=1, mib=True)
+    assert [r["stage"] for r in rows] == chosen
+    for row in rows:
+        assert row["100"] >= 0 and row["200"] >= 0 and row["MiB 200"] >= 0
+        assert math.isfinite(row["exponent"]) and row["x_list"] > 0
+    assert next(r for r in rows if r["stage"] == "list_scheduler")["x_list"] == 1.0
+
+
+def test_a_size_over_the_budget_is_skipped_and_an_unknown_stage_refused() -> None:
+    rows = stages.measure(["chain"], [100, 10_000], ["plan:naive"], budget_s=-1.0, rounds=1)
+    assert rows[0]["100"] >= 0 and math.isnan(rows[0]["10,000"])
+    with pytest.raises(SystemExit, match="unknown stage 'plan:nieve'"):
+        stages.select("plan:nieve")
