@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/fidelity_probes.py [--device cuda] [--out results/probes]
     .venv/bin/python benchmarks/fidelity_probes.py --device cpu --quick    # the CPU smoke run
 
-(From a git worktree, put ``PYTHONPATH=.`` in front, as for ``benchmarks/gpu_torch.py``.)
+(The checkout's ``workbench`` is imported: the repository root is put first on ``sys.path``.)
 
 1. **Per-op timelines of the measured schedules.**  On the H200 the simulator gives nnc,
    min_streams, asap, gpto and critical_path the same makespan at Inception V3 batch 1 (their
@@ -24,7 +24,8 @@
 Meant to take a few minutes on an H100/H200 (not yet run on one: no GPU was lent when it was
 written; ``--repeats``, ``--alone-repeats``; ``--skip-alone`` leaves part 2 out).
 ``--quick`` runs serial, nnc and gpto of SqueezeNet b1 in fp32 and a tiny SqueezeNet's
-stand-alone table, one repeat each: the whole path on a CPU.  Writes
+stand-alone table, one repeat each: the whole path on a CPU.  Each row is written as soon as it
+is measured (``--cases``, JSON lines, default ``<out>/probes_cases.jsonl``).  Writes
 ``<out>/probes.json``, ``<out>/<case>_<policy>_<precision>.csv`` and
 ``<out>/tf32_profile.json``, and prints the table.
 """
@@ -33,9 +34,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._cases import append_case  # noqa: E402
 
 #: (network, batch): the cases whose policies the simulator ties and the GPU separates.
 CASES = (("inception_v3", 1), ("squeezenet", 1))
@@ -57,7 +63,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--skip-alone", action="store_true", help="leave the TF32 table out")
     parser.add_argument("--quick", action="store_true", help="a CPU smoke run")
     parser.add_argument("--out", default="results/probes")
+    parser.add_argument("--cases", default=None,
+                        help="JSON-lines file each row is appended to as soon as it is measured "
+                             "(default: <out>/probes_cases.jsonl)")
     args = parser.parse_args(argv)
+    args.cases = args.cases or str(Path(args.out) / "probes_cases.jsonl")
     if args.repeats < 1 or args.warmup < 0 or args.alone_repeats < 1:
         parser.error("--repeats and --alone-repeats must be at least 1, --warmup at least 0")
     if args.quick:
@@ -98,6 +108,7 @@ def probe_case(network: str, batch: int, policies: tuple[str, ...], precisions: 
                                    repeats=args.repeats, device=args.device)
             except WorkbenchError as exc:
                 rows.append({**row, "status": f"failed: {exc}"})
+                append_case(args.cases, "probes", rows[-1])
                 continue
             row.update(status="ok", **trace_summary(trace))
             if policy == "serial":
@@ -109,6 +120,7 @@ def probe_case(network: str, batch: int, policies: tuple[str, ...], precisions: 
             row["sim_error"] = sim / row["makespan_us"] - 1 if row["makespan_us"] else None
             trace.df.to_csv(out / f"{case}_{policy}_{precision}.csv", index=False)
             rows.append(row)
+            append_case(args.cases, "probes", row)
     return rows
 
 

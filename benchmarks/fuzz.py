@@ -1,4 +1,4 @@
-"""Fuzz the workbench with thousands of generated hostile inputs (issues 27 and 34).
+"""Fuzz the workbench with thousands of generated hostile inputs (issues 27, 34 and 43).
 
     python benchmarks/fuzz.py --inputs 3000 --seed 1 --findings /tmp/fuzz_findings.md
     python benchmarks/fuzz.py --inputs 3000 --seed 1 --case 1234     # rerun one case
@@ -6,7 +6,9 @@
 Every family of :mod:`tests.fuzz.families`: the issue-27 input kinds (DOT, JSON edge lists and
 full form, ONNX, PyTorch traces, execution traces, CLI options, Python API options) and the
 issue-34 ones (op attribute extremes, huge integers, corrupt execution traces, hostile paths,
-writers, nested control flow, round trips, option combinations).  Each input runs in a worker
+writers, nested control flow, round trips, option combinations) and the issue-43 ones
+(side-effect schedules, ONNX external data and structure, data-dependent torch modules, hostile
+names under an ASCII terminal).  Each input runs in a worker
 under a time limit and a 4 GiB memory limit (:mod:`tests.fuzz.runner`).  Prints the outcome
 counts per family (clean, ok, silent, traceback, hang, oom, roundtrip), then the first examples
 of each bad outcome with a reproducer (``--case K`` with the same ``--inputs``/``--seed``/

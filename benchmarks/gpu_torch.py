@@ -3,8 +3,7 @@
     .venv/bin/python benchmarks/gpu.py --executor torch [--device cuda] [--out results/gpu_torch]
     .venv/bin/python benchmarks/gpu_torch.py --device cpu --quick       # the CPU smoke run
 
-(From a git worktree, put ``PYTHONPATH=.`` in front: a script's own folder, not the current one,
-is first on ``sys.path``, so the venv's installed ``workbench`` would be imported otherwise.)
+(The checkout's ``workbench`` is imported: the repository root is put first on ``sys.path``.)
 
 Inception V3, SqueezeNet, RandWire and NASNet-A large (the IOS paper's networks, as
 :func:`workbench.simulator.fidelity.network` builds them) at batch 1 and 16; every policy; ``eager``
@@ -24,8 +23,10 @@ skipped, and so is each (precision, mode) block of a case (graph fp32 runs first
 get ``--ios-budget-s`` each, the measured oracle ``--oracle-budget-s`` at ``--oracle-batches``
 (default: batch 1); whatever was trimmed is printed and kept in the JSON (``trimmed``).
 ``--quick`` runs tiny sizes (small resolutions, batch 1, the test-suite search options, 1
-repeat) so the whole path is smoke-tested on a CPU.  Writes
-``<out>/gpu_torch_results.json`` and prints the table.
+repeat) so the whole path is smoke-tested on a CPU.  A graph's drawn weights are drawn once for
+all its runs (the torch executor keeps them per graph).  Each row is written as soon as it is
+measured (``--cases``, JSON lines, default ``<out>/gpu_torch_cases.jsonl``); at the end
+``<out>/gpu_torch_results.json`` holds them all and the table is printed.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._cases import append_case  # noqa: E402
 
 NETWORKS = ("inception_v3", "squeezenet", "randwire", "nasnet_a_large")
 #: (network, batch) in the order they run: those with reference figures first.
@@ -76,9 +81,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         help="batches that get the ios[oracle=torch] row (default: 1)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a CPU smoke run)")
     parser.add_argument("--out", default="results/gpu_torch")
+    parser.add_argument("--cases", default=None,
+                        help="JSON-lines file each row is appended to as soon as it is measured "
+                             "(default: <out>/gpu_torch_cases.jsonl)")
     args = parser.parse_args(argv)
     if args.quick:
         args.batches, args.repeats, args.warmup = "1", 1, 0
+    args.cases = args.cases or str(Path(args.out) / "gpu_torch_cases.jsonl")
     return args
 
 
@@ -199,6 +208,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                              "mode": mode, "policy": p, "streams": sched.n_streams, **cells,
                              "ref_h200_us": ref,
                              "vs_ref": span / ref - 1.0 if ref and span == span else None})
+                _speedups(rows)  # serial runs first in each setting: this row's is known
+                append_case(args.cases, "gpu_torch", rows[-1])
     _speedups(rows)
     return {"device": info, "settings": vars(args), "rows": rows, "trimmed": trimmed,
             "wall_s": time.perf_counter() - t0}

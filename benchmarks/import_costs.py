@@ -17,7 +17,8 @@ architectures of ``tests/model_zoo.py`` instead), imported through
 * ``dynamo``: ``torch.onnx.export(..., dynamo=True, opset_version=18)`` then ``wb.load``,
 
 each row gives the op count, the ops with a default cost (``attrs["cost"] == "default"``) and
-their kinds, the GEMM FLOPs (convolutions, matrix products, attention) against
+their kinds, the GEMM FLOPs (convolutions of every rank, matrix products, attention, the
+recurrent cells' products: :func:`workbench.values.shape_costs.gemm_flops`) against
 ``FlopCounterMode`` run with the math SDPA backend (``gemm_err``), the simulated serial
 makespan on h100 in graph mode and the import time (export excluded).  A failed export or import
 is a row with its one-line error.  Prints the table; ``--out`` writes it as CSV too.
@@ -39,7 +40,7 @@ from typing import Any
 import pandas as pd
 
 import workbench as wb
-from workbench.values.ops import OPS
+from workbench.values.shape_costs import gemm_flops
 
 PATHS = ("fx", "legacy", "dynamo")
 REAL = ("resnet50 inception_v3 mobilenet_v3_large efficientnet_b0 shufflenet_v2_x1_0 swin_t "
@@ -77,10 +78,15 @@ def build(name: str, zoo: bool) -> tuple[Any, tuple[Any, ...]]:
 
 
 def reference_gemm_flops(model: Any, example: tuple[Any, ...]) -> float:
+    """FlopCounterMode's FLOPs of a forward, attention on the math path and oneDNN off (its
+    fused CPU LSTM is one kernel the counter does not see; off, the LSTM runs the addmm/mm
+    it counts)."""
+    import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+    with torch.backends.mkldnn.flags(enabled=False), sdpa_kernel(SDPBackend.MATH), \
+            FlopCounterMode(display=False) as counter:
         model(*example)
     return float(counter.get_total_flops())
 
@@ -105,8 +111,8 @@ def imported(path: str, model: Any, example: tuple[Any, ...], folder: Path,
 def row(name: str, path: str, graph: wb.Graph, seconds: float, reference: float
         ) -> dict[str, Any]:
     defaulted = Counter(op.kind for op in graph.ops if op.attrs.get("cost") == "default")
-    gemm = sum(op.flops for op in graph.ops
-               if op.kind in OPS and (OPS[op.kind].gemm or op.kind == "attention"))
+    gemm = sum(gemm_flops(op, graph.tensor(op.inputs[0]).shape if op.inputs else None)
+               for op in graph.ops)
     run = wb.simulate(wb.schedule(graph, "serial"), "h100", mode="graph")
     return {"model": name, "path": path, "ops": len(graph), "kernels": int(run.df["kernels"].sum()),
             "default_cost": sum(defaulted.values()),

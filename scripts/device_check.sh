@@ -1,32 +1,17 @@
 #!/usr/bin/env bash
-# The GPU checks, as one command for a lent GPU machine (the device tool runs it in the
-# repository root; its image has torch, torchvision, timm, pandas, networkx, hypothesis, pytest):
-#   bash scripts/device_check.sh            # results and logs under $OUT (or results/device)
-# Steps, each bounded so the whole stays under the device tool's 10 minutes per command:
-#   1. pytest -m "gpu or torch_gpu"                      (~2 min)
-#   2. benchmarks/accelerate.py --no-compile             (real models: eager, CUDA graph, every
-#                                                         policy, auto; <= ACCEL_BUDGET_S)
-#   3. benchmarks/gpu.py --executor torch                (the IOS networks; <= GPU_BUDGET_S)
-#   4. benchmarks/fidelity_probes.py                     (the simulator's open H200 misses)
-# Set STEPS="1 2" to run some of them.  The workbench runs from the checkout (PYTHONPATH=.);
-# nothing is installed.
+# The GPU checks, run 1 of 2, as one command for a lent GPU machine: at most 8 minutes on one
+# H100/H200 with nothing installed or carried (its image has torch, torchvision, timm, pandas,
+# networkx, hypothesis, pytest and CuPy, no plotly or graphviz):
+#   bash scripts/device_check.sh                     # results under $OUT (else results/device)
+#   WORKBENCH_COMMIT=<sha> bash scripts/device_check.sh   # the commit, where the copy has no .git
+# Steps (their budgets are printed first; python3 scripts/device_check.py --run 1 --plan):
+#   1. warmup            GPU clocks up (~10 s of matrix products), provenance
+#   2. pytest_torch_gpu  pytest -m torch_gpu (modules needing plotly/graphviz skip at collection)
+#   3. accelerate_b1     benchmarks/accelerate.py, batch 1, fp32 and TF32, NASNet-A last
+# Everything comes back in at most 8 files: summary.txt (read first), summary.json, pytest.log,
+# cases.jsonl (each benchmark case as soon as it is measured), results.tar.gz.
+# bash scripts/device_check_2.sh covers the rest (CuPy tests, torch.compile, batch 16, ...).
+# STEPS="warmup accelerate_b1" runs some steps; PYTHON picks the interpreter (default python3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-export PYTHONPATH=. PYTHONUNBUFFERED=1
-out="${OUT:-results/device}"
-mkdir -p "$out"
-steps="${STEPS:-1 2 3 4}"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee "$out/gpu.txt"
-for step in $steps; do
-  case "$step" in
-    1) timeout 180 python3 -m pytest -q -p no:cacheprovider -m "gpu or torch_gpu" \
-         2>&1 | tail -n 40 | tee "$out/pytest_gpu.log" ;;
-    2) timeout "${ACCEL_TIMEOUT_S:-300}" python3 benchmarks/accelerate.py --no-compile \
-         --budget-s "${ACCEL_BUDGET_S:-240}" --out "$out" 2>&1 | tee "$out/accelerate.log" ;;
-    3) timeout "${GPU_TIMEOUT_S:-240}" python3 benchmarks/gpu.py --executor torch \
-         --budget-s "${GPU_BUDGET_S:-150}" --out "$out" 2>&1 | tail -n 60 | tee "$out/gpu.log" ;;
-    4) timeout 120 python3 benchmarks/fidelity_probes.py --out "$out" \
-         2>&1 | tail -n 60 | tee "$out/probes.log" ;;
-    *) echo "device_check: unknown step $step (steps: 1 2 3 4)" >&2 ;;
-  esac
-done
+exec "${PYTHON:-python3}" scripts/device_check.py --run 1 --out "${OUT:-results/device}" "$@"
