@@ -505,11 +505,19 @@ def test_devices_compare_by_index_and_the_model_is_not_copied() -> None:
 
 
 # ------------------------------------------------------------------------------ time, budgets
-@pytest.mark.parametrize("name", list(ZOO))
+@pytest.mark.parametrize("name", [*(f"zoo:{n}" for n in ZOO), *(f"any:{n}" for n in ANY)])
 def test_auto_on_the_cpu_decides_in_seconds_without_measuring(name: str) -> None:
-    model, example = ZOO[name]()
+    family, key = name.split(":")
+    if family == "zoo":
+        model, example = ZOO[key]()
+        call: dict[str, Any] = {"example_inputs": example}
+    else:  # keyword inputs and optional arguments included
+        entry = ANY[key]
+        model = entry.build()
+        args, kwargs = entry.inputs(2, entry.lengths[0], 0)
+        call = {"args": args, "kwargs": kwargs}
     t0 = time.perf_counter()
-    fast = wb.accelerate(model, example)
+    fast = wb.accelerate(model, **call)
     assert time.perf_counter() - t0 < 5.0 * machine_slowdown()
     assert isinstance(fast, ModelItself) and fast.comparison is None
     assert fast.reason == acc.CPU_DECISION and "nothing measured" in fast.reason

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import warnings
 from typing import Any
 
@@ -224,3 +225,30 @@ def test_the_cupy_layout_refuses_a_strided_view_it_would_overwrite() -> None:
     with pytest.raises(OptionError, match="view of .* executor='torch'") as info:
         build_launch_plan(wb.schedule(graph, "serial"))
     assert "\n" not in str(info.value)
+
+
+def test_a_plan_the_memory_stage_refuses_marks_that_row_and_names_the_tensor(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where a planner still cannot follow a lifetime, the comparison finishes: that policy's row
+    keeps its makespan, says ``failed in memory: ...``, its memory cells are empty, and one note
+    names the tensor and the policy; the other policies are planned as before."""
+    from workbench import memory
+    from workbench.errors import MemoryPlanError
+
+    real_plan = memory.plan_memory
+
+    def refusing(schedule: Any, *args: Any, **kwargs: Any) -> Any:
+        if schedule.policy == "nnc":
+            raise MemoryPlanError("event 3: free of unknown tensor 'transpose_2:out'")
+        return real_plan(schedule, *args, **kwargs)
+
+    monkeypatch.setattr(memory, "plan_memory", refusing)  # the workers are forked: they see it
+    _, _, graph = imported("any:mha")
+    cmp = wb.compare(graph, ["nnc", "wavefront"], device="h100", show_progress=False)
+    rows = cmp.table.set_index("policy")
+    why = "event 3: free of unknown tensor 'transpose_2:out'"
+    assert rows.loc["nnc", "status"] == f"failed in memory: {why}"
+    assert rows.loc["nnc", "makespan_us"] > 0 and math.isnan(rows.loc["nnc", "arena_mib"])
+    assert rows.loc["wavefront", "status"] == "ok" and rows.loc["wavefront", "arena_mib"] > 0
+    assert [n for n in cmp.settings["notes"] if "not made" in n] == [
+        f"memory plan not made: {why} (nnc)"]
