@@ -510,14 +510,12 @@ def test_auto_on_the_cpu_decides_in_seconds_without_measuring(name: str) -> None
     family, key = name.split(":")
     if family == "zoo":
         model, example = ZOO[key]()
-        call: dict[str, Any] = {"example_inputs": example}
+        given: dict[str, Any] = {"example_inputs": example}
     else:  # keyword inputs and optional arguments included
-        entry = ANY[key]
-        model = entry.build()
-        args, kwargs = entry.inputs(2, entry.lengths[0], 0)
-        call = {"args": args, "kwargs": kwargs}
+        model, call = _model(key), CASES[key].inputs(2, 6, 0)
+        given = {"args": call.args, "kwargs": call.kwargs}
     t0 = time.perf_counter()
-    fast = wb.accelerate(model, **call)
+    fast = wb.accelerate(model, **given)
     assert time.perf_counter() - t0 < 5.0 * machine_slowdown()
     assert isinstance(fast, ModelItself) and fast.comparison is None
     assert fast.reason == acc.CPU_DECISION and "nothing measured" in fast.reason
