@@ -30,11 +30,22 @@ def test_gpto_builds_syncs_only_for_the_candidates_its_choice_plans(
 
     monkeypatch.setattr(gpto, "placement_schedule", counted)
     g = wb.models.random_dag(gpto.ARENA_ALL_MAX_OPS + 500, edges_per_op=3, seed=2)
-    s = wb.schedule(g, "gpto")
-    planned = [r for r in s.notes["portfolio"] if r["arena_bytes"] is not None]
-    assert len(s.notes["portfolio"]) == len(gpto.PRIORITIES)
+    limited = wb.schedule(g, "gpto", memory_limit_bytes=2**62)  # every arena fits
+    planned = [r for r in limited.notes["portfolio"] if r["arena_bytes"] is not None]
+    assert len(limited.notes["portfolio"]) == len(gpto.PRIORITIES)
     assert 1 <= len(built) == len(planned) < len(gpto.PRIORITIES)
-    assert s.notes["arena_bytes"] is not None and s.notes["winner"] in gpto.PRIORITIES
+    assert limited.notes["arena_bytes"] is not None
+    assert limited.notes["winner"] in gpto.PRIORITIES
+    # no limit and no tie at the shortest makespan: no arena decides, none is planned, and the
+    # winner is the same candidate
+    built.clear()
+    free = wb.schedule(g, "gpto")
+    spans = sorted(round(r["makespan_us"], 6) for r in free.notes["portfolio"])
+    assert spans[0] < spans[1]
+    assert len(built) == 1 and free.notes["arena_bytes"] is None
+    assert all(r["arena_bytes"] is None for r in free.notes["portfolio"])
+    assert free.notes["winner"] == limited.notes["winner"]
+    assert free.issue_order == limited.issue_order and free.syncs == limited.syncs
     small = wb.models.random_dag(40, seed=2)  # small graphs plan (and so build) every one
     built.clear()
     assert len(wb.schedule(small, "gpto").notes["portfolio"]) == len(built)
