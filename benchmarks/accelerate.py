@@ -266,7 +266,7 @@ def _rel_err(got: Any, want: Any) -> float:
 
 def trace_model(model: Any, example: tuple[Any, ...]) -> Any:
     """The model's graph (its own calls), traced once for every case of a network and batch."""
-    from workbench.io.fx import from_torch
+    from workbench.io.torch.fx import from_torch
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # default-cost notes: costs are not used here

@@ -21,7 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import tests.test_hostile_scale as scale_tests  # noqa: E402
-from workbench.io import et_autograd  # noqa: E402
+from workbench.io.traces import et_autograd  # noqa: E402
 from workbench.values import graph as graph_module  # noqa: E402
 
 _check_control = graph_module.Graph._check_control

@@ -70,7 +70,7 @@ DEFAULT_MODULES: dict[str, tuple[str, ...]] = {
     "executors/torch_exec/cuda.py": ("tests/test_cuda_fake_order.py",
                                      "tests/test_torch_cuda_fake.py",
                                      "tests/test_fake_cuda_rules.py"),
-    "io/json_format.py": ("tests/test_json_format_rules.py", "tests/test_io.py",
+    "io/text/json_format.py": ("tests/test_json_format_rules.py", "tests/test_io.py",
                           "tests/test_strict_inputs.py", "tests/test_round_trips.py",
                           "tests/test_mutation_kills.py"),
     "schedulers/nnc.py": ("tests/test_nnc_rules.py", "tests/test_seed_rules.py",

@@ -3,8 +3,8 @@ the
 specification :func:`tests.test_ops.test_importer_tables_round_trip_the_old_ones` holds the derived
 views to.  ``torch.fx``: name -> (kind, cost formula, per-element FLOPs); kernel-name fragments
 (first match wins); ONNX op type -> (kind, cost rule, per-element FLOPs of ``unary`` rules).
-Generated from ``workbench.io.fx`` / ``onnx_rules`` / ``pytorch_profile`` at commit 170d3a0, with
-one deliberate change since: ONNX ``IsNaN`` imports as ``isnan`` (it was ``is_na_n``).
+Generated from ``workbench.io.torch.fx`` / ``onnx_rules`` / ``pytorch_profile`` at commit 170d3a0,
+with one deliberate change since: ONNX ``IsNaN`` imports as ``isnan`` (it was ``is_na_n``).
 """
 
 from __future__ import annotations

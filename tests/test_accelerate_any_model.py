@@ -46,7 +46,7 @@ from workbench.executors.torch_exec.module import (  # noqa: E402
     ModelItself,
     ScheduledModule,
 )
-from workbench.io.torch_program import Call  # noqa: E402
+from workbench.io.torch.program import Call  # noqa: E402
 from workbench.orchestration import accelerate as acc  # noqa: E402
 from workbench.orchestration.compile_backend import CompiledGraph, workbench_backend  # noqa: E402
 
@@ -494,7 +494,7 @@ def test_a_dict_output_traced_by_fx_is_returned_as_a_dict() -> None:
 
 
 def test_devices_compare_by_index_and_the_model_is_not_copied() -> None:
-    from workbench.io.torch_program import same_device
+    from workbench.io.torch.program import same_device
 
     assert same_device("cuda", "cuda:0") and same_device(torch.device("cpu"), "cpu:0")
     assert not same_device("cuda:0", "cuda:1") and not same_device("cpu", "cuda")

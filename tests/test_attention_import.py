@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from workbench.io.fx import cost_of_call, from_torch
+from workbench.io.torch.fx import cost_of_call, from_torch
 from workbench.values.shape_costs import TensorInfo
 
 torch = pytest.importorskip("torch")

@@ -13,7 +13,7 @@ import pytest
 
 import workbench as wb
 from workbench.io import load_pytorch_trace, save_chrome_trace, to_chrome_trace
-from workbench.io.chrome_trace import kernel_kind
+from workbench.io.traces.chrome_trace import kernel_kind
 
 
 def _strict_json(text: str) -> Any:

@@ -224,7 +224,7 @@ def test_out_of_memory_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     """``workbench import`` of a 10^6-event trace under a 2 GiB cap read the trace, then died in
     the JSON writer with a raw MemoryError traceback; a MemoryError no reader bounds is one
     line naming the cap."""
-    import workbench.io.json_format as json_format
+    import workbench.io.text.json_format as json_format
     from workbench import cli
 
     def exhausted(*_: object, **__: object) -> None:
@@ -245,7 +245,7 @@ def test_a_saved_graph_is_streamed_as_the_same_bytes(tmp_path: Path) -> None:
     import json
 
     import workbench as wb
-    from workbench.io.json_format import graph_to_dict
+    from workbench.io.text.json_format import graph_to_dict
 
     graph = wb.models.nnc_while_loop()
     wb.save(graph, tmp_path / "g.json")

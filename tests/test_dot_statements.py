@@ -1,5 +1,5 @@
-"""The DOT reader's statement scanner (io/dot_statements.py, issue 44) against the tokenizer and
-parser it stands in for: whatever it reads, it reads exactly as the parser does (names, graph
+"""The DOT reader's statement scanner (io/text/dot_statements.py, issue 44) against the tokenizer
+and parser it stands in for: whatever it reads, it reads exactly as the parser does (names, graph
 attributes, nodes with their lines and defaults, edges with their lines); whatever the parser
 refuses, it leaves to the parser (so the errors stay the parser's)."""
 
@@ -12,9 +12,9 @@ import pytest
 
 import workbench as wb
 from workbench.errors import WorkbenchError
-from workbench.io.dot import _Parser, graph_from_dot, to_dot
-from workbench.io.dot_statements import scan
-from workbench.io.dot_tokens import tokens
+from workbench.io.text.dot import _Parser, graph_from_dot, to_dot
+from workbench.io.text.dot_statements import scan
+from workbench.io.text.dot_tokens import tokens
 
 
 def parsed(text: str) -> Any:

@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 import workbench as wb
 from workbench.errors import WorkbenchError
 from workbench.io import load_pytorch_trace
-from workbench.io.dot import load_dot, to_dot
-from workbench.io.json_format import graph_to_dict, load_json
+from workbench.io.text.dot import load_dot, to_dot
+from workbench.io.text.json_format import graph_to_dict, load_json
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
 
-from workbench.io.onnx import RULES, load_onnx  # noqa: E402
+from workbench.io.onnx.load import RULES, load_onnx  # noqa: E402
 
 SECONDS_PER_INPUT = 10  # a loader still busy after this long counts as a hang
 FUZZ = settings(deadline=None, derandomize=True, database=None,
@@ -234,8 +234,8 @@ def test_pytorch_trace_fuzz(workdir: Path, data: bytes) -> None:
 
 
 # ------------------------------------------------------------------------------- found by fuzzing
-# Inputs that once escaped the JSON reader (workbench/io/json_format.py, workbench/values/graph.py)
-# as
+# Inputs that once escaped the JSON reader (workbench/io/text/json_format.py,
+# workbench/values/graph.py) as
 # OverflowError / RecursionError or a two-line message; now one-line WorkbenchErrors.
 JSON_ESCAPES = {
     "huge_int": '{"ops": [{"id": "a", "flops": ' + "9" * 400 + "}]}",  # OverflowError

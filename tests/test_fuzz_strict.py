@@ -35,8 +35,8 @@ import workbench as wb
 from workbench.errors import WorkbenchError
 from workbench.executors.gpu.calibration import FORMAT, VERSION, load_calibration
 from workbench.io import load_execution_trace, load_pytorch_trace
-from workbench.io.dot_attrs import GRAPHVIZ_ATTRS, NODE_ATTRS
-from workbench.io.json_format import graph_to_dict
+from workbench.io.text.dot_attrs import GRAPHVIZ_ATTRS, NODE_ATTRS
+from workbench.io.text.json_format import graph_to_dict
 from workbench.memory import check_no_overlap
 from workbench.simulator.cost_model.devices import device_to_dict, get_device, load_device
 

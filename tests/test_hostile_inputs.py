@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import workbench as wb
-from workbench.io.dot import graph_from_dot
-from workbench.io.json_format import graph_from_dict
+from workbench.io.text.dot import graph_from_dot
+from workbench.io.text.json_format import graph_from_dict
 
 FULL = {"format": "schedule-workbench-graph", "version": 1}
 

@@ -20,8 +20,8 @@ from workbench import _bounded
 from workbench.cli import main
 from workbench.control.ops import case_of_op, while_op
 from workbench.errors import FormatError, GraphError, OptionError
-from workbench.io.execution_trace import load_execution_trace
-from workbench.io.pytorch_profile import load_pytorch_trace
+from workbench.io.traces.execution_trace import load_execution_trace
+from workbench.io.traces.pytorch_profile import load_pytorch_trace
 from workbench.values.graph import Graph, Op, Tensor
 from workbench.values.graph_items import MAX_CONTROL_DEPTH
 

@@ -30,7 +30,7 @@ ROOT = {"id": 1, "name": "[pytorch|profiler|execution_trace|process]", "ctrl_dep
 def test_an_execution_trace_node_that_is_its_own_parent_is_refused(tmp_path: Path) -> None:
     """Only the root may name itself as its ``ctrl_deps`` parent: another such node hides
     whether it runs under an operator (it was accepted, issue 43 #5)."""
-    from workbench.io.execution_trace import execution_graph
+    from workbench.io.traces.execution_trace import execution_graph
 
     ok = _et(tmp_path, [ROOT, _call(2, 1), _call(3, 1, "aten::add")])
     assert len(execution_graph(ok)) == 2
@@ -166,7 +166,7 @@ def _data_dependent_models() -> dict[str, object]:
 def test_data_dependent_shapes_are_one_line_from_torch_and_the_model_itself_from_accelerate(
         op: str) -> None:
     """``x[x > 0]``, ``masked_select``, ``nonzero``: torch's GuardOnDataDependentSymNode escaped
-    from io/fx.py as a raw traceback (issue 43 #4)."""
+    from io/torch/fx.py as a raw traceback (issue 43 #4)."""
     import warnings
 
     torch = pytest.importorskip("torch")

@@ -53,7 +53,7 @@ def _dot_cross(k: int) -> str:
 def test_dot_cross_of_1000_nodes_loads_in_under_2_s() -> None:
     """Two 200-node groups joined by one dashed statement took 12.7 s (each control edge was
     checked against a list); 1,000 nodes (250,000 control edges) must load in under 2 s."""
-    from workbench.io.dot import graph_from_dot
+    from workbench.io.text.dot import graph_from_dot
 
     t = time.perf_counter()
     g = graph_from_dot(_dot_cross(500))
@@ -62,7 +62,7 @@ def test_dot_cross_of_1000_nodes_loads_in_under_2_s() -> None:
 
 
 def test_dot_group_expansion_is_capped() -> None:
-    from workbench.io.dot import MAX_EDGES, graph_from_dot
+    from workbench.io.text.dot import MAX_EDGES, graph_from_dot
 
     k = int(MAX_EDGES ** 0.5) + 1
     with pytest.raises(FormatError, match=r"expands to [\d,]+ edges, over the limit"):
@@ -72,8 +72,8 @@ def test_dot_group_expansion_is_capped() -> None:
 def test_fan_in_loaders_are_near_linear() -> None:
     """JSON edge list fan-in (100k edges: 100 s), 100k control edges into one op (92 s), DOT
     with dashed edges into one node (409 s): doubling the size must not quadruple the time."""
-    from workbench.io.dot import graph_from_dot
-    from workbench.io.json_format import graph_from_dict
+    from workbench.io.text.dot import graph_from_dot
+    from workbench.io.text.json_format import graph_from_dict
 
     def edge_list(n: int) -> object:
         return graph_from_dict({"edges": [[f"s{i}", "sink"] for i in range(n)]})
@@ -263,7 +263,7 @@ def test_onnx_scan_over_a_long_axis_is_bounded_and_linear(tmp_path: Path) -> Non
 def test_critical_path_on_a_control_fan_in_is_near_linear() -> None:
     """critical_path took 10.8 s on a 20k control-edge fan-in (every search scanned every busy
     interval of the stream); the gap index makes a stream busy without a break O(log n)."""
-    from workbench.io.json_format import graph_from_dict
+    from workbench.io.text.json_format import graph_from_dict
 
     def fan_in(n: int) -> wb.Graph:
         ops = [{"id": f"s{i}", "kind": "relu"} for i in range(n)] + [{"id": "z", "kind": "relu"}]

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import workbench as wb
-from workbench.io.dot import graph_from_dot, load_dot, to_dot
-from workbench.io.json_format import graph_to_dict
+from workbench.io.text.dot import graph_from_dot, load_dot, to_dot
+from workbench.io.text.json_format import graph_to_dict
 from workbench.values.graph import DEFAULT_TENSOR_BYTES
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import workbench as wb
-from workbench.io.onnx import load_onnx
+from workbench.io.onnx.load import load_onnx
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import workbench as wb
-from workbench.io.onnx import load_onnx
+from workbench.io.onnx.load import load_onnx
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper  # noqa: E402
@@ -84,7 +84,7 @@ def test_if_costs_its_costlier_branch(tmp_path: Path) -> None:
     assert op.attrs["costed_from"] == "then_branch" and op.attrs["body_kinds"]["conv2d"] == 1
     assert op.attrs["default"] == 0 and op.thread_blocks >= 1
     assert g.tensor("w").role == "parameter"
-    from workbench.io.onnx_control import body_ops
+    from workbench.io.onnx.control import body_ops
 
     proto = onnx.load(str(path)).graph.node[0]
     bodies = body_ops(proto, "if", lambda body, prefix: [wb.Op(prefix + n.name, kind=n.op_type)

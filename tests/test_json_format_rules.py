@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import FormatError, GraphError
-from workbench.io.json_format import graph_from_dict, load_json
+from workbench.io.text.json_format import graph_from_dict, load_json
 
 TENSOR = "tensors[0] ('t'): size_bytes must be a non-negative number, got "
 

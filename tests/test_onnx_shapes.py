@@ -2,7 +2,7 @@
 
 The legacy TorchScript exporter (``dynamo=False``) computes the shapes of ``Expand``, ``Reshape``,
 ``Slice``, ``Range``, ``ConstantOfShape``, ``Pad`` ... from ``Shape -> Gather -> Div -> Concat``
-chains that ONNX's own shape inference cannot follow; :mod:`workbench.io.onnx_shapes` evaluates
+chains that ONNX's own shape inference cannot follow; :mod:`workbench.io.onnx.shapes` evaluates
 them and infers again.  Checked here:
 
 * the zoo's BERT, ShuffleNetV2, ViT, T5, GPT-2, U-Net and Swin transformer (written the way
@@ -43,7 +43,7 @@ from tests._complexity import machine_slowdown  # noqa: E402
 from tests._onnx_exports import export  # noqa: E402
 from tests._onnx_exports import exported as shared_export  # noqa: E402
 from tests.model_zoo import ZOO, new_inputs  # noqa: E402
-from workbench.io.onnx import load_onnx  # noqa: E402
+from workbench.io.onnx.load import load_onnx  # noqa: E402
 from workbench.values.ops import OPS  # noqa: E402
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64

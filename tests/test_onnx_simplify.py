@@ -14,7 +14,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 
 import workbench as wb  # noqa: E402
-from workbench.io.onnx import load_onnx  # noqa: E402
+from workbench.io.onnx.load import load_onnx  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 BRANCHY, TINY = DATA / "branchy.onnx", DATA / "tiny_inception.onnx"

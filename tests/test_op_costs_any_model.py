@@ -46,7 +46,7 @@ torch = pytest.importorskip("torch")
 import workbench as wb  # noqa: E402
 from tests._flops import flop_counter, graph_gemm_flops  # noqa: E402
 from workbench.errors import OptionError  # noqa: E402
-from workbench.io.json_format import graph_from_dict, graph_to_dict  # noqa: E402
+from workbench.io.text.json_format import graph_from_dict, graph_to_dict  # noqa: E402
 from workbench.simulator.cost_model.costs import op_cost  # noqa: E402
 from workbench.values.graph import Graph, Op, Tensor  # noqa: E402
 from workbench.values.shape_costs import gemm_flops  # noqa: E402

@@ -24,8 +24,8 @@ import pytest
 import workbench as wb
 from tests._form_cases import FORM_CASES, FormCase, case_ids
 from workbench.errors import FormatError, OptionError
-from workbench.io.dot import graph_from_dot
-from workbench.io.json_format import graph_from_dict, graph_to_dict
+from workbench.io.text.dot import graph_from_dot
+from workbench.io.text.json_format import graph_from_dict, graph_to_dict
 from workbench.values.graph import Graph, Op, Tensor
 from workbench.values.op_attrs import ATTRIBUTES
 from workbench.values.ops import OPS, TORCH_ALIASES, TORCH_FORM_KINDS, attrs_of, canonical_kind
@@ -46,7 +46,7 @@ def test_every_kind_the_importers_emit_has_a_torch_form() -> None:
     """ONNX: every op type with a cost rule; from_torch: every torch name.  The composite
     ``TransformerEncoderLayer`` (import-only, only from_torch's program runs it) is the one
     exception."""
-    from workbench.io.onnx_rules import RULES
+    from workbench.io.onnx.rules import RULES
 
     onnx_kinds = {canonical_kind(kind) for kind, _ in RULES.values()}
     assert onnx_kinds <= TORCH_FORM_KINDS, onnx_kinds - TORCH_FORM_KINDS

@@ -252,7 +252,7 @@ ALLOWED_KIND_TABLES: dict[tuple[str, str], str] = {
         "ONNX's gate blocks in torch's order: a fact of the two conventions the recurrent "
         "references convert between (ops.py reads it for OpKind.recurrent; the references "
         "cannot import the table)",
-    ("workbench.io.torch_attrs", "MODULE_ATTRS"):
+    ("workbench.io.torch.attrs", "MODULE_ATTRS"):
         "nn.Module attribute names the torch import reads, two of which ('size', 'bias') "
         "happen to spell kinds",
 }
@@ -316,10 +316,10 @@ def test_the_stray_table_check_finds_a_table() -> None:
 # ----------------------------------------------------------------------------- importer aliases
 #: The importers whose kind facts (torch names, ONNX FLOPs, kernel-name fragments) live in the
 #: table; they keep only their cost formulas.
-IMPORTERS = ("io/fx.py", "io/onnx_rules.py", "io/pytorch_profile.py")
+IMPORTERS = ("io/torch/fx.py", "io/onnx/rules.py", "io/traces/pytorch_profile.py")
 #: Displays in the importers that spell kind names without being kind facts: (file, statement).
 ALLOWED_IMPORTER_DISPLAYS: dict[tuple[str, str], str] = {
-    ("io/pytorch_profile.py", "GPU_CATEGORIES"):
+    ("io/traces/pytorch_profile.py", "GPU_CATEGORIES"):
         "Kineto event categories (``memcpy``, ``memset``), not op kinds",
 }
 ALL_KINDS = frozenset(OPS) | frozenset(IMPORT_ONLY)
@@ -417,7 +417,9 @@ def test_importer_tables_round_trip_the_old_ones() -> None:
         OLD_ONNX_RULES,
     )
     from tests._vocabulary_spec import VOCABULARY_FUNCTIONS, VOCABULARY_MODULES
-    from workbench.io import fx, onnx_rules, pytorch_profile
+    from workbench.io.onnx import rules as onnx_rules
+    from workbench.io.torch import fx
+    from workbench.io.traces import pytorch_profile
 
     # attention and the composite transformer modules came later (issue 24), then the op
     # vocabulary's torch names (tests/_vocabulary_spec.py), nothing else
@@ -451,7 +453,7 @@ def test_importer_tables_round_trip_the_old_ones() -> None:
 
 
 def test_kernel_names_match_in_the_explicit_order() -> None:
-    from workbench.io.pytorch_profile import kernel_kind
+    from workbench.io.traces.pytorch_profile import kernel_kind
 
     # the table's own order would try relu (its first entry) before conv2d
     assert kernel_kind("cudnn::conv_relu_fwd") == "conv2d"

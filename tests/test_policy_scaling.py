@@ -87,7 +87,7 @@ def test_dot_that_to_dot_writes_reads_without_the_tokenizer(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every statement of a saved graph is read by the statement scanner (the tokenizer and
     parser cost ~2 µs a token, ~55 tokens an op); a hand-written subgraph still reaches them."""
-    from workbench.io import dot
+    from workbench.io.text import dot
 
     g = wb.models.random_dag(500, seed=4).replace(control_edges=[("n0", "n499")])
     path = wb.save(g, tmp_path / "g.dot")

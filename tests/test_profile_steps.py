@@ -207,7 +207,7 @@ def test_a_chain_says_there_is_nothing_to_schedule(resnet: tuple[Path, Path]) ->
 
 
 def test_no_costs_is_nothing_to_schedule() -> None:
-    from workbench.io.trace_events import nothing_to_schedule
+    from workbench.io.traces.trace_events import nothing_to_schedule
 
     diamond = wb.Graph.from_edges([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
     assert nothing_to_schedule(diamond) == ""

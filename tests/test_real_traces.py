@@ -16,7 +16,7 @@ import pytest
 
 import workbench as wb
 from workbench.io import execution_graph, load_execution_trace, load_pytorch_trace
-from workbench.io.pytorch_profile import kernel_kind
+from workbench.io.traces.pytorch_profile import kernel_kind
 
 REAL = Path(__file__).parent / "data" / "real"
 KINETO = ["kineto_inception_v3_b1", "kineto_workbench_nnc_inception_v3_b1", "hta_a100_alexnet",

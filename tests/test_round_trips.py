@@ -25,7 +25,7 @@ import pytest
 import workbench as wb
 from workbench.cli import main
 from workbench.io import LOADERS, SAVERS, load_pytorch_trace
-from workbench.io.json_format import TENSOR_DTYPES, graph_to_dict
+from workbench.io.text.json_format import TENSOR_DTYPES, graph_to_dict
 from workbench.models import MODELS
 from workbench.models.random_dags import gnp_dag, layered_dag, random_dag, series_parallel_dag
 from workbench.values.graph import OP_DEVICES, Graph, Op, Tensor

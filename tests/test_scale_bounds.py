@@ -20,7 +20,7 @@ import pytest
 
 from tests._benchmarks import load_benchmark
 from tests._complexity import assert_near_linear
-from workbench.io import kineto_links
+from workbench.io.traces import kineto_links
 
 INPUTS = load_benchmark("scale_inputs")
 
@@ -222,7 +222,7 @@ def test_graphs_over_the_op_limit_are_refused_in_one_line(
     4 * 10^7 ops (~60 GB, an OOM kill).  Over ``WORKBENCH_MAX_OPS`` (default 2,000,000) a file
     is refused in one line before any op is built; at the limit it loads."""
     import workbench as wb
-    from workbench.io import dot, json_format
+    from workbench.io.text import dot, json_format
 
     path = INPUTS.write(kind, tmp_path, 300)
     ops = len(wb.load(path))
@@ -279,7 +279,7 @@ def test_an_ops_list_with_a_repeat_is_named_in_one_pass() -> None:
     """The repeated id of an edge-list ``ops`` list was found by scanning every prefix
     (quadratic: 10^5 ids took minutes); counted here by the membership tests it makes."""
     from workbench.errors import FormatError
-    from workbench.io.json_format import graph_from_dict
+    from workbench.io.text.json_format import graph_from_dict
 
     class Ids(list):  # type: ignore[type-arg]
         scans = 0
@@ -310,7 +310,8 @@ def test_big_inputs_show_a_reading_bar(kind: str, phases: list[str], tmp_path: P
     none."""
     import workbench as wb
     from workbench import _progress
-    from workbench.io import dot_tokens, load_pytorch_trace
+    from workbench.io import load_pytorch_trace
+    from workbench.io.text import dot_tokens
 
     path = INPUTS.write(kind, tmp_path, 2_000)
     load = load_pytorch_trace if kind == "kineto" else wb.load

@@ -217,7 +217,7 @@ def test_a_traced_model_runs_its_own_module_on_cuda(fake_cuda: FakeCuda,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """With ``device="cuda"`` the run and its check ask for the device with its index, so a
     model whose parameters are on ``cuda:0`` is run and checked as it is, never copied."""
-    from workbench.io.torch_program import TorchProgram
+    from workbench.io.torch.program import TorchProgram
 
     asked: list[Any] = []
     real = TorchProgram.module_on

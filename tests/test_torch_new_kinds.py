@@ -22,7 +22,7 @@ import pytest
 
 import workbench as wb
 from workbench.errors import OptionError
-from workbench.io.json_format import graph_from_dict, graph_to_dict
+from workbench.io.text.json_format import graph_from_dict, graph_to_dict
 from workbench.values.graph import Graph, Op
 from workbench.values.ops import OPS, TORCH_FORM_KINDS
 

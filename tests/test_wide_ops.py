@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from workbench.errors import FormatError, OptionError
-from workbench.io import pytorch_profile, trace_events
-from workbench.io.pytorch_profile import load_pytorch_trace
-from workbench.io.trace_events import read_trace_json
+from workbench.io.traces import pytorch_profile, trace_events
+from workbench.io.traces.pytorch_profile import load_pytorch_trace
+from workbench.io.traces.trace_events import read_trace_json
 from workbench.memory import check_no_overlap, lifetimes, plan_memory, plan_usage
 from workbench.memory.conflicts import ConflictSet, interval_graph, pairs_graph
 from workbench.memory.plan import interval_pairs, parse_records, prepare

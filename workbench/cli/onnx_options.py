@@ -1,6 +1,6 @@
 """The options of a command that reads an ONNX graph file: ``--input-shape NAME=1,3,224,224``
 (repeatable: example shapes of the model's inputs, which set their symbolic dimensions; see
-:func:`workbench.io.onnx.load_onnx`'s ``input_shapes``) and ``--simplify`` (onnxscript's
+:func:`workbench.io.onnx.load.load_onnx`'s ``input_shapes``) and ``--simplify`` (onnxscript's
 optimizer before the import).  ``--dim NAME=VALUE`` (a symbolic dimension by its name) sets the
 same dimensions and stays with the command.
 """
@@ -25,7 +25,7 @@ def add_onnx_options(parser: argparse.ArgumentParser) -> None:
 def onnx_options(args: argparse.Namespace) -> dict[str, Any]:
     """The ``load`` keywords of ``--input-shape``/``--simplify`` for a graph file; with
     ``--model`` either is a one-line error.  A malformed ``--input-shape`` is one too."""
-    from workbench.io.onnx_proto import parse_input_shapes
+    from workbench.io.onnx.proto import parse_input_shapes
 
     if not args.graph:
         if args.input_shape or args.simplify:

@@ -100,7 +100,7 @@ def load_profile(profile: str, et: str | None, step: int | str | None,
 
     from workbench._atomic import check_input
     from workbench.io import load_execution_trace, load_pytorch_trace
-    from workbench.io.trace_events import NOTHING_TO_SCHEDULE
+    from workbench.io.traces.trace_events import NOTHING_TO_SCHEDULE
 
     check_input(Path(profile), what="profile")
     with warnings.catch_warnings():  # kept in meta and printed by the verbs as one line
@@ -135,7 +135,7 @@ def measured_device(measured: Any, graph: Any, device: str) -> tuple[str, list[s
     given (a profile calibrated on that CPU describes it best).  A GPU run keeps ``device``
     (compare checks that it names the run's GPU).  Adds the note that ``graph`` has nothing to
     schedule, when it has not."""
-    from workbench.io.trace_events import nothing_to_schedule
+    from workbench.io.traces.trace_events import nothing_to_schedule
     from workbench.orchestration.compare_measured import device_for_measured
 
     device, note = device_for_measured(measured, device)

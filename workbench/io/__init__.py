@@ -17,12 +17,12 @@ from pathlib import Path
 
 from workbench._atomic import check_input
 from workbench.errors import FormatError, OptionError
-from workbench.io.chrome_trace import load_pytorch_trace, save_chrome_trace, to_chrome_trace
-from workbench.io.dot import load_dot, save_dot, to_dot
-from workbench.io.execution_trace import execution_graph, load_execution_trace
-from workbench.io.fx import from_torch
-from workbench.io.json_format import graph_from_dict, graph_to_dict, load_json, save_json
-from workbench.io.onnx import load_onnx
+from workbench.io.onnx.load import load_onnx
+from workbench.io.text.dot import load_dot, save_dot, to_dot
+from workbench.io.text.json_format import graph_from_dict, graph_to_dict, load_json, save_json
+from workbench.io.torch.fx import from_torch
+from workbench.io.traces.chrome_trace import load_pytorch_trace, save_chrome_trace, to_chrome_trace
+from workbench.io.traces.execution_trace import execution_graph, load_execution_trace
 from workbench.registry import Registry, needs_module
 from workbench.values.graph import Graph
 
@@ -48,8 +48,8 @@ def load(path: str | Path, *, dims: Mapping[str, int] | None = None,
     ``input_shapes`` gives example shapes of an ONNX model's inputs (``{"input": (1, 3, 224,
     224)}``) and ``dims`` its symbolic input dimensions by name (``{"batch": 8}``); other
     formats have neither, so they are an error with them; so is ``simplify`` (an ONNX model
-    through onnxscript's optimizer first, :func:`~workbench.io.onnx.load_onnx`).  Devices, FIFOs,
-    directories and files over the input limit (``WORKBENCH_MAX_INPUT_BYTES``, default 1 GiB)
+    through onnxscript's optimizer first, :func:`~workbench.io.onnx.load.load_onnx`).  Devices,
+    FIFOs, directories and files over the input limit (``WORKBENCH_MAX_INPUT_BYTES``, default 1 GiB)
     are refused with one line.
     """
     path = Path(path)

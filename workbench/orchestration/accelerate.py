@@ -88,7 +88,7 @@ def model_device(model: Any, example: Any) -> Any:
     input's (positional or keyword), else the CPU."""
     from torch.utils._pytree import tree_leaves
 
-    from workbench.io.torch_program import Call
+    from workbench.io.torch.program import Call
 
     torch = _torch()
     for t in (*model.parameters(), *model.buffers()):
@@ -164,9 +164,9 @@ def accelerate(model: Any, example_inputs: Any = None, *, args: Any = None,
 
 
 def example_call(example_inputs: Any, args: Any, kwargs: Mapping[str, Any] | None) -> Any:
-    """The example as a :class:`~workbench.io.torch_program.Call`: ``example_inputs`` or
+    """The example as a :class:`~workbench.io.torch.program.Call`: ``example_inputs`` or
     ``args`` (one of them) and ``kwargs``; a one-line :class:`OptionError` otherwise."""
-    from workbench.io.torch_program import Call
+    from workbench.io.torch.program import Call
 
     if example_inputs is not None and args is not None:
         raise OptionError("accelerate: the example is given twice (example_inputs and args=); "
@@ -194,7 +194,7 @@ def in_training(model: Any) -> str:
 
 
 def _import(model: Any, call: Any) -> Graph:
-    from workbench.io.fx import from_torch
+    from workbench.io.torch.fx import from_torch
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # default-cost notes: costs are not used here
@@ -225,10 +225,10 @@ def accelerate_graph(graph: Graph, model: Any, example: Any, *, policy: str = "a
                      repeats: int = 20, warmup: int = 3, show_progress: bool = True,
                      retrace: Callable[[Any], Graph] | None = None) -> Any:
     """:func:`accelerate` for a graph already imported from ``model`` with ``example`` (a tuple
-    or a :class:`~workbench.io.torch_program.Call`; its program holds the model's calls;
+    or a :class:`~workbench.io.torch.program.Call`; its program holds the model's calls;
     ``torch.compile``'s backend imports dynamo's graph this way).  ``retrace(call)``: the graph
     for a call of other input shapes (``None``: such calls run the model itself)."""
-    from workbench.io.torch_program import Call
+    from workbench.io.torch.program import Call
     from workbench.schedulers import schedule
 
     check_options(policy, mode, precision, repeats, warmup)

@@ -6,7 +6,7 @@ size, a symbolic size such as ``s0`` among them too).  :func:`workbench_backend`
 :class:`CompiledGraph`, which specialises per concrete input signature at run time: on the first
 call with a signature it imports the GraphModule with that call's inputs as a
 :class:`~workbench.values.graph.Graph` whose program is the GraphModule
-(:func:`workbench.io.fx.graph_of_traced`: shapes propagated on fake tensors, in-place writes
+(:func:`workbench.io.torch.fx.graph_of_traced`: shapes propagated on fake tensors, in-place writes
 ordered), then does what :func:`workbench.accelerate` does (``policy="auto"`` measures the
 policies and the GraphModule itself on a GPU and keeps the fastest beyond noise; later
 signatures use the policy it chose) and keeps the result for that signature (at most
@@ -102,7 +102,7 @@ class CompiledGraph:
     def _build(self, inputs: tuple[Any, ...]) -> Any:
         """What calls with ``inputs``' signature run (see the module docstring)."""
         from workbench.executors.torch_exec.module import ModelItself, is_static_input
-        from workbench.io.fx import graph_of_traced
+        from workbench.io.torch.fx import graph_of_traced
         from workbench.orchestration.accelerate import device_api, model_device
 
         if self.itself is not None:
@@ -149,7 +149,7 @@ def random_calls(gm: Any) -> str:
     random numbers (:data:`RANDOM_CALLS`, dropout with ``training=True``) or a batch norm that
     updates its running statistics (``training=True``), named as in the graph; also modules of
     those kinds in training mode.  O(nodes)."""
-    from workbench.io.torch_program import target_label
+    from workbench.io.torch.program import target_label
 
     for node in gm.graph.nodes:
         if node.op == "call_module":

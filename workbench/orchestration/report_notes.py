@@ -292,9 +292,9 @@ def near_tie_note(comparison: Comparison) -> str:
 
 def nothing_to_schedule_note(comparison: Comparison) -> str:
     """A note when the graph leaves the policies no choice (one chain, or no op with a cost:
-    :func:`workbench.io.trace_events.nothing_to_schedule`), so that their tie with serial
+    :func:`workbench.io.traces.trace_events.nothing_to_schedule`), so that their tie with serial
     is not read as a finding; empty otherwise.  O(ops + edges)."""
-    from workbench.io.trace_events import nothing_to_schedule
+    from workbench.io.traces.trace_events import nothing_to_schedule
 
     line = nothing_to_schedule(comparison.graph)
     return f'<p class="note">{escape(line[:1].upper() + line[1:])}.</p>' if line else ""

@@ -68,7 +68,7 @@ def copied(call: Any, perturb: bool = False) -> Any:
     from torch.utils._pytree import tree_map
 
     from workbench.executors.torch_exec.module import is_static_input
-    from workbench.io.torch_program import Call
+    from workbench.io.torch.program import Call
 
     torch = _torch()
 

@@ -171,7 +171,7 @@ def _bound_line(comparison: Comparison, best: str) -> str:
                 if best == BASELINE else f"What bounds {best}: the host's launches: ")
         return head + _host_line(trace) + " (graph mode launches the whole graph at once)."
     if best == BASELINE:
-        from workbench.io.trace_events import nothing_to_schedule
+        from workbench.io.traces.trace_events import nothing_to_schedule
 
         empty = nothing_to_schedule(comparison.graph)
         if empty:

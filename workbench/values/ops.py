@@ -94,7 +94,7 @@ class OpKind:
     ``torch``: every torch ``nn.Module`` type name (``Conv2d``, capitalised) and function / method
     / aten op name (``conv2d``, ``add_``, ``view``; lower case) the torch.fx import maps to this
     kind (:data:`TORCH_ALIASES`), the kind's own spelling included when torch uses it; the cost
-    formula of each name stays with the importer (:mod:`workbench.io.fx`).
+    formula of each name stays with the importer (:mod:`workbench.io.torch.fx`).
     ``kernel_names``: fragments of CUDA kernel names (cuDNN/cuBLAS/ATen) that mark a profiled
     kernel as this kind (:data:`KERNEL_KINDS`, tried in :data:`KERNEL_MATCH_ORDER`).
 
@@ -371,7 +371,7 @@ KERNEL_MATCH_ORDER = ("memcpy", "memset", "collective", "conv2d", "embedding", "
                       "avgpool", "concat", "gather", "sort", "relu", "gelu", "sigmoid", "tanh",
                       "reduce", "elementwise", "fused")
 assert set(KERNEL_MATCH_ORDER) == {n for n, k in _ALL.items() if k.kernel_names}
-#: (kernel-name fragment, kind) pairs, first match wins (:func:`workbench.io.pytorch_profile
+#: (kernel-name fragment, kind) pairs, first match wins (:func:`workbench.io.traces.pytorch_profile
 #: .kernel_kind`).
 KERNEL_KINDS: tuple[tuple[str, str], ...] = tuple(
     (fragment, name) for name in KERNEL_MATCH_ORDER for fragment in _ALL[name].kernel_names)

@@ -1,7 +1,8 @@
 """Shape-cost rules: what an op costs from its tensor shapes (FLOPs, bytes, thread blocks).
 
 The conventions of the model builders (:mod:`workbench.models._layers`) and of the importers
-(:mod:`workbench.io.onnx_rules`, :mod:`workbench.io.fx`, :mod:`workbench.io.execution_trace`),
+(:mod:`workbench.io.onnx.rules`, :mod:`workbench.io.torch.fx`,
+:mod:`workbench.io.traces.execution_trace`),
 kept in one place: a multiply-add is two FLOPs, ``bytes_read`` is every input tensor the op reads
 (weights included), ``bytes_written`` its outputs, ``thread_blocks`` is the implicit-GEMM tile
 count (:data:`GEMM_TILE` square tiles) for convolutions and matmuls and

@@ -16,7 +16,7 @@ and keeps that storage alive for as long as it is read, when:
 :func:`storage_roots` follows chains (a view of a view of ``x`` is ``x``'s storage).  The memory
 planners (:mod:`workbench.memory.lifetimes`) plan one block per root and fold every alias's
 readers into its root's lifetime; the GPU executor's layout places an alias at its root's
-address.  An importer that records what its program really does (:func:`workbench.io.fx.
+address.  An importer that records what its program really does (:func:`workbench.io.torch.fx.
 from_torch` reads torch's alias annotations) therefore gets the lifetimes the program has, and
 one that records nothing gets fresh storage per output (the conservative answer: never less
 memory than the program uses).

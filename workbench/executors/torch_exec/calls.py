@@ -1,7 +1,7 @@
 """The evaluator of a graph imported from a PyTorch module: every op is the model's own call.
 
 A graph from :func:`workbench.io.from_torch` carries its traced module
-(:class:`workbench.io.torch_program.TorchProgram`).  :class:`CallEvaluator` runs a schedule's
+(:class:`workbench.io.torch.program.TorchProgram`).  :class:`CallEvaluator` runs a schedule's
 ops as those calls, with the module's own parameters and the caller's inputs, on whatever stream
 the issue loop has made current (:mod:`workbench.executors.torch_exec.cuda`), so the outputs are
 the model's.  fx nodes the schedule does not launch (Python values such as ``x.size(0)``, views a
@@ -36,7 +36,7 @@ from typing import Any
 from workbench.errors import OptionError, ScheduleError
 from workbench.executors.torch_exec.replay import Plan, Recording, Step, run_steps
 from workbench.executors.torch_exec.thunks import compile_call
-from workbench.io.torch_program import TorchProgram
+from workbench.io.torch.program import TorchProgram
 from workbench.values.graph import Graph, TensorId
 
 

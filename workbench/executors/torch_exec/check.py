@@ -18,7 +18,7 @@ from typing import Any
 
 from workbench.errors import OptionError, ScheduleError
 from workbench.executors.torch_exec.values import as_tensor, cast_dtype
-from workbench.io.torch_program import Call, TorchProgram
+from workbench.io.torch.program import Call, TorchProgram
 from workbench.values.op_torch import torch_module
 
 #: ``max |diff| / max |y|`` a run may differ from the model by, per precision.
@@ -104,7 +104,7 @@ def _same_value(a: Any, b: Any) -> bool:
 def check_against_model(program: TorchProgram, result: Any, inputs: Any, *, device: str,
                         precision: str | None, what: str) -> dict[str, Any]:
     """Call the model on ``inputs`` (``None``: the traced example; a tuple, a tensor or a
-    :class:`~workbench.io.torch_program.Call`) and compare with ``result`` (see
+    :class:`~workbench.io.torch.program.Call`) and compare with ``result`` (see
     :func:`compare_results`; tolerance :data:`TOLERANCE` of ``precision``)."""
     from torch.utils._pytree import tree_map
 

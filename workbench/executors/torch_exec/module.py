@@ -24,7 +24,7 @@ updating it in place) needs a new :func:`workbench.accelerate`.
 
 Calls the schedule was not made for run the model itself, each kind with one warning line (the
 first time): arguments laid out otherwise than the example's (an optional argument added or left
-out: :class:`~workbench.io.torch_program.ArgumentsDiffer`); and calls with grad mode on where an
+out: :class:`~workbench.io.torch.program.ArgumentsDiffer`); and calls with grad mode on where an
 input or a parameter requires grad, so that autograd records them (the schedule runs under
 ``torch.no_grad()``: its outputs would carry no ``grad_fn``).  Inputs of other shapes, dtypes or
 devices are *specialised* when the module was given a ``specialise`` function
@@ -50,7 +50,7 @@ from workbench.executors.torch_exec.calls import CallEvaluator
 from workbench.executors.torch_exec.host import run_once
 from workbench.executors.torch_exec.program import build_program
 from workbench.executors.torch_exec.runner import precision_flags
-from workbench.io.torch_program import ArgumentsDiffer, Call, TorchProgram
+from workbench.io.torch.program import ArgumentsDiffer, Call, TorchProgram
 from workbench.values.schedule import Schedule
 
 #: Input signatures a module keeps a specialisation for (least recently used dropped first).
@@ -129,7 +129,7 @@ class ScheduledModule(torch.nn.Module):
 
     ``example``: the arguments the schedule was made (and, on CUDA with ``mode="graph"``,
     captured) for: a tuple of positional arguments or a
-    :class:`~workbench.io.torch_program.Call`; ``device``: where it runs (the model's);
+    :class:`~workbench.io.torch.program.Call`; ``device``: where it runs (the model's);
     ``precision``: ``None`` (torch's flags as they are), ``"fp32"`` or ``"tf32"`` (TF32 off / on
     and cuDNN's heuristics for the calls, as
     :func:`~workbench.executors.torch_exec.runner.precision_flags` sets them for the measured

@@ -44,7 +44,7 @@ from workbench.executors.torch_exec.values import (
     initial_tensors,
     to_numpy,
 )
-from workbench.io.torch_program import TorchProgram
+from workbench.io.torch.program import TorchProgram
 from workbench.simulator.cost_model.devices import DEVICES, DeviceSpec, get_device
 from workbench.values.graph import Graph, TensorId
 from workbench.values.op_torch import torch_module
@@ -207,7 +207,8 @@ def _switch_tf32(torch: Any, on: bool) -> Callable[[], None]:
 
 def _warn_program_only(graph: Any, evaluator: Any, notes: dict[str, Any]) -> None:
     """One warning (and ``meta["program_only"]``) when the torch forms run ops whose values only
-    the traced program computes (``attrs["program_only"]``, :func:`workbench.io.fx.from_torch`:
+    the traced program computes (``attrs["program_only"]``,
+    :func:`workbench.io.torch.fx.from_torch`:
     reads after an in-place write through another name): the outputs are not the model's."""
     if isinstance(evaluator, CallEvaluator):
         return

@@ -1,6 +1,6 @@
 """The calls of a traced program compiled once into closures over a run's values.
 
-:meth:`workbench.io.torch_program.TorchProgram.call` runs an fx node by walking its arguments
+:meth:`workbench.io.torch.program.TorchProgram.call` runs an fx node by walking its arguments
 with ``map_arg`` and a lookup function on every call.  :func:`compile_call` does that walk once:
 it returns ``thunk(env)`` that gathers the arguments straight from ``env`` (fx node name ->
 value) with ``operator.itemgetter`` where they are plain nodes, and rebuilds only the containers

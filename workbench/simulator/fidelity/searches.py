@@ -51,7 +51,7 @@ def schedule_to_dict(schedule: Schedule, searched: Graph | None = None) -> dict[
     their members)."""
     graph: dict[str, Any] = {}
     if searched is not None and schedule.graph is not searched:
-        from workbench.io.json_format import graph_to_dict
+        from workbench.io.text.json_format import graph_to_dict
 
         graph = {"graph": graph_to_dict(schedule.graph)}
     return {**graph, "policy": schedule.policy,
@@ -65,7 +65,7 @@ def schedule_from_dict(graph: Graph, data: Mapping[str, Any]) -> Schedule:
     """The schedule :func:`schedule_to_dict` wrote, of ``graph`` (or of the graph it stored),
     validated."""
     if "graph" in data:
-        from workbench.io.json_format import graph_from_dict
+        from workbench.io.text.json_format import graph_from_dict
 
         graph = graph_from_dict(data["graph"])
     streams = {int(s): tuple(ops) for s, ops in data["streams"].items()}
