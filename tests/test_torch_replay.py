@@ -124,8 +124,8 @@ def test_a_replay_does_counted_work_per_op(imported: _Imported, name: str) -> No
         py, c = _frames_per_step(ev, issue)
     assert ev.plan is not None
     n_steps = len(ev.plan.flat)
-    general = {"torch_program.py:call", "calls.py:_value", "calls.py:_call",
-               "calls.py:_release_if_done", "calls.py:run_op", "torch_program.py:args_of"}
+    general = {"program.py:call", "calls.py:_value", "calls.py:_call",
+               "calls.py:_release_if_done", "calls.py:run_op", "program.py:args_of"}
     assert not general & set(py), py
     assert not [k for k in py if k.startswith(("node.py", "immutable_collections.py:map"))], py
     assert "_fx_map_arg" not in c and "map_arg" not in c

@@ -189,7 +189,7 @@ def _info(meta: Any) -> TensorInfo | None:
     return TensorInfo(shape, itemsize)
 
 
-_target_name = target_label  # the call's name as the tables know it (torch_program)
+_target_name = target_label  # the call's name as the tables know it (program.py)
 
 
 # ================================================================================ the importer
