@@ -235,8 +235,8 @@ def test_pytorch_trace_fuzz(workdir: Path, data: bytes) -> None:
 
 # ------------------------------------------------------------------------------- found by fuzzing
 # Inputs that once escaped the JSON reader (workbench/io/text/json_format.py,
-# workbench/values/graph.py) as
-# OverflowError / RecursionError or a two-line message; now one-line WorkbenchErrors.
+# workbench/values/graph.py) as OverflowError / RecursionError or a two-line message; now
+# one-line WorkbenchErrors.
 JSON_ESCAPES = {
     "huge_int": '{"ops": [{"id": "a", "flops": ' + "9" * 400 + "}]}",  # OverflowError
     "inf_size": '{"ops": [], "tensors": [{"id": "t", "size_bytes": 1e400}]}',  # OverflowError

@@ -59,8 +59,7 @@ def test_the_area_ordering_past_int64_areas_is_the_exact_one() -> None:
     check_no_overlap(plan)
 
 
-# ------------------------------------------------------------------ io/text/json_format.py
-# survivors
+# ---------------------------------------------------------- io/text/json_format.py survivors
 def _load_text(tmp_path: object, text: str) -> object:
     import workbench as wb
 

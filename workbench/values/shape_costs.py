@@ -2,12 +2,11 @@
 
 The conventions of the model builders (:mod:`workbench.models._layers`) and of the importers
 (:mod:`workbench.io.onnx.rules`, :mod:`workbench.io.torch.fx`,
-:mod:`workbench.io.traces.execution_trace`),
-kept in one place: a multiply-add is two FLOPs, ``bytes_read`` is every input tensor the op reads
-(weights included), ``bytes_written`` its outputs, ``thread_blocks`` is the implicit-GEMM tile
-count (:data:`GEMM_TILE` square tiles) for convolutions and matmuls and
-``ceil(output elements / ELEMENTS_PER_BLOCK)`` for everything else.  Every rule is O(rank of its
-tensors).
+:mod:`workbench.io.traces.execution_trace`), kept in one place: a multiply-add is two FLOPs,
+``bytes_read`` is every input tensor the op reads (weights included), ``bytes_written`` its outputs,
+``thread_blocks`` is the implicit-GEMM tile count (:data:`GEMM_TILE` square tiles) for convolutions
+and matmuls and ``ceil(output elements / ELEMENTS_PER_BLOCK)`` for everything else.  Every rule is
+O(rank of its tensors).
 
 >>> conv_cost(TensorInfo((1, 3, 8, 8)), TensorInfo((4, 3, 3, 3)), TensorInfo((1, 4, 8, 8)),
 ...           [TensorInfo((1, 3, 8, 8))], [TensorInfo((1, 4, 8, 8))]).flops

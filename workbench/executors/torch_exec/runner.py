@@ -208,8 +208,8 @@ def _switch_tf32(torch: Any, on: bool) -> Callable[[], None]:
 def _warn_program_only(graph: Any, evaluator: Any, notes: dict[str, Any]) -> None:
     """One warning (and ``meta["program_only"]``) when the torch forms run ops whose values only
     the traced program computes (``attrs["program_only"]``,
-    :func:`workbench.io.torch.fx.from_torch`:
-    reads after an in-place write through another name): the outputs are not the model's."""
+    :func:`workbench.io.torch.fx.from_torch`: reads after an in-place write through another
+    name): the outputs are not the model's."""
     if isinstance(evaluator, CallEvaluator):
         return
     only = [op for op in graph.ops if op.attrs.get("program_only")]

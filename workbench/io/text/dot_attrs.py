@@ -12,10 +12,9 @@ name is a typo that would silently change the result (``flopz=3``), so it is an 
 it, its line, and the nearest workbench attribute.
 
 The *full form* (what :func:`workbench.io.text.dot_write.to_dot` writes, marked by the graph
-attribute
-``format``) carries every field of :func:`~workbench.io.text.json_format.graph_to_dict`: the op
-fields are node attributes and the other graph fields graph attributes, both named as in the
-JSON format and read from it (:func:`op_fields`, :func:`graph_fields`), so the two formats
+attribute ``format``) carries every field of :func:`~workbench.io.text.json_format.graph_to_dict`:
+the op fields are node attributes and the other graph fields graph attributes, both named as in
+the JSON format and read from it (:func:`op_fields`, :func:`graph_fields`), so the two formats
 cannot drift; :func:`full_graph` builds the graph through
 :func:`~workbench.io.text.json_format.graph_from_dict`.  Byte counts are whole numbers in both
 forms.

@@ -1,5 +1,4 @@
-"""The fast path of :func:`workbench.io.text.dot.graph_from_dot`: plain DOT read a statement at a
-time.
+"""The fast path of :func:`workbench.io.text.dot.graph_from_dot`: DOT read statement by statement.
 
 The tokenizer (:mod:`workbench.io.text.dot_tokens`) and the recursive-descent parser cost about 2 µs
 per token in Python; a file :func:`~workbench.io.text.dot_write.to_dot` wrote has some 55 tokens per

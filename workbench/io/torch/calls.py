@@ -1,9 +1,8 @@
 """How a traced PyTorch model is called and what it returns, for
-:func:`workbench.io.torch.fx.from_torch`:
-the parameters of ``forward`` an example leaves out (:func:`left_out`, :func:`every_argument`),
-outputs torch.export cannot carry (dataclasses: :func:`plain_outputs`, rebuilt after), and which
-argument a call's value shares its storage with (:func:`shared_storage`, from the traced fake
-tensors).  torch is imported inside the functions."""
+:func:`workbench.io.torch.fx.from_torch`: the parameters of ``forward`` an example leaves out
+(:func:`left_out`, :func:`every_argument`), outputs torch.export cannot carry (dataclasses:
+:func:`plain_outputs`, rebuilt after), and which argument a call's value shares its storage with
+(:func:`shared_storage`, from the traced fake tensors).  torch is imported inside the functions."""
 
 from __future__ import annotations
 

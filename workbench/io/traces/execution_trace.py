@@ -44,9 +44,8 @@ steps) whose Kineto host event lies in the step's span.  Values a kept step read
 earlier step wrote (momentum buffers, the weights an optimizer updated) are inputs of its graph.
 
 Reading the ET's calls is :mod:`workbench.io.traces.et_calls`; the bookkeeping of which graph
-tensors
-hold each ET tensor's value is :mod:`workbench.io.traces.et_values`; this module joins the Kineto
-trace and builds the graph.
+tensors hold each ET tensor's value is :mod:`workbench.io.traces.et_values`; this module joins the
+Kineto trace and builds the graph.
 """
 
 from __future__ import annotations

@@ -8,9 +8,8 @@ What becomes an op (see shared notes, "PyTorch profiler / Kineto trace"):
   (``aten::conv2d``, not the ``aten::convolution`` -> ``aten::mkldnn_convolution`` calls inside
   it): host ops, device ``"cpu"``, one stream per thread (numbered from 0 in order of appearance);
 * a trace the workbench wrote (:mod:`workbench.io.traces.chrome_trace`) keeps every op, GPU and
-host,
-  with its id, stream and device (``args.op``, ``args.stream``/``tid`` less the exporter's stream
-  offset, ``args.wb_device``).
+  host, with its id, stream and device (``args.op``, ``args.stream``/``tid`` less the exporter's
+  stream offset, ``args.wb_device``).
 
 Op ids are ``args.op`` when an event names its op, else ``"<name>#<k>"`` (``k``: the occurrence
 among events of that name in time order).  Each op's measured time is its ``duration_us``; time 0
