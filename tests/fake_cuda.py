@@ -769,4 +769,16 @@ class _Device(TorchDispatchMode):
             return func(*args, **kwargs)
 
 
-__all__ = ["POOL", "CudaError", "StrictCuda", "StrictEvent", "StrictGraph", "StrictStream"]
+def on_the_runner(monkeypatch: Any, cuda: Any) -> Any:
+    """Make ``cuda`` (this module's :class:`StrictCuda`, or any fake with the ``torch.cuda``
+    interface the executor uses) the torch executor's CUDA for one test, the model's tensors
+    staying on the CPU; returns ``cuda``."""
+    from workbench.executors.torch_exec import runner
+
+    monkeypatch.setattr(runner, "_cuda_api", lambda: cuda)
+    monkeypatch.setattr(runner, "_tensor_device", lambda device: "cpu")
+    return cuda
+
+
+__all__ = ["POOL", "CudaError", "StrictCuda", "StrictEvent", "StrictGraph", "StrictStream",
+           "on_the_runner"]

@@ -19,7 +19,9 @@ weights come from ``torch.manual_seed(0)`` so every test sees the same model.
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -460,6 +462,18 @@ ZOO: dict[str, Callable[[], Built]] = {
     "t5": _built(T5Tiny, lambda: (_tokens(),)),
     "swin": _built(SwinTiny, lambda: (torch.randn(2, 3, 48, 48),)),
 }
+
+
+@functools.cache
+def imported(name: str) -> tuple[nn.Module, tuple[Any, ...], Any]:
+    """(model, example, graph) of the zoo model ``name``, imported once per process with
+    ``wb.io.from_torch`` (its default-cost notes silenced).  Callers must not change the model."""
+    import workbench as wb
+
+    model, example = ZOO[name]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # default-cost notes
+        return model, example, wb.io.from_torch(model, example)
 
 
 def new_inputs(example: tuple[Any, ...], seed: int = 1) -> tuple[Any, ...]:

@@ -36,11 +36,10 @@ from torch.utils._pytree import tree_leaves  # noqa: E402
 
 import workbench as wb  # noqa: E402
 from tests._complexity import machine_slowdown  # noqa: E402
-from tests.fake_cuda import StrictCuda  # noqa: E402
+from tests.fake_cuda import StrictCuda, on_the_runner  # noqa: E402
 from tests.model_zoo import ZOO  # noqa: E402
 from tests.model_zoo_any import ANY, VOCAB, TinyOutput  # noqa: E402
 from tests.test_torch_cuda_fake import FakeCuda, FakeEvent, FakeGraph  # noqa: E402
-from workbench.executors.torch_exec import runner  # noqa: E402
 from workbench.executors.torch_exec.module import (  # noqa: E402
     MAX_SPECIALISATIONS,
     ModelItself,
@@ -567,10 +566,7 @@ def strict(monkeypatch: pytest.MonkeyPatch) -> StrictCuda:
     """The torch executor on the strict fake (asynchronous streams, the caching allocator,
     capture rules, replays that recompute from the static inputs; tests/fake_cuda.py), the
     model's CPU tensors standing for the GPU's."""
-    cuda = StrictCuda()
-    monkeypatch.setattr(runner, "_cuda_api", lambda: cuda)
-    monkeypatch.setattr(runner, "_tensor_device", lambda device: "cpu")
-    return cuda
+    return on_the_runner(monkeypatch, StrictCuda())
 
 
 def test_when_no_schedule_beats_the_model_s_cuda_graph_that_graph_is_returned(

@@ -31,7 +31,6 @@ under capture, the 33rd stream, and the allocator's reuse with and without ``rec
 
 from __future__ import annotations
 
-import functools
 import inspect
 import textwrap
 import warnings
@@ -44,8 +43,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import workbench as wb  # noqa: E402
-from tests.fake_cuda import POOL, CudaError, StrictCuda  # noqa: E402
-from tests.model_zoo import ZOO, new_inputs  # noqa: E402
+from tests.fake_cuda import POOL, CudaError, StrictCuda, on_the_runner  # noqa: E402
+from tests.model_zoo import imported, new_inputs  # noqa: E402
 from workbench.errors import WorkbenchError  # noqa: E402
 from workbench.executors.torch_exec import calls, runner  # noqa: E402
 from workbench.executors.torch_exec import cuda as tcuda  # noqa: E402
@@ -73,23 +72,11 @@ def broken(match: str) -> Any:
 @pytest.fixture
 def strict(monkeypatch: pytest.MonkeyPatch) -> StrictCuda:
     """The runner's CUDA is a fresh strict fake (tensors on the CPU)."""
-    cuda = StrictCuda()
-    monkeypatch.setattr(runner, "_cuda_api", lambda: cuda)
-    monkeypatch.setattr(runner, "_tensor_device", lambda device: "cpu")
-    return cuda
+    return on_the_runner(monkeypatch, StrictCuda())
 
 
 def _transformer() -> wb.Graph:
     return wb.models.transformer_block(seq_len=8, d_model=16, heads=2, d_ff=32)
-
-
-@functools.cache
-def _imported(name: str) -> tuple[Any, tuple[Any, ...], wb.Graph]:
-    model, example = ZOO[name]()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # default-cost notes
-        graph = wb.io.from_torch(model, example)
-    return model, example, graph
 
 
 def _leaves(value: Any) -> list[Any]:
@@ -103,7 +90,7 @@ def _accelerated(name: str, policy: str, mode: str, cuda: StrictCuda, *, calls_:
     """``name`` under ``policy`` as a ScheduledModule on ``cuda``, called on ``calls_`` new
     inputs; the largest ``max |diff| / max |y|`` against the model.  ``consume``: the caller
     reads each output on its own stream (as code after the call would) before the host does."""
-    model, example, graph = _imported(name)
+    model, example, graph = imported(name)
     sched = wb.schedule(graph, policy)
     got = []
     with cuda.running(), torch.no_grad():  # under grad mode a call runs the model itself

@@ -11,8 +11,6 @@ fall back to the model itself, with one warning, where the schedule does not app
 
 from __future__ import annotations
 
-import functools
-import warnings
 from typing import Any
 
 import pytest
@@ -20,7 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import workbench as wb  # noqa: E402
-from tests.model_zoo import ZOO, new_inputs  # noqa: E402
+from tests.model_zoo import ZOO, imported, new_inputs  # noqa: E402
 from workbench.schedulers import TEST_OPTIONS  # noqa: E402
 
 nn = torch.nn
@@ -31,14 +29,6 @@ nn = torch.nn
 #: (``_transformer_encoder_layer_fwd``, one fused native kernel) where the trace has its
 #: decomposition (linear, scaled_dot_product_attention, layer_norm ...).
 NOT_BITWISE = {"vit": 1e-5}
-
-
-@functools.cache
-def _imported(name: str) -> tuple[Any, tuple[Any, ...], wb.Graph]:
-    model, example = ZOO[name]()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # default-cost notes
-        return model, example, wb.io.from_torch(model, example)
 
 
 def _leaves(value: Any) -> list[Any]:
@@ -61,7 +51,7 @@ def _same(got: Any, want: Any, tolerance: float = 0.0) -> None:
 
 @pytest.mark.parametrize("name", list(ZOO))
 def test_every_policy_computes_the_model_with_its_own_weights(name: str) -> None:
-    model, example, graph = _imported(name)
+    model, example, graph = imported(name)
     assert graph.program is not None and graph.program.model is model
     fresh = new_inputs(example)
     with torch.no_grad():
@@ -78,7 +68,7 @@ def test_every_policy_computes_the_model_with_its_own_weights(name: str) -> None
 
 
 def test_without_inputs_a_run_uses_the_example_it_was_traced_with() -> None:
-    model, example, graph = _imported("bert")
+    model, example, graph = imported("bert")
     trace = wb.execute(wb.schedule(graph, "nnc"), executor="torch", device="cpu", repeats=1,
                        warmup=0, return_outputs=True)
     assert trace.meta["inputs"] == "the example traced"
@@ -87,7 +77,7 @@ def test_without_inputs_a_run_uses_the_example_it_was_traced_with() -> None:
 
 
 def test_tensors_the_model_creates_are_made_on_the_run_s_device() -> None:
-    _, _, graph = _imported("gpt2")  # torch.arange(..., device=<the trace's>) for positions
+    _, _, graph = imported("gpt2")  # torch.arange(..., device=<the trace's>) for positions
     program = graph.program
     (arange,) = [n for n in program.nodes if n.startswith("arange")]
     traced = program.call(program.gm, arange, lambda name: None)
@@ -106,7 +96,7 @@ def test_a_zero_dimensional_input_stays_zero_dimensional() -> None:
 
 
 def test_a_wrong_number_of_inputs_is_one_line() -> None:
-    _, example, graph = _imported("bert")
+    _, example, graph = imported("bert")
     with pytest.raises(wb.OptionError, match=r"traced with 2 input value\(s\).*got 1"):
         wb.execute(wb.schedule(graph, "serial"), executor="torch", device="cpu",
                    inputs=example[0], repeats=1, warmup=0)
@@ -147,7 +137,7 @@ def test_in_place_writes_order_their_readers_under_every_policy() -> None:
 
 
 def test_a_saved_graph_drops_its_program_with_a_warning(tmp_path: Any) -> None:
-    _, _, graph = _imported("resnet")
+    _, _, graph = imported("resnet")
     with pytest.warns(UserWarning, match="saved the graph only"):
         wb.save(graph, tmp_path / "resnet.json")
     loaded = wb.load(tmp_path / "resnet.json")
@@ -155,12 +145,12 @@ def test_a_saved_graph_drops_its_program_with_a_warning(tmp_path: Any) -> None:
     assert graph.replace(name="renamed").program is graph.program
 
 
-def test_a_pickled_graph_finds_its_program_only_where_it_was_imported(tmp_path: Any) -> None:
+def test_a_pickled_graph_finds_its_program_only_where_it_wasimported(tmp_path: Any) -> None:
     import pickle
     import subprocess
     import sys
 
-    _, _, graph = _imported("resnet")
+    _, _, graph = imported("resnet")
     again = pickle.loads(pickle.dumps(graph))
     assert again == graph and again.program is graph.program  # this process: found again
     cmp = wb.compare(graph, policies=["nnc"], show_progress=False)  # forked workers
@@ -176,7 +166,7 @@ def test_a_pickled_graph_finds_its_program_only_where_it_was_imported(tmp_path: 
 # ------------------------------------------------------------------------------ accelerate
 @pytest.mark.parametrize("name", list(ZOO))
 def test_accelerate_gives_the_model_for_the_example_and_for_new_inputs(name: str) -> None:
-    model, example, _ = _imported(name)
+    model, example, _ = imported(name)
     fast = wb.accelerate(model, example, policy="nnc")
     assert type(fast).__name__ == "ScheduledModule" and fast.policy == "nnc"
     assert fast.mode == "cpu" and isinstance(fast, nn.Module)
@@ -186,7 +176,7 @@ def test_accelerate_gives_the_model_for_the_example_and_for_new_inputs(name: str
 
 
 def test_accelerate_auto_measures_given_policies_and_keeps_the_model_unless_one_beats_it() -> None:
-    model, example, _ = _imported("inception")
+    model, example, _ = imported("inception")
     fast = wb.accelerate(model, example, policies=["serial", "nnc"], repeats=3, warmup=1,
                          budget_s=60, show_progress=False)
     cmp = fast.comparison  # on the CPU only given policies are measured (none could differ)
@@ -229,7 +219,7 @@ def test_accelerate_runs_the_model_itself_when_it_cannot_be_captured() -> None:
 
 
 def test_accelerate_checks_its_options() -> None:
-    model, example, _ = _imported("resnet")
+    model, example, _ = imported("resnet")
     with pytest.raises(wb.ScheduleError, match="unknown scheduling policy 'nncc'"):
         wb.accelerate(model, example, policy="nncc")
     with pytest.raises(wb.OptionError, match="unknown mode"):
@@ -249,7 +239,7 @@ def test_the_workbench_backend_is_registered_with_dynamo() -> None:
 def test_torch_compile_with_the_workbench_backend_gives_the_model(name: str) -> None:
     from workbench.orchestration.compile_backend import workbench_backend
 
-    model, example, _ = _imported(name)
+    model, example, _ = imported(name)
     made: list[Any] = []
 
     def spy(gm: Any, inputs: list[Any], **kw: Any) -> Any:
@@ -270,7 +260,7 @@ def test_torch_compile_with_the_workbench_backend_gives_the_model(name: str) -> 
 
 
 def test_the_backend_refuses_an_unknown_option() -> None:
-    model, example, _ = _imported("resnet")
+    model, example, _ = imported("resnet")
     torch._dynamo.reset()
     compiled = torch.compile(model, backend="workbench", options={"polcy": "nnc"})
     with pytest.raises(Exception, match="unknown option 'polcy'"):
@@ -282,7 +272,7 @@ def test_accelerate_falls_back_with_one_line_when_the_schedule_cannot_run(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from workbench.executors.torch_exec import module
 
-    model, example, _ = _imported("resnet")
+    model, example, _ = imported("resnet")
 
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("operation not permitted when stream is capturing\nmore detail")

@@ -29,6 +29,7 @@ from workbench.schedulers import TEST_OPTIONS
 from workbench.values.schedule import Schedule
 
 pytest.importorskip("torch")
+from tests.fake_cuda import on_the_runner  # noqa: E402 (imports torch)
 
 LAUNCH = 0  # the first stream the executor creates is the launching stream
 
@@ -371,10 +372,7 @@ def test_eager_timing_makes_one_row_per_op_from_events_around_it() -> None:
 # ---------------------------------------------------------------------------- run() end to end
 @pytest.fixture
 def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
-    cuda = FakeCuda()
-    monkeypatch.setattr(runner, "_cuda_api", lambda: cuda)
-    monkeypatch.setattr(runner, "_tensor_device", lambda device: "cpu")
-    return cuda
+    return on_the_runner(monkeypatch, FakeCuda())
 
 
 @pytest.mark.parametrize("mode", ["eager", "graph"])

@@ -32,14 +32,12 @@ from workbench.executors.torch_exec import runner
 from workbench.executors.torch_exec.program import build_program
 
 torch = pytest.importorskip("torch")
+from tests.fake_cuda import on_the_runner  # noqa: E402 (imports torch)
 
 
 @pytest.fixture
 def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> FakeCuda:
-    cuda = FakeCuda()
-    monkeypatch.setattr(runner, "_cuda_api", lambda: cuda)
-    monkeypatch.setattr(runner, "_tensor_device", lambda device: "cpu")
-    return cuda
+    return on_the_runner(monkeypatch, FakeCuda())
 
 
 def _transformer() -> wb.Graph:
@@ -136,9 +134,7 @@ def test_graph_timing_without_external_events_falls_back_to_an_eager_timeline() 
 
 
 def test_a_graph_mode_run_on_old_torch_does_not_crash(monkeypatch: pytest.MonkeyPatch) -> None:
-    cuda = NoExternalEvents()
-    monkeypatch.setattr(runner, "_cuda_api", lambda: cuda)
-    monkeypatch.setattr(runner, "_tensor_device", lambda device: "cpu")
+    on_the_runner(monkeypatch, NoExternalEvents())
     trace = runner.run(wb.schedule(_transformer(), "nnc"), mode="graph", warmup=1, repeats=2,
                        verify=True)
     assert trace.mode == "graph" and trace.meta["verified"]
