@@ -373,15 +373,17 @@ def _import_body(onnx: Any, body: Any, outer: _Scope, prefix: str) -> list[Op]:
 
 def _build(onnx: Any, model: Any, path: Path, failed: str, found: StaticShapes) -> Graph:
     g = model.graph
-    initializers = {text_of(t.name) for t in g.initializer}
+    # in the file's order (a set's order changes with the process's string hashing)
+    initializers = list(dict.fromkeys(text_of(t.name) for t in g.initializer))
     graph_outputs = [text_of(vi.name) for vi in g.output if vi.name]
     infos = value_infos(onnx, g)
     infos.update(found.infos)
-    scope = _Scope(infos, set(initializers), small_ints(onnx, g), frozenset(graph_outputs))
+    weights = set(initializers)
+    scope = _Scope(infos, weights, small_ints(onnx, g), frozenset(graph_outputs))
     for vi in g.input:
         name = text_of(vi.name)
         if name:
-            scope.add_tensor(name, None, "parameter" if name in initializers else "input")
+            scope.add_tensor(name, None, "parameter" if name in weights else "input")
     for name in initializers:
         if name:
             scope.add_tensor(name, None, "parameter")
@@ -392,7 +394,7 @@ def _build(onnx: Any, model: Any, path: Path, failed: str, found: StaticShapes) 
         warn_line(defaulted_text(path.name, scope.defaulted, failed), str(path))
     outputs = list(dict.fromkeys(graph_outputs))
     inputs = [text_of(vi.name) for vi in g.input
-              if vi.name and text_of(vi.name) not in initializers]
+              if vi.name and text_of(vi.name) not in weights]
     read = {t for op in ops for t in op.inputs} | set(outputs)
     program = Weights({t: v for t, v in scope.values.items() if t in read}, inputs, outputs)
     return Graph(ops, scope.tensors.values(), outputs=outputs,
