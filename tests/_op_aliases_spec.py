@@ -1,4 +1,4 @@
-"""The importers' op-kind tables as they were before they moved into :mod:`workbench.values.ops`:
+"""The importers' op-kind tables as they were before they moved into :mod:`workbench.ops`:
 the
 specification :func:`tests.test_ops.test_importer_tables_round_trip_the_old_ones` holds the derived
 views to.  ``torch.fx``: name -> (kind, cost formula, per-element FLOPs); kernel-name fragments

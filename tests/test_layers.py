@@ -31,13 +31,14 @@ PACKAGE = ROOT / "workbench"
 # Lowest first.  A module may import its own layer and the layers below it.  An entry is a module
 # name or a package (``"workbench.executors.gpu"`` covers ``workbench.executors.gpu`` and everything
 # under it); the
-# longest matching entry wins.  Names that do not exist yet (``workbench.values.ops``) are allowed.
+# longest matching entry wins.  Names that do not exist yet (``workbench.ops``) are allowed.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("workbench.errors", "workbench._checks", "workbench._atomic", "workbench._terminal",
               "workbench.registry", "workbench._version",
               "workbench._progress", "workbench._engines", "workbench._bounded",
               # the simulator's and the executors' __init__ import nothing
               "workbench.simulator", "workbench.executors")),
+    ("op table", ("workbench.ops",)),
     ("values", ("workbench.values", "workbench.control", "workbench.executors.reference")),
     ("cost model", ("workbench.simulator.cost_model",)),
     ("graph transforms", ("workbench.passes", "workbench.models")),

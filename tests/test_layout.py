@@ -16,12 +16,13 @@ from workbench.values.views import VIEWS, view
 ROOT = Path(__file__).resolve().parents[1]
 
 
-#: The flat paths the modules had before issue 26 moved them into packages; none imports now.
+#: The flat paths the modules had before issue 26 moved them into packages; none imports now
+#: (``workbench.ops``, once the flat op table, is the op-table package of issue 46).
 OLD_PATHS = (
     "calibration", "cli_profiles", "clocks", "compare_measured", "control_checks", "costs",
     "device_calibration", "device_probes", "device_profile", "devices", "fidelity", "gpu",
     "graph", "graph_items", "graph_nx", "kernel_model", "launches", "op_reference", "op_torch",
-    "ops", "optimum", "pipelines", "reference", "report", "shape_costs", "sim_engine",
+    "optimum", "pipelines", "reference", "report", "shape_costs", "sim_engine",
     "sim_host", "sweep", "torch_exec")
 
 

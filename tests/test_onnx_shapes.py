@@ -44,7 +44,7 @@ from tests._onnx_exports import export  # noqa: E402
 from tests._onnx_exports import exported as shared_export  # noqa: E402
 from tests.model_zoo import ZOO, new_inputs  # noqa: E402
 from workbench.io.onnx.load import load_onnx  # noqa: E402
-from workbench.values.ops import OPS  # noqa: E402
+from workbench.ops import OPS  # noqa: E402
 
 F32, I64 = TensorProto.FLOAT, TensorProto.INT64
 

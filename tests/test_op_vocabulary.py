@@ -26,9 +26,9 @@ from tests._form_cases import FORM_CASES, FormCase, case_ids
 from workbench.errors import FormatError, OptionError
 from workbench.io.text.dot import graph_from_dot
 from workbench.io.text.json_format import graph_from_dict, graph_to_dict
+from workbench.ops import OPS, TORCH_ALIASES, TORCH_FORM_KINDS, attrs_of, canonical_kind
+from workbench.ops.attrs import ATTRIBUTES
 from workbench.values.graph import Graph, Op, Tensor
-from workbench.values.op_attrs import ATTRIBUTES
-from workbench.values.ops import OPS, TORCH_ALIASES, TORCH_FORM_KINDS, attrs_of, canonical_kind
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402

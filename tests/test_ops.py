@@ -1,4 +1,4 @@
-"""The op-kind table (:mod:`workbench.values.ops`): every entry checked in one common test.
+"""The op-kind table (:mod:`workbench.ops`): every entry checked in one common test.
 
 * every entry is well formed and every derived kind set comes from it;
 * every entry's NumPy reference runs on small shapes (right output shape, finite, float32);
@@ -23,8 +23,7 @@ from workbench.executors.gpu.emulator import emulate
 from workbench.executors.gpu.launch_plan import build_launch_plan
 from workbench.executors.gpu.lowering import LOWERINGS
 from workbench.executors.gpu.reference import REFERENCES, run_graph_reference
-from workbench.values.graph import Graph, Op, Tensor
-from workbench.values.ops import (
+from workbench.ops import (
     CATEGORIES,
     FLOPS_PER_ELEMENT,
     IMPORT_ONLY,
@@ -36,6 +35,7 @@ from workbench.values.ops import (
     TORCH_ALIASES,
     canonical_kind,
 )
+from workbench.values.graph import Graph, Op, Tensor
 
 F32 = np.float32
 PACKAGE = Path(__file__).resolve().parents[1] / "workbench"
@@ -248,10 +248,6 @@ ALLOWED_KIND_TABLES: dict[tuple[str, str], str] = {
         "ops.REDUCE_KINDS, the others stay opaque kernels)",
     ("workbench.models._layers", "OP_KINDS"):
         "what the model builder emits (a fact about the builder, checked by test_models)",
-    ("workbench.values.op_reference_recurrent", "GATE_ORDERS"):
-        "ONNX's gate blocks in torch's order: a fact of the two conventions the recurrent "
-        "references convert between (ops.py reads it for OpKind.recurrent; the references "
-        "cannot import the table)",
     ("workbench.io.torch.attrs", "MODULE_ATTRS"):
         "nn.Module attribute names the torch import reads, two of which ('size', 'bias') "
         "happen to spell kinds",
@@ -274,12 +270,13 @@ def _string_elements(node: ast.expr) -> list[str]:
 
 
 def stray_kind_tables() -> dict[tuple[str, str], list[str]]:
-    """Module-level assignments outside ``ops.py`` whose value lists two or more op-kind names."""
+    """Module-level assignments outside the op table (``workbench/ops/``) whose value lists two
+    or more op-kind names."""
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
         module = module.removesuffix(".__init__")
-        if module == "workbench.values.ops":
+        if module == "workbench.ops" or module.startswith("workbench.ops."):
             continue
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.Assign) and not any(
@@ -300,7 +297,7 @@ def stray_kind_tables() -> dict[tuple[str, str], list[str]]:
 def test_no_stray_kind_tables() -> None:
     found = stray_kind_tables()
     stray = {k: v for k, v in found.items() if k not in ALLOWED_KIND_TABLES}
-    assert not stray, ("op-kind facts belong in workbench/values/ops.py (or list the table in "
+    assert not stray, ("op-kind facts belong in workbench/ops/ (or list the table in "
                        f"ALLOWED_KIND_TABLES with the reason): {stray}")
     stale = [k for k in ALLOWED_KIND_TABLES if k not in found]
     assert not stale, f"ALLOWED_KIND_TABLES lists tables that are gone: {stale}"
@@ -376,7 +373,7 @@ def test_importers_keep_no_kind_tables() -> None:
                 used.add((name, statement))
             else:
                 stray[f"{name}: {statement}"] = what
-    assert not stray, f"kind facts belong in workbench/values/ops.py (OpKind fields): {stray}"
+    assert not stray, f"kind facts belong in workbench/ops/registry.py (OpKind fields): {stray}"
     assert used == set(ALLOWED_IMPORTER_DISPLAYS), "stale ALLOWED_IMPORTER_DISPLAYS entries"
 
 

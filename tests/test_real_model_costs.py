@@ -30,7 +30,7 @@ pytest.importorskip("onnx")
 import workbench as wb  # noqa: E402
 from tests._onnx_exports import exported  # noqa: E402
 from tests.model_zoo import ZOO  # noqa: E402
-from workbench.values.ops import OPS  # noqa: E402
+from workbench.ops import OPS  # noqa: E402
 
 TRANSFORMERS = [n for n in ("vit", "gpt2", "bert", "t5", "swin") if n in ZOO]
 EXPORTERS = ("legacy", "dynamo")

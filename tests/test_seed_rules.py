@@ -107,12 +107,12 @@ def test_no_task_kinds_match_the_way_mindspore_and_onnx_spell_them() -> None:
 
 
 def test_every_kind_table_uses_known_canonical_kinds() -> None:
-    """A kind table keyed by a spelling :mod:`workbench.values.ops` does not know would miss every
+    """A kind table keyed by a spelling :mod:`workbench.ops` does not know would miss every
     op whose kind was canonicalised: each table's keys must be known kinds."""
     import importlib
     import pkgutil
 
-    from workbench.values.ops import KNOWN_KINDS
+    from workbench.ops import KNOWN_KINDS
 
     tables = ("_RULES", "KERNELS", "LOWERINGS", "REFERENCES", "UNARY", "BINARY",
               "UNARY_CODES", "BINARY_CODES", "ACTIVATION_FLOPS", "UNIT_HEADS", "UNIT_TAILS",

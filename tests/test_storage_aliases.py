@@ -91,7 +91,7 @@ def test_every_alias_the_importer_claims_is_one_torch_makes(name: str) -> None:
     really lives in that storage when the program runs; claiming an alias torch does not make
     would let the planners overlap two live tensors.  The no-task kinds (reshape, flatten, ...)
     alias by the graph compiler's rule (seed 004's ref nodes) whatever torch does."""
-    from workbench.values.ops import NO_TASK_KINDS
+    from workbench.ops import NO_TASK_KINDS
     from workbench.values.storage import storage_input
 
     model, example, graph = imported(name)

@@ -32,10 +32,22 @@ def test_mypy_is_clean() -> None:
 
 
 MAX_MODULE_LINES = 500
+#: An op family module (``workbench/ops/<family>.py``, one that declares ``KINDS``) reads as one
+#: table of its kinds and may be longer (issue 46: sizes follow the content, no file is cut
+#: only for a line cap); past this it is two families.
+MAX_FAMILY_LINES = 1000
+
+
+def _limit(path: Path) -> int:
+    text = path.read_text(encoding="utf-8")
+    family = path.parent.name == "ops" and "\nKINDS = (" in text
+    return MAX_FAMILY_LINES if family else MAX_MODULE_LINES
 
 
 def test_every_module_stays_under_500_lines() -> None:
-    """Small modules with one job each (DEVELOPERS.md): a module past the limit is split."""
+    """Small modules with one job each (DEVELOPERS.md): a module past the limit is split; an op
+    family module may reach :data:`MAX_FAMILY_LINES`."""
     long = {str(p.relative_to(ROOT)): n for p in (ROOT / "workbench").rglob("*.py")
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
-    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > _limit(p)}
+    assert not long, f"modules over their limit ({MAX_MODULE_LINES}; op families " \
+                     f"{MAX_FAMILY_LINES}): {long}"

@@ -212,7 +212,7 @@ def test_importing_the_executor_and_its_forms_does_not_import_torch() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, workbench, workbench.values.op_torch, workbench.executors.torch_exec; "
+    code = ("import sys, workbench, workbench.ops.tensors, workbench.executors.torch_exec; "
             "from workbench.executors.execute import EXECUTORS; EXECUTORS.names(); "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

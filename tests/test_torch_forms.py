@@ -15,8 +15,8 @@ import pytest
 
 from tests._form_cases import case_ids
 from workbench.errors import OptionError
+from workbench.ops import OPS, REFERENCE_KINDS, TORCH_FORM_KINDS
 from workbench.values.graph import Op
-from workbench.values.ops import OPS, REFERENCE_KINDS, TORCH_FORM_KINDS
 
 torch = pytest.importorskip("torch")
 

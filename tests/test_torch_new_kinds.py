@@ -23,8 +23,8 @@ import pytest
 import workbench as wb
 from workbench.errors import OptionError
 from workbench.io.text.json_format import graph_from_dict, graph_to_dict
+from workbench.ops import OPS, TORCH_FORM_KINDS
 from workbench.values.graph import Graph, Op
-from workbench.values.ops import OPS, TORCH_FORM_KINDS
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402

@@ -19,8 +19,8 @@ Semantics:
   (:func:`draw_inputs` with ``init="reference"``):
   activations/inputs ~ N(0, 1), parameters ~ U(0.5, 1.5) (positive, so norm variances are valid),
   with the tensor's ``shape`` (else ``size_bytes // 4`` elements), float32.
-* Kernels (:data:`KERNELS`): the NumPy reference of each op kind in :data:`workbench.values.ops.OPS`
-  (:mod:`workbench.values.op_reference`: elementwise maps, conv2d, sepconv, pools, matmul, concat,
+* Kernels (:data:`KERNELS`): the NumPy reference of each op kind in :data:`workbench.ops.OPS`
+  (:mod:`workbench.ops`: elementwise maps, conv2d, sepconv, pools, matmul, concat,
   softmax, layernorm, batchnorm, transpose, views to the output tensor's shape, copies and
   print as identity, the generic kind ``"op"`` of :meth:`Graph.from_edges` graphs), computed in
   float64 and returned in the inputs' floating type; ``fused`` evaluates ``attrs["expr"]``
@@ -52,15 +52,15 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import OptionError, ScheduleError
+from workbench.ops import ASSIGN_KINDS, OPS
 from workbench.values.graph import Graph, Op, TensorId
-from workbench.values.ops import ASSIGN_KINDS, OPS
 from workbench.values.schedule import Schedule
 
 Array = np.ndarray
 ShapeOf = Callable[[TensorId], tuple[int, ...] | None]
 Kernel = Callable[[Op, list[Array], ShapeOf], list[Array]]
 
-#: Kernel per op kind: the NumPy reference of every entry of :data:`workbench.values.ops.OPS` that
+#: Kernel per op kind: the NumPy reference of every entry of :data:`workbench.ops.OPS` that
 # has
 #: one (``fused`` and the ``assign`` family's state are handled by the executor itself).
 KERNELS: dict[str, Kernel] = {name: info.reference for name, info in OPS.items()

@@ -27,7 +27,7 @@ from workbench._checks import did_you_mean, show
 from workbench.errors import OptionError
 from workbench.memory.bounds import peak_live_bytes
 from workbench.memory.plan import MemoryPlan, Problem, UsageRecord
-from workbench.values.ops import COMMUNICATION_KINDS  # their inputs / outputs: contiguous lists
+from workbench.ops import COMMUNICATION_KINDS  # their inputs / outputs: contiguous lists
 
 TensorRef = int | str
 Solve = Callable[[list[UsageRecord], frozenset[tuple[int, int]]], MemoryPlan]

@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from workbench.errors import GraphError
+from workbench.ops import ACTIVATION_FLOPS as _ACTIVATION_FLOPS
 from workbench.values.graph import Graph, Op, Tensor
-from workbench.values.ops import ACTIVATION_FLOPS as _ACTIVATION_FLOPS
 from workbench.values.shape_costs import ELEMENTS_PER_BLOCK as ELEMENTS_PER_BLOCK  # re-exported
 from workbench.values.shape_costs import GEMM_TILE as GEMM_TILE  # re-exported
 from workbench.values.shape_costs import blocks as _blocks
@@ -50,7 +50,7 @@ OP_KINDS: tuple[str, ...] = (
 )
 
 #: FLOPs per output element of the elementwise activations (``gelu``: tanh approximation).
-ACTIVATION_FLOPS: dict[str, int] = dict(_ACTIVATION_FLOPS)  # from workbench.values.ops.OPS
+ACTIVATION_FLOPS: dict[str, int] = dict(_ACTIVATION_FLOPS)  # from workbench.ops.OPS
 
 Shape = tuple[int, ...]
 Pair = tuple[int, int]

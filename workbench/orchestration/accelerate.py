@@ -462,7 +462,7 @@ def _itself(model: Any, reason: str, *, warn: bool = False, comparison: Any = No
 
 
 def _torch() -> Any:
-    from workbench.values.op_torch import torch_module
+    from workbench.ops.tensors import torch_module
 
     return torch_module()
 

@@ -126,7 +126,7 @@ def _run(module: Any, call: Any, precision: str | None, state: KeptState) -> Any
 
 
 def _torch() -> Any:
-    from workbench.values.op_torch import torch_module
+    from workbench.ops.tensors import torch_module
 
     return torch_module()
 

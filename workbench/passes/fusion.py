@@ -47,6 +47,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from workbench.ops import BROADCAST_KINDS as BROADCAST_KINDS  # re-exported
+from workbench.ops import ELEMWISE_KINDS as ELEMWISE_KINDS  # re-exported
+from workbench.ops import IO_KINDS, WRITE_KINDS
+from workbench.ops import REDUCE_KINDS as REDUCE_KINDS  # re-exported
 from workbench.values.graph import (
     NO_TASK_KINDS,
     Graph,
@@ -56,10 +60,6 @@ from workbench.values.graph import (
     TensorId,
     priority_topological_order,
 )
-from workbench.values.ops import BROADCAST_KINDS as BROADCAST_KINDS  # re-exported
-from workbench.values.ops import ELEMWISE_KINDS as ELEMWISE_KINDS  # re-exported
-from workbench.values.ops import IO_KINDS, WRITE_KINDS
-from workbench.values.ops import REDUCE_KINDS as REDUCE_KINDS  # re-exported
 
 FUSABLE_DEVICES = frozenset({"gpu", "npu"})
 

@@ -37,9 +37,9 @@ Examples
 
 from __future__ import annotations
 
+from workbench.ops import IO_KINDS as IO_KINDS  # re-exported
+from workbench.ops import WRITE_KINDS as WRITE_KINDS  # re-exported
 from workbench.values.graph import Graph
-from workbench.values.ops import IO_KINDS as IO_KINDS  # re-exported
-from workbench.values.ops import WRITE_KINDS as WRITE_KINDS  # re-exported
 from workbench.values.state import IO_STATE as IO_STATE  # re-exported
 from workbench.values.state import state_effects as state_effects  # re-exported
 from workbench.values.state import state_order

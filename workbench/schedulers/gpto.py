@@ -61,6 +61,7 @@ from typing import Any
 from workbench._checks import check_limit, show
 from workbench.errors import OptionError
 from workbench.memory.lifetimes import Usage
+from workbench.ops import OFF_DEVICE_TRANSFER_KINDS
 from workbench.schedulers.critical_path import (
     _list_schedule,
     bottom_levels,
@@ -74,7 +75,6 @@ from workbench.simulator.cost_model.costs import (
     graph_costs,
 )
 from workbench.values.graph import Graph
-from workbench.values.ops import OFF_DEVICE_TRANSFER_KINDS
 from workbench.values.schedule import MAX_STREAMS_LIMIT, Schedule, check_max_streams
 
 #: The kinds GPTO sends to the communication PE: every transfer that leaves a device.

@@ -76,6 +76,7 @@ from dataclasses import replace
 from typing import Any
 
 from workbench.errors import OptionError
+from workbench.ops import EPILOGUE_KINDS, GEMM_KINDS, UNIT_TAIL_KINDS
 from workbench.schedulers.ios_oracle import StageOracle
 from workbench.schedulers.ios_parts import (
     SearchContext,
@@ -84,11 +85,10 @@ from workbench.schedulers.ios_parts import (
     search_parts,
 )
 from workbench.values.graph import Graph, OpId
-from workbench.values.ops import EPILOGUE_KINDS, GEMM_KINDS, UNIT_TAIL_KINDS
 from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
 #: Unit heads, the tails a unit goes on after, and every tail (``gemm`` / ``epilogue`` /
-#: activations in :data:`workbench.values.ops.OPS`).
+#: activations in :data:`workbench.ops.OPS`).
 UNIT_HEADS = GEMM_KINDS
 AFFINE_TAILS = EPILOGUE_KINDS
 UNIT_TAILS = UNIT_TAIL_KINDS

@@ -3,9 +3,9 @@
 :class:`workbench.values.graph.Graph` calls :func:`check_graph_attrs` when it is built, so every
 reader (JSON, DOT, ONNX, ``from_torch``, the Execution Trace) and every programmatic
 ``wb.Graph(...)`` meets the same rules, and whatever passes them the cost model can cost.  For
-each attribute an op's kind declares (:data:`workbench.values.ops.OPS`, ``OpKind.attrs``):
+each attribute an op's kind declares (:data:`workbench.ops.OPS`, ``OpKind.attrs``):
 
-* its type and range (:func:`workbench.values.op_attrs.value_problem`: a kernel, stride,
+* its type and range (:func:`workbench.ops.attrs.value_problem`: a kernel, stride,
   dilation or groups is a positive integer, padding non-negative, numbers finite, sizes at most
   2**62);
 * for a convolution or pool whose input shape is known, the window against the input: the
@@ -34,8 +34,8 @@ from typing import Any
 
 from workbench._checks import show
 from workbench.errors import GraphError
-from workbench.values.op_attrs import ATTRIBUTES, pads_per_side, per_axis, value_problem
-from workbench.values.ops import OPS, kinds_where
+from workbench.ops import OPS, kinds_where
+from workbench.ops.attrs import ATTRIBUTES, pads_per_side, per_axis, value_problem
 from workbench.values.storage import input_shapes
 
 Shape = Sequence[int] | None

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from workbench.errors import GraphError, OptionError
+from workbench.ops import CONTROL_KINDS
 from workbench.values.graph_items import Op, Tensor, TensorId
-from workbench.values.ops import CONTROL_KINDS
 
 
 class SubGraph(Protocol):

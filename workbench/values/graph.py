@@ -20,6 +20,8 @@ from typing import Any
 
 from workbench._checks import show
 from workbench.errors import GraphError
+from workbench.ops import CONTROL_KINDS as CONTROL_KINDS  # re-exported
+from workbench.ops import NO_TASK_KINDS as NO_TASK_KINDS  # re-exported
 from workbench.values.attr_checks import check_graph_attrs
 from workbench.values.control_checks import check_control_op, control_output_bytes, same_control
 from workbench.values.graph_items import DEFAULT_TENSOR_BYTES as DEFAULT_TENSOR_BYTES
@@ -39,8 +41,6 @@ from workbench.values.graph_items import (
     plain_figure,
 )
 from workbench.values.graph_items import priority_topological_order as priority_topological_order
-from workbench.values.ops import CONTROL_KINDS as CONTROL_KINDS  # re-exported
-from workbench.values.ops import NO_TASK_KINDS as NO_TASK_KINDS  # re-exported
 from workbench.values.program import ModelProgram, program_of, token_of
 
 

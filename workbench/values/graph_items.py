@@ -14,8 +14,8 @@ from typing import Any
 
 from workbench._checks import show
 from workbench.errors import GraphError
-from workbench.values.op_attrs import MAX_SIZE
-from workbench.values.ops import CONTROL_KINDS, canonical_kind
+from workbench.ops import CONTROL_KINDS, canonical_kind
+from workbench.ops.attrs import MAX_SIZE
 
 OpId = str
 TensorId = str
@@ -57,7 +57,7 @@ class Op:
     ``duration_us`` pins the op's stand-alone device time and overrides the roofline (toy graphs,
     calibrated tables).  ``attrs`` holds op parameters (kernel size, stride, ...) for executors.
     A kind that names a known kind in another spelling (``"ExpandDims"``, ``"Reshape"``) is
-    stored canonically (``"expand_dims"``; see :mod:`workbench.values.ops`).
+    stored canonically (``"expand_dims"``; see :mod:`workbench.ops`).
     """
 
     id: OpId

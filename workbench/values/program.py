@@ -8,7 +8,7 @@ pickling drop it), and the torch executor runs it instead of drawing random weig
 * :class:`Weights` (ONNX files, :func:`workbench.io.load_onnx`): the value of every parameter
   tensor (the initializers, and the constants folded at import), the model's positional inputs
   and its outputs in order.  Each op runs as its kind's torch form
-  (:mod:`workbench.values.op_torch`) on these values.
+  (:mod:`workbench.ops.tensors`) on these values.
 * :class:`workbench.io.torch.program.TorchProgram` (:func:`workbench.io.from_torch`): the traced
   module itself; each op runs as the call the model makes (``aten.conv2d`` with the module's own
   weight), so the outputs are the model's.

@@ -27,11 +27,11 @@ from typing import Any
 
 from workbench._checks import show
 from workbench.errors import OptionError, ScheduleError
+from workbench.ops import BARRIER_KINDS as _BARRIER_KINDS
 from workbench.values.clocks import _HappensBefore, _last_queries
 from workbench.values.clocks import clock_matrix as clock_matrix  # re-exported
 from workbench.values.clocks import clocks_before as clocks_before  # re-exported
 from workbench.values.graph import Graph, OpId, priority_topological_order
-from workbench.values.ops import BARRIER_KINDS as _BARRIER_KINDS
 
 StreamId = int
 Sync = tuple[OpId, OpId]  # event recorded after [0], waited before [1]

@@ -260,7 +260,7 @@ def recurrent_sizes(kind: str, attrs: Mapping[str, Any], x: Sequence[int] | None
     from its attributes (``hidden_size``, ``layers``, ``direction``, ``batch_first``,
     ``proj_size``) and its input's shape ``(T, B, in)`` (``(B, T, in)`` batch first, ``(T,
     in)`` unbatched); ``None`` when they are unknown."""
-    from workbench.values.ops import RECURRENT_GATES
+    from workbench.ops import RECURRENT_GATES
 
     hidden = attrs.get("hidden_size")
     if x is None or not 2 <= len(x) <= 3 or not isinstance(hidden, int) or hidden < 1 \
@@ -281,7 +281,7 @@ def recurrent_cost(kind: str, attrs: Mapping[str, Any], ins: Sequence[Info],
     (biases counted whether given or not; an RNN's ReLU as its tanh); reads its inputs and
     writes its outputs once (the gates' round trips through memory are the launch rule's);
     thread blocks: the input projection's tiles."""
-    from workbench.values.ops import FLOPS_PER_ELEMENT
+    from workbench.ops import FLOPS_PER_ELEMENT
 
     x = ins[0] if ins else None
     r = recurrent_sizes(kind, attrs, x.shape if x is not None else None)
@@ -297,7 +297,7 @@ def gemm_flops(op: Any, x: Sequence[int] | None = None) -> float:
     kind's (convolutions, matmul, einsum) and attention's, a recurrent op's GEMMs
     (:meth:`RecurrentSizes.gemm_flops` of its input shape ``x``, not its gate arithmetic), 0
     for any other op.  O(layers)."""
-    from workbench.values.ops import OPS
+    from workbench.ops import OPS
 
     info = OPS.get(op.kind)
     if info is None:

@@ -3,9 +3,9 @@ them (seed 003 §7.5.2, Fig. 7.5.4 → 7.5.5; seed 004's auto-monad; notes B.3).
 
 State is a parameter an op writes, or a named resource (``"io"``, the virtual state every
 ``print``-like kind writes).  :func:`state_effects` says who touches what: ops of a kind in
-:data:`~workbench.values.ops.WRITE_KINDS` (``assign``, ``assign_add``, ``scatter_update``, ...)
+:data:`~workbench.ops.WRITE_KINDS` (``assign``, ``assign_add``, ``scatter_update``, ...)
 write ``attrs["writes"]`` or else their first input; the I/O kinds
-(:data:`~workbench.values.ops.IO_KINDS`) write ``"io"``; any op may name written state in
+(:data:`~workbench.ops.IO_KINDS`) write ``"io"``; any op may name written state in
 ``attrs["writes"]`` and read state in ``attrs["reads"]`` (a string or a list); every input that
 is a ``parameter`` some op writes is a read.
 
@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from workbench.values.ops import IO_KINDS, WRITE_KINDS
+from workbench.ops import IO_KINDS, WRITE_KINDS
 
 if TYPE_CHECKING:
     from workbench.values.graph import Graph, Op, OpId

@@ -4,7 +4,7 @@ executors.
 An op's output is (a view of) the storage of one of its inputs, and so needs no memory of its own
 and keeps that storage alive for as long as it is read, when:
 
-* its kind is a no-task kind (:data:`workbench.values.ops.NO_TASK_KINDS`: reshape, flatten,
+* its kind is a no-task kind (:data:`workbench.ops.NO_TASK_KINDS`: reshape, flatten,
   squeeze, ... — seed 004's ref nodes, whose output has the input's address): input 0;
 * an importer marked it a view (``attrs["view"]``: torch's ``transpose``, ``select``,
   ``getitem``, ``expand``, ``split``, ``unbind`` ... return strided views of their input, and
@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.values.ops import NO_TASK_KINDS
+from workbench.ops import NO_TASK_KINDS
 
 # Ops and graphs are taken by what they have (``op.kind``, ``op.inputs``, ``op.outputs``,
 # ``op.attrs``; ``graph.ops``): workbench.values.graph checks attributes with input_shapes, so

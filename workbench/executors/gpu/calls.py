@@ -19,8 +19,8 @@ from typing import Any
 
 from workbench.errors import OptionError
 from workbench.executors.gpu.sources import inline_includes, module_source, signature
+from workbench.ops import ASSIGN_KINDS, GPU_COPY_KINDS
 from workbench.values.graph import Op, TensorId
-from workbench.values.ops import ASSIGN_KINDS, GPU_COPY_KINDS
 
 UNARY_CODES: dict[str, int] = {"identity": 0, "relu": 1, "gelu": 2, "sigmoid": 3, "tanh": 4,
                                "exp": 5, "log": 6, "neg": 7, "abs": 8, "sqrt": 9, "atan": 10}

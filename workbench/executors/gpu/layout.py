@@ -27,8 +27,8 @@ from workbench.executors.gpu.plan import Buffer, Placement
 from workbench.memory.conflicts import ConflictSet
 from workbench.memory.plan import MemoryPlan, UsageRecord
 from workbench.memory.streams import buffer_conflicts
+from workbench.ops import OPS
 from workbench.values.graph import Graph, Op, OpId, TensorId
-from workbench.values.ops import OPS
 from workbench.values.schedule import Schedule
 from workbench.values.storage import storage_roots
 

@@ -1,9 +1,9 @@
 """NumPy references for the GPU kernels: what each op computes, from its attrs and shapes.
 
 :data:`REFERENCES`, :func:`reference_op` and :func:`run_graph_reference`, each op lowered the way
-the GPU executor lowers it.  The references are the table's (:data:`workbench.values.ops.OPS`,
+the GPU executor lowers it.  The references are the table's (:data:`workbench.ops.OPS`,
 written in
-:mod:`workbench.values.op_reference`, shared with :mod:`workbench.executors.reference`); this module
+:mod:`workbench.ops`, shared with :mod:`workbench.executors.reference`); this module
 adds the
 GPU's own meaning of the generic kind (the spin kernel) and of fused ops, and names the
 elementwise maps by the kernels' activation codes (:data:`UNARY`, :data:`BINARY`).  The kernel
@@ -24,20 +24,11 @@ import numpy as np
 from workbench.errors import OptionError, ScheduleError
 from workbench.executors.gpu.lowering import lowering_of
 from workbench.executors.reference import draw_inputs, shape_or_flat
-from workbench.values import op_reference as _ref
+from workbench.ops import ASSIGN_KINDS, OPS
+from workbench.ops import arrays as _ref
+from workbench.ops.arrays import F32, Array, UnaryFn, batchnorm, layernorm, matmul, pool2d, softmax
+from workbench.ops.generic import spin_value
 from workbench.values.graph import Graph, Op, TensorId
-from workbench.values.op_reference import (
-    F32,
-    Array,
-    UnaryFn,
-    batchnorm,
-    layernorm,
-    matmul,
-    pool2d,
-    softmax,
-    spin_value,
-)
-from workbench.values.ops import ASSIGN_KINDS, OPS
 from workbench.values.schedule import Schedule
 
 #: Elementwise maps by activation name (``None``: identity), as the kernels' codes name them.
@@ -50,7 +41,7 @@ BINARY: dict[str, Callable[[Array, Array], Array]] = {
 
 def conv2d(x: Array, w: Array, bias: Array | None = None, *, stride: Any = 1, padding: Any = 0,
            groups: int = 1, act: str | None = None, pre_act: str | None = None) -> Array:
-    """:func:`workbench.values.op_reference.conv2d` with the activations named as the kernels name
+    """:func:`workbench.ops.arrays.conv2d` with the activations named as the kernels name
     them (:data:`UNARY`)."""
     return _ref.conv2d(x, w, bias, stride=stride, padding=padding, groups=groups,
                        act=UNARY[act], pre_act=UNARY[pre_act])
@@ -82,7 +73,7 @@ def _ref_fused(op: Op, a: list[Array], shape_of: ShapeOf) -> list[Array]:
     return [env[t] for t in op.outputs]
 
 
-#: Reference per op kind: the table's (:data:`workbench.values.ops.OPS`), with the GPU's own meaning
+#: Reference per op kind: the table's (:data:`workbench.ops.OPS`), with the GPU's own meaning
 # of
 #: two kinds: the generic kind ``"op"`` runs the spin kernel (:func:`spin_value`), and ``fused``
 #: evaluates its members through this table.

@@ -1,7 +1,7 @@
 """The torch executor: any Schedule run with PyTorch's kernels (cuDNN, cuBLAS, ATen).
 
-Each op runs as its kind's PyTorch form (:attr:`workbench.values.ops.OpKind.torch_form`,
-:mod:`workbench.values.op_torch`).  On CUDA, one ``torch.cuda.Stream`` per schedule stream, syncs as
+Each op runs as its kind's PyTorch form (:attr:`workbench.ops.OpKind.torch_form`,
+:mod:`workbench.ops.tensors`).  On CUDA, one ``torch.cuda.Stream`` per schedule stream, syncs as
 events, barriers as event joins or device synchronisation, eager or one CUDA graph, timed with
 CUDA events; on the CPU, issue order timed on the host.  Registered as ``"torch"`` in
 :data:`workbench.executors.execute.EXECUTORS` (:func:`run` -> Trace) and

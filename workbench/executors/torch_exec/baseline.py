@@ -21,7 +21,7 @@ from typing import Any
 
 from workbench._checks import first_line
 from workbench.executors.torch_exec.runner import precision_flags
-from workbench.values.op_torch import torch_module
+from workbench.ops.tensors import torch_module
 from workbench.values.trace import makespan_stats
 
 

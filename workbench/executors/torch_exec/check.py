@@ -19,7 +19,7 @@ from typing import Any
 from workbench.errors import OptionError, ScheduleError
 from workbench.executors.torch_exec.values import as_tensor, cast_dtype
 from workbench.io.torch.program import Call, TorchProgram
-from workbench.values.op_torch import torch_module
+from workbench.ops.tensors import torch_module
 
 #: ``max |diff| / max |y|`` a run may differ from the model by, per precision.
 TOLERANCE = {None: 1e-4, "fp32": 1e-4, "tf32": 1e-4, "fp16": 1e-2, "bf16": 1e-2}

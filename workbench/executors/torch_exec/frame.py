@@ -17,9 +17,9 @@ from typing import Any
 import pandas as pd
 
 from workbench.executors.torch_exec.host import Timing
+from workbench.ops.tensors import torch_module
 from workbench.simulator.cost_model.costs import op_cost
 from workbench.simulator.cost_model.devices import DeviceSpec
-from workbench.values.op_torch import torch_module
 from workbench.values.schedule import Schedule
 from workbench.values.trace import makespan_stats as makespan_stats  # re-exported
 

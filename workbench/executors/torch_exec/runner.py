@@ -45,9 +45,9 @@ from workbench.executors.torch_exec.values import (
     to_numpy,
 )
 from workbench.io.torch.program import TorchProgram
+from workbench.ops.tensors import torch_module
 from workbench.simulator.cost_model.devices import DEVICES, DeviceSpec, get_device
 from workbench.values.graph import Graph, TensorId
-from workbench.values.op_torch import torch_module
 from workbench.values.schedule import Schedule, schedule_serial
 from workbench.values.trace import Trace, makespan_stats
 

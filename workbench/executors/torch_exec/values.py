@@ -3,7 +3,7 @@
 The evaluator computes ops exactly as :func:`workbench.executors.reference.run_reference` does
 (state of the
 ``assign`` family, ``fused`` ops member by member, ``view_shapes`` aliases), with each kind's
-PyTorch form (:attr:`workbench.values.ops.OpKind.torch_form`) instead of its NumPy reference.
+PyTorch form (:attr:`workbench.ops.OpKind.torch_form`) instead of its NumPy reference.
 Inputs
 and parameters are :func:`workbench.executors.reference.draw_inputs` (``init="scaled"``, as the CuPy
 executor and the launch-plan emulator draw them: same seed, same values in every runner),
@@ -24,9 +24,9 @@ import numpy as np
 from workbench._checks import first_line
 from workbench.errors import OptionError, ScheduleError
 from workbench.executors.reference import draw_inputs
+from workbench.ops import ASSIGN_KINDS, OPS, TORCH_FORM_KINDS
+from workbench.ops.tensors import torch_module
 from workbench.values.graph import Graph, Op, TensorId
-from workbench.values.op_torch import torch_module
-from workbench.values.ops import ASSIGN_KINDS, OPS, TORCH_FORM_KINDS
 
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16")
 

@@ -1,4 +1,4 @@
-"""ONNX node attributes in the op vocabulary (:mod:`workbench.values.op_attrs`).
+"""ONNX node attributes in the op vocabulary (:mod:`workbench.ops.attrs`).
 
 :func:`vocabulary_attrs` turns a node's attributes into the names its kind declares
 (``OpKind.attrs``): ``kernel_shape``/``strides``/``pads``/``dilations``/``group`` become
@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import FormatError
-from workbench.values.op_attrs import ONNX_DTYPES, explicit_padding, normalize_attrs, synonyms_of
-from workbench.values.ops import OPS
+from workbench.ops import OPS
+from workbench.ops.attrs import ONNX_DTYPES, explicit_padding, normalize_attrs, synonyms_of
 
 Shape = tuple[int, ...] | None
 

@@ -77,8 +77,8 @@ from workbench.io.onnx.rules import (
 from workbench.io.onnx.shapes import StaticShapes, infer_shapes, static_shapes
 from workbench.io.onnx.simplify import simplify as _simplify
 from workbench.io.onnx.weights import parameter_values
+from workbench.ops import canonical_kind
 from workbench.values.graph import Graph, Op, Tensor
-from workbench.values.ops import canonical_kind
 from workbench.values.program import Weights
 from workbench.values.shape_costs import (
     VIEW_COST,

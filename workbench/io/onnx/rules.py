@@ -4,7 +4,7 @@ The cost functions themselves (FLOPs, bytes and thread blocks from tensor shapes
 conventions) live in :mod:`workbench.values.shape_costs`, shared with :mod:`workbench.io.torch.fx`,
 :mod:`workbench.io.traces.execution_trace` and the model builders; this module adapts them to ONNX
 nodes.  The rules read the node's attributes in the op vocabulary
-(:mod:`workbench.values.op_attrs`: ``kernel``, ``trans_a``, ``window``), as
+(:mod:`workbench.ops.attrs`: ``kernel``, ``trans_a``, ``window``), as
 :mod:`workbench.io.onnx.attrs` converted them.  Every rule is O(rank of its tensors).
 """
 
@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.values.ops import FLOPS_PER_ELEMENT, ONNX_ALIASES
+from workbench.ops import FLOPS_PER_ELEMENT, ONNX_ALIASES
 from workbench.values.shape_costs import VIEW_COST as VIEW_COST  # re-exported
 from workbench.values.shape_costs import Info as Info  # re-exported
 from workbench.values.shape_costs import Rule as Rule  # re-exported
@@ -147,7 +147,7 @@ def kind_of(op_type: str) -> str:
 
 
 #: The cost rule of each ONNX op type named here (:data:`RULES` adds the kind: the alias in
-#: :data:`workbench.values.ops.ONNX_ALIASES`, else the type's snake_case spelling; :func:`kind_of`).
+#: :data:`workbench.ops.ONNX_ALIASES`, else the type's snake_case spelling; :func:`kind_of`).
 _COSTS: dict[str, Rule] = {
     "Conv": _conv,
     "ConvTranspose": _conv_t,
@@ -183,7 +183,7 @@ _COSTS: dict[str, Rule] = {
     "Size": _view,
 }
 #: ONNX op types costed per output element (:func:`_unary`), with the FLOPs per element of their
-#: kind (:data:`workbench.values.ops.FLOPS_PER_ELEMENT`: arithmetic and simple maps 1, clip and
+#: kind (:data:`workbench.ops.FLOPS_PER_ELEMENT`: arithmetic and simple maps 1, clip and
 # leaky
 #: relu 2, exp-based maps 3, sigmoid 4, tanh 5, gelu 8; batch norm 2, layer/instance/group norm
 #: 8, softmax 5, log-softmax 6).

@@ -1,7 +1,7 @@
 """Which DOT attributes :func:`workbench.io.text.dot.load_dot` accepts, and the check that says so.
 
 Workbench attributes (``kind``, ``device``, ``flops``, ...) set op figures.  Op attributes of
-the vocabulary (:mod:`workbench.values.op_attrs`: ``kernel``, ``stride``, ``perm``, ... and their
+the vocabulary (:mod:`workbench.ops.attrs`: ``kernel``, ``stride``, ``perm``, ... and their
 synonyms ``kernel_shape``, ``strides``, ``group`` ...) set ``Op.attrs`` where the node's kind
 reads them (:func:`op_attrs`: the value parsed by the attribute's type, the synonym renamed).
 Graphviz's own attributes (``label``, ``shape``, ``color``, ``rankdir``, ... : the names of
@@ -37,10 +37,10 @@ from workbench._checks import (
 )
 from workbench.errors import FormatError, GraphError
 from workbench.io.text.json_format import _FRAMES_PER_LEVEL, graph_from_dict, graph_to_dict
+from workbench.ops import OPS, canonical_kind, normalize_op_attrs
+from workbench.ops.attrs import ATTRIBUTES, TYPES
 from workbench.values.graph import Graph, Op
 from workbench.values.graph_items import MAX_CONTROL_DEPTH
-from workbench.values.op_attrs import ATTRIBUTES, TYPES
-from workbench.values.ops import OPS, canonical_kind, normalize_op_attrs
 
 #: Numeric node attributes -> the op figure they set (``size``, ``bytes``, ``size_bytes``: output).
 NUMBER_ATTRS = {"flops": "flops", "duration_us": "duration_us", "thread_blocks": "thread_blocks",
@@ -141,7 +141,7 @@ def op_attrs(node_id: str, kind: str, raw: dict[str, tuple[str, int]],
              where: str) -> dict[str, Any]:
     """The op attributes of a DOT node of ``kind``: every key of ``raw`` (``key -> (text,
     line)``) that is no workbench figure and that the kind reads (itself or a synonym), parsed by
-    its type and normalised (:func:`workbench.values.ops.normalize_op_attrs`).  A vocabulary
+    its type and normalised (:func:`workbench.ops.normalize_op_attrs`).  A vocabulary
     name the kind does not read (and Graphviz does not use) is a one-line error naming it, the
     node and what the kind reads; so is a value of the wrong type.  O(attributes)."""
     reads, names = _read_by(kind)

@@ -10,7 +10,7 @@ Two shapes are accepted:
 Errors are one line and name the file and the place: a JSON syntax error gives its line and column;
 a schema error gives the JSON path (``ops[3].flops``) and the line where that op starts.
 
-Op attributes are read in the op vocabulary (:func:`workbench.values.ops.normalize_op_attrs`): a
+Op attributes are read in the op vocabulary (:func:`workbench.ops.normalize_op_attrs`): a
 synonym of an attribute the op's kind reads becomes the vocabulary's name (``kernel_shape`` ->
 ``kernel``, ``pads`` -> ``padding``, ``transB`` -> ``trans_b``), and a value of the wrong type
 for such an attribute is a one-line error naming the op and the attribute.
@@ -42,9 +42,9 @@ from workbench._checks import (
 )
 from workbench._progress import Reading, reading
 from workbench.errors import FormatError, GraphError
+from workbench.ops import normalize_op_attrs
 from workbench.values.graph import CONTROL_KINDS, Graph, Op, Tensor
 from workbench.values.graph_items import MAX_CONTROL_DEPTH
-from workbench.values.ops import normalize_op_attrs
 
 FORMAT_NAME = "schedule-workbench-graph"
 FORMAT_VERSION = 1

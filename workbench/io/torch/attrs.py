@@ -4,7 +4,7 @@
 ``groups``, ``eps`` ...); :func:`call_attrs` reads the same from a functional or aten call's
 arguments, positional or keyword (``aten.conv2d(x, w, b, stride, padding, dilation, groups)``,
 ``aten.cat(tensors, dim)``, ``aten.transpose(x, d0, d1)``, ``aten.split(x, sizes, dim)`` ...).
-Both write the vocabulary of :mod:`workbench.values.op_attrs` (``kernel_size`` -> ``kernel``,
+Both write the vocabulary of :mod:`workbench.ops.attrs` (``kernel_size`` -> ``kernel``,
 ``dim`` -> ``axis`` or ``axes``, ``negative_slope`` -> ``alpha``, ``transpose(x, 1, 2)`` ->
 ``perm``, ``split``/``chunk`` -> ``sizes``, ``linear`` -> ``trans_b``, a number operand ->
 ``scalar``, ``rsub`` -> ``reverse``, ...), and only the attributes the op's kind declares
@@ -32,8 +32,8 @@ from typing import Any
 from workbench.io.torch import layer_rules as torch_layer_rules  # noqa: F401 - registers the layer calls' rules
 from workbench.io.torch.attr_rules import CONVERSIONS, Shape, plain
 from workbench.io.torch.attr_rules import Rule as Rule  # re-exported for older imports
-from workbench.values.op_attrs import ATTRIBUTES, TYPES
-from workbench.values.ops import OPS, TORCH_ALIASES, canonical_kind
+from workbench.ops import OPS, TORCH_ALIASES, canonical_kind
+from workbench.ops.attrs import ATTRIBUTES, TYPES
 
 #: Parameters of torch functions / aten ops in order, as torch names them (the tensor ones
 #: included), one line per signature: ``names: parameters``.  An argument convention (torch's

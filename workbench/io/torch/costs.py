@@ -3,7 +3,7 @@
 :data:`MODULES` (``nn.Module`` type names: ``Conv2d``) and :data:`FUNCTIONS` (function, method
 and aten names: ``conv2d``, ``add_``, ``view``) map a torch name to ``(op kind, formula,
 per-element FLOPs)``, derived from the op table's torch aliases
-(:data:`workbench.values.ops.TORCH_ALIASES`) and the formulas here, which read torch's argument
+(:data:`workbench.ops.TORCH_ALIASES`) and the formulas here, which read torch's argument
 conventions (``F.linear``'s weight, ``addmm``'s second operand, pooling windows) and use the
 shared shape-cost rules of :mod:`workbench.values.shape_costs`.  :func:`cost_of_call` is the rule
 for one call, used by :func:`workbench.io.torch.fx.from_torch` and by the importers of recorded runs
@@ -18,7 +18,7 @@ from typing import Any
 
 from workbench.io.torch import attention_costs
 from workbench.io.torch.attrs import call_attrs, module_attrs
-from workbench.values.ops import FLOPS_PER_ELEMENT, TORCH_ALIASES
+from workbench.ops import FLOPS_PER_ELEMENT, TORCH_ALIASES
 from workbench.values.shape_costs import (
     VIEW_COST,
     Info,
@@ -38,7 +38,7 @@ from workbench.values.shape_costs import (
 #: A cost formula: ``(per-element FLOPs, input infos, output infos, called module or None, call
 #: args, call kwargs) -> shape cost`` (``None``: shapes unknown).  Formulas read torch's argument
 #: conventions (``F.linear``'s weight, ``addmm``'s second operand, pooling windows), so they stay
-#: with this importer; kinds and per-element FLOPs come from :mod:`workbench.values.ops`.
+#: with this importer; kinds and per-element FLOPs come from :mod:`workbench.ops`.
 Formula = Callable[[float, Sequence[Info], Sequence[Info], Any, Sequence[Any], Mapping[str, Any]],
                    ShapeCost | None]
 
@@ -183,7 +183,7 @@ def _gather(per_element: float, ins: Sequence[Info], outs: Sequence[Info], modul
     return ShapeCost(0, y.nbytes + min(known), y.nbytes, max(1, math.ceil(y.elements / 1024)))
 
 
-#: The formula of each torch name in :data:`workbench.values.ops.TORCH_ALIASES` (names not listed:
+#: The formula of each torch name in :data:`workbench.ops.TORCH_ALIASES` (names not listed:
 #: :func:`_elementwise`, with the kind's ``flops_per_element``).
 _FORMULA_OF: dict[str, Formula] = {name: formula for formula, names in (
     (_conv, "Conv1d Conv2d Conv3d conv1d conv2d conv3d convolution"), (_conv_t, "ConvTranspose2d"),
@@ -226,7 +226,7 @@ def _entry(name: str) -> tuple[str, str, float]:
 
 assert set(_FORMULA_OF) <= set(TORCH_ALIASES), set(_FORMULA_OF) - set(TORCH_ALIASES)
 #: Module type name -> (op kind, cost formula, per-element FLOPs where it applies), derived from
-#: :data:`workbench.values.ops.TORCH_ALIASES` (the capitalised names) and the formulas here.
+#: :data:`workbench.ops.TORCH_ALIASES` (the capitalised names) and the formulas here.
 MODULES: dict[str, tuple[str, str, float]] = {
     n: _entry(n) for n in TORCH_ALIASES if n[:1].isupper()}
 #: Function / method / aten op name -> (op kind, cost formula, per-element FLOPs).

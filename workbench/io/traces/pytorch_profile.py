@@ -62,8 +62,8 @@ from workbench.io.traces.trace_events import (
     trace_events,
     warn_nothing_to_schedule,
 )
+from workbench.ops import KERNEL_KINDS as _KERNEL_KINDS
 from workbench.values.graph import Graph, Op
-from workbench.values.ops import KERNEL_KINDS as _KERNEL_KINDS
 from workbench.values.trace import Trace
 
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
@@ -72,7 +72,7 @@ HOST_CATEGORIES = frozenset({"cpu_op"})
 WRAPPERS = re.compile(r"^(ProfilerStep#\d+|## .* ##|\[pytorch\|.*|record_param_comms)$")
 
 #: Kernel-name fragments -> op kind, first match wins (cuDNN/cuBLAS/ATen kernel names): the
-#: ``kernel_names`` of the op-kind table in :data:`workbench.values.ops.KERNEL_MATCH_ORDER`.
+#: ``kernel_names`` of the op-kind table in :data:`workbench.ops.KERNEL_MATCH_ORDER`.
 KERNEL_KINDS: tuple[tuple[str, str], ...] = _KERNEL_KINDS
 
 

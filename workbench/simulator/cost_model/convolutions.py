@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from workbench.ops.attrs import per_axis
 from workbench.simulator.cost_model.devices import DeviceSpec
 from workbench.simulator.cost_model.kernel_model import (
     GpuModel,
@@ -28,13 +29,12 @@ from workbench.simulator.cost_model.kernel_model import (
     gemm_candidates,
     kernel_precision,
 )
-from workbench.values.op_attrs import per_axis
 
 
 def conv_geometry(attrs: Mapping[str, Any], ins: Sequence[tuple[int, ...] | None],
                   out: tuple[int, ...] | None) -> dict[str, int] | None:
     """N, Cin, Cout, groups and the spatial sizes of a 1-, 2- or 3-D convolution from its attrs
-    (the op vocabulary, :mod:`workbench.values.op_attrs`: ``kernel``, ``stride``, ``groups``;
+    (the op vocabulary, :mod:`workbench.ops.attrs`: ``kernel``, ``stride``, ``groups``;
     every importer writes them), the kernel from the weight's shape when not given; None if
     unknown.  The spatial sizes are three per role, depth, height and width (input ``d h w``,
     output ``do ho wo``, kernel ``kd kh kw``, stride ``sd sh sw``), with ``rank`` the spatial

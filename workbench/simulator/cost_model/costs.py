@@ -58,6 +58,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from workbench.errors import GraphError
+from workbench.ops import ENGINE_COPY_KINDS, OPS
 from workbench.simulator.cost_model.calibration import calibrate, load_calibration, save_calibration
 from workbench.simulator.cost_model.devices import (
     DEVICES,
@@ -82,7 +83,6 @@ from workbench.simulator.cost_model.kernel_model import (
 from workbench.simulator.cost_model.launches import op_launches
 from workbench.simulator.cost_model.target import resolve_device
 from workbench.values.graph import CONTROL_KINDS, Graph, Op
-from workbench.values.ops import ENGINE_COPY_KINDS, OPS
 
 #: The launch rules of the convolutions, whose peak (for the work bound) is the convolution
 #: precision's (TF32 under ``auto`` where the device has it, as cuDNN runs them).
@@ -267,7 +267,7 @@ COST_MODELS: dict[str, CostModel] = {
 }
 GPU_DEVICES = frozenset({"gpu"})
 KNOWN_DEVICES = tuple(COST_MODELS)
-#: Host/device copies, one copy engine per direction (``engine_copy`` in workbench.values.ops.OPS).
+#: Host/device copies, one copy engine per direction (``engine_copy`` in workbench.ops.OPS).
 COPY_KINDS = tuple(k for k in OPS if k in ENGINE_COPY_KINDS)
 
 

@@ -43,6 +43,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from workbench.ops import OPS, SHAPE_ONLY_KINDS
 from workbench.simulator.cost_model.convolutions import conv_geometry, conv_kernels, plane, volume
 from workbench.simulator.cost_model.devices import PRECISION_BYTES, DeviceSpec
 from workbench.simulator.cost_model.kernel_model import (
@@ -55,14 +56,13 @@ from workbench.simulator.cost_model.kernel_model import (
     time_launch,
 )
 from workbench.values.graph import Graph, Op
-from workbench.values.ops import OPS, SHAPE_ONLY_KINDS
 from workbench.values.shape_costs import einsum_gemm, recurrent_sizes
 from workbench.values.storage import input_shapes
 
 _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float64": 8,
                 "double": 8, "int8": 1, "uint8": 1, "int32": 4, "int64": 8, "bool": 1}
 #: Kinds that launch nothing when they move no bytes (``shape_only`` in
-# :data:`workbench.values.ops.OPS`).
+# :data:`workbench.ops.OPS`).
 VIEW_KINDS = SHAPE_ONLY_KINDS
 
 
@@ -412,7 +412,7 @@ def _recurrent(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, preci
 
 _Rule = Any
 #: The GPU model's kernel rules by name; an op kind picks one with ``launch_rule`` in
-#: :data:`workbench.values.ops.OPS`.
+#: :data:`workbench.ops.OPS`.
 LAUNCH_RULES: Mapping[str, _Rule] = {
     "convolution": _conv,
     "separable_convolution": _sepconv,

@@ -1,15 +1,15 @@
-"""The NumPy array functions under the references: elementwise maps, convolution, pooling,
-softmax, the norms and the matrix product, on plain arrays.
+"""The NumPy side every family shares: the reference signature, and the array functions under the
+references (elementwise maps, convolution, pooling, softmax, the norms, the matrix product).
 
-The per-kind references (:mod:`workbench.values.op_reference`, which re-exports every public
-name here) read an op's attributes and call these; the GPU references
-(:mod:`workbench.executors.gpu.reference`) and the kernel twins of the emulator call them
-directly, with arguments the way the kernels take them.  Conventions are the references':
+A kind's NumPy reference (``OpKind.reference``) is ``(op, inputs, shape_of) -> outputs``
+(:data:`Reference`) over any op-like object (:class:`OpLike`: ``kind``, ``attrs``, ``inputs``,
+``outputs``).  The references read an op's attributes and call the functions here; the GPU
+references (:mod:`workbench.executors.gpu.reference`) and the kernel twins of the emulator call
+them directly, with arguments the way the kernels take them.  Conventions every reference keeps:
 inputs accumulate in float64 and the result has the inputs' floating dtype (float32 otherwise);
-convolutions are NC + any number of spatial axes, padded per side, ``pre_act`` applied before
-the zero padding and ``act`` after the bias; max pooling never picks padding, average pooling
-counts it in the divisor unless ``count_include_pad`` is false.  Every function is one NumPy
-call chain.
+convolutions are NC + any number of spatial axes, padded per side, ``pre_act`` applied before the
+zero padding and ``act`` after the bias; max pooling never picks padding, average pooling counts
+it in the divisor unless ``count_include_pad`` is false.  Every function is one NumPy call chain.
 
 >>> import numpy as np
 >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
@@ -20,15 +20,22 @@ call chain.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
-from workbench.values.op_attrs import pads_per_side, per_axis, window_of
+from workbench.ops.attrs import pads_per_side, per_axis, window_of
+
+# ------------------------------------------------------------------------ NumPy references
+
 
 Array = np.ndarray
+
+
 F32 = np.float32
+
+
 UnaryFn = Callable[[Array], Array]
 
 
@@ -182,8 +189,23 @@ def matmul(a: Array, b: Array, bias: Array | None = None) -> Array:
         out = out + bias
     return out.astype(_dtype(a, b))
 
+# ------------------------------------------------------------------------ NumPy references
 
-__all__ = [
-    "F32", "Array", "UnaryFn", "batchnorm", "conv2d", "convnd", "gelu", "identity", "layernorm",
-    "matmul", "pool2d", "relu", "sigmoid", "softmax",
-]
+
+ShapeOf = Callable[[str], Any]
+
+
+class OpLike(Protocol):
+    """What a reference reads of an op (:class:`workbench.values.graph.Op` is one)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def attrs(self) -> Mapping[str, Any]: ...
+    @property
+    def inputs(self) -> tuple[str, ...]: ...
+    @property
+    def outputs(self) -> tuple[str, ...]: ...
+
+
+Reference = Callable[[Any, list[Array], ShapeOf], list[Array]]

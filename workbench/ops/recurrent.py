@@ -1,32 +1,12 @@
-"""The recurrent kinds (``lstm``, ``gru``, ``rnn``): how their inputs are read, and their NumPy
-reference.
-
-A recurrent op runs a cell over a sequence, per layer and direction.  Its inputs come in one of
-two conventions (the ``convention`` attribute, :mod:`workbench.values.op_attrs`):
-
-* ``torch`` (``from_torch``'s, ``aten.lstm``'s): ``x``, the initial states if given (``h0``,
-  and ``c0`` for an LSTM, each ``(layers*directions, B, state)``), then per layer and direction
-  ``w_ih (G*H, in)``, ``w_hh (G*H, state)``, ``b_ih``, ``b_hh`` (``bias``) and an LSTM's
-  ``w_hr (P, H)`` (``proj_size``), torch's gate order (LSTM i f g o, GRU r z n);
-* ``onnx`` (ONNX's ``LSTM`` / ``GRU`` / ``RNN``, one layer): ``X``, ``W (D, G*H, in)``,
-  ``R (D, G*H, H)``, ``B (D, 2*G*H)``, ``sequence_lens``, ``initial_h``, ``initial_c``, ``P``,
-  the optional ones present as ``slots`` lists them; ONNX's gate order (LSTM i o f c, GRU z r
-  h), which the op table's ``recurrent`` entry maps onto torch's.
+"""Recurrent cells over a sequence: ``lstm``, ``gru`` and ``rnn`` (cuDNN's GEMMs and gate kernels,
+step by step).
 
 :func:`layout_of` reads the attributes and the input count into a :class:`Layout`,
 :func:`cells` gathers each layer and direction's weights in torch's layout and gate order, and
-:func:`initial_states` the states, so the torch forms (:mod:`workbench.values.op_torch_recurrent`)
-and the reference read the same inputs the same way (both work on NumPy arrays and torch
-tensors alike: reshapes, slices and list indexing only).  :func:`arrange_outputs` lays the
-results out as the convention's outputs: torch's ``y`` (``(T, B, D*state)``, batch first when
-``batch_first``), ``h_n`` and an LSTM's ``c_n`` (one output: the three flattened and
-concatenated, the container ``from_torch`` records), or ONNX's ``Y (T, D, B, H)``, ``Y_h``,
-``Y_c`` (``(B, T, D, H)`` and ``(B, D, H)`` under ``layout=1``) in ``out_slots``.
-
-Not computed (a one-line :class:`~workbench.errors.OptionError`): ONNX's ``sequence_lens`` and
-peepholes ``P``, non-default ``activations``, ``clip`` and ``input_forget``.  The reference runs
-every step in float64 and returns the input's dtype.  Complexity: O(T * layers * directions)
-matrix products.
+:func:`initial_states` the states, so the torch forms and the NumPy references compute the same
+function from ONNX's or torch's conventions.  :data:`GATE_ORDERS` gives the positions of ONNX's
+gate blocks in torch's order (LSTM i o f c -> i f g o; GRU z r h -> r z n), declared as each
+kind's ``recurrent`` fact.
 """
 
 from __future__ import annotations
@@ -38,9 +18,12 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import OptionError
-from workbench.values.op_attrs import flag
-from workbench.values.op_reference import OpLike, ShapeOf
-from workbench.values.op_reference_arrays import Array, _dtype, _f64, sigmoid
+from workbench.ops.arrays import Array, OpLike, ShapeOf, _dtype, _f64, sigmoid
+from workbench.ops.attrs import flag
+from workbench.ops.kind import kind
+from workbench.ops.tensors import Tensor, _f, torch_module
+
+# ------------------------------------------------------------------------ NumPy references
 
 
 @dataclass(frozen=True)
@@ -271,6 +254,85 @@ def recurrent(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
     got = arrange_outputs(op, lay, seq, np.stack(hs), np.stack(cs), np.concatenate)
     return [np.ascontiguousarray(v).astype(dtype) for v in got]
 
+# ------------------------------------------------------------------------ torch forms
 
-__all__ = ["GATE_ORDERS", "Cell", "Layout", "arrange_outputs", "batched",
-           "cells", "initial_states", "layout_of", "recurrent"]
+
+def _gru_before_reset(lay: Layout, cell: Cell, x: Tensor, h: Tensor) -> tuple[Tensor, Tensor]:
+    """ONNX's default GRU over the time-major ``x`` from ``h``: ``(outputs, last h)``."""
+    torch, f = torch_module(), _f()
+    xw = f.linear(x, cell.w_ih, cell.b_ih)
+    w_rz, w_n = cell.w_hh[:2 * lay.hidden], cell.w_hh[2 * lay.hidden:]
+    b_rz, b_n = (None, None) if cell.b_hh is None else (cell.b_hh[:2 * lay.hidden],
+                                                        cell.b_hh[2 * lay.hidden:])
+    ys = []
+    for t in range(x.shape[0]):
+        xr, xz, xn = xw[t].chunk(3, dim=-1)
+        hr, hz = f.linear(h, w_rz, b_rz).chunk(2, dim=-1)
+        r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+        n = torch.tanh(xn + f.linear(r * h, w_n, b_n))
+        h = (1 - z) * n + z * h
+        ys.append(h)
+    return torch.stack(ys), h
+
+
+def _run(lay: Layout, x: Tensor, h0: Tensor, c0: Tensor, weights: list[Cell]) -> tuple[Any, ...]:
+    """``(y, h_n, c_n or None)`` of the time-major ``x`` through every layer and direction."""
+    torch = torch_module()
+    if lay.kind == "gru" and not lay.linear_before_reset:
+        outs, hs = [], []
+        for d, cell in enumerate(weights):  # ONNX: one layer
+            seq = x.flip(0) if d == 1 else x
+            y, h = _gru_before_reset(lay, cell, seq, h0[d])
+            outs.append(y.flip(0) if d == 1 else y)
+            hs.append(h)
+        return torch.cat(outs, dim=-1), torch.stack(hs), None
+    flat = [w for cell in weights for w in cell.flat()]
+    args = (flat, lay.bias, lay.layers, 0.0, False, lay.directions == 2, False)
+    if lay.kind == "lstm":
+        return torch.lstm(x, (h0, c0), *args)
+    fn = torch.gru if lay.kind == "gru" else getattr(torch, f"rnn_{lay.act}")
+    y, h = fn(x, h0, *args)
+    return y, h, None
+
+
+def recurrent_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
+    """lstm / gru / rnn with torch's recurrent kernels (module docstring)."""
+    torch = torch_module()
+    lay = layout_of(op, len(a))
+    x = a[0]
+    batched(op, x)
+    seq = x.transpose(0, 1) if lay.batch_first else x
+    h0, c0 = initial_states(lay, a)
+    shape = (lay.layers * lay.directions, seq.shape[1])
+    if h0 is None:
+        h0 = torch.zeros((*shape, lay.proj or lay.hidden), dtype=x.dtype, device=x.device)
+    if c0 is None and lay.kind == "lstm":
+        c0 = torch.zeros((*shape, lay.hidden), dtype=x.dtype, device=x.device)
+    if lay.reverse:
+        seq = seq.flip(0)
+    y, h, c = _run(lay, seq.contiguous(), h0.contiguous(),
+                   None if c0 is None else c0.contiguous(), cells(lay, a))
+    if lay.reverse:
+        y = y.flip(0)
+    return [v.contiguous() for v in arrange_outputs(op, lay, y, h, c, torch.cat)]
+
+
+# ------------------------------------------------------------------------ the kinds
+#: The kinds of this family, each with every fact the workbench keeps about it.
+KINDS = (
+    kind("lstm", "compute", flops_per_element=38, launch_rule="recurrent",
+         recurrent=GATE_ORDERS["lstm"],
+         attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
+               "cell_clip proj_size input_forget", reference=recurrent, torch_form=recurrent_torch,
+         torch="LSTM lstm"),
+    kind("gru", "compute", flops_per_element=27, launch_rule="recurrent",
+         recurrent=GATE_ORDERS["gru"],
+         attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
+               "cell_clip linear_before_reset", reference=recurrent, torch_form=recurrent_torch,
+         torch="GRU gru"),
+    kind("rnn", "compute", flops_per_element=8, launch_rule="recurrent",
+         recurrent=GATE_ORDERS["rnn"],
+         attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
+               "cell_clip", reference=recurrent, torch_form=recurrent_torch,
+         torch="RNN rnn_tanh rnn_relu"),
+)

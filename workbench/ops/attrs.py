@@ -1,6 +1,6 @@
 """The attribute vocabulary of op kinds: what each attribute name means, its type, its synonyms.
 
-Every op kind of :data:`workbench.values.ops.OPS` declares the attribute names it reads
+Every op kind of :data:`workbench.ops.OPS` declares the attribute names it reads
 (``OpKind.attrs``); this module says what each name means (:data:`ATTRIBUTES`), once for every
 kind.  The importers write only these names (the ONNX import turns ``kernel_shape``/``strides``/
 ``pads``/``group`` into ``kernel``/``stride``/``padding``/``groups``; ``from_torch`` turns
@@ -41,10 +41,15 @@ from typing import Any
 
 from workbench.errors import FormatError
 
+# ------------------------------------------------------------------------ NumPy references
+
+
 #: Element types a ``dtype`` attribute may name (the graph's tensor dtypes).
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32",
           "int64", "bool", "uint16", "uint32", "uint64", "complex64", "complex128",
           "float8_e4m3fn", "float8_e5m2")
+
+
 #: ONNX ``TensorProto`` data-type codes -> dtype names (``Cast``'s ``to``).
 ONNX_DTYPES: Mapping[int, str] = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32",
                                   7: "int64", 9: "bool", 10: "float16", 11: "float64",
@@ -76,6 +81,7 @@ TYPES: Mapping[str, tuple[Callable[[Any], bool], str]] = {
     "dtype": (lambda v: v in DTYPES, f"a dtype name ({', '.join(DTYPES)})"),
 }
 
+
 #: The largest size-like attribute (kernel, stride, groups, m, k, n ...) and the largest figure
 #: of a graph (:data:`workbench.values.graph_items.MAX_FIGURE` is this): products stay finite.
 MAX_SIZE = 2**62
@@ -97,8 +103,12 @@ BOUNDS: Mapping[str, tuple[Callable[[Any], bool], str]] = {
     "probability": (lambda v: _finite(v) and 0 <= v <= 1, "between 0 and 1"),
     "size": (lambda v: _is_int(v) and 0 <= v <= MAX_SIZE, "a non-negative integer (at most 2**62)"),
 }
+
+
 #: Integer limits of the ranges the fast path of :func:`value_problem` checks with min/max.
 _FAST = {"any": (-math.inf, math.inf), "positive": (1, MAX_SIZE), "non_negative": (0, MAX_SIZE)}
+
+
 #: Each attribute's range (an int attribute not named here: ``any``; a number: ``finite``).
 _BOUNDS_OF = {
     "positive": "kernel stride dilation groups window blocksize cin cout scales hidden_size "
@@ -107,6 +117,8 @@ _BOUNDS_OF = {
                     "slots out_slots",
     "non_zero": "steps step", "probability": "p", "any": "value scalar min max",
 }
+
+
 #: Per-kind exceptions: a ``pad`` op's padding may be negative (ONNX's and torch's crop); a
 #: GEMM's ``k`` is its inner size (lrn's ``k`` is a number).
 KIND_BOUNDS: Mapping[tuple[str, str], str] = {("pad", "padding"): "any", ("matmul", "k"): "size",
@@ -476,9 +488,3 @@ def number(attrs: Mapping[str, Any], name: str, default: float) -> float:
     """A numeric attribute with its default (``None`` means the default)."""
     value = attrs.get(name)
     return default if value is None else float(value)
-
-
-__all__ = ["ATTRIBUTES", "BOUNDS", "DTYPES", "KIND_BOUNDS", "MAX_SIZE", "ONNX_DTYPES", "TYPES",
-           "Attr", "Window", "axes_of", "value_problem",
-           "check_declared", "explicit_padding", "flag", "normalize_attrs", "number",
-           "pads_per_side", "per_axis", "synonyms_of", "window_of"]
