@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 from workbench._checks import show
 from workbench.control.ops import bindings, branch_index, result_names, subgraphs
 from workbench.errors import OptionError
+from workbench.ops.control import WHILE
 from workbench.values.graph import CONTROL_KINDS, Graph, Op, OpId, Tensor, TensorId
 from workbench.values.schedule import Schedule, insert_syncs, schedule_serial
 
@@ -297,7 +298,7 @@ class _Expander:
                         for inner, outer in bindings(op, g).items()}
                  for name, g in subgraphs(op)}
         parts = (inst, static, ctx, maps, subs, binds)
-        if op.kind == "while":
+        if op.kind == WHILE:
             frontier, done = self._while(op, parts, before, tmap, gates)
         else:
             frontier, done = self._case(op, parts, before, tmap, gates)

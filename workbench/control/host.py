@@ -33,6 +33,8 @@ from typing import Any
 
 from workbench.control.expand import Expansion
 from workbench.errors import OptionError
+from workbench.ops.control import DEVICE_SYNC
+from workbench.ops.copies import D2H
 from workbench.simulator.cost_model.costs import DeviceSpec, OpCost, op_cost
 from workbench.simulator.host import LaunchCosts
 from workbench.values.graph import Op
@@ -51,7 +53,7 @@ def check_control(control: str) -> str:
 def decision_latency_us(spec: DeviceSpec, flag_bytes: int) -> float:
     """A device→host round trip for a value of ``flag_bytes`` bytes: the ``d2h`` copy of the cost
     model plus ``device_sync_us``."""
-    copy = Op("flag", kind="d2h", device="copy", bytes_read=flag_bytes, bytes_written=flag_bytes)
+    copy = Op("flag", kind=D2H, device="copy", bytes_read=flag_bytes, bytes_written=flag_bytes)
     return op_cost(copy, spec).alone_us + spec.device_sync_us
 
 
@@ -80,7 +82,7 @@ class ControlHost(LaunchCosts):
         self.n_kernels = [max(1, c.n_kernels) if c.kernels else 0 for c in costs]
         self.n_waits = [len(w) for w in waits]
         self.barrier_at = set(schedule.barriers)
-        self.device_sync = schedule.barrier_kind == "device_sync"
+        self.device_sync = schedule.barrier_kind == DEVICE_SYNC
         self.sync_bars = sorted(schedule.barriers) if self.device_sync else []
         self.bar_ptr = 0
         self.barrier_wait: int | None = None

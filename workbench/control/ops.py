@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
+from workbench.ops.control import CASE_OF, WHILE
 from workbench.values.control_checks import bindings as bindings
 from workbench.values.control_checks import branch_index as branch_index
 from workbench.values.control_checks import check_control_op as _check_control_op
@@ -116,7 +117,7 @@ def while_op(op_id: OpId, *, cond: Graph | None = None, body: Graph,
     if bind:
         attrs["bind"] = bind
     n = iterations if isinstance(iterations, int) and iterations >= 0 else 0
-    return Op(op_id, kind="while", device=device, inputs=tuple(inputs), outputs=tuple(outputs),
+    return Op(op_id, kind=WHILE, device=device, inputs=tuple(inputs), outputs=tuple(outputs),
               attrs=attrs, **_totals([(cond, n + 1), (body, n)]))
 
 
@@ -146,7 +147,7 @@ def case_of_op(op_id: OpId, *, selector: TensorId | None,
     if bind:
         attrs["bind"] = bind
     first = items[_branch_index_safe(items, default)][1] if items else EMPTY
-    return Op(op_id, kind="case_of", device=device, inputs=tuple(inputs),
+    return Op(op_id, kind=CASE_OF, device=device, inputs=tuple(inputs),
               outputs=tuple(outputs), attrs=attrs, **_totals([(first, 1)]))
 
 

@@ -53,6 +53,7 @@ import numpy as np
 
 from workbench.errors import OptionError, ScheduleError
 from workbench.ops import ASSIGN_KINDS, OPS
+from workbench.ops.generic import FUSED
 from workbench.values.graph import Graph, Op, TensorId
 from workbench.values.schedule import Schedule
 
@@ -121,7 +122,8 @@ def _weight_fan_in(graph: Graph) -> dict[TensorId, int]:
     tensors = graph.tensors
     out: dict[TensorId, int] = {}
     for op in graph.ops:
-        positions = {"conv2d": (1,), "sepconv": (1, 2), "matmul": (1,)}.get(op.kind, ())
+        info = OPS.get(op.kind)
+        positions = info.weight_inputs if info is not None else ()
         for pos in positions:
             if pos >= len(op.inputs):
                 continue
@@ -129,9 +131,9 @@ def _weight_fan_in(graph: Graph) -> dict[TensorId, int]:
             if t.role != "parameter" or t.producer is not None:
                 continue
             size = max(1, t.size_bytes // 4)
-            if op.kind == "matmul":
+            if info.fan_in == "features":  # type: ignore[union-attr]
                 fan = tensors[op.inputs[0]].shape[-1] if tensors[op.inputs[0]].shape else size
-            elif op.kind == "sepconv" and pos == 1:
+            elif info.fan_in == "depthwise" and pos == 1:  # type: ignore[union-attr]
                 kernel = op.attrs.get("kernel", (3, 3))
                 fan = int(kernel[0]) * int(kernel[1])
             else:
@@ -161,17 +163,18 @@ def _run_op(op: Op, args: list[Array], shape_of: ShapeOf, state: dict[str, Array
         if not isinstance(target, str):
             target = list(target)[0]
         value = args[1] if len(args) > 1 else args[0]
-        if op.kind == "assign_add":
+        sign = OPS[op.kind].accumulate
+        if sign > 0:
             value = state.get(target, args[0]) + value
-        elif op.kind == "assign_sub":
+        elif sign < 0:
             value = state.get(target, args[0]) - value
         state[target] = np.array(value, copy=True)
         return [np.array(value, copy=True) for _ in op.outputs]
-    if op.kind == "fused":
+    if op.kind == FUSED:
         return _run_fused(op, args, shape_of, state)
     kernel = KERNELS.get(op.kind)
     if kernel is None:
-        known = ", ".join(sorted([*KERNELS, *STATE_KINDS, "fused"]))
+        known = ", ".join(sorted([*KERNELS, *STATE_KINDS, FUSED]))
         raise OptionError(f"reference executor: op {op.id!r} has kind {op.kind!r}, which it "
                           f"cannot compute (known: {known})")
     try:

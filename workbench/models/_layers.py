@@ -28,14 +28,23 @@ Op ids are the ``name`` given to each call and must be unique; the op's output t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.errors import GraphError
+from workbench.errors import GraphError, OptionError
 from workbench.ops import ACTIVATION_FLOPS as _ACTIVATION_FLOPS
 from workbench.values.graph import Graph, Op, Tensor
 from workbench.values.shape_costs import ELEMENTS_PER_BLOCK as ELEMENTS_PER_BLOCK  # re-exported
 from workbench.values.shape_costs import GEMM_TILE as GEMM_TILE  # re-exported
+from workbench.values.shape_costs import (
+    ShapeCost,
+    TensorInfo,
+    conv_cost,
+    copy_cost,
+    elementwise_cost,
+    global_pool_cost,
+    window_cost,
+)
 from workbench.values.shape_costs import blocks as _blocks
 from workbench.values.shape_costs import gemm_blocks as _gemm_blocks
 from workbench.values.shape_costs import numel as numel  # re-exported
@@ -452,3 +461,31 @@ class GraphBuilder:
             tensors[t] = Tensor(old.id, old.size_bytes, producer=old.producer, role="output",
                                 shape=old.shape, dtype=old.dtype)
         return Graph(self._ops, tensors.values(), outputs=outs, name=self.name)
+
+
+def shape_cost(kind: str, attrs: Mapping[str, Any], ins: list[TensorInfo],
+          outs: list[TensorInfo]) -> ShapeCost:
+    """FLOPs and bytes of one op of ``kind`` from its shapes, by the builders' rules (the kinds
+    the H200 measurements hold: :mod:`workbench.simulator.fidelity.measured` builds their graphs
+    with it); OptionError for another kind or missing shapes."""
+    y = outs[0]
+    if kind == "conv2d":
+        cost = conv_cost(ins[0], ins[1], y, ins, outs)  # the builders count no bias FLOPs
+    elif kind in ("maxpool", "avgpool"):
+        kh, kw = attrs["kernel"]
+        cost = window_cost(y, kh * kw, ins, outs)
+    elif kind == "global_avgpool":
+        cost = global_pool_cost(ins[0], ins, outs)
+    elif kind == "concat":
+        cost = copy_cost(y, ins, outs)
+    elif kind == "batchnorm":
+        cost = elementwise_cost(y, ins, outs, per_element=2)
+    elif kind == "add":
+        cost = elementwise_cost(y, ins, outs, count=len(ins) - 1)
+    elif kind == "relu":
+        cost = elementwise_cost(y, ins, outs)
+    else:
+        raise OptionError(f"measured graph: op kind {kind!r} has no cost rule here")
+    if cost is None:
+        raise OptionError(f"measured graph: op of kind {kind!r} lacks shapes")
+    return cost

@@ -119,10 +119,11 @@ _BOUNDS_OF = {
 }
 
 
-#: Per-kind exceptions: a ``pad`` op's padding may be negative (ONNX's and torch's crop); a
-#: GEMM's ``k`` is its inner size (lrn's ``k`` is a number).
-KIND_BOUNDS: Mapping[tuple[str, str], str] = {("pad", "padding"): "any", ("matmul", "k"): "size",
-                                              ("einsum", "k"): "size"}
+#: Per-kind exceptions to an attribute's bounds, ``(kind, attribute) -> bounds`` (a ``pad`` op's
+#: padding may be negative; a GEMM's ``k`` is its inner size, lrn's a number): each kind
+#: declares its own (``OpKind.attr_bounds``) and the registry fills this once it has collected
+#: the families.
+KIND_BOUNDS: dict[tuple[str, str], str] = {}
 
 
 def value_problem(spec: Attr, value: Any, kind: str = "") -> str | None:

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from workbench.ops.kind import kind
 
+#: The kinds other stages create or single out, by name: the control package builds ``while`` and
+#: ``case_of`` ops, the schedulers realise barriers as ``join`` or ``device_sync``.
+WHILE, CASE_OF, JOIN, DEVICE_SYNC = "while", "case_of", "join", "device_sync"
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
-    kind("while", "control", subgraphs=True),
-    kind("case_of", "control", subgraphs=True),
-    kind("join", "control"),
-    kind("device_sync", "control"),
+    kind(WHILE, "control", subgraphs=True),
+    kind(CASE_OF, "control", subgraphs=True),
+    kind(JOIN, "control"),
+    kind(DEVICE_SYNC, "control"),
 )

@@ -275,42 +275,45 @@ def global_maxpool_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list
     return [x.amax(dim=tuple(range(2, x.dim())), keepdim=True)]
 
 
+#: The 2-D convolution (IOS's merge of parallel convolutions makes one).
+CONV2D = "conv2d"
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
-    kind("global_avgpool", "reduction", fuse="reduce", attrs="pool kernel",
+    kind("global_avgpool", "reduction", kernel_class="pool", fuse="reduce", attrs="pool kernel",
          reference=global_avgpool, torch_form=global_avgpool_torch, onnx="GlobalAveragePool",
          torch="AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d adaptive_avg_pool1d "
                "adaptive_avg_pool2d adaptive_avg_pool3d"),
     kind("global_maxpool", "reduction", attrs="pool kernel", reference=global_maxpool,
          torch_form=global_maxpool_torch, onnx="GlobalMaxPool",
          torch="AdaptiveMaxPool2d adaptive_max_pool2d"),
-    kind("conv2d", "compute", gemm=True, launch_rule="convolution", window="weight",
+    kind(CONV2D, "compute", weight_inputs=(1,), kernel_class="conv", gemm=True,
+         launch_rule="convolution", window="weight",
          attrs="kernel stride padding dilation groups act pre_act bias cin cout",
          reference=partial(conv, unary=unary_of), torch_form=conv_torch, onnx="Conv",
          torch="Conv2d conv2d convolution",
          kernel_names="conv winograd fprop dgrad wgrad implicit_gemm fft2d scudnn cask_cudnn "
                       "cutlass_cudnn", kernel_rank=3),
-    kind("sepconv", "compute", gemm=True, launch_rule="separable_convolution", window="attrs",
+    kind("sepconv", "compute", weight_inputs=(1, 2), fan_in="depthwise", gemm=True,
+         launch_rule="separable_convolution", window="attrs",
          attrs="kernel stride padding groups pre_act bias cin cout",
          reference=partial(sepconv, unary=unary_of), torch_form=sepconv_torch),
     kind("conv_transpose", "compute", window="transposed",
          attrs="kernel stride padding output_padding dilation groups", reference=conv_transpose,
          torch_form=conv_transpose_torch, torch="ConvTranspose2d"),
-    kind("maxpool", "compute", launch_rule="window", window="attrs",
+    kind("maxpool", "compute", kernel_class="pool", launch_rule="window", window="attrs",
          attrs="pool kernel stride padding dilation ceil_mode", reference=pool,
          torch_form=pool_torch, onnx="MaxPool", torch="MaxPool2d max_pool2d",
          kernel_names="max_pool maxpool", kernel_rank=11),
-    kind("avgpool", "compute", launch_rule="window", window="attrs",
+    kind("avgpool", "compute", kernel_class="pool", launch_rule="window", window="attrs",
          attrs="pool kernel stride padding dilation ceil_mode count_include_pad", reference=pool,
          torch_form=pool_torch, onnx="AveragePool", torch="AvgPool2d avg_pool2d",
          kernel_names="avg_pool avgpool adaptive_average_pool", kernel_rank=12),
     kind("conv1d", "compute", gemm=True, launch_rule="convolution", window="weight",
          attrs="kernel stride padding dilation groups act pre_act bias cin cout",
-         reference=partial(conv, unary=unary_of), torch_form=conv_torch,
-         torch="Conv1d conv1d"),
+         reference=partial(conv, unary=unary_of), torch_form=conv_torch, torch="Conv1d conv1d"),
     kind("conv3d", "compute", gemm=True, launch_rule="convolution", window="weight",
          attrs="kernel stride padding dilation groups act pre_act bias cin cout",
-         reference=partial(conv, unary=unary_of), torch_form=conv_torch,
-         torch="Conv3d conv3d"),
+         reference=partial(conv, unary=unary_of), torch_form=conv_torch, torch="Conv3d conv3d"),
 )

@@ -29,11 +29,14 @@ def copy_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
     return [a[0].clone() for _ in op.outputs]
 
 
+#: The device-to-host copy (the control package prices a flag's round trip with one).
+D2H = "d2h"
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
     kind("h2d", "copy", engine_copy=True),
-    kind("d2h", "copy", engine_copy=True),
+    kind(D2H, "copy", engine_copy=True),
     kind("d2d", "copy", engine_copy=True, within_device=True),
     kind("copy", "copy"),
     kind("memcpy", "copy", kernel_names="memcpy", kernel_rank=0),

@@ -35,6 +35,7 @@ from workbench.ops.arrays import (
 )
 from workbench.ops.attrs import flag, number
 from workbench.ops.kind import kind
+from workbench.ops.shapes import IDENTITY
 from workbench.ops.tensors import Tensor, TorchForm, TorchUnary, _f, torch_dtype, torch_module
 
 # ------------------------------------------------------------------------ NumPy references
@@ -217,8 +218,10 @@ def prelu(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
 def unary_map(name: str) -> TorchUnary:
     """The torch function of a unary map named as the table names it (``relu``, ``gelu``, ...)."""
     torch = torch_module()
+    if name == IDENTITY:
+        return lambda x: x
     maps: dict[str, TorchUnary] = {
-        "identity": lambda x: x, "relu": torch.relu,
+        "relu": torch.relu,
         "gelu": lambda x: _f().gelu(x, approximate="tanh"), "sigmoid": torch.sigmoid,
         "tanh": torch.tanh, "exp": torch.exp, "log": torch.log, "neg": torch.neg,
         "abs": torch.abs, "sqrt": torch.sqrt, "atan": torch.atan}
@@ -226,7 +229,7 @@ def unary_map(name: str) -> TorchUnary:
         return maps[name]
     except KeyError:
         raise OptionError(f"no torch form for the map {name!r} (known: "
-                          f"{', '.join(sorted(maps))})") from None
+                          f"{', '.join(sorted([IDENTITY, *maps]))})") from None
 
 
 def unary_form(name: str) -> TorchForm:
@@ -378,9 +381,10 @@ def prelu_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
-    kind("relu", "elementwise", fuse="elemwise", activation=True, flops_per_element=1, unary=relu,
-         reference=unary_reference(relu), torch_form=unary_form("relu"), torch="ReLU relu relu_",
-         kernel_names="relu", kernel_rank=16),
+    kind("relu", "elementwise", kernel_class="elementwise", fuse="elemwise", activation=True,
+         flops_per_element=1, unary=relu, reference=unary_reference(relu),
+         torch_form=unary_form("relu"), torch="ReLU relu relu_", kernel_names="relu",
+         kernel_rank=16),
     kind("sigmoid", "elementwise", fuse="elemwise", activation=True, flops_per_element=4,
          unary=sigmoid, reference=unary_reference(sigmoid), torch_form=unary_form("sigmoid"),
          torch="Sigmoid sigmoid", kernel_names="sigmoid", kernel_rank=18),
@@ -390,9 +394,9 @@ KINDS = (
     kind("gelu", "elementwise", fuse="elemwise", activation=True, flops_per_element=8,
          attrs="approximate", unary=gelu, reference=mapped, torch_form=mapped_torch,
          torch="GELU gelu", kernel_names="gelu", kernel_rank=17),
-    kind("add", "elementwise", fuse="elemwise", flops_per_element=1, epilogue=True,
-         launch_rule="n_ary_sum", attrs="scalar reverse alpha", binary=np.add, reference=add,
-         torch_form=add_torch, onnx="Sum", torch="add iadd add_"),
+    kind("add", "elementwise", kernel_class="elementwise", fuse="elemwise", flops_per_element=1,
+         epilogue=True, launch_rule="n_ary_sum", attrs="scalar reverse alpha", binary=np.add,
+         reference=add, torch_form=add_torch, onnx="Sum", torch="add iadd add_"),
     kind("mul", "elementwise", fuse="elemwise", flops_per_element=1, epilogue=True,
          attrs="scalar reverse", binary=np.multiply, reference=arith("mul"),
          torch_form=arith_torch("mul"), torch="mul imul mul_"),

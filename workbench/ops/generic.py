@@ -133,6 +133,10 @@ def range_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
     return [torch.arange(*bounds, device=device).to(dtype)]
 
 
+#: The generic kind (``Graph.from_edges``, an op whose kind is not given) and the kind of an O1
+#: fusion group (:mod:`workbench.passes.fusion` makes it; the executors run its members).
+GENERIC, FUSED = "op", "fused"
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -142,8 +146,8 @@ KINDS = (
                "zeros ones full empty fill"),
     kind("shape", "compute", attrs="start end", reference=shape, torch_form=shape_torch),
     kind("size", "compute", reference=size, torch_form=size_torch),
-    kind("fused", "compute", kernel_names="triton", kernel_rank=22),
-    kind("op", "compute", reference=generic, torch_form=generic_torch),
+    kind(FUSED, "compute", kernel_names="triton", kernel_rank=22),
+    kind(GENERIC, "compute", reference=generic, torch_form=generic_torch),
     kind("range", "compute", attrs="start end step dtype", reference=range_,
          torch_form=range_torch, torch="arange"),
 )

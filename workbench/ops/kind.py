@@ -87,6 +87,18 @@ class OpKind:
     input, :mod:`workbench.values.attr_checks`): ``"weight"`` (input 1's spatial shape),
     ``"transposed"`` (the same, output larger than input), ``"attrs"`` (the attribute only).
 
+    ``accumulate``: how an ``assign``-family kind combines the value with what its target holds
+    (1 adds, -1 subtracts, 0 replaces; the executors keep the state).  ``weight_inputs``: the
+    input positions that hold the kind's weights, and ``fan_in`` how a weight's fan-in is
+    counted when the reference executor draws it scaled (``None``: elements per output channel;
+    ``"features"``: input 0's last axis, a linear layer's; ``"depthwise"``: the kernel's area for
+    the depthwise weight at position 1).  ``kernel_class``: the coarse kernel class the fidelity
+    tables group measured ops by (``"conv"``, then split by kernel shape; ``"pool"``;
+    ``"elementwise"``; ``None``: the kind itself).
+
+    ``attr_bounds``: the kind's exceptions to its attributes' bounds, ``(attribute, bounds)``
+    pairs (:data:`workbench.ops.attrs.BOUNDS` names them; written as a dict in :func:`kind`).
+
     ``attrs``: the attribute names the kind reads (its references, torch form, cost and launch
     rules, GPU lowering), each a name of the vocabulary
     :data:`workbench.ops.attrs.ATTRIBUTES` (which says what it means, its type and the
@@ -122,12 +134,19 @@ class OpKind:
     window: str | None = None
     attrs: tuple[str, ...] = ()
     recurrent: tuple[int, ...] = ()
+    accumulate: int = 0
+    weight_inputs: tuple[int, ...] = ()
+    fan_in: str | None = None
+    kernel_class: str | None = None
+    attr_bounds: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         assert self.category in CATEGORIES, self
         assert self.fuse in (None, "elemwise", "broadcast", "reduce"), self
         assert self.side_effect in (None, "write", "io"), self
         assert self.window in (None, "weight", "transposed", "attrs"), self
+        assert self.accumulate in (-1, 0, 1), self
+        assert self.fan_in in (None, "features", "depthwise"), self
 
 
 _NAME_LISTS = ("attrs", "onnx", "torch", "kernel_names")
@@ -149,6 +168,8 @@ def kind(name: str, category: str, **facts: Any) -> OpKind:
     checked against the vocabulary (:func:`workbench.ops.attrs.check_declared`)."""
     from workbench.ops.attrs import check_declared
 
+    if isinstance(facts.get("attr_bounds"), dict):
+        facts["attr_bounds"] = tuple(facts["attr_bounds"].items())
     for field in _NAME_LISTS:
         if isinstance(facts.get(field), str):
             facts[field] = tuple(facts[field].split())

@@ -103,14 +103,15 @@ def attention_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tens
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
-    kind("matmul", "compute", gemm=True, launch_rule="gemm",
+    kind("matmul", "compute", attr_bounds={"k": "size"}, weight_inputs=(1,), fan_in="features",
+         gemm=True, launch_rule="gemm",
          attrs="trans_a trans_b alpha beta bias_first bias m k n batch weight",
          reference=matmul_reference, torch_form=matmul_torch, onnx="Gemm MatMul",
          torch="Linear linear matmul mm bmm addmm",
          kernel_names="gemm gemv matmul cublas cutlass cijk_ epilogue::impl triton_tem",
          kernel_rank=7),
-    kind("einsum", "compute", gemm=True, launch_rule="gemm", attrs="equation m k n batch",
-         reference=einsum, torch_form=einsum_torch, torch="einsum"),
+    kind("einsum", "compute", attr_bounds={"k": "size"}, gemm=True, launch_rule="gemm",
+         attrs="equation m k n batch", reference=einsum, torch_form=einsum_torch, torch="einsum"),
     kind("attention", "compute", launch_rule="attention", attrs="is_causal scale needs_program",
          reference=attention, torch_form=attention_torch,
          torch="MultiheadAttention scaled_dot_product_attention _native_multi_head_attention"),

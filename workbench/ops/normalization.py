@@ -200,9 +200,9 @@ def log_softmax_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Te
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
-    kind("batchnorm", "elementwise", fuse="broadcast", flops_per_element=2, epilogue=True,
-         launch_rule="per_channel_norm", attrs="eps axis", reference=batchnorm_reference,
-         torch_form=batchnorm_torch, onnx="BatchNormalization",
+    kind("batchnorm", "elementwise", kernel_class="elementwise", fuse="broadcast",
+         flops_per_element=2, epilogue=True, launch_rule="per_channel_norm", attrs="eps axis",
+         reference=batchnorm_reference, torch_form=batchnorm_torch, onnx="BatchNormalization",
          torch="BatchNorm1d BatchNorm2d BatchNorm3d batch_norm",
          kernel_names="batch_norm batchnorm bn_fw bn_bw", kernel_rank=8),
     kind("softmax", "reduction", fuse="reduce", flops_per_element=5, attrs="axis scale",

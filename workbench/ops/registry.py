@@ -42,7 +42,7 @@ from workbench.ops import (
     shapes,
     state,
 )
-from workbench.ops.attrs import ATTRIBUTES, normalize_attrs
+from workbench.ops.attrs import ATTRIBUTES, KIND_BOUNDS, normalize_attrs
 from workbench.ops.kind import CATEGORIES, UNARY_MAPS, OpKind
 
 #: The family modules, in the order their kinds enter :data:`OPS`.
@@ -86,6 +86,7 @@ OPS: Mapping[str, OpKind] = _KNOWN
 #: Kinds only the importers name (a family's ``IMPORTED``): their entries hold importer facts.
 IMPORT_ONLY: Mapping[str, OpKind] = {n: k for n, k in _ALL.items() if n not in _KNOWN}
 UNARY_MAPS.update({n: k.unary for n, k in OPS.items() if k.unary is not None})
+KIND_BOUNDS.update({(n, attr): bounds for n, k in OPS.items() for attr, bounds in k.attr_bounds})
 
 
 def kinds_where(predicate: Callable[[OpKind], bool]) -> frozenset[str]:

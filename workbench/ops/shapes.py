@@ -526,6 +526,9 @@ def space_to_depth_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list
     return [y.reshape(n, c * b * b, h // b, w // b)]
 
 
+#: The identity view (also a convolution's absent activation).
+IDENTITY = "identity"
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -542,7 +545,7 @@ KINDS = (
     kind("view", "view", no_task=True, shape_only=True, attrs="shape"),
     kind("flatten_grad", "view", no_task=True, attrs="shape"),
     kind("reformat", "view", no_task=True, attrs="shape"),
-    kind("identity", "view", no_task=True, attrs="shape", unary=identity,
+    kind(IDENTITY, "view", no_task=True, attrs="shape", unary=identity,
          torch="Identity identity alias detach _add_batch_dim _remove_batch_dim"),
     kind("dropout", "view", no_task=True, attrs="shape p", torch="Dropout dropout"),
     kind("identity_view", "view", shape_only=True, attrs="shape"),
@@ -563,8 +566,8 @@ KINDS = (
     kind("stack", "compute", attrs="axis", reference=stack, torch_form=stack_torch, torch="stack"),
     kind("contiguous", "compute", reference=copy, torch_form=copy_torch, torch="contiguous"),
     kind("clone", "compute", reference=copy, torch_form=copy_torch, torch="clone lift_fresh_copy"),
-    kind("pad", "compute", attrs="padding mode value", reference=pad, torch_form=pad_torch,
-         torch="pad constant_pad_nd"),
+    kind("pad", "compute", attr_bounds={"padding": "any"}, attrs="padding mode value",
+         reference=pad, torch_form=pad_torch, torch="pad constant_pad_nd"),
     kind("resize", "compute", attrs="mode scales sizes align_corners coordinate_mode nearest_mode",
          reference=resize, torch_form=resize_torch, onnx="Upsample",
          torch="Upsample interpolate upsample_nearest2d upsample_bilinear2d"),

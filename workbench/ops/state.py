@@ -45,8 +45,8 @@ def assign_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
     kind("assign", "state", side_effect="write", assigns=True),
-    kind("assign_add", "state", side_effect="write", assigns=True),
-    kind("assign_sub", "state", side_effect="write", assigns=True),
+    kind("assign_add", "state", accumulate=1, side_effect="write", assigns=True),
+    kind("assign_sub", "state", accumulate=-1, side_effect="write", assigns=True),
     kind("scatter_update", "state", side_effect="write"),
     kind("scatter_add", "state", side_effect="write"),
     kind("scatter_sub", "state", side_effect="write"),

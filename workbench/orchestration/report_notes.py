@@ -12,6 +12,7 @@ report (:mod:`workbench.orchestration.report`) places these; they import no plot
 
 from __future__ import annotations
 
+from workbench.ops.control import DEVICE_SYNC
 from workbench.orchestration.compare_measured import clearly_faster
 from workbench.orchestration.comparison import BASELINE, Comparison, ran_on
 from workbench.values.ranking import TIE_RULE
@@ -310,7 +311,7 @@ def barrier_note(comparison: Comparison) -> str:
         sched = comparison.schedules.get(policy)
         if sched is None or not sched.n_barriers:
             continue
-        if sched.barrier_kind != "device_sync":
+        if sched.barrier_kind != DEVICE_SYNC:
             kind = "event joins"
         elif comparison.mode == "graph":
             kind = ("stage boundaries (IOS's device synchronisations, which inside the one CUDA "

@@ -51,6 +51,7 @@ from workbench.ops import BROADCAST_KINDS as BROADCAST_KINDS  # re-exported
 from workbench.ops import ELEMWISE_KINDS as ELEMWISE_KINDS  # re-exported
 from workbench.ops import IO_KINDS, WRITE_KINDS
 from workbench.ops import REDUCE_KINDS as REDUCE_KINDS  # re-exported
+from workbench.ops.generic import FUSED
 from workbench.values.graph import (
     NO_TASK_KINDS,
     Graph,
@@ -237,18 +238,19 @@ def _fused_op(graph: Graph, members: list[OpId], graph_outputs: set[TensorId]
     before = sum(op.bytes_read + op.bytes_written for op in ops)
     blocks = [op.thread_blocks for op in ops if op.thread_blocks is not None]
     durations = [op.duration_us for op in ops]
-    kinds = {pattern_of(op) for op in ops}
+    patterns = {pattern_of(op) for op in ops}
     expr = tuple({"op": op.id, "kind": op.kind, "inputs": op.inputs, "outputs": op.outputs,
                   "attrs": dict(op.attrs)} for op in ops)
     fused = Op(
-        "+".join(members), kind="fused", device=ops[0].device,
+        "+".join(members), kind=FUSED, device=ops[0].device,
         flops=sum(op.flops for op in ops), bytes_read=bytes_read, bytes_written=bytes_written,
         inputs=tuple(inputs), outputs=tuple(outputs),
         thread_blocks=max(blocks) if blocks else None,
         duration_us=(sum(d for d in durations if d is not None)
                      if all(d is not None for d in durations) else None),
         workspace_bytes=max(op.workspace_bytes for op in ops),
-        attrs={"members": tuple(members), "pattern": "reduce" if "reduce" in kinds else "elemwise",
+        attrs={"members": tuple(members),
+               "pattern": "reduce" if "reduce" in patterns else "elemwise",
                "expr": expr, "saved_bytes": max(0, before - bytes_read - bytes_written)},
     )
     return fused, internal

@@ -76,7 +76,8 @@ from dataclasses import replace
 from typing import Any
 
 from workbench.errors import OptionError
-from workbench.ops import EPILOGUE_KINDS, GEMM_KINDS, UNIT_TAIL_KINDS
+from workbench.ops import EPILOGUE_KINDS, GEMM_KINDS, OPS, UNIT_TAIL_KINDS
+from workbench.ops.control import DEVICE_SYNC, JOIN
 from workbench.schedulers.ios_oracle import StageOracle
 from workbench.schedulers.ios_parts import (
     SearchContext,
@@ -262,7 +263,7 @@ def schedule_ios(graph: Graph, *, r: int = 3, s: int = 8, max_part_size: int = 4
     else:
         sched = build_schedule(target, "ios", stream_of, order, barriers=barriers, syncs=(),
                                max_streams=max_streams, options=options, notes=notes,
-                               barrier_kind="device_sync" if sync == "device_sync" else "join")
+                               barrier_kind=DEVICE_SYNC if sync == "device_sync" else JOIN)
     if cost_oracle is None:
         sched = _no_slower_than_sequential(graph, sched, device, mode, sequential_us)
     elif oracle != "simulator" and hasattr(cost_oracle, "keep_fastest") and not merge:
@@ -324,7 +325,8 @@ def ios_units(graph: Graph) -> list[list[OpId]]:
         nxt = succ[cur][0] if len(succ[cur]) == 1 else None
         if nxt is None or real_preds[nxt] != 1 or ops[nxt].kind not in UNIT_TAILS:
             return False
-        if ops[nxt].kind in ("mul", "add"):   # only with weights: not a residual add
+        if OPS[ops[nxt].kind].binary is not None:  # a binary epilogue (mul, add) joins only
+            # with weights: not a residual add
             return all(t in weights or t in ops[cur].outputs for t in ops[nxt].inputs)
         return True
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import deque
 
 from workbench.errors import OptionError
+from workbench.ops import BARRIER_KINDS
 from workbench.values.graph import Graph, OpId
 from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
@@ -40,7 +41,7 @@ def schedule_ios_greedy(graph: Graph, *, max_streams_per_stage: int = 10,
             or max_streams_per_stage < 1:
         raise OptionError(f"ios_greedy option max_streams_per_stage must be a positive integer, "
                           f"got {max_streams_per_stage!r}")
-    if barrier not in ("device_sync", "join"):
+    if barrier not in BARRIER_KINDS:
         raise OptionError(f"ios_greedy option barrier must be 'device_sync' or 'join', "
                           f"got {barrier!r}")
     max_streams = check_max_streams(max_streams)

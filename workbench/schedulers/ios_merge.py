@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from workbench.ops.convolution import CONV2D
 from workbench.values.graph import Graph, Op, OpId, Tensor
 
 MERGEABLE = "conv2d"
@@ -113,7 +114,7 @@ def _merged_conv(graph: Graph, members: list[Op], mid: str, out_id: str, n: int,
     weights = 4 * cout * cin * kh * kw
     in_bytes = graph.tensor(original).size_bytes
     out_bytes = 4 * n * cout * ho * wo
-    return Op(mid, kind="conv2d", device=members[0].device,
+    return Op(mid, kind=CONV2D, device=members[0].device,
               flops=2.0 * n * cout * ho * wo * cin * kh * kw,
               bytes_read=in_bytes + weights, bytes_written=out_bytes, inputs=(x,),
               outputs=(out_id,),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from workbench.ops.control import DEVICE_SYNC
 from workbench.simulator.cost_model.costs import DeviceSpec, OpCost
 from workbench.values.graph import Op
 from workbench.values.schedule import Schedule
@@ -90,7 +91,7 @@ class Host(LaunchCosts):
         self.n_kernels = [max(1, c.n_kernels) if c.kernels else 0 for c in costs]
         self.n_waits = [len(w) for w in waits]
         self.barrier_at = set(schedule.barriers)
-        self.device_sync = schedule.barrier_kind == "device_sync"
+        self.device_sync = schedule.barrier_kind == DEVICE_SYNC
         self.n_streams = max(1, schedule.n_streams)
         self.host = 0.0                 # serial: the one host thread; pipelined: the Launch thread
         self.stage_free = [0.0, 0.0]    # pipelined: when the InferShape / Resize threads are free

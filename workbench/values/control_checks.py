@@ -16,6 +16,7 @@ from typing import Protocol
 
 from workbench.errors import GraphError, OptionError
 from workbench.ops import CONTROL_KINDS
+from workbench.ops.control import CASE_OF, WHILE
 from workbench.values.graph_items import Op, Tensor, TensorId
 
 
@@ -37,9 +38,9 @@ __all__ = ["bindings", "branch_index", "check_control_op", "control_output_bytes
 def subgraphs(op: Op) -> tuple[tuple[str, SubGraph], ...]:
     """The named sub-graphs of a control-flow op (``cond``/``body``, or the branches); ``()`` for
     any other op."""
-    if op.kind == "while":
+    if op.kind == WHILE:
         return (("cond", op.attrs["cond"]), ("body", op.attrs["body"]))
-    if op.kind == "case_of":
+    if op.kind == CASE_OF:
         return tuple((str(n), g) for n, g in op.attrs["branches"])
     return ()
 
@@ -85,7 +86,7 @@ def output_bytes(op: Op, tensor: TensorId) -> int:
         return 0
     j = op.outputs.index(tensor)
     try:
-        if op.kind == "case_of":
+        if op.kind == CASE_OF:
             _, first = subgraphs(op)[0]
             return first.tensor(first.outputs[j]).size_bytes
         name = result_names(op)[j]
@@ -106,9 +107,9 @@ def check_control_op(op: Op, tensors: Mapping[TensorId, Tensor], graph_type: typ
     :class:`~workbench.errors.GraphError` naming the op and the tensor.  ``graph_type`` is
     :class:`~workbench.values.graph.Graph` (passed in by the graph module, which imports this one).
     O(sub-graph tensors)."""
-    if op.kind == "while":
+    if op.kind == WHILE:
         _check_while(op, tensors, graph_type)
-    elif op.kind == "case_of":
+    elif op.kind == CASE_OF:
         _check_case(op, tensors, graph_type)
 
 

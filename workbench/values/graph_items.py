@@ -16,6 +16,8 @@ from workbench._checks import show
 from workbench.errors import GraphError
 from workbench.ops import CONTROL_KINDS, canonical_kind
 from workbench.ops.attrs import MAX_SIZE
+from workbench.ops.control import WHILE
+from workbench.ops.generic import GENERIC
 
 OpId = str
 TensorId = str
@@ -61,7 +63,7 @@ class Op:
     """
 
     id: OpId
-    kind: str = "op"
+    kind: str = GENERIC
     device: str = "gpu"
     flops: float = 0.0
     bytes_read: int = 0
@@ -150,7 +152,7 @@ def control_depth(ops: Iterable[Op], check: Callable[[Op], None]) -> int:
     for op in ops:
         if op.kind in CONTROL_KINDS:
             check(op)  # now cond/body are graphs, branches (name, graph) pairs
-            subs = ((op.attrs["cond"], op.attrs["body"]) if op.kind == "while"
+            subs = ((op.attrs["cond"], op.attrs["body"]) if op.kind == WHILE
                     else tuple(g for _, g in op.attrs["branches"]))
             inner = max((getattr(g, "_cache", {}).get("control_depth", 0) for g in subs),
                         default=0)

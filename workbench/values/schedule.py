@@ -28,6 +28,7 @@ from typing import Any
 from workbench._checks import show
 from workbench.errors import OptionError, ScheduleError
 from workbench.ops import BARRIER_KINDS as _BARRIER_KINDS
+from workbench.ops.control import JOIN
 from workbench.values.clocks import _HappensBefore, _last_queries
 from workbench.values.clocks import clock_matrix as clock_matrix  # re-exported
 from workbench.values.clocks import clocks_before as clocks_before  # re-exported
@@ -64,7 +65,7 @@ class Schedule:
     barriers: tuple[int, ...] = ()
     options: Mapping[str, Any] = field(default_factory=dict)
     notes: Mapping[str, Any] = field(default_factory=dict)
-    barrier_kind: str = "join"
+    barrier_kind: str = JOIN
     subschedules: Mapping[OpId, Mapping[str, Schedule]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -455,7 +456,7 @@ def build_schedule(graph: Graph, policy: str, stream_of: Mapping[OpId, StreamId]
                    syncs: Iterable[Sync] | None = None, max_streams: int | None = None,
                    options: Mapping[str, Any] | None = None,
                    notes: Mapping[str, Any] | None = None,
-                   barrier_kind: str = "join") -> Schedule:
+                   barrier_kind: str = JOIN) -> Schedule:
     """Assemble a :class:`Schedule` from a stream assignment.
 
     The issue order defaults to :func:`derive_issue_order`; streams beyond ``max_streams`` are

@@ -302,7 +302,7 @@ def gemm_flops(op: Any, x: Sequence[int] | None = None) -> float:
     info = OPS.get(op.kind)
     if info is None:
         return 0.0
-    if info.gemm or op.kind == "attention":
+    if info.gemm or info.launch_rule == "attention":
         return float(op.flops)
     r = recurrent_sizes(op.kind, op.attrs, x) if info.recurrent else None
     return 0.0 if r is None else r.gemm_flops

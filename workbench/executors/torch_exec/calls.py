@@ -37,6 +37,7 @@ from workbench.errors import OptionError, ScheduleError
 from workbench.executors.torch_exec.replay import Plan, Recording, Step, run_steps
 from workbench.executors.torch_exec.thunks import compile_call
 from workbench.io.torch.program import TorchProgram
+from workbench.ops.generic import FUSED
 from workbench.values.graph import Graph, TensorId
 
 
@@ -82,7 +83,7 @@ class CallEvaluator:
         self.scheduled = frozenset(graph.op_ids)
         self.members: dict[str, list[str]] = {
             op.id: [str(e["op"]) for e in op.attrs.get("expr", ())] for op in graph.ops
-            if op.kind == "fused" and op.id not in program.nodes}
+            if op.kind == FUSED and op.id not in program.nodes}
         #: the fx nodes each node reads (once per run of it: computed here, not per call)
         self.args = {name: program.args_of(name) for name in program.nodes}
         self.keep = frozenset({n for n, node in program.nodes.items()

@@ -54,6 +54,7 @@ from workbench._checks import first_line, warn_line
 from workbench.executors.torch_exec.host import Timing
 from workbench.executors.torch_exec.program import Program
 from workbench.executors.torch_exec.values import EvaluatorLike as Evaluator
+from workbench.ops.control import DEVICE_SYNC
 
 
 class CudaLike(Protocol):
@@ -171,10 +172,10 @@ class Streams:
             st.wait_event(event)
 
     def barrier(self, *, capturing: bool) -> None:
-        if self.program.barrier_kind == "device_sync" and not capturing:
+        if self.program.barrier_kind == DEVICE_SYNC and not capturing:
             self.cuda.synchronize()
             return
-        if self.program.barrier_kind == "device_sync":
+        if self.program.barrier_kind == DEVICE_SYNC:
             self.barriers_as_joins += 1
         for s, st in self.streams.items():
             self.barrier_in[s].record(st)

@@ -25,6 +25,7 @@ from workbench._checks import first_line
 from workbench.errors import OptionError, ScheduleError
 from workbench.executors.reference import draw_inputs
 from workbench.ops import ASSIGN_KINDS, OPS, TORCH_FORM_KINDS
+from workbench.ops.generic import FUSED
 from workbench.ops.tensors import torch_module
 from workbench.values.graph import Graph, Op, TensorId
 
@@ -133,12 +134,12 @@ class Evaluator:
             args[int(pos)] = args[int(pos)].reshape(tuple(shape))
         if op.kind in ASSIGN_KINDS:
             return self._assign(op, args)
-        if op.kind == "fused":
+        if op.kind == FUSED:
             return self._fused(op, args)
         info = OPS.get(op.kind)
         form = info.torch_form if info is not None else None
         if form is None:
-            known = ", ".join(sorted([*TORCH_FORM_KINDS, "fused"]))
+            known = ", ".join(sorted([*TORCH_FORM_KINDS, FUSED]))
             raise OptionError(f"torch executor: op {op.id!r} has kind {op.kind!r}, which has no "
                               f"torch form (known: {known})")
         try:
@@ -153,9 +154,10 @@ class Evaluator:
         if not isinstance(target, str):
             target = list(target)[0]
         value = args[1] if len(args) > 1 else args[0]
-        if op.kind == "assign_add":
+        sign = OPS[op.kind].accumulate
+        if sign > 0:
             value = self.state.get(target, args[0]) + value
-        elif op.kind == "assign_sub":
+        elif sign < 0:
             value = self.state.get(target, args[0]) - value
         self.state[target] = value.clone()
         return [value.clone() for _ in op.outputs]

@@ -33,6 +33,7 @@ from workbench.io.torch.calls import (
 )
 from workbench.io.torch.costs import FUNCTIONS, MODULES, cost_of_call, cost_rule, shapes_of
 from workbench.io.torch.program import TorchProgram, effects, target_label
+from workbench.ops.generic import GENERIC
 from workbench.values.graph import Graph, Op, OpId, Tensor, TensorId
 from workbench.values.shape_costs import (
     Info,
@@ -384,7 +385,7 @@ class _Importer:
         self.op_of[node.name] = node.name
         ins = [self.infos[t] for t in inputs]
         outs = [_info(m) for m in metas]
-        kind = entry[0] if entry else label.lower().strip("_") or "op"
+        kind = entry[0] if entry else label.lower().strip("_") or GENERIC
         cost = (cost_rule(entry[1], entry[2], ins, outs, sub, node.args, node.kwargs)
                 if entry else None)
         view = bool(entry and entry[1] == "view")

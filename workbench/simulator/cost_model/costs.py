@@ -59,6 +59,7 @@ from typing import Any, NamedTuple
 
 from workbench.errors import GraphError
 from workbench.ops import ENGINE_COPY_KINDS, OPS
+from workbench.ops.control import WHILE
 from workbench.simulator.cost_model.calibration import calibrate, load_calibration, save_calibration
 from workbench.simulator.cost_model.devices import (
     DEVICES,
@@ -246,7 +247,8 @@ def _npu_cost(op: Op, spec: DeviceSpec, calibration: Mapping[str, float] | None,
 def _copy_cost(op: Op, spec: DeviceSpec, calibration: Mapping[str, float] | None,
                graph: Graph | None, precision: str, model: GpuModel) -> OpCost:
     bw = spec.copy_bandwidth_gbps
-    if op.kind == "d2d" and spec.d2d_bandwidth_gbps is not None:
+    info = OPS.get(op.kind)
+    if info is not None and info.within_device and spec.d2d_bandwidth_gbps is not None:
         bw = spec.d2d_bandwidth_gbps
     memory = max(op.bytes_read, op.bytes_written) / (bw * 1e3)
     k = _single(op.kind, spec.kernel_latency_us, 0.0, memory, 1.0, 1.0,
@@ -321,7 +323,7 @@ def _control_cost(op: Op, spec: DeviceSpec, precision: str, model: GpuModel) -> 
     sub-graph."""
     from workbench.control.ops import branch_index, subgraphs
 
-    if op.kind == "while":
+    if op.kind == WHILE:
         n = int(op.attrs.get("iterations", 1))
         parts = [(op.attrs["cond"], n + 1), (op.attrs["body"], n)]
     else:

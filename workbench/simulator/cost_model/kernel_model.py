@@ -226,19 +226,19 @@ def resident_blocks(spec: DeviceSpec, threads: int, registers: int, shared_bytes
     return max(1, min(spec.max_blocks_per_sm, by_threads, by_regs, by_smem))
 
 
-def _class_limits(kind: str, precision: str, model: GpuModel) -> tuple[float, float]:
+def _class_limits(kernel: str, precision: str, model: GpuModel) -> tuple[float, float]:
     """(best efficiency e, per-warp utilisation) of a kernel class."""
-    if kind == "gemm":
+    if kernel == "gemm":
         e = model.gemm_efficiency if precision == "fp32" else model.tensor_efficiency
         return e, model.warp_utilization
-    if kind == "winograd":
+    if kernel == "winograd":
         e = model.gemm_efficiency if precision == "fp32" else model.tensor_efficiency
         return e * model.winograd_efficiency, model.warp_utilization
-    if kind == "direct":
+    if kernel == "direct":
         return model.direct_efficiency, model.warp_utilization
-    if kind == "window" and model.window_efficiency > 0.0:
+    if kernel == "window" and model.window_efficiency > 0.0:
         return model.window_efficiency, model.warp_utilization
-    if kind in ("elementwise", "window") and model.elementwise_efficiency > 0.0:
+    if kernel in ("elementwise", "window") and model.elementwise_efficiency > 0.0:
         return model.elementwise_efficiency, model.warp_utilization
     return model.gemm_efficiency, model.warp_utilization  # elementwise, generic
 

@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from workbench.ops import OPS, SHAPE_ONLY_KINDS
+from workbench.ops.generic import GENERIC
 from workbench.simulator.cost_model.convolutions import conv_geometry, conv_kernels, plane, volume
 from workbench.simulator.cost_model.devices import PRECISION_BYTES, DeviceSpec
 from workbench.simulator.cost_model.kernel_model import (
@@ -106,7 +107,7 @@ def op_launches(op: Op, graph: Graph | None, spec: DeviceSpec, model: GpuModel, 
             launches = rule(op, shapes, spec, model, precision, scale)
             if launches is not None:
                 return launches
-    if out is not None and out.shape and op.kind != "op":
+    if out is not None and out.shape and op.kind != GENERIC:
         elements = math.prod(out.shape)
         info = OPS.get(op.kind)
         if info is not None and info.category == "reduction" and graph is not None:
@@ -250,7 +251,7 @@ def _sepconv(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precisi
 def _matmul(op: Op, shapes: _Shapes, spec: DeviceSpec, model: GpuModel, precision: str,
             scale: float) -> list[Launch] | None:
     a = op.attrs
-    if not all(a.get(k) is not None for k in ("m", "k", "n")) and op.kind == "einsum":
+    if not all(a.get(k) is not None for k in ("m", "k", "n")) and "equation" in a:
         gemm = einsum_gemm(str(a.get("equation", "")), shapes.ins)
         if gemm is None:
             return None

@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.errors import OptionError
+from workbench.ops import OPS
 from workbench.simulator.cost_model.devices import DeviceSpec, get_device
 from workbench.simulator.cost_model.kernel_model import GpuModel, model_for
 from workbench.simulator.fidelity.measured import (
@@ -165,8 +166,10 @@ def case_label(r: Mapping[str, Any]) -> str:
 def shape_class(op: Op) -> str:
     """A coarse kernel class of an op from its kind and attrs: ``conv1x1``, ``conv3x3``,
     ``conv1x7``/``conv7x1`` (``conv1xk``), ``conv_large`` (5x5, 7x7), ``depthwise`` (a sepconv),
-    ``pool``, ``concat``, ``elementwise`` (relu, add, batchnorm) or the kind."""
-    if op.kind == "conv2d":
+    ``pool``, ``elementwise`` (relu, add, batchnorm) or the kind (``OpKind.kernel_class``)."""
+    info = OPS.get(op.kind)
+    kernel_class = info.kernel_class if info is not None else None
+    if kernel_class == "conv":
         kh, kw = (tuple(op.attrs.get("kernel", (1, 1))) * 2)[:2]
         if int(op.attrs.get("groups", 1)) > 1:
             return "depthwise"
@@ -177,12 +180,8 @@ def shape_class(op: Op) -> str:
         if kh == 1 or kw == 1:
             return "conv1xk"
         return "conv_large"
-    if op.kind == "sepconv":
-        return "sepconv"
-    if op.kind in ("maxpool", "avgpool", "global_avgpool"):
-        return "pool"
-    if op.kind in ("relu", "add", "batchnorm"):
-        return "elementwise"
+    if kernel_class is not None:
+        return kernel_class
     return op.kind
 
 

@@ -26,16 +26,11 @@ from importlib import resources
 from typing import Any
 
 from workbench.errors import OptionError
+from workbench.models._layers import shape_cost
 from workbench.values.graph import Graph, Op, Tensor
 from workbench.values.schedule import Schedule
 from workbench.values.shape_costs import (
-    ShapeCost,
     TensorInfo,
-    conv_cost,
-    copy_cost,
-    elementwise_cost,
-    global_pool_cost,
-    window_cost,
 )
 
 MEASURED_GPUS = ("h200",)
@@ -122,32 +117,6 @@ def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
-def _cost(kind: str, attrs: Mapping[str, Any], ins: list[TensorInfo],
-          outs: list[TensorInfo]) -> ShapeCost:
-    """FLOPs and bytes of one op from its shapes, by the builders' rules."""
-    y = outs[0]
-    if kind == "conv2d":
-        cost = conv_cost(ins[0], ins[1], y, ins, outs)  # the builders count no bias FLOPs
-    elif kind in ("maxpool", "avgpool"):
-        kh, kw = attrs["kernel"]
-        cost = window_cost(y, kh * kw, ins, outs)
-    elif kind == "global_avgpool":
-        cost = global_pool_cost(ins[0], ins, outs)
-    elif kind == "concat":
-        cost = copy_cost(y, ins, outs)
-    elif kind == "batchnorm":
-        cost = elementwise_cost(y, ins, outs, per_element=2)
-    elif kind == "add":
-        cost = elementwise_cost(y, ins, outs, count=len(ins) - 1)
-    elif kind == "relu":
-        cost = elementwise_cost(y, ins, outs)
-    else:
-        raise OptionError(f"measured graph: op kind {kind!r} has no cost rule here")
-    if cost is None:
-        raise OptionError(f"measured graph: op of kind {kind!r} lacks shapes")
-    return cost
-
-
 @cache
 def load_graph(network: str, batch: int, gpu: str = "h200") -> Graph:
     """The graph ``network`` at ``batch`` exactly as it was run on ``gpu``.  O(ops)."""
@@ -163,7 +132,7 @@ def load_graph(network: str, batch: int, gpu: str = "h200") -> Graph:
         if missing:
             raise OptionError(f"{where}: tensor {missing[0]!r} has no shape")
         attrs = {k: _tuples(v) for k, v in o["attrs"].items()}
-        c = _cost(o["kind"], attrs, [TensorInfo(shapes[t]) for t in o["inputs"]],
+        c = shape_cost(o["kind"], attrs, [TensorInfo(shapes[t]) for t in o["inputs"]],
                   [TensorInfo(shapes[t]) for t in o["outputs"]])
         ops.append(Op(o["id"], kind=o["kind"], flops=float(c.flops), bytes_read=c.bytes_read,
                       bytes_written=c.bytes_written, inputs=tuple(o["inputs"]),
