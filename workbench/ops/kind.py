@@ -96,6 +96,10 @@ class OpKind:
     tables group measured ops by (``"conv"``, then split by kernel shape; ``"pool"``;
     ``"elementwise"``; ``None``: the kind itself).
 
+    ``onnx_attrs``: the ONNX import's conversion of a node's attributes into the kind's
+    vocabulary, ``(attrs, node) -> attrs`` (``node``: :class:`workbench.io.onnx.attrs.Node`),
+    where the kind keeps its own (the recurrent cells); the importer's rules per ONNX op type
+    (:mod:`workbench.io.onnx.attrs`) convert the others.
     ``attr_bounds``: the kind's exceptions to its attributes' bounds, ``(attribute, bounds)``
     pairs (:data:`workbench.ops.attrs.BOUNDS` names them; written as a dict in :func:`kind`).
 
@@ -139,6 +143,7 @@ class OpKind:
     fan_in: str | None = None
     kernel_class: str | None = None
     attr_bounds: tuple[tuple[str, str], ...] = ()
+    onnx_attrs: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         assert self.category in CATEGORIES, self

@@ -317,21 +317,48 @@ def recurrent_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tens
     return [v.contiguous() for v in arrange_outputs(op, lay, y, h, c, torch.cat)]
 
 
+# ------------------------------------------------------------------------ ONNX import
+def onnx_attrs(defaults: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The ONNX import's attribute conversion of a recurrent kind (``OpKind.onnx_attrs``): ONNX's
+    LSTM, GRU or RNN node, whose default ``activations`` per direction are ``defaults``, in the
+    ``onnx`` convention: the slots of the inputs and outputs given (``""``
+    ones left out), ``layout`` as ``batch_first``, the biases given when ``B`` is; activations
+    other than the defaults are written to ``act`` for the forms to refuse (an RNN's one
+    activation, ``Relu`` or ``Tanh``, is its ``act``)."""
+    per = defaults.lower().split()  # ONNX spells them Sigmoid, Tanh, Relu
+
+    def rule(a: dict[str, Any], node: Any) -> dict[str, Any]:
+        acts = [str(v).lower() for v in a.pop("activations", None) or []]
+        if len(per) == 1:  # RNN: its nonlinearity, one per direction
+            act = acts[0] if acts and acts.count(acts[0]) == len(acts) else ",".join(acts)
+        else:
+            act = "" if acts in ([], per * (len(acts) // len(per))) else ",".join(acts)
+        slots = [k for k, name in enumerate(node.inputs) if name]
+        outputs = node.outputs or tuple("y" for _ in node.out_shapes)
+        return {"convention": "onnx", "slots": slots,
+                "out_slots": [k for k, name in enumerate(outputs) if name],
+                "direction": str(a.get("direction") or "forward"), "layers": 1,
+                "bias": 3 in slots, "batch_first": bool(a.pop("layout", 0)),
+                "act": act or None,
+                "linear_before_reset": bool(a.get("linear_before_reset") or False)}
+    return rule
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
-    kind("lstm", "compute", flops_per_element=38, launch_rule="recurrent",
-         recurrent=GATE_ORDERS["lstm"],
+    kind("lstm", "compute", onnx_attrs=onnx_attrs("Sigmoid Tanh Tanh"), flops_per_element=38,
+         launch_rule="recurrent", recurrent=GATE_ORDERS["lstm"],
          attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
                "cell_clip proj_size input_forget", reference=recurrent, torch_form=recurrent_torch,
          torch="LSTM lstm"),
-    kind("gru", "compute", flops_per_element=27, launch_rule="recurrent",
-         recurrent=GATE_ORDERS["gru"],
+    kind("gru", "compute", onnx_attrs=onnx_attrs("Sigmoid Tanh"), flops_per_element=27,
+         launch_rule="recurrent", recurrent=GATE_ORDERS["gru"],
          attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
                "cell_clip linear_before_reset", reference=recurrent, torch_form=recurrent_torch,
          torch="GRU gru"),
-    kind("rnn", "compute", flops_per_element=8, launch_rule="recurrent",
-         recurrent=GATE_ORDERS["rnn"],
+    kind("rnn", "compute", onnx_attrs=onnx_attrs("Tanh"), flops_per_element=8,
+         launch_rule="recurrent", recurrent=GATE_ORDERS["rnn"],
          attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
                "cell_clip", reference=recurrent, torch_form=recurrent_torch,
          torch="RNN rnn_tanh rnn_relu"),

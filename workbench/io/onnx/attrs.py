@@ -113,7 +113,7 @@ def vocabulary_attrs(op_type: str, kind: str, attrs: Mapping[str, Any], node: No
                 wrong[name] = value
             else:
                 out[key] = value
-    rule = _CONVERSIONS.get(op_type)
+    rule = _CONVERSIONS.get(op_type) or info.onnx_attrs
     if rule is not None:
         try:
             written = rule(out, node)
@@ -248,36 +248,6 @@ def _lrn(a: dict[str, Any], node: Node) -> dict[str, Any]:
     """ONNX's ``bias`` is the vocabulary's ``k`` (``bias`` names a bias input elsewhere)."""
     return {"alpha": float(a.get("alpha", 1e-4)), "beta": float(a.get("beta", 0.75)),
             "k": float(a.pop("bias", a.get("k", 1.0)))}
-
-
-def _recurrent(defaults: str) -> Rule:
-    """ONNX's recurrent nodes (LSTM, GRU, RNN, whose default ``activations`` per direction are
-    ``defaults``) in the ``onnx`` convention: the slots of the inputs and outputs given (``""``
-    ones left out), ``layout`` as ``batch_first``, the biases given when ``B`` is; activations
-    other than the defaults are written to ``act`` for the forms to refuse (an RNN's one
-    activation, ``Relu`` or ``Tanh``, is its ``act``)."""
-    per = defaults.split()
-
-    def rule(a: dict[str, Any], node: Node) -> dict[str, Any]:
-        acts = [str(v).lower() for v in a.pop("activations", None) or []]
-        if len(per) == 1:  # RNN: its nonlinearity, one per direction
-            act = acts[0] if acts and acts.count(acts[0]) == len(acts) else ",".join(acts)
-        else:
-            act = "" if acts in ([], per * (len(acts) // len(per))) else ",".join(acts)
-        slots = [k for k, name in enumerate(node.inputs) if name]
-        outputs = node.outputs or tuple("y" for _ in node.out_shapes)
-        return {"convention": "onnx", "slots": slots,
-                "out_slots": [k for k, name in enumerate(outputs) if name],
-                "direction": str(a.get("direction") or "forward"), "layers": 1,
-                "bias": 3 in slots, "batch_first": bool(a.pop("layout", 0)),
-                "act": act or None,
-                "linear_before_reset": bool(a.get("linear_before_reset") or False)}
-    return rule
-
-
-for _type, _defaults in (("LSTM", "sigmoid tanh tanh"), ("GRU", "sigmoid tanh"),
-                         ("RNN", "tanh")):
-    _CONVERSIONS[_type] = _recurrent(_defaults)
 
 
 # ------------------------------------------------------------------------ axes

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.ops import FLOPS_PER_ELEMENT, ONNX_ALIASES
+from workbench.ops import ONNX_ALIASES, OPS
 from workbench.values.shape_costs import VIEW_COST as VIEW_COST  # re-exported
 from workbench.values.shape_costs import Info as Info  # re-exported
 from workbench.values.shape_costs import Rule as Rule  # re-exported
@@ -182,25 +182,23 @@ _COSTS: dict[str, Rule] = {
     "Shape": _view,
     "Size": _view,
 }
-#: ONNX op types costed per output element (:func:`_unary`), with the FLOPs per element of their
-#: kind (:data:`workbench.ops.FLOPS_PER_ELEMENT`: arithmetic and simple maps 1, clip and
-# leaky
-#: relu 2, exp-based maps 3, sigmoid 4, tanh 5, gelu 8; batch norm 2, layer/instance/group norm
-#: 8, softmax 5, log-softmax 6).
-_ELEMENTWISE = (
-    "BatchNormalization LayerNormalization InstanceNormalization GroupNormalization Softmax "
-    "LogSoftmax Add Sub Mul Div Pow Mod Where Relu Exp Log Sqrt Erf Reciprocal Neg Abs Floor Ceil "
-    "Round Sign Sin Cos Not And Or Xor Equal Greater Less GreaterOrEqual LessOrEqual IsNaN "
-    "ThresholdedRelu Clip LeakyRelu PRelu HardSigmoid Elu Selu Celu Softplus Softsign HardSwish "
-    "Sigmoid Tanh Gelu CumSum").split()
 #: ONNX op types that copy their inputs (:func:`_copy`) and that reduce (:func:`_global`).
 _COPIES = "Concat Split Transpose Pad Tile Expand Cast DepthToSpace SpaceToDepth".split()
 _REDUCTIONS = ("ReduceMean ReduceSum ReduceMax ReduceMin ReduceProd ReduceL2 ReduceSumSquare "
                "ArgMax ArgMin").split()
+#: ONNX op types costed per output element (:func:`_unary`): every ONNX type a kind of the table
+#: lists (``OpKind.onnx``) when the kind counts FLOPs per element (``flops_per_element``:
+#: arithmetic and simple maps 1, clip and leaky relu 2, exp-based maps 3, sigmoid 4, tanh 5,
+#: gelu 8; batch norm 2, layer/instance/group norm 8, softmax 5, log-softmax 6) and the type has
+#: no rule of its own above.
+_PER_ELEMENT: dict[str, tuple[str, Rule]] = {
+    t: (name, _unary(info.flops_per_element)) for name, info in OPS.items()
+    if info.flops_per_element is not None for t in info.onnx if t not in _COSTS}
+
 #: ONNX op type -> (op kind, cost rule).
 RULES: dict[str, tuple[str, Rule]] = {
     **{t: (kind_of(t), rule) for t, rule in _COSTS.items()},
-    **{t: (kind_of(t), _unary(FLOPS_PER_ELEMENT[kind_of(t)])) for t in _ELEMENTWISE},
+    **_PER_ELEMENT,
     **{t: (kind_of(t), _copy) for t in _COPIES},
     **{t: (kind_of(t), _global) for t in _REDUCTIONS}}
 

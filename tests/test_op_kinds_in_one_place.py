@@ -1,0 +1,61 @@
+"""An op kind in one place (issue 46): the modules under ``workbench/`` that name a kind are its
+family module (``workbench/ops/<family>.py``), the GPU lowering (``workbench/executors/gpu/``,
+platform code beside its kernels) and the built-in model builders (``workbench/models/``);
+nothing else.  Every other stage asks the table (``OPS[kind].<fact>``, a derived kind set, or a
+kind name its family exports).  Counted from the syntax tree by :mod:`tests._kind_names`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests._kind_names import kind_names, names_by_file
+from workbench.ops import FAMILIES, IMPORT_ONLY, OPS
+from workbench.ops.attrs import ATTRIBUTES
+
+ROOT = Path(__file__).resolve().parents[1]
+ALLOWED_PACKAGES = ("workbench/executors/gpu/", "workbench/models/")
+
+
+def _family_of() -> dict[str, str]:
+    return {k.name: f"workbench/ops/{family.__name__.rsplit('.', 1)[-1]}.py"
+            for family in FAMILIES for table in ("KINDS", "IMPORTED")
+            for k in getattr(family, table, ())}
+
+
+def test_every_kind_is_in_exactly_one_family() -> None:
+    home = _family_of()
+    assert set(home) == set(OPS) | set(IMPORT_ONLY)
+    counted = sum(len(getattr(f, t, ())) for f in FAMILIES for t in ("KINDS", "IMPORTED"))
+    assert counted == len(home)
+    assert all(getattr(f, "KINDS", ()) for f in FAMILIES), "a family without kinds"
+
+
+def test_only_the_family_the_gpu_lowering_and_the_builders_name_a_kind() -> None:
+    home = _family_of()
+    found = names_by_file(ROOT / "workbench", set(home), ATTRIBUTES)
+    stray = {path: {kind: lines for kind, lines in kinds.items() if path != home[kind]}
+             for path, kinds in found.items() if not path.startswith(ALLOWED_PACKAGES)}
+    stray = {path: kinds for path, kinds in stray.items() if kinds}
+    assert not stray, ("op kinds named outside their family (ask the table, or use the name "
+                       f"the family exports): {stray}")
+
+
+def test_the_count_finds_the_ways_code_names_a_kind() -> None:
+    source = '''
+"""A docstring naming conv2d and relu is prose."""
+import x
+TABLE = {"relu": 1, "gelu": 2}
+PAIR = "relu gelu"
+def f(op, df, attrs):
+    if op.kind == "conv2d" or op.kind in ("h2d", "d2h"):
+        return OPS["matmul"].category, Op("a", kind="while")
+    barrier_kind = "join"
+    df.agg(ops=("op", "size"))
+    attrs = {"min": 0, "max": 1}
+    return f"a concat copy {attrs}", canonical_kind("Softmax")
+'''
+    found = kind_names(source, set(OPS), ATTRIBUTES)
+    # not the docstring, the pandas aggregation, the attribute table, the f-string, nor
+    # "Softmax" (not the table's spelling: canonical_kind would map it)
+    assert set(found) == {"relu", "gelu", "conv2d", "h2d", "d2h", "matmul", "while", "join"}
+    assert found["relu"] == [4, 5] and found["while"] == [8]
