@@ -28,7 +28,7 @@ def _i(high: int, *shape: int, low: int = 0) -> np.ndarray:
 
 
 X = (2, 3, 4, 5)
-_UNARY = ("hard_swish relu6 silu swish softplus softsign erf square sin cos floor ceil round "
+_UNARY = ("hard_swish relu6 silu swish softplus mish softsign erf square sin cos floor ceil round "
           "sign").split()
 _POSITIVE = "rsqrt reciprocal".split()
 

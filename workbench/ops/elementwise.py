@@ -74,6 +74,7 @@ def _attr_map(name: str, at: Mapping[str, Any]) -> UnaryFn:
         "relu6": lambda x: np.clip(x, 0.0, 6.0),
         "silu": lambda x: x * sigmoid(x), "swish": lambda x: x * sigmoid(x),
         "softplus": lambda x: np.logaddexp(0.0, x),
+        "mish": lambda x: x * np.tanh(np.logaddexp(0.0, x)),
         "softsign": lambda x: x / (1.0 + np.abs(x)),
         "erf": erf, "rsqrt": lambda x: 1.0 / np.sqrt(x), "square": np.square,
         "reciprocal": lambda x: 1.0 / x, "sin": np.sin, "cos": np.cos, "floor": np.floor,
@@ -264,7 +265,7 @@ def _attr_map_torch(name: str, at: Any) -> TorchUnary:
         "hard_sigmoid": lambda x: torch.clamp(x * (0.2 if alpha is None else float(alpha))
                                               + number(at, "beta", 0.5), 0.0, 1.0),
         "hard_swish": f.hardswish, "relu6": f.relu6, "silu": f.silu, "swish": f.silu,
-        "softplus": f.softplus, "softsign": f.softsign, "erf": torch.erf,
+        "softplus": f.softplus, "mish": f.mish, "softsign": f.softsign, "erf": torch.erf,
         "rsqrt": torch.rsqrt,
         "square": torch.square, "reciprocal": torch.reciprocal, "sin": torch.sin,
         "cos": torch.cos, "floor": torch.floor, "ceil": torch.ceil, "round": torch.round,
@@ -506,6 +507,10 @@ KINDS = (
          torch="Softplus softplus", onnx="Softplus"),
     kind("softsign", "elementwise", flops_per_element=3, reference=mapped, torch_form=mapped_torch,
          onnx="Softsign"),
+    # Mish (YOLOv4's and YOLOv5's backbones): x * tanh(softplus(x)); FLOPs: softplus 3, tanh 5
+    # and the product
+    kind("mish", "elementwise", flops_per_element=9, reference=mapped, torch_form=mapped_torch,
+         onnx="Mish", torch="Mish mish mish_"),
     kind("bias", "elementwise", fuse="broadcast", epilogue=True),
     kind("bias_add", "elementwise", fuse="broadcast"),
     kind("scale", "elementwise", fuse="broadcast"),
