@@ -59,3 +59,13 @@ def f(op, df, attrs):
     # "Softmax" (not the table's spelling: canonical_kind would map it)
     assert set(found) == {"relu", "gelu", "conv2d", "h2d", "d2h", "matmul", "while", "join"}
     assert found["relu"] == [4, 5] and found["while"] == [8]
+
+
+def test_an_onnx_conversion_is_declared_by_the_kind_its_type_imports_as() -> None:
+    from workbench.io.onnx.rules import kind_of
+    from workbench.ops import ONNX_CONVERSIONS, canonical_kind
+
+    declared = {t: k.name for k in [*OPS.values(), *IMPORT_ONLY.values()]
+                for t, _ in k.onnx_attrs}
+    assert declared and set(declared) == set(ONNX_CONVERSIONS)
+    assert {t: canonical_kind(kind_of(t)) for t in declared} == declared

@@ -64,6 +64,11 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def is_int_list(v: Any) -> bool:
+    """A list of ints (not bools): how an importer's attribute value of one int per axis reads."""
+    return isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+
+
 def _is_ints(v: Any) -> bool:
     return isinstance(v, (list, tuple)) and all(map(_is_int, v))
 

@@ -13,7 +13,7 @@ kind's kernel is known when its attributes are checked (:mod:`workbench.values.a
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -31,7 +31,7 @@ from workbench.ops.arrays import (
     convnd,
     pool2d,
 )
-from workbench.ops.attrs import flag, per_axis, window_of
+from workbench.ops.attrs import explicit_padding, flag, is_int_list, per_axis, window_of
 from workbench.ops.elementwise import unary_map
 from workbench.ops.kind import kind, unary_of
 from workbench.ops.tensors import Tensor, TorchUnary, _f, _torch_pads, _torch_pair, torch_module
@@ -278,6 +278,96 @@ def global_maxpool_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list
 #: The 2-D convolution (IOS's merge of parallel convolutions makes one).
 CONV2D = "conv2d"
 
+# ------------------------------------------------------------ ONNX import: attribute conversions
+
+
+def _spatial(a: Mapping[str, Any], node: Any, kernel: list[int] | None) -> int:
+    x = node.shape(0)
+    if x is not None and len(x) > 2:
+        return len(x) - 2
+    if kernel:
+        return len(kernel)
+    raise ValueError("rank unknown")
+
+
+def _auto_pad(a: Mapping[str, Any], node: Any, kernel: list[int], stride: list[int],
+              dilation: list[int], transpose: bool = False) -> list[int] | None:
+    """Explicit padding for ``auto_pad`` SAME_UPPER / SAME_LOWER / VALID (``None``: NOTSET)."""
+    mode = str(a.get("auto_pad") or "NOTSET").upper()
+    n = len(kernel)
+    if mode == "VALID":
+        return [0] * (2 * n)
+    if mode not in ("SAME_UPPER", "SAME_LOWER"):
+        return None
+    x = node.shape(0)
+    if x is None:
+        raise ValueError("auto_pad needs the input shape")
+    begin, end = [], []
+    for i in range(n):
+        size, span = x[2 + i], (kernel[i] - 1) * dilation[i] + 1
+        if transpose:
+            total = max(0, stride[i] * (size - 1) + span - size * stride[i])
+            lo, hi = total - total // 2, total // 2
+        else:
+            total = max(0, (math.ceil(size / stride[i]) - 1) * stride[i] + span - size)
+            lo, hi = total // 2, total - total // 2
+        if mode == "SAME_LOWER" and not transpose or mode == "SAME_UPPER" and transpose:
+            lo, hi = hi, lo
+        begin.append(lo)
+        end.append(hi)
+    return [*begin, *end]
+
+
+def _window(a: dict[str, Any], node: Any, *, kernel: list[int] | None,
+            transpose: bool = False) -> dict[str, Any]:
+    """``kernel``, ``stride``, ``padding``, ``dilation`` written out (ONNX's defaults)."""
+    kernel = kernel if kernel is not None else (a["kernel"] if is_int_list(a.get("kernel"))
+                                                else None)
+    if not kernel:
+        raise ValueError("the kernel is unknown")
+    n = _spatial(a, node, kernel)
+    stride = a["stride"] if is_int_list(a.get("stride")) else [1] * n
+    dilation = a["dilation"] if is_int_list(a.get("dilation")) else [1] * n
+    padding = a.get("padding") if is_int_list(a.get("padding")) or isinstance(
+        a.get("padding"), int) else [0] * n
+    auto = _auto_pad(a, node, kernel, stride, dilation, transpose)
+    if auto is not None:
+        padding = explicit_padding(auto)
+    return {"kernel": list(kernel), "stride": list(stride), "padding": padding,
+            "dilation": list(dilation)}
+
+
+def _weight_kernel(a: Mapping[str, Any], node: Any) -> list[int] | None:
+    """The kernel: ``kernel_shape`` when given (the graph's check compares it with the weight),
+    else the weight's spatial shape."""
+    if is_int_list(a.get("kernel")):
+        return list(a["kernel"])
+    w = node.shape(1)
+    return list(w[2:]) if w is not None and len(w) > 2 else None
+
+
+def _groups(a: Mapping[str, Any]) -> Any:
+    """``group`` as given (ONNX's default 1): a 0 stays 0, for the graph's check to refuse."""
+    return 1 if a.get("groups") is None else a["groups"]
+
+
+def _onnx_conv(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {**_window(a, node, kernel=_weight_kernel(a, node)), "groups": _groups(a)}
+
+
+def _onnx_conv_transpose(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    out = {**_window(a, node, kernel=_weight_kernel(a, node), transpose=True),
+           "groups": _groups(a)}
+    if a.get("output_padding") is not None:
+        out["output_padding"] = a["output_padding"]
+    return out
+
+
+def _onnx_pool(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {**_window(a, node, kernel=None), "ceil_mode": bool(a.get("ceil_mode") or False),
+            "count_include_pad": bool(a.get("count_include_pad") or False)}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -292,7 +382,7 @@ KINDS = (
          launch_rule="convolution", window="weight",
          attrs="kernel stride padding dilation groups act pre_act bias cin cout",
          reference=partial(conv, unary=unary_of), torch_form=conv_torch, onnx="Conv",
-         torch="Conv2d conv2d convolution",
+         onnx_attrs={"Conv": _onnx_conv}, torch="Conv2d conv2d convolution",
          kernel_names="conv winograd fprop dgrad wgrad implicit_gemm fft2d scudnn cask_cudnn "
                       "cutlass_cudnn", kernel_rank=3),
     kind("sepconv", "compute", weight_inputs=(1, 2), fan_in="depthwise", gemm=True,
@@ -301,15 +391,17 @@ KINDS = (
          reference=partial(sepconv, unary=unary_of), torch_form=sepconv_torch),
     kind("conv_transpose", "compute", window="transposed",
          attrs="kernel stride padding output_padding dilation groups", reference=conv_transpose,
-         torch_form=conv_transpose_torch, torch="ConvTranspose2d"),
+         torch_form=conv_transpose_torch, torch="ConvTranspose2d",
+         onnx_attrs={"ConvTranspose": _onnx_conv_transpose}),
     kind("maxpool", "compute", kernel_class="pool", launch_rule="window", window="attrs",
          attrs="pool kernel stride padding dilation ceil_mode", reference=pool,
-         torch_form=pool_torch, onnx="MaxPool", torch="MaxPool2d max_pool2d",
-         kernel_names="max_pool maxpool", kernel_rank=11),
+         torch_form=pool_torch, onnx="MaxPool", onnx_attrs={"MaxPool": _onnx_pool},
+         torch="MaxPool2d max_pool2d", kernel_names="max_pool maxpool", kernel_rank=11),
     kind("avgpool", "compute", kernel_class="pool", launch_rule="window", window="attrs",
          attrs="pool kernel stride padding dilation ceil_mode count_include_pad", reference=pool,
-         torch_form=pool_torch, onnx="AveragePool", torch="AvgPool2d avg_pool2d",
-         kernel_names="avg_pool avgpool adaptive_average_pool", kernel_rank=12),
+         torch_form=pool_torch, onnx="AveragePool", onnx_attrs={"AveragePool": _onnx_pool},
+         torch="AvgPool2d avg_pool2d", kernel_names="avg_pool avgpool adaptive_average_pool",
+         kernel_rank=12),
     kind("conv1d", "compute", gemm=True, launch_rule="convolution", window="weight",
          attrs="kernel stride padding dilation groups act pre_act bias cin cout",
          reference=partial(conv, unary=unary_of), torch_form=conv_torch, torch="Conv1d conv1d"),

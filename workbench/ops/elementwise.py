@@ -381,6 +381,45 @@ def prelu_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
     return [torch_module().where(x >= 0, x, slope * x)]
 
 
+# ------------------------------------------------------------ ONNX import: attribute conversions
+
+
+def _onnx_clip(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    if node.opset < 11:
+        return {}
+    return {"min": node.scalar(1), "max": node.scalar(2)}
+
+
+def _onnx_cast(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    dtype = a.get("dtype")
+    return {"dtype": dtype if isinstance(dtype, str) else None}
+
+
+def _onnx_leaky(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"alpha": float(a.get("alpha", 0.01))}
+
+
+def _onnx_alpha1(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"alpha": float(a.get("alpha", 1.0))}
+
+
+def _onnx_selu(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"alpha": float(a.get("alpha", 1.67326319217681884765625)),
+            "gamma": float(a.get("gamma", 1.05070102214813232421875))}
+
+
+def _onnx_hard_sigmoid(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"alpha": float(a.get("alpha", 0.2)), "beta": float(a.get("beta", 0.5))}
+
+
+def _onnx_gelu(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"approximate": str(a.get("approximate") or "none")}
+
+
+def _onnx_mod(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"fmod": bool(a.get("fmod") or False)}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -396,7 +435,8 @@ KINDS = (
          torch="Tanh tanh", kernel_names="tanh", kernel_rank=19, onnx="Tanh"),
     kind("gelu", "elementwise", fuse="elemwise", activation=True, flops_per_element=8,
          attrs="approximate", unary=gelu, reference=mapped, torch_form=mapped_torch,
-         torch="GELU gelu", kernel_names="gelu", kernel_rank=17, onnx="Gelu"),
+         torch="GELU gelu", kernel_names="gelu", kernel_rank=17, onnx="Gelu",
+         onnx_attrs={"Gelu": _onnx_gelu}),
     kind("add", "elementwise", kernel_class="elementwise", fuse="elemwise", flops_per_element=1,
          epilogue=True, launch_rule="n_ary_sum", attrs="scalar reverse alpha", binary=np.add,
          reference=add, torch_form=add_torch, onnx="Sum Add", torch="add iadd add_"),
@@ -406,15 +446,16 @@ KINDS = (
     kind("relu6", "elementwise", fuse="elemwise", flops_per_element=2, reference=mapped,
          torch_form=mapped_torch, torch="ReLU6 relu6"),
     kind("leaky_relu", "elementwise", fuse="elemwise", flops_per_element=2, attrs="alpha",
-         reference=mapped, torch_form=mapped_torch, torch="LeakyReLU leaky_relu",
-         onnx="LeakyRelu"),
+         reference=mapped, torch_form=mapped_torch, torch="LeakyReLU leaky_relu", onnx="LeakyRelu",
+         onnx_attrs={"LeakyRelu": _onnx_leaky}),
     kind("silu", "elementwise", fuse="elemwise", flops_per_element=5, reference=mapped,
          torch_form=mapped_torch, torch="SiLU silu silu_"),
     kind("swish", "elementwise", fuse="elemwise", reference=mapped, torch_form=mapped_torch),
     kind("atan", "elementwise", fuse="elemwise", unary=np.arctan,
          reference=unary_reference(np.arctan), torch_form=unary_form("atan")),
     kind("elu", "elementwise", fuse="elemwise", flops_per_element=3, attrs="alpha",
-         reference=mapped, torch_form=mapped_torch, torch="ELU elu", onnx="Elu"),
+         reference=mapped, torch_form=mapped_torch, torch="ELU elu", onnx="Elu",
+         onnx_attrs={"Elu": _onnx_alpha1}),
     kind("sub", "elementwise", fuse="elemwise", flops_per_element=1, attrs="scalar reverse alpha",
          binary=np.subtract, reference=arith("sub"), torch_form=arith_torch("sub"),
          torch="sub isub rsub", onnx="Sub"),
@@ -443,10 +484,11 @@ KINDS = (
     kind("minimum", "elementwise", fuse="elemwise", attrs="scalar", reference=variadic,
          torch_form=variadic_torch),
     kind("clip", "elementwise", fuse="elemwise", flops_per_element=2, attrs="min max",
-         reference=clip, torch_form=clip_torch, torch="clamp hardtanh Hardtanh", onnx="Clip"),
+         reference=clip, torch_form=clip_torch, torch="clamp hardtanh Hardtanh", onnx="Clip",
+         onnx_attrs={"Clip": _onnx_clip}),
     kind("cast", "elementwise", fuse="elemwise", attrs="dtype", reference=cast,
          torch_form=cast_torch, torch="to float half type_as _to_copy",
-         kernel_names="quantize fp8", kernel_rank=5),
+         kernel_names="quantize fp8", kernel_rank=5, onnx_attrs={"Cast": _onnx_cast}),
     kind("erf", "elementwise", fuse="elemwise", flops_per_element=1, reference=mapped,
          torch_form=mapped_torch, torch="erf", onnx="Erf"),
     kind("reciprocal", "elementwise", fuse="elemwise", flops_per_element=1, reference=mapped,
@@ -458,13 +500,13 @@ KINDS = (
     kind("hard_swish", "elementwise", flops_per_element=4, reference=mapped,
          torch_form=mapped_torch, torch="Hardswish hardswish hardswish_", onnx="HardSwish"),
     kind("hard_sigmoid", "elementwise", flops_per_element=3, attrs="alpha beta", reference=mapped,
-         torch_form=mapped_torch, torch="Hardsigmoid hardsigmoid hardsigmoid_",
-         onnx="HardSigmoid"),
+         torch_form=mapped_torch, torch="Hardsigmoid hardsigmoid hardsigmoid_", onnx="HardSigmoid",
+         onnx_attrs={"HardSigmoid": _onnx_hard_sigmoid}),
     kind("where", "elementwise", flops_per_element=1, reference=where, torch_form=where_torch,
          torch="where", onnx="Where"),
     kind("mod", "elementwise", flops_per_element=1, attrs="scalar reverse fmod",
-         reference=arith("mod"), torch_form=arith_torch("mod"), torch="remainder fmod",
-         onnx="Mod"),
+         reference=arith("mod"), torch_form=arith_torch("mod"), torch="remainder fmod", onnx="Mod",
+         onnx_attrs={"Mod": _onnx_mod}),
     kind("floor", "elementwise", flops_per_element=1, reference=mapped, torch_form=mapped_torch,
          torch="floor", onnx="Floor"),
     kind("ceil", "elementwise", flops_per_element=1, reference=mapped, torch_form=mapped_torch,
@@ -496,13 +538,14 @@ KINDS = (
     kind("isnan", "elementwise", flops_per_element=1, reference=compare, torch_form=compare_torch,
          onnx="IsNaN", torch="isnan"),
     kind("thresholded_relu", "elementwise", flops_per_element=1, attrs="alpha", reference=mapped,
-         torch_form=mapped_torch, onnx="ThresholdedRelu"),
+         torch_form=mapped_torch, onnx="ThresholdedRelu",
+         onnx_attrs={"ThresholdedRelu": _onnx_alpha1}),
     kind("prelu", "elementwise", flops_per_element=2, reference=prelu, torch_form=prelu_torch,
          torch="PReLU prelu", onnx="PRelu"),
     kind("selu", "elementwise", flops_per_element=3, attrs="alpha gamma", reference=mapped,
-         torch_form=mapped_torch, onnx="Selu"),
+         torch_form=mapped_torch, onnx="Selu", onnx_attrs={"Selu": _onnx_selu}),
     kind("celu", "elementwise", flops_per_element=3, attrs="alpha", reference=mapped,
-         torch_form=mapped_torch, onnx="Celu"),
+         torch_form=mapped_torch, onnx="Celu", onnx_attrs={"Celu": _onnx_alpha1}),
     kind("softplus", "elementwise", flops_per_element=3, reference=mapped, torch_form=mapped_torch,
          torch="Softplus softplus", onnx="Softplus"),
     kind("softsign", "elementwise", flops_per_element=3, reference=mapped, torch_form=mapped_torch,

@@ -10,11 +10,12 @@ sort kernels.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from workbench.ops.arrays import F32, Array, OpLike, ShapeOf
-from workbench.ops.attrs import number
+from workbench.ops.attrs import ONNX_DTYPES, number
 from workbench.ops.kind import kind
 from workbench.ops.shapes import out_shape
 from workbench.ops.tensors import Tensor, torch_dtype, torch_module
@@ -137,11 +138,30 @@ def range_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
 #: fusion group (:mod:`workbench.passes.fusion` makes it; the executors run its members).
 GENERIC, FUSED = "op", "fused"
 
+# ------------------------------------------------------------ ONNX import: attribute conversions
+
+
+def _onnx_constant_of_shape(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    value = a.get("value")
+    if isinstance(value, list):
+        value = value[0] if len(value) == 1 else None
+    dtype = node.out_dtypes[0] if node.out_dtypes else "float32"
+    return {"value": float(value) if isinstance(value, (int, float)) else 0.0,
+            "dtype": dtype if dtype in ONNX_DTYPES.values() else None}
+
+
+def _onnx_range(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    bounds = [node.scalar(k) for k in range(3)]
+    if any(b is None for b in bounds):
+        return {}
+    return dict(zip(("start", "end", "step"), bounds, strict=True))
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
     kind("constant", "compute", attrs="value dtype", reference=constant, torch_form=constant_torch,
-         onnx="ConstantOfShape",
+         onnx="ConstantOfShape", onnx_attrs={"ConstantOfShape": _onnx_constant_of_shape},
          torch="zeros_like ones_like full_like empty_like new_zeros new_ones new_full new_empty "
                "zeros ones full empty fill"),
     kind("shape", "compute", attrs="start end", reference=shape, torch_form=shape_torch),
@@ -149,7 +169,7 @@ KINDS = (
     kind(FUSED, "compute", kernel_names="triton", kernel_rank=22),
     kind(GENERIC, "compute", reference=generic, torch_form=generic_torch),
     kind("range", "compute", attrs="start end step dtype", reference=range_,
-         torch_form=range_torch, torch="arange"),
+         torch_form=range_torch, torch="arange", onnx_attrs={"Range": _onnx_range}),
 )
 
 #: Kinds only the importers name (not in ``OPS``): their importer facts.

@@ -273,6 +273,16 @@ def cumsum_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]
     return [torch_module().cumsum(a[0], cumsum_axis(op, a))]
 
 
+# ------------------------------------------------------------ ONNX import: attribute conversions
+
+
+def _onnx_gather(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    """A constant 0-d index (``x[:, 0]``) is lifted into ``index``: the axis goes away."""
+    value = node.const(1)
+    scalar = value is not None and value.ndim == 0 and value.dtype.kind in "iu"
+    return {"axis": int(a.get("axis", 0)), "index": int(value) if scalar else None}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -283,7 +293,8 @@ KINDS = (
     kind("cumsum", "reduction", flops_per_element=1, attrs="axis", reference=cumsum,
          torch_form=cumsum_torch, onnx="CumSum", torch="cumsum"),
     kind("gather", "compute", attrs="axis index", reference=gather, torch_form=gather_torch,
-         torch="index_select", kernel_names="indexselect index_select gather", kernel_rank=14),
+         torch="index_select", kernel_names="indexselect index_select gather", kernel_rank=14,
+         onnx_attrs={"Gather": _onnx_gather}),
     kind("index", "compute", attrs="axes", reference=index, torch_form=index_torch, torch="index"),
     kind("gather_elements", "compute", attrs="axis", reference=gather_elements,
          torch_form=gather_elements_torch, torch="gather"),

@@ -26,6 +26,9 @@ from typing import Any
 from workbench.ops.arrays import Reference, UnaryFn, identity
 from workbench.ops.tensors import TorchForm
 
+#: An ONNX attribute conversion (``OpKind.onnx_attrs``): ``(attrs, node) -> attributes to write``.
+OnnxRule = Callable[[dict[str, Any], Any], dict[str, Any]]
+
 #: The categories, one per kind (:class:`OpKind`).
 CATEGORIES = ("compute", "elementwise", "reduction", "view", "copy", "state", "io", "control")
 
@@ -96,10 +99,12 @@ class OpKind:
     tables group measured ops by (``"conv"``, then split by kernel shape; ``"pool"``;
     ``"elementwise"``; ``None``: the kind itself).
 
-    ``onnx_attrs``: the ONNX import's conversion of a node's attributes into the kind's
-    vocabulary, ``(attrs, node) -> attrs`` (``node``: :class:`workbench.io.onnx.attrs.Node`),
-    where the kind keeps its own (the recurrent cells); the importer's rules per ONNX op type
-    (:mod:`workbench.io.onnx.attrs`) convert the others.
+    ``onnx_attrs``: the ONNX import's attribute conversion of each ONNX op type that imports as
+    this kind and needs one, ``(type, rule)`` pairs (written as a dict in :func:`kind`): a rule
+    ``(attrs, node) -> attrs`` writes the vocabulary's names from ONNX's (``kernel_shape`` ->
+    ``kernel``, ONNX's defaults written out, constant inputs lifted); ``attrs`` are the node's
+    attributes as the importer renamed them, ``node`` the importer's view of the node
+    (:class:`workbench.io.onnx.attrs.Node`: shapes, constant inputs, opset).
     ``attr_bounds``: the kind's exceptions to its attributes' bounds, ``(attribute, bounds)``
     pairs (:data:`workbench.ops.attrs.BOUNDS` names them; written as a dict in :func:`kind`).
 
@@ -143,7 +148,7 @@ class OpKind:
     fan_in: str | None = None
     kernel_class: str | None = None
     attr_bounds: tuple[tuple[str, str], ...] = ()
-    onnx_attrs: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None
+    onnx_attrs: tuple[tuple[str, OnnxRule], ...] = ()
 
     def __post_init__(self) -> None:
         assert self.category in CATEGORIES, self
@@ -173,8 +178,9 @@ def kind(name: str, category: str, **facts: Any) -> OpKind:
     checked against the vocabulary (:func:`workbench.ops.attrs.check_declared`)."""
     from workbench.ops.attrs import check_declared
 
-    if isinstance(facts.get("attr_bounds"), dict):
-        facts["attr_bounds"] = tuple(facts["attr_bounds"].items())
+    for field in ("attr_bounds", "onnx_attrs"):
+        if isinstance(facts.get(field), dict):
+            facts[field] = tuple(facts[field].items())
     for field in _NAME_LISTS:
         if isinstance(facts.get(field), str):
             facts[field] = tuple(facts[field].split())
@@ -182,4 +188,4 @@ def kind(name: str, category: str, **facts: Any) -> OpKind:
     return OpKind(name, category, **facts)
 
 
-__all__ = ["CATEGORIES", "UNARY_MAPS", "OpKind", "kind", "unary_of"]
+__all__ = ["CATEGORIES", "UNARY_MAPS", "OnnxRule", "OpKind", "kind", "unary_of"]

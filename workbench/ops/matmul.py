@@ -9,6 +9,7 @@ optional causal mask.  The import-only ``transformer_layer`` names torch's fused
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -100,6 +101,15 @@ def attention_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tens
         scale=None if scale is None else float(scale))]
 
 
+# ------------------------------------------------------------ ONNX import: attribute conversions
+
+
+def _onnx_gemm(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"trans_a": bool(a.get("trans_a") or False), "trans_b": bool(a.get("trans_b")
+                                                                         or False),
+            "alpha": float(a.get("alpha", 1.0)), "beta": float(a.get("beta", 1.0))}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -107,7 +117,7 @@ KINDS = (
          gemm=True, launch_rule="gemm",
          attrs="trans_a trans_b alpha beta bias_first bias m k n batch weight",
          reference=matmul_reference, torch_form=matmul_torch, onnx="Gemm MatMul",
-         torch="Linear linear matmul mm bmm addmm",
+         onnx_attrs={"Gemm": _onnx_gemm}, torch="Linear linear matmul mm bmm addmm",
          kernel_names="gemm gemv matmul cublas cutlass cijk_ epilogue::impl triton_tem",
          kernel_rank=7),
     kind("einsum", "compute", attr_bounds={"k": "size"}, gemm=True, launch_rule="gemm",

@@ -11,6 +11,7 @@ References in float64, torch forms through ``torch.nn.functional``.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -197,29 +198,59 @@ def log_softmax_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Te
     return [_f().log_softmax(a[0], dim=int(op.attrs.get("axis", -1)))]
 
 
+# ------------------------------------------------------------ ONNX import: attribute conversions
+
+
+def _onnx_batchnorm(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"eps": float(a.get("eps", 1e-5)), "axis": 1}
+
+
+def _onnx_eps(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"eps": float(a.get("eps", 1e-5))}
+
+
+def _onnx_layernorm(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"eps": float(a.get("eps", 1e-5)), "axis": int(a.get("axis", -1))}
+
+
+def _onnx_lrn(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    """ONNX's ``bias`` is the vocabulary's ``k`` (``bias`` names a bias input elsewhere)."""
+    return {"alpha": float(a.get("alpha", 1e-4)), "beta": float(a.get("beta", 0.75)),
+            "k": float(a.pop("bias", a.get("k", 1.0)))}
+
+
+def _onnx_softmax(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"axis": int(a.get("axis", -1 if node.opset >= 13 else 1))}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
     kind("batchnorm", "elementwise", kernel_class="elementwise", fuse="broadcast",
          flops_per_element=2, epilogue=True, launch_rule="per_channel_norm", attrs="eps axis",
          reference=batchnorm_reference, torch_form=batchnorm_torch, onnx="BatchNormalization",
+         onnx_attrs={"BatchNormalization": _onnx_batchnorm},
          torch="BatchNorm1d BatchNorm2d BatchNorm3d batch_norm",
          kernel_names="batch_norm batchnorm bn_fw bn_bw", kernel_rank=8),
     kind("softmax", "reduction", fuse="reduce", flops_per_element=5, attrs="axis scale",
          reference=softmax_reference, torch_form=softmax_torch, torch="Softmax softmax",
-         kernel_names="softmax", kernel_rank=10, onnx="Softmax"),
+         kernel_names="softmax", kernel_rank=10, onnx="Softmax",
+         onnx_attrs={"Softmax": _onnx_softmax}),
     kind("log_softmax", "reduction", fuse="reduce", flops_per_element=6, attrs="axis",
          reference=log_softmax, torch_form=log_softmax_torch, torch="LogSoftmax log_softmax",
-         onnx="LogSoftmax"),
+         onnx="LogSoftmax", onnx_attrs={"LogSoftmax": _onnx_softmax}),
     kind("layernorm", "reduction", fuse="reduce", flops_per_element=8, attrs="eps axis",
          reference=layernorm_reference, torch_form=layernorm_torch, onnx="LayerNormalization",
-         torch="LayerNorm layer_norm",
+         onnx_attrs={"LayerNormalization": _onnx_layernorm}, torch="LayerNorm layer_norm",
          kernel_names="layer_norm layernorm rowwisemoments gammabetabackward", kernel_rank=9),
     kind("groupnorm", "reduction", flops_per_element=8, attrs="eps groups", reference=groupnorm,
-         torch_form=groupnorm_torch, onnx="GroupNormalization", torch="GroupNorm group_norm"),
+         torch_form=groupnorm_torch, onnx="GroupNormalization",
+         onnx_attrs={"GroupNormalization": _onnx_eps}, torch="GroupNorm group_norm"),
     kind("instancenorm", "reduction", flops_per_element=8, attrs="eps", reference=instancenorm,
-         torch_form=instancenorm_torch, onnx="InstanceNormalization", torch="InstanceNorm2d"),
+         torch_form=instancenorm_torch, onnx="InstanceNormalization",
+         onnx_attrs={"InstanceNormalization": _onnx_eps}, torch="InstanceNorm2d"),
     kind("weight_norm", "reduction", flops_per_element=3, attrs="axis", reference=weight_norm,
          torch_form=weight_norm_torch, torch="_weight_norm"),
-    kind("lrn", "compute", attrs="window alpha beta k", reference=lrn, torch_form=lrn_torch),
+    kind("lrn", "compute", attrs="window alpha beta k", reference=lrn, torch_form=lrn_torch,
+         onnx_attrs={"LRN": _onnx_lrn}),
 )

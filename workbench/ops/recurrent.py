@@ -318,8 +318,8 @@ def recurrent_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tens
 
 
 # ------------------------------------------------------------------------ ONNX import
-def onnx_attrs(defaults: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The ONNX import's attribute conversion of a recurrent kind (``OpKind.onnx_attrs``): ONNX's
+def _onnx_recurrent(defaults: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The ONNX import's attribute conversion of a recurrent kind (its ``onnx_attrs``): ONNX's
     LSTM, GRU or RNN node, whose default ``activations`` per direction are ``defaults``, in the
     ``onnx`` convention: the slots of the inputs and outputs given (``""``
     ones left out), ``layout`` as ``batch_first``, the biases given when ``B`` is; activations
@@ -347,19 +347,19 @@ def onnx_attrs(defaults: str) -> Callable[[dict[str, Any], Any], dict[str, Any]]
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
-    kind("lstm", "compute", onnx_attrs=onnx_attrs("Sigmoid Tanh Tanh"), flops_per_element=38,
-         launch_rule="recurrent", recurrent=GATE_ORDERS["lstm"],
+    kind("lstm", "compute", flops_per_element=38, launch_rule="recurrent",
+         recurrent=GATE_ORDERS["lstm"],
          attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
                "cell_clip proj_size input_forget", reference=recurrent, torch_form=recurrent_torch,
-         torch="LSTM lstm"),
-    kind("gru", "compute", onnx_attrs=onnx_attrs("Sigmoid Tanh"), flops_per_element=27,
-         launch_rule="recurrent", recurrent=GATE_ORDERS["gru"],
+         torch="LSTM lstm", onnx_attrs={"LSTM": _onnx_recurrent("Sigmoid Tanh Tanh")}),
+    kind("gru", "compute", flops_per_element=27, launch_rule="recurrent",
+         recurrent=GATE_ORDERS["gru"],
          attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
                "cell_clip linear_before_reset", reference=recurrent, torch_form=recurrent_torch,
-         torch="GRU gru"),
-    kind("rnn", "compute", onnx_attrs=onnx_attrs("Tanh"), flops_per_element=8,
-         launch_rule="recurrent", recurrent=GATE_ORDERS["rnn"],
+         torch="GRU gru", onnx_attrs={"GRU": _onnx_recurrent("Sigmoid Tanh")}),
+    kind("rnn", "compute", flops_per_element=8, launch_rule="recurrent",
+         recurrent=GATE_ORDERS["rnn"],
          attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
                "cell_clip", reference=recurrent, torch_form=recurrent_torch,
-         torch="RNN rnn_tanh rnn_relu"),
+         torch="RNN rnn_tanh rnn_relu", onnx_attrs={"RNN": _onnx_recurrent("Tanh")}),
 )

@@ -9,6 +9,7 @@ marks profiled reduction and scan kernels (cub, Triton's reduction kernels).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -85,27 +86,42 @@ def arg_extreme_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Te
     return [fn(x, dim=axis, keepdim=keep)]
 
 
+# ------------------------------------------------------------ ONNX import: attribute conversions
+
+
+def _onnx_arg(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"axis": int(a.get("axis", 0)), "keepdims": bool(a.get("keepdims", True)),
+            "select_last_index": bool(a.get("select_last_index", False))}
+
+
+def _onnx_reduce(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    axes = a.get("axes") if a.get("axes") is not None else node.ints(1)
+    if not axes and a.get("noop_with_empty_axes"):
+        raise ValueError("a no-op reduction is not in the vocabulary")
+    return {"axes": axes or None, "keepdims": bool(a.get("keepdims", True))}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
     kind("reduce_sum", "reduction", fuse="reduce", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, torch="sum"),
+         torch_form=reduce_torch, torch="sum", onnx_attrs={"ReduceSum": _onnx_reduce}),
     kind("reduce_mean", "reduction", fuse="reduce", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, torch="mean"),
+         torch_form=reduce_torch, torch="mean", onnx_attrs={"ReduceMean": _onnx_reduce}),
     kind("reduce_max", "reduction", fuse="reduce", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, torch="amax"),
+         torch_form=reduce_torch, torch="amax", onnx_attrs={"ReduceMax": _onnx_reduce}),
     kind("reduce_min", "reduction", fuse="reduce", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch),
+         torch_form=reduce_torch, onnx_attrs={"ReduceMin": _onnx_reduce}),
     kind("argmax", "reduction", attrs="axis keepdims select_last_index", reference=arg_extreme,
-         torch_form=arg_extreme_torch),
+         torch_form=arg_extreme_torch, onnx_attrs={"ArgMax": _onnx_arg}),
     kind("reduce_prod", "reduction", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch),
+         torch_form=reduce_torch, onnx_attrs={"ReduceProd": _onnx_reduce}),
     kind("reduce_l2", "reduction", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch),
+         torch_form=reduce_torch, onnx_attrs={"ReduceL2": _onnx_reduce}),
     kind("reduce_sum_square", "reduction", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch),
+         torch_form=reduce_torch, onnx_attrs={"ReduceSumSquare": _onnx_reduce}),
     kind("argmin", "reduction", attrs="axis keepdims select_last_index", reference=arg_extreme,
-         torch_form=arg_extreme_torch),
+         torch_form=arg_extreme_torch, onnx_attrs={"ArgMin": _onnx_arg}),
 )
 
 #: Kinds only the importers name (not in ``OPS``): their importer facts.

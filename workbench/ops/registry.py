@@ -43,7 +43,7 @@ from workbench.ops import (
     state,
 )
 from workbench.ops.attrs import ATTRIBUTES, KIND_BOUNDS, normalize_attrs
-from workbench.ops.kind import CATEGORIES, UNARY_MAPS, OpKind
+from workbench.ops.kind import CATEGORIES, UNARY_MAPS, OnnxRule, OpKind
 
 #: The family modules, in the order their kinds enter :data:`OPS`.
 FAMILIES = (elementwise, normalization, reduction, shapes, indexing, copies, state, control,
@@ -132,6 +132,11 @@ TORCH_FORM_KINDS = kinds_where(lambda k: k.torch_form is not None)
 GEMM_KINDS = kinds_where(lambda k: k.gemm)
 EPILOGUE_KINDS = kinds_where(lambda k: k.epilogue)
 UNIT_TAIL_KINDS = kinds_where(lambda k: k.epilogue or k.activation)
+#: ONNX op type -> its attribute conversion (the kinds' ``onnx_attrs``; the ONNX import applies
+#: it after renaming the node's attributes into the vocabulary).
+ONNX_CONVERSIONS: Mapping[str, OnnxRule] = {t: rule for k in _ALL.values()
+                                            for t, rule in k.onnx_attrs}
+assert len(ONNX_CONVERSIONS) == sum(len(k.onnx_attrs) for k in _ALL.values()), "a type twice"
 #: ONNX op type -> kind, where the kind is not the type's snake_case spelling.
 ONNX_ALIASES: Mapping[str, str] = {t: n for n, k in _ALL.items() for t in k.onnx}
 #: FLOPs per element of the builder's activations, in the builder's order.
@@ -199,7 +204,8 @@ __all__ = [
     "FAMILIES",
     "COMMUNICATION_KINDS", "CONTROL_KINDS", "ELEMWISE_KINDS", "ENGINE_COPY_KINDS",
     "EPILOGUE_KINDS", "FLOPS_PER_ELEMENT", "GEMM_KINDS", "IMPORT_ONLY", "KERNEL_KINDS",
-    "KERNEL_MATCH_ORDER", "RECURRENT_GATES", "TORCH_ALIASES", "TORCH_FORM_KINDS",
+    "KERNEL_MATCH_ORDER", "ONNX_CONVERSIONS", "RECURRENT_GATES", "TORCH_ALIASES",
+    "TORCH_FORM_KINDS",
     "UNIT_TAIL_KINDS",
     "GPU_COPY_KINDS", "IO_KINDS", "KNOWN_KINDS", "NO_TASK_KINDS", "OFF_DEVICE_TRANSFER_KINDS",
     "ONNX_ALIASES",

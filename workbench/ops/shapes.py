@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from workbench.ops.arrays import F32, Array, OpLike, ShapeOf, identity
-from workbench.ops.attrs import axes_of, flag, number, pads_per_side
+from workbench.ops.attrs import axes_of, flag, is_int_list, number, pads_per_side
 from workbench.ops.copies import copy, copy_torch
 from workbench.ops.kind import kind
 from workbench.ops.tensors import Tensor, _f, torch_module
@@ -529,18 +529,121 @@ def space_to_depth_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list
 #: The identity view (also a convolution's absent activation).
 IDENTITY = "identity"
 
+# ------------------------------------------------------------ ONNX import: attribute conversions
+
+
+def _onnx_axis0(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"axis": int(a.get("axis", 0))}
+
+
+def _onnx_split(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"axis": int(a.get("axis", 0)), "sizes": a.get("sizes") or node.ints(1)}
+
+
+def _onnx_slice(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    if node.opset < 10:
+        return {}
+    starts, ends = node.ints(1), node.ints(2)
+    if starts is None or ends is None:
+        return {}
+    axes = node.ints(3) if len(node.inputs) > 3 and node.inputs[3] else list(range(len(starts)))
+    steps = node.ints(4) if len(node.inputs) > 4 and node.inputs[4] else [1] * len(starts)
+    return {"starts": starts, "ends": ends, "axes": axes, "steps": steps}
+
+
+def _onnx_squeeze(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    out = node.out_shapes[0] if node.out_shapes else None
+    return {"axes": a.get("axes") or node.ints(1), "shape": list(out) if out else None}
+
+
+def _onnx_transpose(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    if a.get("perm") is not None:
+        return {}
+    x = node.shape(0)
+    return {"perm": list(range(len(x) - 1, -1, -1)) if x is not None else None}
+
+
+def _onnx_reshape(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    out = node.out_shapes[0] if node.out_shapes else None
+    return {"shape": list(out) if out else node.ints(1)}
+
+
+def _onnx_flatten(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"axis": int(a.get("axis", 1))}
+
+
+def _onnx_tile(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"repeats": node.ints(1)}
+
+
+def _onnx_pad(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    """Padding per side over every axis (``axes``, opset 18, spread to all axes)."""
+    mode = str(a.get("mode") or "constant")
+    if node.opset < 11:
+        return {"mode": mode, "value": float(a.get("value", 0.0))}
+    pads = node.ints(1)
+    if pads is None:
+        return {"mode": mode}
+    x = node.shape(0)
+    axes = node.ints(3) if len(node.inputs) > 3 and node.inputs[3] else None
+    if axes is not None and x is not None:
+        rank = len(x)
+        begin, end = [0] * rank, [0] * rank
+        for k, ax in enumerate(axes):
+            begin[ax % rank], end[ax % rank] = pads[k], pads[len(axes) + k]
+        pads = [*begin, *end]
+    value = node.scalar(2) if len(node.inputs) > 2 and node.inputs[2] else None
+    return {"padding": pads, "mode": mode, "value": 0.0 if value is None else value}
+
+
+def _onnx_resize(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    """Scales or sizes from the constant inputs (``Resize`` 11+: X, roi, scales, sizes;
+    ``Resize`` 10 and ``Upsample``: X, scales); ONNX's coordinate and rounding defaults."""
+    legacy = node.opset < 11
+    scales = node.floats(1) if legacy else node.floats(2)
+    sizes = None if legacy else node.ints(3)
+    if legacy and a.get("scales") is not None:
+        scales = [float(v) for v in a["scales"]]
+    x = node.shape(0)
+    axes = a.get("axes")
+    if isinstance(axes, list) and is_int_list(axes) and x is not None:  # opset 18: some axes
+        full_s, full_n = [1.0] * len(x), list(x)
+        for k, ax in enumerate(axes):
+            if scales:
+                full_s[ax % len(x)] = scales[k]
+            if sizes:
+                full_n[ax % len(x)] = sizes[k]
+        scales, sizes = (full_s if scales else None), (full_n if sizes else None)
+    coord = str(a.get("coordinate_mode") or ("asymmetric" if legacy else "half_pixel"))
+    mode = str(a.get("mode") or "nearest")
+    nearest = str(a.get("nearest_mode") or ("floor" if legacy else "round_prefer_floor"))
+    return {"mode": mode, "coordinate_mode": coord, "nearest_mode": nearest,
+            "scales": scales or None, "sizes": sizes or None,
+            "align_corners": coord == "align_corners"}
+
+
+def _onnx_trilu(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"upper": bool(a.get("upper", True))}
+
+
+def _onnx_depth_to_space(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    return {"mode": str(a.get("mode") or "DCR")}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
     kind("broadcast_to", "elementwise", fuse="broadcast", attrs="shape", reference=expand,
          torch_form=expand_torch),
     kind("reshape", "view", no_task=True, shape_only=True, attrs="shape",
-         torch="view reshape unflatten reshape_as view_as _unsafe_view"),
+         torch="view reshape unflatten reshape_as view_as _unsafe_view",
+         onnx_attrs={"Reshape": _onnx_reshape}),
     kind("flatten", "view", no_task=True, shape_only=True, attrs="shape start_dim end_dim axis",
-         torch="Flatten flatten"),
-    kind("squeeze", "view", no_task=True, shape_only=True, attrs="shape axes", torch="squeeze"),
-    kind("unsqueeze", "view", no_task=True, shape_only=True, attrs="shape axes",
-         torch="unsqueeze"),
+         torch="Flatten flatten", onnx_attrs={"Flatten": _onnx_flatten}),
+    kind("squeeze", "view", no_task=True, shape_only=True, attrs="shape axes", torch="squeeze",
+         onnx_attrs={"Squeeze": _onnx_squeeze}),
+    kind("unsqueeze", "view", no_task=True, shape_only=True, attrs="shape axes", torch="unsqueeze",
+         onnx_attrs={"Unsqueeze": _onnx_squeeze}),
     kind("expand_dims", "view", no_task=True, shape_only=True, attrs="shape"),
     kind("view", "view", no_task=True, shape_only=True, attrs="shape"),
     kind("flatten_grad", "view", no_task=True, attrs="shape"),
@@ -550,33 +653,36 @@ KINDS = (
     kind("dropout", "view", no_task=True, attrs="shape p", torch="Dropout dropout"),
     kind("identity_view", "view", shape_only=True, attrs="shape"),
     kind("expand", "view", attrs="shape", reference=expand, torch_form=expand_torch,
-         torch="expand"),
+         torch="expand", onnx_attrs={"Expand": _onnx_reshape}),
     kind("getitem", "view", attrs="index axis offset", reference=getitem, torch_form=getitem_torch,
          torch="getitem select"),
     kind("split", "view", attrs="axis sizes", reference=split, torch_form=split_torch,
-         torch="split chunk split_with_sizes unbind"),
+         torch="split chunk split_with_sizes unbind", onnx_attrs={"Split": _onnx_split}),
     kind("concat", "compute", launch_rule="copy_each_input", attrs="axis", reference=concat,
          torch_form=concat_torch, torch="cat concat concatenate",
-         kernel_names="concat cat_ catarray", kernel_rank=13),
+         kernel_names="concat cat_ catarray", kernel_rank=13, onnx_attrs={"Concat": _onnx_axis0}),
     kind("transpose", "compute", attrs="perm", reference=transpose, torch_form=transpose_torch,
          torch="permute transpose t swapaxes swapdims",
-         kernel_names="nchwtonhwc nhwctonchw permute transpose", kernel_rank=6),
+         kernel_names="nchwtonhwc nhwctonchw permute transpose", kernel_rank=6,
+         onnx_attrs={"Transpose": _onnx_transpose}),
     kind("slice", "compute", attrs="starts ends axes steps", reference=slice_,
-         torch_form=slice_torch, torch="slice"),
+         torch_form=slice_torch, torch="slice", onnx_attrs={"Slice": _onnx_slice}),
     kind("stack", "compute", attrs="axis", reference=stack, torch_form=stack_torch, torch="stack"),
     kind("contiguous", "compute", reference=copy, torch_form=copy_torch, torch="contiguous"),
     kind("clone", "compute", reference=copy, torch_form=copy_torch, torch="clone lift_fresh_copy"),
     kind("pad", "compute", attr_bounds={"padding": "any"}, attrs="padding mode value",
-         reference=pad, torch_form=pad_torch, torch="pad constant_pad_nd"),
+         reference=pad, torch_form=pad_torch, torch="pad constant_pad_nd",
+         onnx_attrs={"Pad": _onnx_pad}),
     kind("resize", "compute", attrs="mode scales sizes align_corners coordinate_mode nearest_mode",
          reference=resize, torch_form=resize_torch, onnx="Upsample",
+         onnx_attrs={"Resize": _onnx_resize, "Upsample": _onnx_resize},
          torch="Upsample interpolate upsample_nearest2d upsample_bilinear2d"),
-    kind("tile", "compute", attrs="repeats", reference=tile, torch_form=tile_torch,
-         torch="repeat"),
+    kind("tile", "compute", attrs="repeats", reference=tile, torch_form=tile_torch, torch="repeat",
+         onnx_attrs={"Tile": _onnx_tile}),
     kind("trilu", "compute", attrs="upper diagonal", reference=trilu, torch_form=trilu_torch,
-         torch="tril triu"),
+         torch="tril triu", onnx_attrs={"Trilu": _onnx_trilu}),
     kind("depth_to_space", "compute", attrs="blocksize mode", reference=depth_to_space,
-         torch_form=depth_to_space_torch),
+         torch_form=depth_to_space_torch, onnx_attrs={"DepthToSpace": _onnx_depth_to_space}),
     kind("space_to_depth", "compute", attrs="blocksize", reference=space_to_depth,
          torch_form=space_to_depth_torch),
 )
