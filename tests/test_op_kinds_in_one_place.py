@@ -69,3 +69,15 @@ def test_an_onnx_conversion_is_declared_by_the_kind_its_type_imports_as() -> Non
                 for t, _ in k.onnx_attrs}
     assert declared and set(declared) == set(ONNX_CONVERSIONS)
     assert {t: canonical_kind(kind_of(t)) for t in declared} == declared
+
+
+def test_a_torch_conversion_is_declared_by_the_kind_its_label_imports_as() -> None:
+    from workbench.io.torch.attr_rules import CONVERSIONS
+    from workbench.io.torch.attrs import kind_of_label
+
+    declared = {t: k.name for k in [*OPS.values(), *IMPORT_ONLY.values()]
+                for t, _ in k.torch_attrs}
+    assert declared and set(declared) == set(CONVERSIONS)
+    # a label torch's names do not list (conv_transpose1d, max_pool3d ...) imports as no kind
+    assert all(kind_of_label(t) in (None, k) for t, k in declared.items())
+    assert sum(kind_of_label(t) == k for t, k in declared.items()) > 100

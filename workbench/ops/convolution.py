@@ -34,6 +34,7 @@ from workbench.ops.arrays import (
 from workbench.ops.attrs import explicit_padding, flag, is_int_list, per_axis, window_of
 from workbench.ops.elementwise import unary_map
 from workbench.ops.kind import kind, unary_of
+from workbench.ops.readers import Shape, is_int_seq, rank_of, same_padding
 from workbench.ops.tensors import Tensor, TorchUnary, _f, _torch_pads, _torch_pair, torch_module
 
 # ------------------------------------------------------------------------ NumPy references
@@ -368,6 +369,51 @@ def _onnx_pool(a: dict[str, Any], node: Any) -> dict[str, Any]:
             "count_include_pad": bool(a.get("count_include_pad") or False)}
 
 
+# ------------------------------------------------------------ torch import: call conversions
+
+
+def _torch_conv(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    w = ins[1] if len(ins) > 1 else None
+    kernel = named.get("kernel_size")
+    if kernel is None and w is not None:
+        kernel = list(w[2:])
+    n = len(w) - 2 if w is not None else (len(kernel) if isinstance(kernel, (list, tuple))
+                                         else 2)
+    if kernel is not None:
+        out["kernel"] = [kernel] * n if isinstance(kernel, int) else list(kernel)
+    for key, default in (("stride", 1), ("padding", 0), ("dilation", 1)):  # torch's defaults
+        if named.get(key) is None:
+            out[key] = [default] * n
+    # as given (a recorded trace's groups=0 is refused by the graph's check, not made 1)
+    out["groups"] = 1 if named.get("groups") is None else named["groups"]
+    padding = named.get("padding")
+    if padding == "valid":
+        out["padding"] = [0] * n
+    elif padding == "same" and "kernel" in out:
+        dil = named.get("dilation", 1)
+        out["padding"] = same_padding(out["kernel"], [dil] * n if isinstance(dil, int)
+                                       else list(dil))
+    return out
+
+
+def _torch_pool(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    n = rank_of(ins) - 2 if ins and ins[0] is not None else 2
+    for key, name in (("kernel_size", "kernel"), ("stride", "stride"), ("padding", "padding"),
+                      ("dilation", "dilation")):
+        value = named.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[name] = [value] * n
+        elif isinstance(value, (list, tuple)) and is_int_seq(value) and value:
+            out[name] = list(value)
+    if "count_include_pad" not in named and "avg" in str(named.get("_label")).lower():
+        out["count_include_pad"] = True  # torch's default
+    return out
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -383,6 +429,7 @@ KINDS = (
          attrs="kernel stride padding dilation groups act pre_act bias cin cout",
          reference=partial(conv, unary=unary_of), torch_form=conv_torch, onnx="Conv",
          onnx_attrs={"Conv": _onnx_conv}, torch="Conv2d conv2d convolution",
+         torch_attrs={"conv2d convolution Conv2d": _torch_conv},
          kernel_names="conv winograd fprop dgrad wgrad implicit_gemm fft2d scudnn cask_cudnn "
                       "cutlass_cudnn", kernel_rank=3),
     kind("sepconv", "compute", weight_inputs=(1, 2), fan_in="depthwise", gemm=True,
@@ -392,20 +439,29 @@ KINDS = (
     kind("conv_transpose", "compute", window="transposed",
          attrs="kernel stride padding output_padding dilation groups", reference=conv_transpose,
          torch_form=conv_transpose_torch, torch="ConvTranspose2d",
+         torch_attrs={"conv_transpose1d conv_transpose2d conv_transpose3d "
+                      "ConvTranspose1d ConvTranspose2d ConvTranspose3d": _torch_conv},
          onnx_attrs={"ConvTranspose": _onnx_conv_transpose}),
     kind("maxpool", "compute", kernel_class="pool", launch_rule="window", window="attrs",
          attrs="pool kernel stride padding dilation ceil_mode", reference=pool,
          torch_form=pool_torch, onnx="MaxPool", onnx_attrs={"MaxPool": _onnx_pool},
-         torch="MaxPool2d max_pool2d", kernel_names="max_pool maxpool", kernel_rank=11),
+         torch="MaxPool2d max_pool2d",
+         torch_attrs={"max_pool1d max_pool2d max_pool3d MaxPool1d MaxPool2d "
+                      "MaxPool3d": _torch_pool},
+         kernel_names="max_pool maxpool", kernel_rank=11),
     kind("avgpool", "compute", kernel_class="pool", launch_rule="window", window="attrs",
          attrs="pool kernel stride padding dilation ceil_mode count_include_pad", reference=pool,
          torch_form=pool_torch, onnx="AveragePool", onnx_attrs={"AveragePool": _onnx_pool},
-         torch="AvgPool2d avg_pool2d", kernel_names="avg_pool avgpool adaptive_average_pool",
-         kernel_rank=12),
+         torch="AvgPool2d avg_pool2d",
+         torch_attrs={"avg_pool1d avg_pool2d avg_pool3d AvgPool1d AvgPool2d "
+                      "AvgPool3d": _torch_pool},
+         kernel_names="avg_pool avgpool adaptive_average_pool", kernel_rank=12),
     kind("conv1d", "compute", gemm=True, launch_rule="convolution", window="weight",
          attrs="kernel stride padding dilation groups act pre_act bias cin cout",
-         reference=partial(conv, unary=unary_of), torch_form=conv_torch, torch="Conv1d conv1d"),
+         reference=partial(conv, unary=unary_of), torch_form=conv_torch, torch="Conv1d conv1d",
+         torch_attrs={"conv1d Conv1d": _torch_conv}),
     kind("conv3d", "compute", gemm=True, launch_rule="convolution", window="weight",
          attrs="kernel stride padding dilation groups act pre_act bias cin cout",
-         reference=partial(conv, unary=unary_of), torch_form=conv_torch, torch="Conv3d conv3d"),
+         reference=partial(conv, unary=unary_of), torch_form=conv_torch, torch="Conv3d conv3d",
+         torch_attrs={"conv3d Conv3d": _torch_conv}),
 )

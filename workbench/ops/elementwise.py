@@ -35,6 +35,7 @@ from workbench.ops.arrays import (
 )
 from workbench.ops.attrs import flag, number
 from workbench.ops.kind import kind
+from workbench.ops.readers import Shape, is_number, operands, plain
 from workbench.ops.shapes import IDENTITY
 from workbench.ops.tensors import Tensor, TorchForm, TorchUnary, _f, torch_dtype, torch_module
 
@@ -420,6 +421,72 @@ def _onnx_mod(a: dict[str, Any], node: Any) -> dict[str, Any]:
     return {"fmod": bool(a.get("fmod") or False)}
 
 
+# ------------------------------------------------------------ torch import: call conversions
+
+
+def _torch_gelu(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    return {"approximate": str(named.get("approximate") or "none")}
+
+
+def _torch_hardsigmoid(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+                 dtype: str | None) -> dict[str, Any]:
+    return {"alpha": 1.0 / 6.0, "beta": 0.5}
+
+
+def _torch_leaky(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+           dtype: str | None) -> dict[str, Any]:
+    return {"alpha": named.get("negative_slope", 0.01)}
+
+
+def _torch_binary(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+            dtype: str | None) -> dict[str, Any]:
+    out = operands(named)
+    if named.get("rounding_mode") is not None:
+        out["rounding"] = named["rounding_mode"]
+    if is_number(named.get("alpha")) and named["alpha"] != 1:
+        out["alpha"] = named["alpha"]
+    return out
+
+
+def _torch_rsub(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    """``rsub(x, y, alpha)`` is ``y - alpha * x``."""
+    out = _torch_binary(named, ins, outs, dtype)
+    out["reverse"] = not out.get("reverse", False)
+    return out
+
+
+def _torch_floordiv(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+              dtype: str | None) -> dict[str, Any]:
+    return {**operands(named), "rounding": "floor"}
+
+
+def _torch_fmod(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    return {**operands(named), "fmod": True}
+
+
+def _torch_hardtanh(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+              dtype: str | None) -> dict[str, Any]:
+    """``hardtanh(x, min_val, max_val)`` (MobileNet's ReLU6 under torch.export) is a clip
+    (torch's defaults -1 and 1 written out)."""
+    lo, hi = named.get("min_val", -1.0), named.get("max_val", 1.0)
+    return {"min": -1.0 if lo is None else lo, "max": 1.0 if hi is None else hi}
+
+
+def _torch_clamp(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+           dtype: str | None) -> dict[str, Any]:
+    return {k: named.get(k) for k in ("min", "max") if is_number(named.get(k))}
+
+
+def _torch_to(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+        dtype: str | None) -> dict[str, Any]:
+    given = named.get("dtype")
+    name = plain(given) if given is not None and "dtype" in type(given).__name__ else None
+    return {"dtype": name or dtype}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -435,18 +502,21 @@ KINDS = (
          torch="Tanh tanh", kernel_names="tanh", kernel_rank=19, onnx="Tanh"),
     kind("gelu", "elementwise", fuse="elemwise", activation=True, flops_per_element=8,
          attrs="approximate", unary=gelu, reference=mapped, torch_form=mapped_torch,
-         torch="GELU gelu", kernel_names="gelu", kernel_rank=17, onnx="Gelu",
-         onnx_attrs={"Gelu": _onnx_gelu}),
+         torch="GELU gelu", torch_attrs={"gelu GELU": _torch_gelu}, kernel_names="gelu",
+         kernel_rank=17, onnx="Gelu", onnx_attrs={"Gelu": _onnx_gelu}),
     kind("add", "elementwise", kernel_class="elementwise", fuse="elemwise", flops_per_element=1,
          epilogue=True, launch_rule="n_ary_sum", attrs="scalar reverse alpha", binary=np.add,
-         reference=add, torch_form=add_torch, onnx="Sum Add", torch="add iadd add_"),
+         reference=add, torch_form=add_torch, onnx="Sum Add", torch="add iadd add_",
+         torch_attrs={"add iadd": _torch_binary}),
     kind("mul", "elementwise", fuse="elemwise", flops_per_element=1, epilogue=True,
          attrs="scalar reverse", binary=np.multiply, reference=arith("mul"),
-         torch_form=arith_torch("mul"), torch="mul imul mul_", onnx="Mul"),
+         torch_form=arith_torch("mul"), torch="mul imul mul_",
+         torch_attrs={"mul imul": _torch_binary}, onnx="Mul"),
     kind("relu6", "elementwise", fuse="elemwise", flops_per_element=2, reference=mapped,
          torch_form=mapped_torch, torch="ReLU6 relu6"),
     kind("leaky_relu", "elementwise", fuse="elemwise", flops_per_element=2, attrs="alpha",
-         reference=mapped, torch_form=mapped_torch, torch="LeakyReLU leaky_relu", onnx="LeakyRelu",
+         reference=mapped, torch_form=mapped_torch, torch="LeakyReLU leaky_relu",
+         torch_attrs={"leaky_relu LeakyReLU": _torch_leaky}, onnx="LeakyRelu",
          onnx_attrs={"LeakyRelu": _onnx_leaky}),
     kind("silu", "elementwise", fuse="elemwise", flops_per_element=5, reference=mapped,
          torch_form=mapped_torch, torch="SiLU silu silu_"),
@@ -458,10 +528,13 @@ KINDS = (
          onnx_attrs={"Elu": _onnx_alpha1}),
     kind("sub", "elementwise", fuse="elemwise", flops_per_element=1, attrs="scalar reverse alpha",
          binary=np.subtract, reference=arith("sub"), torch_form=arith_torch("sub"),
-         torch="sub isub rsub", onnx="Sub"),
+         torch="sub isub rsub", torch_attrs={"sub isub": _torch_binary, "rsub": _torch_rsub},
+         onnx="Sub"),
     kind("div", "elementwise", fuse="elemwise", flops_per_element=1,
          attrs="scalar reverse rounding", binary=np.divide, reference=arith("div"),
-         torch_form=arith_torch("div"), torch="truediv div itruediv floordiv", onnx="Div"),
+         torch_form=arith_torch("div"), torch="truediv div itruediv floordiv",
+         torch_attrs={"div truediv itruediv": _torch_binary, "floordiv": _torch_floordiv},
+         onnx="Div"),
     kind("neg", "elementwise", fuse="elemwise", flops_per_element=1, unary=np.negative,
          reference=unary_reference(np.negative), torch_form=unary_form("neg"), torch="neg",
          onnx="Neg"),
@@ -478,17 +551,20 @@ KINDS = (
          torch_form=mapped_torch, torch="rsqrt"),
     kind("square", "elementwise", fuse="elemwise", reference=mapped, torch_form=mapped_torch),
     kind("pow", "elementwise", fuse="elemwise", flops_per_element=1, attrs="scalar reverse",
-         reference=arith("pow"), torch_form=arith_torch("pow"), torch="pow", onnx="Pow"),
+         reference=arith("pow"), torch_form=arith_torch("pow"), torch="pow",
+         torch_attrs={"pow": _torch_binary}, onnx="Pow"),
     kind("maximum", "elementwise", fuse="elemwise", attrs="scalar", reference=variadic,
          torch_form=variadic_torch),
     kind("minimum", "elementwise", fuse="elemwise", attrs="scalar", reference=variadic,
          torch_form=variadic_torch),
     kind("clip", "elementwise", fuse="elemwise", flops_per_element=2, attrs="min max",
-         reference=clip, torch_form=clip_torch, torch="clamp hardtanh Hardtanh", onnx="Clip",
+         reference=clip, torch_form=clip_torch, torch="clamp hardtanh Hardtanh",
+         torch_attrs={"hardtanh Hardtanh": _torch_hardtanh, "clamp": _torch_clamp}, onnx="Clip",
          onnx_attrs={"Clip": _onnx_clip}),
     kind("cast", "elementwise", fuse="elemwise", attrs="dtype", reference=cast,
          torch_form=cast_torch, torch="to float half type_as _to_copy",
-         kernel_names="quantize fp8", kernel_rank=5, onnx_attrs={"Cast": _onnx_cast}),
+         torch_attrs={"to float half type_as _to_copy": _torch_to}, kernel_names="quantize fp8",
+         kernel_rank=5, onnx_attrs={"Cast": _onnx_cast}),
     kind("erf", "elementwise", fuse="elemwise", flops_per_element=1, reference=mapped,
          torch_form=mapped_torch, torch="erf", onnx="Erf"),
     kind("reciprocal", "elementwise", fuse="elemwise", flops_per_element=1, reference=mapped,
@@ -500,12 +576,14 @@ KINDS = (
     kind("hard_swish", "elementwise", flops_per_element=4, reference=mapped,
          torch_form=mapped_torch, torch="Hardswish hardswish hardswish_", onnx="HardSwish"),
     kind("hard_sigmoid", "elementwise", flops_per_element=3, attrs="alpha beta", reference=mapped,
-         torch_form=mapped_torch, torch="Hardsigmoid hardsigmoid hardsigmoid_", onnx="HardSigmoid",
+         torch_form=mapped_torch, torch="Hardsigmoid hardsigmoid hardsigmoid_",
+         torch_attrs={"hardsigmoid Hardsigmoid": _torch_hardsigmoid}, onnx="HardSigmoid",
          onnx_attrs={"HardSigmoid": _onnx_hard_sigmoid}),
     kind("where", "elementwise", flops_per_element=1, reference=where, torch_form=where_torch,
          torch="where", onnx="Where"),
     kind("mod", "elementwise", flops_per_element=1, attrs="scalar reverse fmod",
-         reference=arith("mod"), torch_form=arith_torch("mod"), torch="remainder fmod", onnx="Mod",
+         reference=arith("mod"), torch_form=arith_torch("mod"), torch="remainder fmod",
+         torch_attrs={"remainder": _torch_binary, "fmod": _torch_fmod}, onnx="Mod",
          onnx_attrs={"Mod": _onnx_mod}),
     kind("floor", "elementwise", flops_per_element=1, reference=mapped, torch_form=mapped_torch,
          torch="floor", onnx="Floor"),
@@ -518,23 +596,28 @@ KINDS = (
     kind("not", "elementwise", flops_per_element=1, reference=compare, torch_form=compare_torch,
          torch="logical_not bitwise_not __invert__", onnx="Not"),
     kind("and", "elementwise", flops_per_element=1, attrs="scalar reverse", reference=compare,
-         torch_form=compare_torch, torch="logical_and bitwise_and __and__", onnx="And"),
+         torch_form=compare_torch, torch="logical_and bitwise_and __and__",
+         torch_attrs={"logical_and": _torch_binary}, onnx="And"),
     kind("or", "elementwise", flops_per_element=1, attrs="scalar reverse", reference=compare,
-         torch_form=compare_torch, torch="logical_or bitwise_or __or__", onnx="Or"),
+         torch_form=compare_torch, torch="logical_or bitwise_or __or__",
+         torch_attrs={"logical_or": _torch_binary}, onnx="Or"),
     kind("xor", "elementwise", flops_per_element=1, attrs="scalar reverse", reference=compare,
          torch_form=compare_torch, torch="logical_xor bitwise_xor __xor__", onnx="Xor"),
     kind("equal", "elementwise", flops_per_element=1, attrs="scalar reverse", reference=compare,
-         torch_form=compare_torch, torch="eq", onnx="Equal"),
+         torch_form=compare_torch, torch="eq", torch_attrs={"eq": _torch_binary}, onnx="Equal"),
     kind("not_equal", "elementwise", flops_per_element=1, attrs="scalar reverse",
-         reference=compare, torch_form=compare_torch, torch="ne"),
+         reference=compare, torch_form=compare_torch, torch="ne",
+         torch_attrs={"ne": _torch_binary}),
     kind("greater", "elementwise", flops_per_element=1, attrs="scalar reverse", reference=compare,
-         torch_form=compare_torch, torch="gt", onnx="Greater"),
+         torch_form=compare_torch, torch="gt", torch_attrs={"gt": _torch_binary}, onnx="Greater"),
     kind("less", "elementwise", flops_per_element=1, attrs="scalar reverse", reference=compare,
-         torch_form=compare_torch, torch="lt", onnx="Less"),
+         torch_form=compare_torch, torch="lt", torch_attrs={"lt": _torch_binary}, onnx="Less"),
     kind("greater_or_equal", "elementwise", flops_per_element=1, attrs="scalar reverse",
-         reference=compare, torch_form=compare_torch, torch="ge", onnx="GreaterOrEqual"),
+         reference=compare, torch_form=compare_torch, torch="ge",
+         torch_attrs={"ge": _torch_binary}, onnx="GreaterOrEqual"),
     kind("less_or_equal", "elementwise", flops_per_element=1, attrs="scalar reverse",
-         reference=compare, torch_form=compare_torch, torch="le", onnx="LessOrEqual"),
+         reference=compare, torch_form=compare_torch, torch="le",
+         torch_attrs={"le": _torch_binary}, onnx="LessOrEqual"),
     kind("isnan", "elementwise", flops_per_element=1, reference=compare, torch_form=compare_torch,
          onnx="IsNaN", torch="isnan"),
     kind("thresholded_relu", "elementwise", flops_per_element=1, attrs="alpha", reference=mapped,
@@ -558,9 +641,9 @@ KINDS = (
     kind("bias_add", "elementwise", fuse="broadcast"),
     kind("scale", "elementwise", fuse="broadcast"),
     kind("max", "reduction", flops_per_element=1, attrs="scalar", reference=variadic,
-         torch_form=variadic_torch, torch="maximum max"),
+         torch_form=variadic_torch, torch="maximum max", torch_attrs={"maximum": _torch_binary}),
     kind("min", "reduction", flops_per_element=1, attrs="scalar", reference=variadic,
-         torch_form=variadic_torch, torch="minimum min"),
+         torch_form=variadic_torch, torch="minimum min", torch_attrs={"minimum": _torch_binary}),
     kind("mean", "reduction", attrs="scalar", reference=variadic, torch_form=variadic_torch),
 )
 

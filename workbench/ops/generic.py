@@ -17,6 +17,7 @@ import numpy as np
 from workbench.ops.arrays import F32, Array, OpLike, ShapeOf
 from workbench.ops.attrs import ONNX_DTYPES, number
 from workbench.ops.kind import kind
+from workbench.ops.readers import Shape, is_number
 from workbench.ops.shapes import out_shape
 from workbench.ops.tensors import Tensor, torch_dtype, torch_module
 
@@ -157,19 +158,37 @@ def _onnx_range(a: dict[str, Any], node: Any) -> dict[str, Any]:
     return dict(zip(("start", "end", "step"), bounds, strict=True))
 
 
+# ------------------------------------------------------------ torch import: call conversions
+
+
+def _torch_arange(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+            dtype: str | None) -> dict[str, Any]:
+    bounds = [named[k] for k in ("a", "b", "c") if is_number(named.get(k))]
+    start, end, step = ([0, *bounds, 1] if len(bounds) == 1 else [*bounds, 1])[:3]
+    return {"start": start, "end": end, "step": step, "dtype": dtype}
+
+
+def _torch_fill(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    value = named.get("fill_value", 1 if named.get("_label") == "ones_like" else 0)
+    return {"value": value, "dtype": dtype}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
     kind("constant", "compute", attrs="value dtype", reference=constant, torch_form=constant_torch,
          onnx="ConstantOfShape", onnx_attrs={"ConstantOfShape": _onnx_constant_of_shape},
          torch="zeros_like ones_like full_like empty_like new_zeros new_ones new_full new_empty "
-               "zeros ones full empty fill"),
+               "zeros ones full empty fill",
+         torch_attrs={"zeros_like ones_like full_like": _torch_fill}),
     kind("shape", "compute", attrs="start end", reference=shape, torch_form=shape_torch),
     kind("size", "compute", reference=size, torch_form=size_torch),
     kind(FUSED, "compute", kernel_names="triton", kernel_rank=22),
     kind(GENERIC, "compute", reference=generic, torch_form=generic_torch),
     kind("range", "compute", attrs="start end step dtype", reference=range_,
-         torch_form=range_torch, torch="arange", onnx_attrs={"Range": _onnx_range}),
+         torch_form=range_torch, torch="arange", torch_attrs={"arange": _torch_arange},
+         onnx_attrs={"Range": _onnx_range}),
 )
 
 #: Kinds only the importers name (not in ``OPS``): their importer facts.

@@ -19,6 +19,7 @@ from workbench.errors import OptionError
 from workbench.ops.arrays import Array, OpLike, ShapeOf
 from workbench.ops.attrs import flag
 from workbench.ops.kind import kind
+from workbench.ops.readers import Shape, is_number
 from workbench.ops.shapes import out_shape, table_first
 from workbench.ops.tensors import Tensor, _f, torch_module
 
@@ -283,23 +284,63 @@ def _onnx_gather(a: dict[str, Any], node: Any) -> dict[str, Any]:
     return {"axis": int(a.get("axis", 0)), "index": int(value) if scalar else None}
 
 
+# ------------------------------------------------------------ torch import: call conversions
+
+
+def _torch_index(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+           dtype: str | None) -> dict[str, Any]:
+    """``aten.index(x, [None, idx])`` (``x[:, idx]``): the positions of the indices list that
+    hold tensors, in order (each an input of the op after x)."""
+    return {"axes": [p for p, v in enumerate(named["indices"]) if v is not None]}
+
+
+def _torch_roll(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    """``roll(x, shifts, dims)``: ``shifts`` and ``axes`` as lists (no dims: none, the
+    flattened input)."""
+    shifts, dims = named["shifts"], named.get("dims")
+    axes = [] if dims is None else [dims] if isinstance(dims, int) else list(dims)
+    return {"shifts": [int(v) for v in ([shifts] if isinstance(shifts, int) else shifts)],
+            "axes": [int(v) for v in axes] or None}
+
+
+def _torch_masked_fill(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+                 dtype: str | None) -> dict[str, Any]:
+    """A number ``value`` (a boolean as 0/1); a tensor value is the op's third input."""
+    value = named.get("value")
+    return {"value": int(value) if isinstance(value, bool) else value if is_number(value)
+            else None}
+
+
+def _torch_diff(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    """torch's defaults (``n`` 1, ``dim`` -1) written out; ``prepend``/``append``: whether that
+    tensor is given (it is the op's next input)."""
+    given = {k: named.get(k) is not None and not isinstance(named.get(k), str)
+             for k in ("prepend", "append")}
+    n, dim = named.get("n"), named.get("dim")
+    return {"n": 1 if n is None else int(n), "axis": -1 if dim is None else int(dim), **given}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
     kind("masked_fill", "elementwise", flops_per_element=1, attrs="value", reference=masked_fill,
-         torch_form=masked_fill_torch, torch="masked_fill"),
+         torch_form=masked_fill_torch, torch="masked_fill",
+         torch_attrs={"masked_fill": _torch_masked_fill}),
     kind("diff", "elementwise", flops_per_element=1, attrs="n axis prepend append", reference=diff,
-         torch_form=diff_torch, torch="diff"),
+         torch_form=diff_torch, torch="diff", torch_attrs={"diff": _torch_diff}),
     kind("cumsum", "reduction", flops_per_element=1, attrs="axis", reference=cumsum,
          torch_form=cumsum_torch, onnx="CumSum", torch="cumsum"),
     kind("gather", "compute", attrs="axis index", reference=gather, torch_form=gather_torch,
          torch="index_select", kernel_names="indexselect index_select gather", kernel_rank=14,
          onnx_attrs={"Gather": _onnx_gather}),
-    kind("index", "compute", attrs="axes", reference=index, torch_form=index_torch, torch="index"),
+    kind("index", "compute", attrs="axes", reference=index, torch_form=index_torch, torch="index",
+         torch_attrs={"index": _torch_index}),
     kind("gather_elements", "compute", attrs="axis", reference=gather_elements,
          torch_form=gather_elements_torch, torch="gather"),
     kind("roll", "compute", attrs="shifts axes", reference=roll, torch_form=roll_torch,
-         torch="roll"),
+         torch="roll", torch_attrs={"roll": _torch_roll}),
     kind("embedding", "compute", reference=embedding, torch_form=embedding_torch,
          torch="Embedding embedding",
          kernel_names="split_embedding bounds_check_indices linearize_index bucketize_sparse "

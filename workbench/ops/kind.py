@@ -29,6 +29,10 @@ from workbench.ops.tensors import TorchForm
 #: An ONNX attribute conversion (``OpKind.onnx_attrs``): ``(attrs, node) -> attributes to write``.
 OnnxRule = Callable[[dict[str, Any], Any], dict[str, Any]]
 
+#: A torch call conversion (``OpKind.torch_attrs``): ``(parameters by torch name, input shapes,
+#: output shapes, output dtype name) -> attributes to write``.
+TorchRule = Callable[[dict[str, Any], list[Any], list[Any], "str | None"], dict[str, Any]]
+
 #: The categories, one per kind (:class:`OpKind`).
 CATEGORIES = ("compute", "elementwise", "reduction", "view", "copy", "state", "io", "control")
 
@@ -105,6 +109,11 @@ class OpKind:
     ``kernel``, ONNX's defaults written out, constant inputs lifted); ``attrs`` are the node's
     attributes as the importer renamed them, ``node`` the importer's view of the node
     (:class:`workbench.io.onnx.attrs.Node`: shapes, constant inputs, opset).
+    ``torch_attrs``: the torch import's attribute conversion of each torch label (function,
+    method, aten op or module type) that imports as this kind and needs one, ``(label, rule)``
+    pairs (a dict in :func:`kind`, whose keys may list several labels): a rule ``(params,
+    input shapes, output shapes, dtype) -> attrs`` writes torch's defaults and what a rename
+    cannot say (``padding="same"``, ``transpose(x, 1, 2)`` -> ``perm``) in the vocabulary.
     ``attr_bounds``: the kind's exceptions to its attributes' bounds, ``(attribute, bounds)``
     pairs (:data:`workbench.ops.attrs.BOUNDS` names them; written as a dict in :func:`kind`).
 
@@ -149,6 +158,7 @@ class OpKind:
     kernel_class: str | None = None
     attr_bounds: tuple[tuple[str, str], ...] = ()
     onnx_attrs: tuple[tuple[str, OnnxRule], ...] = ()
+    torch_attrs: tuple[tuple[str, TorchRule], ...] = ()
 
     def __post_init__(self) -> None:
         assert self.category in CATEGORIES, self
@@ -178,9 +188,10 @@ def kind(name: str, category: str, **facts: Any) -> OpKind:
     checked against the vocabulary (:func:`workbench.ops.attrs.check_declared`)."""
     from workbench.ops.attrs import check_declared
 
-    for field in ("attr_bounds", "onnx_attrs"):
-        if isinstance(facts.get(field), dict):
-            facts[field] = tuple(facts[field].items())
+    for field in ("attr_bounds", "onnx_attrs", "torch_attrs"):
+        if isinstance(facts.get(field), dict):  # a key may name several: "max_pool2d MaxPool2d"
+            facts[field] = tuple((name, value) for names, value in facts[field].items()
+                                 for name in names.split())
     for field in _NAME_LISTS:
         if isinstance(facts.get(field), str):
             facts[field] = tuple(facts[field].split())
@@ -188,4 +199,4 @@ def kind(name: str, category: str, **facts: Any) -> OpKind:
     return OpKind(name, category, **facts)
 
 
-__all__ = ["CATEGORIES", "UNARY_MAPS", "OnnxRule", "OpKind", "kind", "unary_of"]
+__all__ = ["CATEGORIES", "UNARY_MAPS", "OnnxRule", "TorchRule", "OpKind", "kind", "unary_of"]

@@ -17,6 +17,7 @@ from workbench.errors import OptionError
 from workbench.ops.arrays import Array, OpLike, ShapeOf, _dtype, _f64, softmax
 from workbench.ops.attrs import flag, number
 from workbench.ops.kind import kind
+from workbench.ops.readers import Shape, is_number
 from workbench.ops.tensors import Tensor, _f, torch_module
 
 # ------------------------------------------------------------------------ NumPy references
@@ -110,6 +111,41 @@ def _onnx_gemm(a: dict[str, Any], node: Any) -> dict[str, Any]:
             "alpha": float(a.get("alpha", 1.0)), "beta": float(a.get("beta", 1.0))}
 
 
+# ------------------------------------------------------------ torch import: call conversions
+
+
+def _torch_einsum(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+            dtype: str | None) -> dict[str, Any]:
+    """The equation, and its contraction as the GEMM the launch rule times (two operands)."""
+    from workbench.values.shape_costs import einsum_gemm
+
+    equation = str(named["equation"])
+    gemm = einsum_gemm(equation, ins)
+    return {"equation": equation, **({} if gemm is None else gemm)}
+
+
+def _torch_linear(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+            dtype: str | None) -> dict[str, Any]:
+    return {"trans_b": True}
+
+
+def _torch_addmm(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+           dtype: str | None) -> dict[str, Any]:
+    return {"bias_first": True, "alpha": named.get("alpha"), "beta": named.get("beta")}
+
+
+def _torch_sdpa(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    scale = named.get("scale")
+    return {"is_causal": bool(named.get("is_causal", False)),
+            "scale": scale if is_number(scale) else None}
+
+
+def _torch_module_call(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+                 dtype: str | None) -> dict[str, Any]:
+    return {"needs_program": True}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -118,17 +154,23 @@ KINDS = (
          attrs="trans_a trans_b alpha beta bias_first bias m k n batch weight",
          reference=matmul_reference, torch_form=matmul_torch, onnx="Gemm MatMul",
          onnx_attrs={"Gemm": _onnx_gemm}, torch="Linear linear matmul mm bmm addmm",
+         torch_attrs={"linear Linear": _torch_linear, "addmm": _torch_addmm},
          kernel_names="gemm gemv matmul cublas cutlass cijk_ epilogue::impl triton_tem",
          kernel_rank=7),
     kind("einsum", "compute", attr_bounds={"k": "size"}, gemm=True, launch_rule="gemm",
-         attrs="equation m k n batch", reference=einsum, torch_form=einsum_torch, torch="einsum"),
+         attrs="equation m k n batch", reference=einsum, torch_form=einsum_torch, torch="einsum",
+         torch_attrs={"einsum": _torch_einsum}),
     kind("attention", "compute", launch_rule="attention", attrs="is_causal scale needs_program",
          reference=attention, torch_form=attention_torch,
-         torch="MultiheadAttention scaled_dot_product_attention _native_multi_head_attention"),
+         torch="MultiheadAttention scaled_dot_product_attention _native_multi_head_attention",
+         torch_attrs={"scaled_dot_product_attention": _torch_sdpa,
+                      "MultiheadAttention _native_multi_head_attention": _torch_module_call}),
 )
 
 #: Kinds only the importers name (not in ``OPS``): their importer facts.
 IMPORTED = (
     kind("transformer_layer", "compute",
-         torch="TransformerEncoderLayer _transformer_encoder_layer_fwd"),
+         torch="TransformerEncoderLayer _transformer_encoder_layer_fwd",
+         torch_attrs={"TransformerEncoderLayer "
+                      "_transformer_encoder_layer_fwd": _torch_module_call}),
 )

@@ -29,6 +29,7 @@ from workbench.ops.arrays import (
 )
 from workbench.ops.attrs import number
 from workbench.ops.kind import kind
+from workbench.ops.readers import Shape
 from workbench.ops.tensors import Tensor, _f, torch_module
 
 # ------------------------------------------------------------------------ NumPy references
@@ -223,6 +224,27 @@ def _onnx_softmax(a: dict[str, Any], node: Any) -> dict[str, Any]:
     return {"axis": int(a.get("axis", -1 if node.opset >= 13 else 1))}
 
 
+# ------------------------------------------------------------ torch import: call conversions
+
+
+def _torch_softmax(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+             dtype: str | None) -> dict[str, Any]:
+    dim = named.get("dim")
+    return {"axis": -1 if dim is None else dim}
+
+
+def _torch_layer_norm(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+                dtype: str | None) -> dict[str, Any]:
+    shape = named["normalized_shape"]
+    n = 1 if isinstance(shape, int) else len(shape)
+    return {"axis": -n, "eps": named.get("eps", 1e-5)}
+
+
+def _torch_norm_eps(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+              dtype: str | None) -> dict[str, Any]:
+    return {"eps": named.get("eps", 1e-5), "axis": 1}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -231,24 +253,29 @@ KINDS = (
          reference=batchnorm_reference, torch_form=batchnorm_torch, onnx="BatchNormalization",
          onnx_attrs={"BatchNormalization": _onnx_batchnorm},
          torch="BatchNorm1d BatchNorm2d BatchNorm3d batch_norm",
+         torch_attrs={"batch_norm BatchNorm1d BatchNorm2d BatchNorm3d": _torch_norm_eps},
          kernel_names="batch_norm batchnorm bn_fw bn_bw", kernel_rank=8),
     kind("softmax", "reduction", fuse="reduce", flops_per_element=5, attrs="axis scale",
          reference=softmax_reference, torch_form=softmax_torch, torch="Softmax softmax",
-         kernel_names="softmax", kernel_rank=10, onnx="Softmax",
-         onnx_attrs={"Softmax": _onnx_softmax}),
+         torch_attrs={"softmax Softmax": _torch_softmax}, kernel_names="softmax", kernel_rank=10,
+         onnx="Softmax", onnx_attrs={"Softmax": _onnx_softmax}),
     kind("log_softmax", "reduction", fuse="reduce", flops_per_element=6, attrs="axis",
          reference=log_softmax, torch_form=log_softmax_torch, torch="LogSoftmax log_softmax",
-         onnx="LogSoftmax", onnx_attrs={"LogSoftmax": _onnx_softmax}),
+         torch_attrs={"log_softmax LogSoftmax": _torch_softmax}, onnx="LogSoftmax",
+         onnx_attrs={"LogSoftmax": _onnx_softmax}),
     kind("layernorm", "reduction", fuse="reduce", flops_per_element=8, attrs="eps axis",
          reference=layernorm_reference, torch_form=layernorm_torch, onnx="LayerNormalization",
          onnx_attrs={"LayerNormalization": _onnx_layernorm}, torch="LayerNorm layer_norm",
+         torch_attrs={"layer_norm LayerNorm": _torch_layer_norm},
          kernel_names="layer_norm layernorm rowwisemoments gammabetabackward", kernel_rank=9),
     kind("groupnorm", "reduction", flops_per_element=8, attrs="eps groups", reference=groupnorm,
          torch_form=groupnorm_torch, onnx="GroupNormalization",
-         onnx_attrs={"GroupNormalization": _onnx_eps}, torch="GroupNorm group_norm"),
+         onnx_attrs={"GroupNormalization": _onnx_eps}, torch="GroupNorm group_norm",
+         torch_attrs={"group_norm GroupNorm": _torch_norm_eps}),
     kind("instancenorm", "reduction", flops_per_element=8, attrs="eps", reference=instancenorm,
          torch_form=instancenorm_torch, onnx="InstanceNormalization",
-         onnx_attrs={"InstanceNormalization": _onnx_eps}, torch="InstanceNorm2d"),
+         onnx_attrs={"InstanceNormalization": _onnx_eps}, torch="InstanceNorm2d",
+         torch_attrs={"InstanceNorm2d": _torch_norm_eps}),
     kind("weight_norm", "reduction", flops_per_element=3, attrs="axis", reference=weight_norm,
          torch_form=weight_norm_torch, torch="_weight_norm"),
     kind("lrn", "compute", attrs="window alpha beta k", reference=lrn, torch_form=lrn_torch,

@@ -21,6 +21,7 @@ from workbench.errors import OptionError
 from workbench.ops.arrays import Array, OpLike, ShapeOf, _dtype, _f64, sigmoid
 from workbench.ops.attrs import flag
 from workbench.ops.kind import kind
+from workbench.ops.readers import Shape
 from workbench.ops.tensors import Tensor, _f, torch_module
 
 # ------------------------------------------------------------------------ NumPy references
@@ -344,6 +345,33 @@ def _onnx_recurrent(defaults: str) -> Callable[[dict[str, Any], Any], dict[str, 
     return rule
 
 
+# ------------------------------------------------------------ torch import: call conversions
+
+
+def _torch_recurrent(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+               dtype: str | None) -> dict[str, Any]:
+    """``aten.lstm(x, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first)`` (and gru, rnn_tanh, rnn_relu) or the ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN``
+    module: torch's input convention; a call's hidden size is its last state's (``c_n``'s
+    for an LSTM, ``h_n``'s otherwise), its projection ``h_n``'s when that differs."""
+    label = str(named.get("_label"))
+    states = [s for s in outs[1:] if s is not None]
+    hidden = named.get("hidden_size")
+    if hidden is None and states:
+        hidden = int(states[-1][-1])
+    proj = named.get("proj_size")
+    if proj is None and len(states) == 2 and states[0][-1] != states[1][-1]:
+        proj = int(states[0][-1])
+    bias = named.get("has_biases", named.get("bias", True))
+    out = {"hidden_size": hidden, "layers": int(named.get("num_layers") or 1),
+           "direction": "bidirectional" if named.get("bidirectional") else "forward",
+           "batch_first": bool(named.get("batch_first") or False), "bias": bool(bias),
+           "convention": "torch", "proj_size": proj or None}
+    if label.startswith("rnn_"):
+        out["act"] = label.removeprefix("rnn_")
+    return out
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -351,15 +379,18 @@ KINDS = (
          recurrent=GATE_ORDERS["lstm"],
          attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
                "cell_clip proj_size input_forget", reference=recurrent, torch_form=recurrent_torch,
-         torch="LSTM lstm", onnx_attrs={"LSTM": _onnx_recurrent("Sigmoid Tanh Tanh")}),
+         torch="LSTM lstm", torch_attrs={"lstm LSTM": _torch_recurrent},
+         onnx_attrs={"LSTM": _onnx_recurrent("Sigmoid Tanh Tanh")}),
     kind("gru", "compute", flops_per_element=27, launch_rule="recurrent",
          recurrent=GATE_ORDERS["gru"],
          attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
                "cell_clip linear_before_reset", reference=recurrent, torch_form=recurrent_torch,
-         torch="GRU gru", onnx_attrs={"GRU": _onnx_recurrent("Sigmoid Tanh")}),
+         torch="GRU gru", torch_attrs={"gru GRU": _torch_recurrent},
+         onnx_attrs={"GRU": _onnx_recurrent("Sigmoid Tanh")}),
     kind("rnn", "compute", flops_per_element=8, launch_rule="recurrent",
          recurrent=GATE_ORDERS["rnn"],
          attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
                "cell_clip", reference=recurrent, torch_form=recurrent_torch,
-         torch="RNN rnn_tanh rnn_relu", onnx_attrs={"RNN": _onnx_recurrent("Tanh")}),
+         torch="RNN rnn_tanh rnn_relu", torch_attrs={"rnn_tanh rnn_relu RNN": _torch_recurrent},
+         onnx_attrs={"RNN": _onnx_recurrent("Tanh")}),
 )

@@ -17,6 +17,7 @@ from workbench.ops.arrays import Array, OpLike, ShapeOf, _f64
 from workbench.ops.attrs import axes_of, flag
 from workbench.ops.elementwise import _result
 from workbench.ops.kind import kind
+from workbench.ops.readers import Shape
 from workbench.ops.tensors import Tensor, torch_module
 
 # ------------------------------------------------------------------------ NumPy references
@@ -101,15 +102,29 @@ def _onnx_reduce(a: dict[str, Any], node: Any) -> dict[str, Any]:
     return {"axes": axes or None, "keepdims": bool(a.get("keepdims", True))}
 
 
+# ------------------------------------------------------------ torch import: call conversions
+
+
+def _torch_reduce(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+            dtype: str | None) -> dict[str, Any]:
+    dim = named.get("dim")
+    return {"axes": None if dim in (None, []) else ([dim] if isinstance(dim, int) else
+                                                    list(dim)),
+            "keepdims": bool(named.get("keepdim", False))}
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
     kind("reduce_sum", "reduction", fuse="reduce", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, torch="sum", onnx_attrs={"ReduceSum": _onnx_reduce}),
+         torch_form=reduce_torch, torch="sum", torch_attrs={"sum": _torch_reduce},
+         onnx_attrs={"ReduceSum": _onnx_reduce}),
     kind("reduce_mean", "reduction", fuse="reduce", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, torch="mean", onnx_attrs={"ReduceMean": _onnx_reduce}),
+         torch_form=reduce_torch, torch="mean", torch_attrs={"mean": _torch_reduce},
+         onnx_attrs={"ReduceMean": _onnx_reduce}),
     kind("reduce_max", "reduction", fuse="reduce", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, torch="amax", onnx_attrs={"ReduceMax": _onnx_reduce}),
+         torch_form=reduce_torch, torch="amax", torch_attrs={"amax": _torch_reduce},
+         onnx_attrs={"ReduceMax": _onnx_reduce}),
     kind("reduce_min", "reduction", fuse="reduce", attrs="axes keepdims", reference=reduce,
          torch_form=reduce_torch, onnx_attrs={"ReduceMin": _onnx_reduce}),
     kind("argmax", "reduction", attrs="axis keepdims select_last_index", reference=arg_extreme,

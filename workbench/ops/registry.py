@@ -43,7 +43,7 @@ from workbench.ops import (
     state,
 )
 from workbench.ops.attrs import ATTRIBUTES, KIND_BOUNDS, normalize_attrs
-from workbench.ops.kind import CATEGORIES, UNARY_MAPS, OnnxRule, OpKind
+from workbench.ops.kind import CATEGORIES, UNARY_MAPS, OnnxRule, OpKind, TorchRule
 
 #: The family modules, in the order their kinds enter :data:`OPS`.
 FAMILIES = (elementwise, normalization, reduction, shapes, indexing, copies, state, control,
@@ -137,6 +137,11 @@ UNIT_TAIL_KINDS = kinds_where(lambda k: k.epilogue or k.activation)
 ONNX_CONVERSIONS: Mapping[str, OnnxRule] = {t: rule for k in _ALL.values()
                                             for t, rule in k.onnx_attrs}
 assert len(ONNX_CONVERSIONS) == sum(len(k.onnx_attrs) for k in _ALL.values()), "a type twice"
+#: torch label -> its attribute conversion (the kinds' ``torch_attrs``; the torch import applies
+#: it after renaming the call's plain parameters into the vocabulary).
+TORCH_CONVERSIONS: Mapping[str, TorchRule] = {t: rule for k in _ALL.values()
+                                              for t, rule in k.torch_attrs}
+assert len(TORCH_CONVERSIONS) == sum(len(k.torch_attrs) for k in _ALL.values()), "a label twice"
 #: ONNX op type -> kind, where the kind is not the type's snake_case spelling.
 ONNX_ALIASES: Mapping[str, str] = {t: n for n, k in _ALL.items() for t in k.onnx}
 #: FLOPs per element of the builder's activations, in the builder's order.
@@ -205,7 +210,7 @@ __all__ = [
     "COMMUNICATION_KINDS", "CONTROL_KINDS", "ELEMWISE_KINDS", "ENGINE_COPY_KINDS",
     "EPILOGUE_KINDS", "FLOPS_PER_ELEMENT", "GEMM_KINDS", "IMPORT_ONLY", "KERNEL_KINDS",
     "KERNEL_MATCH_ORDER", "ONNX_CONVERSIONS", "RECURRENT_GATES", "TORCH_ALIASES",
-    "TORCH_FORM_KINDS",
+    "TORCH_CONVERSIONS", "TORCH_FORM_KINDS",
     "UNIT_TAIL_KINDS",
     "GPU_COPY_KINDS", "IO_KINDS", "KNOWN_KINDS", "NO_TASK_KINDS", "OFF_DEVICE_TRANSFER_KINDS",
     "ONNX_ALIASES",

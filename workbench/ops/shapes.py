@@ -22,6 +22,7 @@ from workbench.ops.arrays import F32, Array, OpLike, ShapeOf, identity
 from workbench.ops.attrs import axes_of, flag, is_int_list, number, pads_per_side
 from workbench.ops.copies import copy, copy_torch
 from workbench.ops.kind import kind
+from workbench.ops.readers import INT64_MAX, Shape, is_number, rank_of
 from workbench.ops.tensors import Tensor, _f, torch_module
 
 # ------------------------------------------------------------------------ NumPy references
@@ -630,6 +631,164 @@ def _onnx_depth_to_space(a: dict[str, Any], node: Any) -> dict[str, Any]:
     return {"mode": str(a.get("mode") or "DCR")}
 
 
+# ------------------------------------------------------------ torch import: call conversions
+
+
+def _pieces(container: Any) -> list[Any] | None:
+    """The tensors (metadata) a traced node holds when it is a container (split, chunk)."""
+    meta = getattr(container, "meta", None)
+    if not isinstance(meta, Mapping):
+        return None
+    for key in ("val", "tensor_meta"):
+        value = meta.get(key)
+        if isinstance(value, (list, tuple)) and value and all(hasattr(v, "shape")
+                                                               for v in value):
+            return list(value)
+    return None
+
+
+def _torch_cat(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+         dtype: str | None) -> dict[str, Any]:
+    return {"axis": named.get("dim", 0)}
+
+
+def _torch_split(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+           dtype: str | None) -> dict[str, Any]:
+    axis = int(named.get("dim", 0)) % rank_of(ins)
+    if outs and all(s is not None for s in outs):
+        return {"axis": axis, "sizes": [int(s[axis]) for s in outs if s is not None]}
+    return {"axis": axis}
+
+
+def _torch_unbind(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+            dtype: str | None) -> dict[str, Any]:
+    """``unbind(x, dim)``: a split into pieces of one along ``axis`` (the container holds the
+    same elements in the same order; its items lack the axis)."""
+    rank = rank_of(ins)
+    axis = int(named.get("dim") or 0) % rank
+    shape = ins[0]
+    assert shape is not None
+    return {"axis": axis, "sizes": [1] * int(shape[axis])}
+
+
+def _torch_transpose(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+               dtype: str | None) -> dict[str, Any]:
+    rank = rank_of(ins)
+    perm = list(range(rank))
+    d0, d1 = int(named["dim0"]) % rank, int(named["dim1"]) % rank
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return {"perm": perm}
+
+
+def _torch_t(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+       dtype: str | None) -> dict[str, Any]:
+    return {"perm": [1, 0] if rank_of(ins) == 2 else [0]}
+
+
+def _torch_permute(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+             dtype: str | None) -> dict[str, Any]:
+    rank = rank_of(ins)
+    return {"perm": [int(d) % rank for d in named["dims"]]}
+
+
+def _torch_select(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+            dtype: str | None) -> dict[str, Any]:
+    return {"axis": int(named["dim"]), "index": int(named["index"])}
+
+
+def _torch_slice(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+           dtype: str | None) -> dict[str, Any]:
+    start, end, step = named.get("start"), named.get("end"), named.get("step")
+    return {"axes": [int(named.get("dim", 0))], "starts": [int(start or 0)],
+            "ends": [INT64_MAX if end is None else min(int(end), INT64_MAX)],
+            "steps": [int(step or 1)]}
+
+
+def _torch_flatten(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+             dtype: str | None) -> dict[str, Any]:
+    return {"shape": list(outs[0]) if outs and outs[0] is not None else None}
+
+
+def _torch_shape(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+           dtype: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"shape": list(outs[0]) if outs and outs[0] is not None else None}
+    dim = named.get("dim")
+    if dim is not None:
+        out["axes"] = [dim] if isinstance(dim, int) else list(dim)
+    return out
+
+
+def _torch_getitem(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+             dtype: str | None) -> dict[str, Any]:
+    """``container[i]``: the item and its flat offset in the container (the pieces flattened
+    and concatenated, as the split form writes it); ``tensor[i]``: index ``i`` of axis 0.
+    Other subscripts (slices, tuples) are not recorded."""
+    index = named.get("index")
+    if not isinstance(index, int) or isinstance(index, bool):
+        return {}
+    pieces = _pieces(named.get("input"))
+    if pieces is None:
+        return {"index": index, "axis": 0}
+    offset = sum(int(math.prod(int(d) for d in p.shape)) for p in pieces[:index % len(pieces)])
+    return {"index": index, "offset": offset}
+
+
+def _torch_repeat(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+            dtype: str | None) -> dict[str, Any]:
+    return {"repeats": list(named["repeats"])}
+
+
+def _torch_pad(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+         dtype: str | None) -> dict[str, Any]:
+    """torch's pad list (last axis first, (begin, end) pairs) as per-side padding of every
+    axis."""
+    rank = rank_of(ins)
+    pads = [int(p) for p in named["pad"]]
+    begin, end = [0] * rank, [0] * rank
+    for k in range(len(pads) // 2):
+        begin[rank - 1 - k], end[rank - 1 - k] = pads[2 * k], pads[2 * k + 1]
+    mode = str(named.get("mode") or "constant")
+    return {"padding": [*begin, *end], "value": named.get("value") or 0.0,
+            "mode": {"replicate": "edge", "circular": "wrap"}.get(mode, mode)}
+
+
+def _torch_tril(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    """``tril(x, diagonal)``: the lower triangle (ONNX's Trilu with ``upper=0``)."""
+    return {"upper": False, "diagonal": int(named.get("diagonal") or 0)}
+
+
+def _torch_triu(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+          dtype: str | None) -> dict[str, Any]:
+    return {"upper": True, "diagonal": int(named.get("diagonal") or 0)}
+
+
+def _torch_resize(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+            dtype: str | None) -> dict[str, Any]:
+    label = str(named.get("_label"))
+    mode = {"upsample_nearest2d": "nearest", "upsample_bilinear2d": "bilinear"}.get(
+        label, str(named.get("mode") or "nearest"))
+    align = bool(named.get("align_corners") or False)
+    spatial = rank_of(ins) - 2
+    scales = named.get("scale_factors", named.get("scale_factor"))
+    out: dict[str, Any] = {"align_corners": align}
+    if is_number(scales):
+        scales = [scales] * spatial
+    if isinstance(scales, (list, tuple)) and scales:
+        out["scales"] = [1.0, 1.0, *[float(s) for s in scales]]
+    elif outs and outs[0] is not None:
+        out["sizes"] = list(outs[0])
+    if mode == "nearest":
+        out.update(mode="nearest", coordinate_mode="asymmetric", nearest_mode="floor")
+    elif mode == "nearest-exact":
+        out.update(mode="nearest", coordinate_mode="half_pixel",
+                   nearest_mode="round_prefer_ceil")
+    else:
+        out.update(mode="linear" if mode in ("linear", "bilinear", "trilinear") else mode,
+                   coordinate_mode="align_corners" if align else "pytorch_half_pixel")
+    return out
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -637,13 +796,15 @@ KINDS = (
          torch_form=expand_torch),
     kind("reshape", "view", no_task=True, shape_only=True, attrs="shape",
          torch="view reshape unflatten reshape_as view_as _unsafe_view",
+         torch_attrs={"view reshape unflatten": _torch_shape},
          onnx_attrs={"Reshape": _onnx_reshape}),
     kind("flatten", "view", no_task=True, shape_only=True, attrs="shape start_dim end_dim axis",
-         torch="Flatten flatten", onnx_attrs={"Flatten": _onnx_flatten}),
+         torch="Flatten flatten", torch_attrs={"flatten Flatten": _torch_flatten},
+         onnx_attrs={"Flatten": _onnx_flatten}),
     kind("squeeze", "view", no_task=True, shape_only=True, attrs="shape axes", torch="squeeze",
-         onnx_attrs={"Squeeze": _onnx_squeeze}),
+         torch_attrs={"squeeze": _torch_shape}, onnx_attrs={"Squeeze": _onnx_squeeze}),
     kind("unsqueeze", "view", no_task=True, shape_only=True, attrs="shape axes", torch="unsqueeze",
-         onnx_attrs={"Unsqueeze": _onnx_squeeze}),
+         torch_attrs={"unsqueeze": _torch_shape}, onnx_attrs={"Unsqueeze": _onnx_squeeze}),
     kind("expand_dims", "view", no_task=True, shape_only=True, attrs="shape"),
     kind("view", "view", no_task=True, shape_only=True, attrs="shape"),
     kind("flatten_grad", "view", no_task=True, attrs="shape"),
@@ -653,34 +814,46 @@ KINDS = (
     kind("dropout", "view", no_task=True, attrs="shape p", torch="Dropout dropout"),
     kind("identity_view", "view", shape_only=True, attrs="shape"),
     kind("expand", "view", attrs="shape", reference=expand, torch_form=expand_torch,
-         torch="expand", onnx_attrs={"Expand": _onnx_reshape}),
+         torch="expand", torch_attrs={"expand": _torch_shape},
+         onnx_attrs={"Expand": _onnx_reshape}),
     kind("getitem", "view", attrs="index axis offset", reference=getitem, torch_form=getitem_torch,
-         torch="getitem select"),
+         torch="getitem select", torch_attrs={"select": _torch_select, "getitem": _torch_getitem}),
     kind("split", "view", attrs="axis sizes", reference=split, torch_form=split_torch,
-         torch="split chunk split_with_sizes unbind", onnx_attrs={"Split": _onnx_split}),
+         torch="split chunk split_with_sizes unbind",
+         torch_attrs={"split split_with_sizes chunk": _torch_split, "unbind": _torch_unbind},
+         onnx_attrs={"Split": _onnx_split}),
     kind("concat", "compute", launch_rule="copy_each_input", attrs="axis", reference=concat,
          torch_form=concat_torch, torch="cat concat concatenate",
-         kernel_names="concat cat_ catarray", kernel_rank=13, onnx_attrs={"Concat": _onnx_axis0}),
+         torch_attrs={"cat concat concatenate": _torch_cat}, kernel_names="concat cat_ catarray",
+         kernel_rank=13, onnx_attrs={"Concat": _onnx_axis0}),
     kind("transpose", "compute", attrs="perm", reference=transpose, torch_form=transpose_torch,
          torch="permute transpose t swapaxes swapdims",
+         torch_attrs={"transpose swapaxes swapdims": _torch_transpose,
+                      "t": _torch_t,
+                      "permute": _torch_permute},
          kernel_names="nchwtonhwc nhwctonchw permute transpose", kernel_rank=6,
          onnx_attrs={"Transpose": _onnx_transpose}),
     kind("slice", "compute", attrs="starts ends axes steps", reference=slice_,
-         torch_form=slice_torch, torch="slice", onnx_attrs={"Slice": _onnx_slice}),
-    kind("stack", "compute", attrs="axis", reference=stack, torch_form=stack_torch, torch="stack"),
+         torch_form=slice_torch, torch="slice", torch_attrs={"slice": _torch_slice},
+         onnx_attrs={"Slice": _onnx_slice}),
+    kind("stack", "compute", attrs="axis", reference=stack, torch_form=stack_torch, torch="stack",
+         torch_attrs={"stack": _torch_cat}),
     kind("contiguous", "compute", reference=copy, torch_form=copy_torch, torch="contiguous"),
     kind("clone", "compute", reference=copy, torch_form=copy_torch, torch="clone lift_fresh_copy"),
     kind("pad", "compute", attr_bounds={"padding": "any"}, attrs="padding mode value",
          reference=pad, torch_form=pad_torch, torch="pad constant_pad_nd",
-         onnx_attrs={"Pad": _onnx_pad}),
+         torch_attrs={"pad constant_pad_nd": _torch_pad}, onnx_attrs={"Pad": _onnx_pad}),
     kind("resize", "compute", attrs="mode scales sizes align_corners coordinate_mode nearest_mode",
          reference=resize, torch_form=resize_torch, onnx="Upsample",
-         onnx_attrs={"Resize": _onnx_resize, "Upsample": _onnx_resize},
-         torch="Upsample interpolate upsample_nearest2d upsample_bilinear2d"),
+         onnx_attrs={"Resize Upsample": _onnx_resize},
+         torch="Upsample interpolate upsample_nearest2d upsample_bilinear2d",
+         torch_attrs={"upsample_nearest2d upsample_bilinear2d interpolate "
+                      "Upsample": _torch_resize}),
     kind("tile", "compute", attrs="repeats", reference=tile, torch_form=tile_torch, torch="repeat",
-         onnx_attrs={"Tile": _onnx_tile}),
+         torch_attrs={"repeat": _torch_repeat}, onnx_attrs={"Tile": _onnx_tile}),
     kind("trilu", "compute", attrs="upper diagonal", reference=trilu, torch_form=trilu_torch,
-         torch="tril triu", onnx_attrs={"Trilu": _onnx_trilu}),
+         torch="tril triu", torch_attrs={"tril": _torch_tril, "triu": _torch_triu},
+         onnx_attrs={"Trilu": _onnx_trilu}),
     kind("depth_to_space", "compute", attrs="blocksize mode", reference=depth_to_space,
          torch_form=depth_to_space_torch, onnx_attrs={"DepthToSpace": _onnx_depth_to_space}),
     kind("space_to_depth", "compute", attrs="blocksize", reference=space_to_depth,

@@ -15,8 +15,9 @@ importer.  :func:`workbench.io.torch.fx.from_torch` (and, through
 
 This module holds the argument conventions (:data:`SIGNATURES`, :data:`MODULE_ATTRS`), the
 renames and the two entry points; the per-call conversion rules (torch's defaults, ``perm``,
-``sizes``, ``scalar`` ...) are in :mod:`workbench.io.torch.attr_rules` and
-:mod:`workbench.io.torch.layer_rules`, one per label, with :func:`plain` (re-exported here).
+``sizes``, ``scalar`` ...) are the kinds' own (``OpKind.torch_attrs``, collected in
+:data:`workbench.io.torch.attr_rules.CONVERSIONS`), one per label, with :func:`plain`
+(re-exported here).
 
 >>> call_attrs("transpose", ["x", 1, 2], {}, ins=[(2, 3, 4)])
 {'perm': [0, 2, 1]}
@@ -29,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.io.torch import layer_rules as torch_layer_rules  # noqa: F401 - registers the layer calls' rules
 from workbench.io.torch.attr_rules import CONVERSIONS, Shape, plain
 from workbench.io.torch.attr_rules import Rule as Rule  # re-exported for older imports
 from workbench.ops import OPS, TORCH_ALIASES, canonical_kind
