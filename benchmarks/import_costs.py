@@ -18,7 +18,7 @@ architectures of ``tests/model_zoo.py`` instead), imported through
 
 each row gives the op count, the ops with a default cost (``attrs["cost"] == "default"``) and
 their kinds, the GEMM FLOPs (convolutions of every rank, matrix products, attention, the
-recurrent cells' products: :func:`workbench.values.shape_costs.gemm_flops`) against
+recurrent cells' products: :func:`workbench.ops.gemm_flops`) against
 ``FlopCounterMode`` run with the math SDPA backend (``gemm_err``), the simulated serial
 makespan on h100 in graph mode and the import time (export excluded).  A failed export or import
 is a row with its one-line error.  Prints the table; ``--out`` writes it as CSV too.
@@ -40,7 +40,7 @@ from typing import Any
 import pandas as pd
 
 import workbench as wb
-from workbench.values.shape_costs import gemm_flops
+from workbench.ops import gemm_flops
 
 PATHS = ("fx", "legacy", "dynamo")
 REAL = ("resnet50 inception_v3 mobilenet_v3_large efficientnet_b0 shufflenet_v2_x1_0 swin_t "

@@ -1,5 +1,5 @@
 """FLOP counts the tests compare: the graph's GEMM FLOPs (convolutions, matmuls, the matrix
-products of recurrent cells: :func:`workbench.values.shape_costs.gemm_flops`) and PyTorch's own
+products of recurrent cells: :func:`workbench.ops.gemm_flops`) and PyTorch's own
 count of the same forward (``FlopCounterMode``, which counts only matrix products)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import workbench as wb
-from workbench.values.shape_costs import gemm_flops
+from workbench.ops import gemm_flops
 
 
 def graph_gemm_flops(graph: wb.Graph) -> float:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from workbench.io.torch.fx import cost_of_call, from_torch
-from workbench.values.shape_costs import TensorInfo
+from workbench.ops.costs import TensorInfo
 
 torch = pytest.importorskip("torch")
 nn = torch.nn

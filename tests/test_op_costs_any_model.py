@@ -10,7 +10,7 @@ CNN (``Conv3d``, ``AdaptiveAvgPool3d``) and a Whisper / wav2vec2-style audio fro
 
 * no op has ``attrs["cost"] == "default"`` (nor does the import warn);
 * the GEMM FLOPs (convolutions of every rank, matrix products, the recurrent cells' products:
-  ``shape_costs.gemm_flops``) are within 1% of ``torch.utils.flop_counter.FlopCounterMode`` on
+  ``workbench.ops.gemm_flops``) are within 1% of ``torch.utils.flop_counter.FlopCounterMode`` on
   the same forward (oneDNN off: its fused CPU LSTM is one kernel the counter does not see);
 * a recurrent op's FLOPs are cuDNN's work: per layer and direction ``2*T*B*in*G*H`` for the
   input projection, ``2*B*H*G*H`` per step for the recurrent product, and the gate arithmetic
@@ -47,9 +47,9 @@ import workbench as wb  # noqa: E402
 from tests._flops import flop_counter, graph_gemm_flops  # noqa: E402
 from workbench.errors import OptionError  # noqa: E402
 from workbench.io.text.json_format import graph_from_dict, graph_to_dict  # noqa: E402
+from workbench.ops import gemm_flops  # noqa: E402
 from workbench.simulator.cost_model.costs import op_cost  # noqa: E402
 from workbench.values.graph import Graph, Op, Tensor  # noqa: E402
-from workbench.values.shape_costs import gemm_flops  # noqa: E402
 
 nn = torch.nn
 F = nn.functional

@@ -396,7 +396,7 @@ def f(y, ins, outs):
 
 def _rule_facts(rule: Any) -> tuple[str, float]:
     """(rule name, FLOPs per element of a ``unary`` rule else 0) of an ONNX cost rule."""
-    from workbench.values.shape_costs import TensorInfo
+    from workbench.ops.costs import TensorInfo
 
     name = rule.__qualname__.split(".")[0].lstrip("_")
     if name != "unary":

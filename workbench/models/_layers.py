@@ -33,10 +33,9 @@ from typing import Any
 
 from workbench.errors import GraphError, OptionError
 from workbench.ops import ACTIVATION_FLOPS as _ACTIVATION_FLOPS
-from workbench.values.graph import Graph, Op, Tensor
-from workbench.values.shape_costs import ELEMENTS_PER_BLOCK as ELEMENTS_PER_BLOCK  # re-exported
-from workbench.values.shape_costs import GEMM_TILE as GEMM_TILE  # re-exported
-from workbench.values.shape_costs import (
+from workbench.ops.costs import ELEMENTS_PER_BLOCK as ELEMENTS_PER_BLOCK  # re-exported
+from workbench.ops.costs import GEMM_TILE as GEMM_TILE  # re-exported
+from workbench.ops.costs import (
     ShapeCost,
     TensorInfo,
     conv_cost,
@@ -45,9 +44,10 @@ from workbench.values.shape_costs import (
     global_pool_cost,
     window_cost,
 )
-from workbench.values.shape_costs import blocks as _blocks
-from workbench.values.shape_costs import gemm_blocks as _gemm_blocks
-from workbench.values.shape_costs import numel as numel  # re-exported
+from workbench.ops.costs import blocks as _blocks
+from workbench.ops.costs import gemm_blocks as _gemm_blocks
+from workbench.ops.costs import numel as numel  # re-exported
+from workbench.values.graph import Graph, Op, Tensor
 
 ELEMENT_BYTES = 4  # float32
 

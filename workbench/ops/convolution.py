@@ -32,6 +32,16 @@ from workbench.ops.arrays import (
     pool2d,
 )
 from workbench.ops.attrs import explicit_padding, flag, is_int_list, per_axis, window_of
+from workbench.ops.costs import (
+    MAX_ELEMENTS,
+    Info,
+    ShapeCost,
+    conv_cost,
+    first_of,
+    global_rule,
+    numel,
+    window_cost,
+)
 from workbench.ops.elementwise import unary_map
 from workbench.ops.kind import kind, unary_of
 from workbench.ops.readers import Shape, is_int_seq, rank_of, same_padding
@@ -414,18 +424,39 @@ def _torch_pool(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
     return out
 
 
+# -------------------------------------------------------------- ONNX import: cost rules
+
+
+def _conv(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    return conv_cost(first_of(ins), ins[1] if len(ins) > 1 else None, first_of(outs), ins, outs)
+
+
+def _conv_t(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    return conv_cost(first_of(ins), ins[1] if len(ins) > 1 else None, first_of(outs), ins, outs,
+                     transpose=True)
+
+
+def _pool(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    kernel = a.get("kernel")
+    if not isinstance(kernel, list) or not all(isinstance(k, int) and k > 0 for k in kernel):
+        return None
+    window = numel(kernel)
+    return None if window > MAX_ELEMENTS else window_cost(first_of(outs), window, ins, outs)
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
-    kind("global_avgpool", "reduction", kernel_class="pool", fuse="reduce", attrs="pool kernel",
-         reference=global_avgpool, torch_form=global_avgpool_torch, onnx="GlobalAveragePool",
+    kind("global_avgpool", "reduction", onnx_cost={"GlobalAveragePool": global_rule},
+         kernel_class="pool", fuse="reduce", attrs="pool kernel", reference=global_avgpool,
+         torch_form=global_avgpool_torch, onnx="GlobalAveragePool",
          torch="AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d adaptive_avg_pool1d "
                "adaptive_avg_pool2d adaptive_avg_pool3d"),
-    kind("global_maxpool", "reduction", attrs="pool kernel", reference=global_maxpool,
-         torch_form=global_maxpool_torch, onnx="GlobalMaxPool",
-         torch="AdaptiveMaxPool2d adaptive_max_pool2d"),
-    kind(CONV2D, "compute", weight_inputs=(1,), kernel_class="conv", gemm=True,
-         launch_rule="convolution", window="weight",
+    kind("global_maxpool", "reduction", onnx_cost={"GlobalMaxPool": global_rule},
+         attrs="pool kernel", reference=global_maxpool, torch_form=global_maxpool_torch,
+         onnx="GlobalMaxPool", torch="AdaptiveMaxPool2d adaptive_max_pool2d"),
+    kind(CONV2D, "compute", onnx_cost={"Conv": _conv}, weight_inputs=(1,), kernel_class="conv",
+         gemm=True, launch_rule="convolution", window="weight",
          attrs="kernel stride padding dilation groups act pre_act bias cin cout",
          reference=partial(conv, unary=unary_of), torch_form=conv_torch, onnx="Conv",
          onnx_attrs={"Conv": _onnx_conv}, torch="Conv2d conv2d convolution",
@@ -436,25 +467,27 @@ KINDS = (
          launch_rule="separable_convolution", window="attrs",
          attrs="kernel stride padding groups pre_act bias cin cout",
          reference=partial(sepconv, unary=unary_of), torch_form=sepconv_torch),
-    kind("conv_transpose", "compute", window="transposed",
+    kind("conv_transpose", "compute", onnx_cost={"ConvTranspose": _conv_t}, window="transposed",
          attrs="kernel stride padding output_padding dilation groups", reference=conv_transpose,
          torch_form=conv_transpose_torch, torch="ConvTranspose2d",
-         torch_attrs={"conv_transpose1d conv_transpose2d conv_transpose3d "
-                      "ConvTranspose1d ConvTranspose2d ConvTranspose3d": _torch_conv},
+         torch_attrs={"ConvTranspose1d ConvTranspose2d ConvTranspose3d "
+                      "conv_transpose1d conv_transpose2d conv_transpose3d": _torch_conv},
          onnx_attrs={"ConvTranspose": _onnx_conv_transpose}),
-    kind("maxpool", "compute", kernel_class="pool", launch_rule="window", window="attrs",
+    kind("maxpool", "compute", onnx_cost={"MaxPool": _pool}, kernel_class="pool",
+         launch_rule="window", window="attrs",
          attrs="pool kernel stride padding dilation ceil_mode", reference=pool,
          torch_form=pool_torch, onnx="MaxPool", onnx_attrs={"MaxPool": _onnx_pool},
          torch="MaxPool2d max_pool2d",
-         torch_attrs={"max_pool1d max_pool2d max_pool3d MaxPool1d MaxPool2d "
-                      "MaxPool3d": _torch_pool},
+         torch_attrs={"MaxPool1d MaxPool2d MaxPool3d max_pool1d max_pool2d "
+                      "max_pool3d": _torch_pool},
          kernel_names="max_pool maxpool", kernel_rank=11),
-    kind("avgpool", "compute", kernel_class="pool", launch_rule="window", window="attrs",
+    kind("avgpool", "compute", onnx_cost={"AveragePool": _pool}, kernel_class="pool",
+         launch_rule="window", window="attrs",
          attrs="pool kernel stride padding dilation ceil_mode count_include_pad", reference=pool,
          torch_form=pool_torch, onnx="AveragePool", onnx_attrs={"AveragePool": _onnx_pool},
          torch="AvgPool2d avg_pool2d",
-         torch_attrs={"avg_pool1d avg_pool2d avg_pool3d AvgPool1d AvgPool2d "
-                      "AvgPool3d": _torch_pool},
+         torch_attrs={"AvgPool1d AvgPool2d AvgPool3d avg_pool1d avg_pool2d "
+                      "avg_pool3d": _torch_pool},
          kernel_names="avg_pool avgpool adaptive_average_pool", kernel_rank=12),
     kind("conv1d", "compute", gemm=True, launch_rule="convolution", window="weight",
          attrs="kernel stride padding dilation groups act pre_act bias cin cout",

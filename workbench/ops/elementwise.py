@@ -15,7 +15,7 @@ for exp-based ones, 8 for gelu.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from workbench.ops.arrays import (
     sigmoid,
 )
 from workbench.ops.attrs import flag, number
+from workbench.ops.costs import Info, ShapeCost, copy_rule, elementwise_cost, first_of
 from workbench.ops.kind import kind
 from workbench.ops.readers import Shape, is_number, operands, plain
 from workbench.ops.shapes import IDENTITY
@@ -487,6 +488,13 @@ def _torch_to(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
     return {"dtype": name or dtype}
 
 
+# -------------------------------------------------------------- ONNX import: cost rules
+
+
+def _variadic(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    return elementwise_cost(first_of(outs), ins, outs, count=max(1, len(ins) - 1))
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -504,10 +512,10 @@ KINDS = (
          attrs="approximate", unary=gelu, reference=mapped, torch_form=mapped_torch,
          torch="GELU gelu", torch_attrs={"gelu GELU": _torch_gelu}, kernel_names="gelu",
          kernel_rank=17, onnx="Gelu", onnx_attrs={"Gelu": _onnx_gelu}),
-    kind("add", "elementwise", kernel_class="elementwise", fuse="elemwise", flops_per_element=1,
-         epilogue=True, launch_rule="n_ary_sum", attrs="scalar reverse alpha", binary=np.add,
-         reference=add, torch_form=add_torch, onnx="Sum Add", torch="add iadd add_",
-         torch_attrs={"add iadd": _torch_binary}),
+    kind("add", "elementwise", onnx_cost={"Sum": _variadic}, kernel_class="elementwise",
+         fuse="elemwise", flops_per_element=1, epilogue=True, launch_rule="n_ary_sum",
+         attrs="scalar reverse alpha", binary=np.add, reference=add, torch_form=add_torch,
+         onnx="Sum Add", torch="add iadd add_", torch_attrs={"add iadd": _torch_binary}),
     kind("mul", "elementwise", fuse="elemwise", flops_per_element=1, epilogue=True,
          attrs="scalar reverse", binary=np.multiply, reference=arith("mul"),
          torch_form=arith_torch("mul"), torch="mul imul mul_",
@@ -561,8 +569,8 @@ KINDS = (
          reference=clip, torch_form=clip_torch, torch="clamp hardtanh Hardtanh",
          torch_attrs={"hardtanh Hardtanh": _torch_hardtanh, "clamp": _torch_clamp}, onnx="Clip",
          onnx_attrs={"Clip": _onnx_clip}),
-    kind("cast", "elementwise", fuse="elemwise", attrs="dtype", reference=cast,
-         torch_form=cast_torch, torch="to float half type_as _to_copy",
+    kind("cast", "elementwise", onnx_cost={"Cast": copy_rule}, fuse="elemwise", attrs="dtype",
+         reference=cast, torch_form=cast_torch, torch="to float half type_as _to_copy",
          torch_attrs={"to float half type_as _to_copy": _torch_to}, kernel_names="quantize fp8",
          kernel_rank=5, onnx_attrs={"Cast": _onnx_cast}),
     kind("erf", "elementwise", fuse="elemwise", flops_per_element=1, reference=mapped,
@@ -640,11 +648,14 @@ KINDS = (
     kind("bias", "elementwise", fuse="broadcast", epilogue=True),
     kind("bias_add", "elementwise", fuse="broadcast"),
     kind("scale", "elementwise", fuse="broadcast"),
-    kind("max", "reduction", flops_per_element=1, attrs="scalar", reference=variadic,
-         torch_form=variadic_torch, torch="maximum max", torch_attrs={"maximum": _torch_binary}),
-    kind("min", "reduction", flops_per_element=1, attrs="scalar", reference=variadic,
-         torch_form=variadic_torch, torch="minimum min", torch_attrs={"minimum": _torch_binary}),
-    kind("mean", "reduction", attrs="scalar", reference=variadic, torch_form=variadic_torch),
+    kind("max", "reduction", onnx_cost={"Max": _variadic}, flops_per_element=1, attrs="scalar",
+         reference=variadic, torch_form=variadic_torch, torch="maximum max",
+         torch_attrs={"maximum": _torch_binary}),
+    kind("min", "reduction", onnx_cost={"Min": _variadic}, flops_per_element=1, attrs="scalar",
+         reference=variadic, torch_form=variadic_torch, torch="minimum min",
+         torch_attrs={"minimum": _torch_binary}),
+    kind("mean", "reduction", onnx_cost={"Mean": _variadic}, attrs="scalar", reference=variadic,
+         torch_form=variadic_torch),
 )
 
 #: Kinds only the importers name (not in ``OPS``): their importer facts.

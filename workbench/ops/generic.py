@@ -16,6 +16,7 @@ import numpy as np
 
 from workbench.ops.arrays import F32, Array, OpLike, ShapeOf
 from workbench.ops.attrs import ONNX_DTYPES, number
+from workbench.ops.costs import view_rule
 from workbench.ops.kind import kind
 from workbench.ops.readers import Shape, is_number
 from workbench.ops.shapes import out_shape
@@ -177,13 +178,15 @@ def _torch_fill(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
-    kind("constant", "compute", attrs="value dtype", reference=constant, torch_form=constant_torch,
+    kind("constant", "compute", onnx_cost={"Constant ConstantOfShape": view_rule},
+         attrs="value dtype", reference=constant, torch_form=constant_torch,
          onnx="ConstantOfShape", onnx_attrs={"ConstantOfShape": _onnx_constant_of_shape},
          torch="zeros_like ones_like full_like empty_like new_zeros new_ones new_full new_empty "
                "zeros ones full empty fill",
          torch_attrs={"zeros_like ones_like full_like": _torch_fill}),
-    kind("shape", "compute", attrs="start end", reference=shape, torch_form=shape_torch),
-    kind("size", "compute", reference=size, torch_form=size_torch),
+    kind("shape", "compute", onnx_cost={"Shape": view_rule}, attrs="start end", reference=shape,
+         torch_form=shape_torch),
+    kind("size", "compute", onnx_cost={"Size": view_rule}, reference=size, torch_form=size_torch),
     kind(FUSED, "compute", kernel_names="triton", kernel_rank=22),
     kind(GENERIC, "compute", reference=generic, torch_form=generic_torch),
     kind("range", "compute", attrs="start end step dtype", reference=range_,

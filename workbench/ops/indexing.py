@@ -18,6 +18,7 @@ import numpy as np
 from workbench.errors import OptionError
 from workbench.ops.arrays import Array, OpLike, ShapeOf
 from workbench.ops.attrs import flag
+from workbench.ops.costs import gather_rule
 from workbench.ops.kind import kind
 from workbench.ops.readers import Shape, is_number
 from workbench.ops.shapes import out_shape, table_first
@@ -332,13 +333,14 @@ KINDS = (
          torch_form=diff_torch, torch="diff", torch_attrs={"diff": _torch_diff}),
     kind("cumsum", "reduction", flops_per_element=1, attrs="axis", reference=cumsum,
          torch_form=cumsum_torch, onnx="CumSum", torch="cumsum"),
-    kind("gather", "compute", attrs="axis index", reference=gather, torch_form=gather_torch,
-         torch="index_select", kernel_names="indexselect index_select gather", kernel_rank=14,
+    kind("gather", "compute", onnx_cost={"Gather": gather_rule}, attrs="axis index",
+         reference=gather, torch_form=gather_torch, torch="index_select",
+         kernel_names="indexselect index_select gather", kernel_rank=14,
          onnx_attrs={"Gather": _onnx_gather}),
     kind("index", "compute", attrs="axes", reference=index, torch_form=index_torch, torch="index",
          torch_attrs={"index": _torch_index}),
-    kind("gather_elements", "compute", attrs="axis", reference=gather_elements,
-         torch_form=gather_elements_torch, torch="gather"),
+    kind("gather_elements", "compute", onnx_cost={"GatherElements": gather_rule}, attrs="axis",
+         reference=gather_elements, torch_form=gather_elements_torch, torch="gather"),
     kind("roll", "compute", attrs="shifts axes", reference=roll, torch_form=roll_torch,
          torch="roll", torch_attrs={"roll": _torch_roll}),
     kind("embedding", "compute", reference=embedding, torch_form=embedding_torch,

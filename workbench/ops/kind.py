@@ -33,6 +33,9 @@ OnnxRule = Callable[[dict[str, Any], Any], dict[str, Any]]
 #: output shapes, output dtype name) -> attributes to write``.
 TorchRule = Callable[[dict[str, Any], list[Any], list[Any], "str | None"], dict[str, Any]]
 
+#: A shape-cost rule of the ONNX import (``OpKind.onnx_cost``; :data:`workbench.ops.costs.Rule`).
+CostRule = Callable[[Any, Any, Any], Any]
+
 #: The categories, one per kind (:class:`OpKind`).
 CATEGORIES = ("compute", "elementwise", "reduction", "view", "copy", "state", "io", "control")
 
@@ -109,6 +112,11 @@ class OpKind:
     ``kernel``, ONNX's defaults written out, constant inputs lifted); ``attrs`` are the node's
     attributes as the importer renamed them, ``node`` the importer's view of the node
     (:class:`workbench.io.onnx.attrs.Node`: shapes, constant inputs, opset).
+    ``onnx_cost``: the ONNX import's shape-cost rule of each ONNX op type that imports as this
+    kind and is not costed per element, ``(type, rule)`` pairs (a dict in :func:`kind`): a rule
+    ``(input infos, output infos, attrs) -> ShapeCost`` (:mod:`workbench.ops.costs`; ``None``:
+    the shapes are unknown).  A type the kind lists in ``onnx`` with no rule here is costed per
+    element by ``flops_per_element``.
     ``torch_attrs``: the torch import's attribute conversion of each torch label (function,
     method, aten op or module type) that imports as this kind and needs one, ``(label, rule)``
     pairs (a dict in :func:`kind`, whose keys may list several labels): a rule ``(params,
@@ -158,6 +166,7 @@ class OpKind:
     kernel_class: str | None = None
     attr_bounds: tuple[tuple[str, str], ...] = ()
     onnx_attrs: tuple[tuple[str, OnnxRule], ...] = ()
+    onnx_cost: tuple[tuple[str, CostRule], ...] = ()
     torch_attrs: tuple[tuple[str, TorchRule], ...] = ()
 
     def __post_init__(self) -> None:
@@ -188,7 +197,7 @@ def kind(name: str, category: str, **facts: Any) -> OpKind:
     checked against the vocabulary (:func:`workbench.ops.attrs.check_declared`)."""
     from workbench.ops.attrs import check_declared
 
-    for field in ("attr_bounds", "onnx_attrs", "torch_attrs"):
+    for field in ("attr_bounds", "onnx_attrs", "onnx_cost", "torch_attrs"):
         if isinstance(facts.get(field), dict):  # a key may name several: "max_pool2d MaxPool2d"
             facts[field] = tuple((name, value) for names, value in facts[field].items()
                                  for name in names.split())
@@ -199,4 +208,5 @@ def kind(name: str, category: str, **facts: Any) -> OpKind:
     return OpKind(name, category, **facts)
 
 
-__all__ = ["CATEGORIES", "UNARY_MAPS", "OnnxRule", "TorchRule", "OpKind", "kind", "unary_of"]
+__all__ = ["CATEGORIES", "UNARY_MAPS", "CostRule", "OnnxRule", "OpKind", "TorchRule", "kind",
+           "unary_of"]

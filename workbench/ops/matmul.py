@@ -9,6 +9,7 @@ optional causal mask.  The import-only ``transformer_layer`` names torch's fused
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from workbench.errors import OptionError
 from workbench.ops.arrays import Array, OpLike, ShapeOf, _dtype, _f64, softmax
 from workbench.ops.attrs import flag, number
+from workbench.ops.costs import Info, ShapeCost, einsum_cost, first_of, matmul_cost
 from workbench.ops.kind import kind
 from workbench.ops.readers import Shape, is_number
 from workbench.ops.tensors import Tensor, _f, torch_module
@@ -117,7 +119,7 @@ def _onnx_gemm(a: dict[str, Any], node: Any) -> dict[str, Any]:
 def _torch_einsum(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
             dtype: str | None) -> dict[str, Any]:
     """The equation, and its contraction as the GEMM the launch rule times (two operands)."""
-    from workbench.values.shape_costs import einsum_gemm
+    from workbench.ops.costs import einsum_gemm
 
     equation = str(named["equation"])
     gemm = einsum_gemm(equation, ins)
@@ -146,20 +148,44 @@ def _torch_module_call(named: dict[str, Any], ins: list[Shape], outs: list[Shape
     return {"needs_program": True}
 
 
+# -------------------------------------------------------------- ONNX import: cost rules
+
+
+def _gemm(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    """Gemm ``op(A) @ op(B) + C`` with ``A`` 2-D: inner size is ``A[0]`` if ``trans_a`` else
+    ``A[1]``."""
+    x = first_of(ins)
+    if x is None or len(x.shape) != 2:
+        return None
+    return matmul_cost(x.shape[0] if a.get("trans_a") else x.shape[1], first_of(outs), ins, outs)
+
+
+def _matmul(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    x = first_of(ins)
+    if x is None or not x.shape:
+        return None
+    return matmul_cost(x.shape[-1], first_of(outs), ins, outs)
+
+
+def _einsum(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    """A two-operand Einsum: :func:`~workbench.ops.costs.einsum_cost`."""
+    return einsum_cost(str(a.get("equation", "")), ins, outs)
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
-    kind("matmul", "compute", attr_bounds={"k": "size"}, weight_inputs=(1,), fan_in="features",
-         gemm=True, launch_rule="gemm",
-         attrs="trans_a trans_b alpha beta bias_first bias m k n batch weight",
+    kind("matmul", "compute", onnx_cost={"Gemm": _gemm, "MatMul": _matmul},
+         attr_bounds={"k": "size"}, weight_inputs=(1,), fan_in="features", gemm=True,
+         launch_rule="gemm", attrs="trans_a trans_b alpha beta bias_first bias m k n batch weight",
          reference=matmul_reference, torch_form=matmul_torch, onnx="Gemm MatMul",
          onnx_attrs={"Gemm": _onnx_gemm}, torch="Linear linear matmul mm bmm addmm",
          torch_attrs={"linear Linear": _torch_linear, "addmm": _torch_addmm},
          kernel_names="gemm gemv matmul cublas cutlass cijk_ epilogue::impl triton_tem",
          kernel_rank=7),
-    kind("einsum", "compute", attr_bounds={"k": "size"}, gemm=True, launch_rule="gemm",
-         attrs="equation m k n batch", reference=einsum, torch_form=einsum_torch, torch="einsum",
-         torch_attrs={"einsum": _torch_einsum}),
+    kind("einsum", "compute", onnx_cost={"Einsum": _einsum}, attr_bounds={"k": "size"}, gemm=True,
+         launch_rule="gemm", attrs="equation m k n batch", reference=einsum,
+         torch_form=einsum_torch, torch="einsum", torch_attrs={"einsum": _torch_einsum}),
     kind("attention", "compute", launch_rule="attention", attrs="is_causal scale needs_program",
          reference=attention, torch_form=attention_torch,
          torch="MultiheadAttention scaled_dot_product_attention _native_multi_head_attention",

@@ -11,6 +11,7 @@ References in float64, torch forms through ``torch.nn.functional``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from workbench.ops.arrays import (
     softmax,
 )
 from workbench.ops.attrs import number
+from workbench.ops.costs import MAX_ELEMENTS, Info, ShapeCost, elementwise_cost, first_of
 from workbench.ops.kind import kind
 from workbench.ops.readers import Shape
 from workbench.ops.tensors import Tensor, _f, torch_module
@@ -245,6 +247,17 @@ def _torch_norm_eps(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
     return {"eps": named.get("eps", 1e-5), "axis": 1}
 
 
+# -------------------------------------------------------------- ONNX import: cost rules
+
+
+def _lrn(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    """LRN: ``2*window + 3`` FLOPs per element (square and sum over the window, scale, power,
+    divide)."""
+    size = a.get("window", 1)
+    size = size if isinstance(size, int) and 0 < size < MAX_ELEMENTS else 1
+    return elementwise_cost(first_of(outs), ins, outs, per_element=2 * size + 3)
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
@@ -278,6 +291,6 @@ KINDS = (
          torch_attrs={"InstanceNorm2d": _torch_norm_eps}),
     kind("weight_norm", "reduction", flops_per_element=3, attrs="axis", reference=weight_norm,
          torch_form=weight_norm_torch, torch="_weight_norm"),
-    kind("lrn", "compute", attrs="window alpha beta k", reference=lrn, torch_form=lrn_torch,
-         onnx_attrs={"LRN": _onnx_lrn}),
+    kind("lrn", "compute", onnx_cost={"LRN": _lrn}, attrs="window alpha beta k", reference=lrn,
+         torch_form=lrn_torch, onnx_attrs={"LRN": _onnx_lrn}),
 )

@@ -11,7 +11,7 @@ kind's ``recurrent`` fact.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ import numpy as np
 from workbench.errors import OptionError
 from workbench.ops.arrays import Array, OpLike, ShapeOf, _dtype, _f64, sigmoid
 from workbench.ops.attrs import flag
+from workbench.ops.costs import Info, Rule, ShapeCost, gemm_blocks, total_bytes
 from workbench.ops.kind import kind
 from workbench.ops.readers import Shape
 from workbench.ops.tensors import Tensor, _f, torch_module
@@ -372,25 +373,124 @@ def _torch_recurrent(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
     return out
 
 
+# ------------------------------------------------------------------------ shapes and costs
+@dataclass(frozen=True)
+class RecurrentSizes:
+    """The sizes of a recurrent op (LSTM, GRU, RNN) over a sequence: ``steps`` x ``batch``
+    inputs of ``inputs`` features, ``hidden`` units with ``gates`` gates each, ``layers``
+    stacked, ``directions`` (1, or 2 when bidirectional), an LSTM's ``proj`` (torch's
+    ``proj_size``; 0: none)."""
+
+    steps: int
+    batch: int
+    inputs: int
+    hidden: int
+    gates: int
+    layers: int = 1
+    directions: int = 1
+    proj: int = 0
+
+    @property
+    def state(self) -> int:
+        """The size of ``h`` (the projection's, when there is one)."""
+        return self.proj or self.hidden
+
+    def gemms(self) -> list[tuple[int, int, int, int]]:
+        """``(count, m, n, k)`` of the matrix products cuDNN runs, per layer and direction:
+        the input projection of every step at once (``T*B x G*H x inputs``, layer 1's input
+        is the previous layer's output), then per step the recurrent product (``B x G*H x
+        state``) and an LSTM's projection (``B x P x H``)."""
+        out = []
+        gh = self.gates * self.hidden
+        for layer in range(self.layers):
+            k = self.inputs if layer == 0 else self.directions * self.state
+            for _ in range(self.directions):
+                out += [(1, self.steps * self.batch, gh, k), (self.steps, self.batch, gh,
+                                                               self.state)]
+                if self.proj:
+                    out.append((self.steps, self.batch, self.proj, self.hidden))
+        return out
+
+    @property
+    def gemm_flops(self) -> float:
+        """``2*m*n*k`` per product: ``2*T*B*in*G*H + T * 2*B*H*G*H`` per layer and direction
+        (as ``FlopCounterMode`` counts the ``addmm``/``mm`` an unfused LSTM runs)."""
+        return float(sum(2 * c * m * n * k for c, m, n, k in self.gemms()))
+
+    @property
+    def cells(self) -> int:
+        """Hidden units updated over the run: ``T * B * H`` per layer and direction."""
+        return self.steps * self.batch * self.hidden * self.layers * self.directions
+
+
+def recurrent_sizes(kind: str, attrs: Mapping[str, Any], x: Sequence[int] | None
+                    ) -> RecurrentSizes | None:
+    """The :class:`RecurrentSizes` of a recurrent op of ``kind`` (``lstm``, ``gru``, ``rnn``)
+    from its attributes (``hidden_size``, ``layers``, ``direction``, ``batch_first``,
+    ``proj_size``) and its input's shape ``(T, B, in)`` (``(B, T, in)`` batch first, ``(T,
+    in)`` unbatched); ``None`` when they are unknown."""
+    hidden = attrs.get("hidden_size")
+    if x is None or not 2 <= len(x) <= 3 or not isinstance(hidden, int) or hidden < 1 \
+            or kind not in GATE_ORDERS:
+        return None
+    steps, batch = (x[0], 1) if len(x) == 2 else (x[1], x[0]) if attrs.get("batch_first") \
+        else (x[0], x[1])
+    return RecurrentSizes(int(steps), int(batch), int(x[-1]), hidden, len(GATE_ORDERS[kind]),
+                          int(attrs.get("layers") or 1),
+                          2 if attrs.get("direction") == "bidirectional" else 1,
+                          int(attrs.get("proj_size") or 0))
+
+
+def recurrent_cost(kind: str, attrs: Mapping[str, Any], ins: Sequence[Info],
+                   outs: Sequence[Info]) -> ShapeCost | None:
+    """A recurrent op as the work cuDNN does: its GEMMs (:meth:`RecurrentSizes.gemm_flops`)
+    plus the gate arithmetic, the kind's ``flops_per_element`` per hidden unit and step
+    (biases counted whether given or not; an RNN's ReLU as its tanh); reads its inputs and
+    writes its outputs once (the gates' round trips through memory are the launch rule's);
+    thread blocks: the input projection's tiles."""
+    x = ins[0] if ins else None
+    r = recurrent_sizes(kind, attrs, x.shape if x is not None else None)
+    if r is None:
+        return None
+    flops = r.gemm_flops + _GATE_FLOPS[kind] * r.cells
+    return ShapeCost(flops, total_bytes(ins), total_bytes(outs),
+                     gemm_blocks(r.steps * r.batch, r.gates * r.hidden))
+
+
+# -------------------------------------------------------------- ONNX import: cost rules
+
+
+def _recurrent(kind: str) -> Rule:
+    """LSTM / GRU / RNN: :func:`~workbench.ops.recurrent.recurrent_cost` of the node's
+    vocabulary attributes (``hidden_size``, ``direction``, ``layout`` as ``batch_first``)."""
+    def rule(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+        return recurrent_cost(kind, a, ins, outs)
+    return rule
+
+
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
-    kind("lstm", "compute", flops_per_element=38, launch_rule="recurrent",
-         recurrent=GATE_ORDERS["lstm"],
+    kind("lstm", "compute", onnx_cost={"LSTM": _recurrent("lstm")}, flops_per_element=38,
+         launch_rule="recurrent", recurrent=GATE_ORDERS["lstm"],
          attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
                "cell_clip proj_size input_forget", reference=recurrent, torch_form=recurrent_torch,
          torch="LSTM lstm", torch_attrs={"lstm LSTM": _torch_recurrent},
          onnx_attrs={"LSTM": _onnx_recurrent("Sigmoid Tanh Tanh")}),
-    kind("gru", "compute", flops_per_element=27, launch_rule="recurrent",
-         recurrent=GATE_ORDERS["gru"],
+    kind("gru", "compute", onnx_cost={"GRU": _recurrent("gru")}, flops_per_element=27,
+         launch_rule="recurrent", recurrent=GATE_ORDERS["gru"],
          attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
                "cell_clip linear_before_reset", reference=recurrent, torch_form=recurrent_torch,
          torch="GRU gru", torch_attrs={"gru GRU": _torch_recurrent},
          onnx_attrs={"GRU": _onnx_recurrent("Sigmoid Tanh")}),
-    kind("rnn", "compute", flops_per_element=8, launch_rule="recurrent",
-         recurrent=GATE_ORDERS["rnn"],
+    kind("rnn", "compute", onnx_cost={"RNN": _recurrent("rnn")}, flops_per_element=8,
+         launch_rule="recurrent", recurrent=GATE_ORDERS["rnn"],
          attrs="hidden_size layers direction batch_first bias convention slots out_slots act "
                "cell_clip", reference=recurrent, torch_form=recurrent_torch,
          torch="RNN rnn_tanh rnn_relu", torch_attrs={"rnn_tanh rnn_relu RNN": _torch_recurrent},
          onnx_attrs={"RNN": _onnx_recurrent("Tanh")}),
 )
+
+#: Each cell's gate FLOPs per hidden unit and step (its ``flops_per_element``), for
+#: :func:`recurrent_cost`.
+_GATE_FLOPS = {k.name: k.flops_per_element or 0 for k in KINDS}

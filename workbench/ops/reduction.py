@@ -15,6 +15,7 @@ import numpy as np
 
 from workbench.ops.arrays import Array, OpLike, ShapeOf, _f64
 from workbench.ops.attrs import axes_of, flag
+from workbench.ops.costs import global_rule
 from workbench.ops.elementwise import _result
 from workbench.ops.kind import kind
 from workbench.ops.readers import Shape
@@ -116,26 +117,30 @@ def _torch_reduce(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
 # ------------------------------------------------------------------------ the kinds
 #: The kinds of this family, each with every fact the workbench keeps about it.
 KINDS = (
-    kind("reduce_sum", "reduction", fuse="reduce", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, torch="sum", torch_attrs={"sum": _torch_reduce},
-         onnx_attrs={"ReduceSum": _onnx_reduce}),
-    kind("reduce_mean", "reduction", fuse="reduce", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, torch="mean", torch_attrs={"mean": _torch_reduce},
-         onnx_attrs={"ReduceMean": _onnx_reduce}),
-    kind("reduce_max", "reduction", fuse="reduce", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, torch="amax", torch_attrs={"amax": _torch_reduce},
-         onnx_attrs={"ReduceMax": _onnx_reduce}),
-    kind("reduce_min", "reduction", fuse="reduce", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, onnx_attrs={"ReduceMin": _onnx_reduce}),
-    kind("argmax", "reduction", attrs="axis keepdims select_last_index", reference=arg_extreme,
+    kind("reduce_sum", "reduction", onnx_cost={"ReduceSum": global_rule}, fuse="reduce",
+         attrs="axes keepdims", reference=reduce, torch_form=reduce_torch, torch="sum",
+         torch_attrs={"sum": _torch_reduce}, onnx_attrs={"ReduceSum": _onnx_reduce}),
+    kind("reduce_mean", "reduction", onnx_cost={"ReduceMean": global_rule}, fuse="reduce",
+         attrs="axes keepdims", reference=reduce, torch_form=reduce_torch, torch="mean",
+         torch_attrs={"mean": _torch_reduce}, onnx_attrs={"ReduceMean": _onnx_reduce}),
+    kind("reduce_max", "reduction", onnx_cost={"ReduceMax": global_rule}, fuse="reduce",
+         attrs="axes keepdims", reference=reduce, torch_form=reduce_torch, torch="amax",
+         torch_attrs={"amax": _torch_reduce}, onnx_attrs={"ReduceMax": _onnx_reduce}),
+    kind("reduce_min", "reduction", onnx_cost={"ReduceMin": global_rule}, fuse="reduce",
+         attrs="axes keepdims", reference=reduce, torch_form=reduce_torch,
+         onnx_attrs={"ReduceMin": _onnx_reduce}),
+    kind("argmax", "reduction", onnx_cost={"ArgMax": global_rule},
+         attrs="axis keepdims select_last_index", reference=arg_extreme,
          torch_form=arg_extreme_torch, onnx_attrs={"ArgMax": _onnx_arg}),
-    kind("reduce_prod", "reduction", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, onnx_attrs={"ReduceProd": _onnx_reduce}),
-    kind("reduce_l2", "reduction", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, onnx_attrs={"ReduceL2": _onnx_reduce}),
-    kind("reduce_sum_square", "reduction", attrs="axes keepdims", reference=reduce,
-         torch_form=reduce_torch, onnx_attrs={"ReduceSumSquare": _onnx_reduce}),
-    kind("argmin", "reduction", attrs="axis keepdims select_last_index", reference=arg_extreme,
+    kind("reduce_prod", "reduction", onnx_cost={"ReduceProd": global_rule}, attrs="axes keepdims",
+         reference=reduce, torch_form=reduce_torch, onnx_attrs={"ReduceProd": _onnx_reduce}),
+    kind("reduce_l2", "reduction", onnx_cost={"ReduceL2": global_rule}, attrs="axes keepdims",
+         reference=reduce, torch_form=reduce_torch, onnx_attrs={"ReduceL2": _onnx_reduce}),
+    kind("reduce_sum_square", "reduction", onnx_cost={"ReduceSumSquare": global_rule},
+         attrs="axes keepdims", reference=reduce, torch_form=reduce_torch,
+         onnx_attrs={"ReduceSumSquare": _onnx_reduce}),
+    kind("argmin", "reduction", onnx_cost={"ArgMin": global_rule},
+         attrs="axis keepdims select_last_index", reference=arg_extreme,
          torch_form=arg_extreme_torch, onnx_attrs={"ArgMin": _onnx_arg}),
 )
 

@@ -24,7 +24,7 @@ Kinds the table does not know are kept exactly as given.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -43,7 +43,7 @@ from workbench.ops import (
     state,
 )
 from workbench.ops.attrs import ATTRIBUTES, KIND_BOUNDS, normalize_attrs
-from workbench.ops.kind import CATEGORIES, UNARY_MAPS, OnnxRule, OpKind, TorchRule
+from workbench.ops.kind import CATEGORIES, UNARY_MAPS, CostRule, OnnxRule, OpKind, TorchRule
 
 #: The family modules, in the order their kinds enter :data:`OPS`.
 FAMILIES = (elementwise, normalization, reduction, shapes, indexing, copies, state, control,
@@ -137,6 +137,10 @@ UNIT_TAIL_KINDS = kinds_where(lambda k: k.epilogue or k.activation)
 ONNX_CONVERSIONS: Mapping[str, OnnxRule] = {t: rule for k in _ALL.values()
                                             for t, rule in k.onnx_attrs}
 assert len(ONNX_CONVERSIONS) == sum(len(k.onnx_attrs) for k in _ALL.values()), "a type twice"
+#: ONNX op type -> its shape-cost rule (the kinds' ``onnx_cost``; types costed per element are
+#: not here: :data:`workbench.io.onnx.rules.RULES` adds them from ``flops_per_element``).
+ONNX_COSTS: Mapping[str, CostRule] = {t: rule for k in _ALL.values() for t, rule in k.onnx_cost}
+assert len(ONNX_COSTS) == sum(len(k.onnx_cost) for k in _ALL.values()), "a type twice"
 #: torch label -> its attribute conversion (the kinds' ``torch_attrs``; the torch import applies
 #: it after renaming the call's plain parameters into the vocabulary).
 TORCH_CONVERSIONS: Mapping[str, TorchRule] = {t: rule for k in _ALL.values()
@@ -166,6 +170,20 @@ assert len({_ALL[n].kernel_rank for n in KERNEL_MATCH_ORDER}) == len(KERNEL_MATC
 KERNEL_KINDS: tuple[tuple[str, str], ...] = tuple(
     (fragment, name) for name in KERNEL_MATCH_ORDER for fragment in _ALL[name].kernel_names)
 assert len(TORCH_ALIASES) == sum(len(k.torch) for k in _ALL.values()), "a torch name twice"
+
+
+def gemm_flops(op: Any, x: Sequence[int] | None = None) -> float:
+    """The FLOPs of ``op``'s matrix products, as ``FlopCounterMode`` counts them: all of a GEMM
+    kind's (convolutions, matmul, einsum) and attention's, a recurrent op's GEMMs
+    (:meth:`RecurrentSizes.gemm_flops` of its input shape ``x``, not its gate arithmetic), 0
+    for any other op.  O(layers)."""
+    info = OPS.get(op.kind)
+    if info is None:
+        return 0.0
+    if info.gemm or info.launch_rule == "attention":
+        return float(op.flops)
+    r = recurrent.recurrent_sizes(op.kind, op.attrs, x) if info.recurrent else None
+    return 0.0 if r is None else r.gemm_flops
 
 
 def kind_key(kind: str) -> str:
@@ -209,12 +227,12 @@ __all__ = [
     "FAMILIES",
     "COMMUNICATION_KINDS", "CONTROL_KINDS", "ELEMWISE_KINDS", "ENGINE_COPY_KINDS",
     "EPILOGUE_KINDS", "FLOPS_PER_ELEMENT", "GEMM_KINDS", "IMPORT_ONLY", "KERNEL_KINDS",
-    "KERNEL_MATCH_ORDER", "ONNX_CONVERSIONS", "RECURRENT_GATES", "TORCH_ALIASES",
+    "KERNEL_MATCH_ORDER", "ONNX_CONVERSIONS", "ONNX_COSTS", "RECURRENT_GATES", "TORCH_ALIASES",
     "TORCH_CONVERSIONS", "TORCH_FORM_KINDS",
     "UNIT_TAIL_KINDS",
     "GPU_COPY_KINDS", "IO_KINDS", "KNOWN_KINDS", "NO_TASK_KINDS", "OFF_DEVICE_TRANSFER_KINDS",
     "ONNX_ALIASES",
     "OPS", "REDUCE_KINDS", "REFERENCE_KINDS", "SHAPE_ONLY_KINDS", "TRANSFER_KINDS",
     "WRITE_KINDS", "OpKind", "attrs_of", "canonical_kind", "kind_key", "kinds_where",
-    "normalize_op_attrs",
+    "gemm_flops", "normalize_op_attrs",
 ]

@@ -78,9 +78,7 @@ from workbench.io.onnx.shapes import StaticShapes, infer_shapes, static_shapes
 from workbench.io.onnx.simplify import simplify as _simplify
 from workbench.io.onnx.weights import parameter_values
 from workbench.ops import canonical_kind
-from workbench.values.graph import Graph, Op, Tensor
-from workbench.values.program import Weights
-from workbench.values.shape_costs import (
+from workbench.ops.costs import (
     VIEW_COST,
     Info,
     ShapeCost,
@@ -94,6 +92,8 @@ from workbench.values.shape_costs import (
     numel,
     window_cost,
 )
+from workbench.values.graph import Graph, Op, Tensor
+from workbench.values.program import Weights
 
 ONNX_MISSING = "reading .onnx needs the onnx package: pip install 'schedule-workbench[onnx]'"
 #: Graph names exporters write by default; the file name is used instead.

@@ -27,7 +27,7 @@ from workbench._atomic import read_input
 from workbench._checks import warn_line
 from workbench.errors import FormatError, OptionError
 from workbench.io.onnx.rules import MAX_ELEMENTS
-from workbench.values.shape_costs import numel
+from workbench.ops.costs import numel
 
 #: What the import knows of a value: (shape or None, dtype name, bytes per element).
 ValueInfo = tuple[tuple[int, ...] | None, str, int]

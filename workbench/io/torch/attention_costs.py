@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workbench.values.shape_costs import Info, ShapeCost, blocks, numel, total_bytes
+from workbench.ops.costs import Info, ShapeCost, blocks, numel, total_bytes
 
 
 def _cost(flops: float, ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost:

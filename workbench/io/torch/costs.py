@@ -5,7 +5,7 @@ and aten names: ``conv2d``, ``add_``, ``view``) map a torch name to ``(op kind, 
 per-element FLOPs)``, derived from the op table's torch aliases
 (:data:`workbench.ops.TORCH_ALIASES`) and the formulas here, which read torch's argument
 conventions (``F.linear``'s weight, ``addmm``'s second operand, pooling windows) and use the
-shared shape-cost rules of :mod:`workbench.values.shape_costs`.  :func:`cost_of_call` is the rule
+shared shape-cost rules of :mod:`workbench.ops.costs`.  :func:`cost_of_call` is the rule
 for one call, used by :func:`workbench.io.torch.fx.from_torch` and by the importers of recorded runs
 (:mod:`workbench.io.traces.execution_trace`).  Every rule is O(rank of its tensors).
 """
@@ -19,7 +19,7 @@ from typing import Any
 from workbench.io.torch import attention_costs
 from workbench.io.torch.attrs import call_attrs, module_attrs
 from workbench.ops import FLOPS_PER_ELEMENT, TORCH_ALIASES
-from workbench.values.shape_costs import (
+from workbench.ops.costs import (
     VIEW_COST,
     Info,
     ShapeCost,
@@ -30,10 +30,10 @@ from workbench.values.shape_costs import (
     global_pool_cost,
     matmul_cost,
     numel,
-    recurrent_cost,
     resize_cost,
     window_cost,
 )
+from workbench.ops.recurrent import recurrent_cost
 
 #: A cost formula: ``(per-element FLOPs, input infos, output infos, called module or None, call
 #: args, call kwargs) -> shape cost`` (``None``: shapes unknown).  Formulas read torch's argument

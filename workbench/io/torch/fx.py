@@ -33,13 +33,13 @@ from workbench.io.torch.calls import (
 )
 from workbench.io.torch.costs import FUNCTIONS, MODULES, cost_of_call, cost_rule, shapes_of
 from workbench.io.torch.program import TorchProgram, effects, target_label
-from workbench.ops.generic import GENERIC
-from workbench.values.graph import Graph, Op, OpId, Tensor, TensorId
-from workbench.values.shape_costs import (
+from workbench.ops.costs import (
     Info,
     TensorInfo,
     default_cost,
 )
+from workbench.ops.generic import GENERIC
+from workbench.values.graph import Graph, Op, OpId, Tensor, TensorId
 from workbench.values.storage import STORAGE_ATTR
 
 TORCH_MISSING = "importing a torch module needs torch: pip install 'schedule-workbench[torch]'"

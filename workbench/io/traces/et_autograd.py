@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from workbench.values.shape_costs import Info, ShapeCost, blocks, default_cost, numel, total_bytes
+from workbench.ops.costs import Info, ShapeCost, blocks, default_cost, numel, total_bytes
 
 T = TypeVar("T")
 

@@ -90,8 +90,8 @@ from workbench.io.traces.trace_events import (
     trace_events,
     warn_nothing_to_schedule,
 )
+from workbench.ops.costs import ShapeCost, TensorInfo, default_cost
 from workbench.values.graph import Graph, Op, Tensor
-from workbench.values.shape_costs import ShapeCost, TensorInfo, default_cost
 from workbench.values.trace import Trace
 
 

@@ -44,7 +44,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from workbench.ops import OPS, SHAPE_ONLY_KINDS
+from workbench.ops.costs import einsum_gemm
 from workbench.ops.generic import GENERIC
+from workbench.ops.recurrent import recurrent_sizes
 from workbench.simulator.cost_model.convolutions import conv_geometry, conv_kernels, plane, volume
 from workbench.simulator.cost_model.devices import PRECISION_BYTES, DeviceSpec
 from workbench.simulator.cost_model.kernel_model import (
@@ -57,7 +59,6 @@ from workbench.simulator.cost_model.kernel_model import (
     time_launch,
 )
 from workbench.values.graph import Graph, Op
-from workbench.values.shape_costs import einsum_gemm, recurrent_sizes
 from workbench.values.storage import input_shapes
 
 _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float64": 8,

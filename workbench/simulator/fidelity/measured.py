@@ -10,7 +10,7 @@ op's stand-alone time.
 :func:`load_case` rebuilds a :class:`~workbench.values.schedule.Schedule` from the file and never
 re-runs the policy (a changed policy would make a different schedule than the one measured).
 FLOPs and bytes are not stored: they are derived from the shapes with the builders' rules
-(:mod:`workbench.values.shape_costs`), so the rebuilt graph equals the built-in model's
+(:mod:`workbench.ops.costs`), so the rebuilt graph equals the built-in model's
 (``tests/test_fidelity_measured.py`` checks it op by op).
 """
 
@@ -27,11 +27,11 @@ from typing import Any
 
 from workbench.errors import OptionError
 from workbench.models._layers import shape_cost
-from workbench.values.graph import Graph, Op, Tensor
-from workbench.values.schedule import Schedule
-from workbench.values.shape_costs import (
+from workbench.ops.costs import (
     TensorInfo,
 )
+from workbench.values.graph import Graph, Op, Tensor
+from workbench.values.schedule import Schedule
 
 MEASURED_GPUS = ("h200",)
 

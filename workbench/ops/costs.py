@@ -205,119 +205,56 @@ def resize_cost(x: Info, y: Info, mode: str, ins: Sequence[Info], outs: Sequence
                      blocks(y.elements))
 
 
-@dataclass(frozen=True)
-class RecurrentSizes:
-    """The sizes of a recurrent op (LSTM, GRU, RNN) over a sequence: ``steps`` x ``batch``
-    inputs of ``inputs`` features, ``hidden`` units with ``gates`` gates each, ``layers``
-    stacked, ``directions`` (1, or 2 when bidirectional), an LSTM's ``proj`` (torch's
-    ``proj_size``; 0: none)."""
-
-    steps: int
-    batch: int
-    inputs: int
-    hidden: int
-    gates: int
-    layers: int = 1
-    directions: int = 1
-    proj: int = 0
-
-    @property
-    def state(self) -> int:
-        """The size of ``h`` (the projection's, when there is one)."""
-        return self.proj or self.hidden
-
-    def gemms(self) -> list[tuple[int, int, int, int]]:
-        """``(count, m, n, k)`` of the matrix products cuDNN runs, per layer and direction:
-        the input projection of every step at once (``T*B x G*H x inputs``, layer 1's input
-        is the previous layer's output), then per step the recurrent product (``B x G*H x
-        state``) and an LSTM's projection (``B x P x H``)."""
-        out = []
-        gh = self.gates * self.hidden
-        for layer in range(self.layers):
-            k = self.inputs if layer == 0 else self.directions * self.state
-            for _ in range(self.directions):
-                out += [(1, self.steps * self.batch, gh, k), (self.steps, self.batch, gh,
-                                                               self.state)]
-                if self.proj:
-                    out.append((self.steps, self.batch, self.proj, self.hidden))
-        return out
-
-    @property
-    def gemm_flops(self) -> float:
-        """``2*m*n*k`` per product: ``2*T*B*in*G*H + T * 2*B*H*G*H`` per layer and direction
-        (as ``FlopCounterMode`` counts the ``addmm``/``mm`` an unfused LSTM runs)."""
-        return float(sum(2 * c * m * n * k for c, m, n, k in self.gemms()))
-
-    @property
-    def cells(self) -> int:
-        """Hidden units updated over the run: ``T * B * H`` per layer and direction."""
-        return self.steps * self.batch * self.hidden * self.layers * self.directions
-
-
-def recurrent_sizes(kind: str, attrs: Mapping[str, Any], x: Sequence[int] | None
-                    ) -> RecurrentSizes | None:
-    """The :class:`RecurrentSizes` of a recurrent op of ``kind`` (``lstm``, ``gru``, ``rnn``)
-    from its attributes (``hidden_size``, ``layers``, ``direction``, ``batch_first``,
-    ``proj_size``) and its input's shape ``(T, B, in)`` (``(B, T, in)`` batch first, ``(T,
-    in)`` unbatched); ``None`` when they are unknown."""
-    from workbench.ops import RECURRENT_GATES
-
-    hidden = attrs.get("hidden_size")
-    if x is None or not 2 <= len(x) <= 3 or not isinstance(hidden, int) or hidden < 1 \
-            or kind not in RECURRENT_GATES:
-        return None
-    steps, batch = (x[0], 1) if len(x) == 2 else (x[1], x[0]) if attrs.get("batch_first") \
-        else (x[0], x[1])
-    return RecurrentSizes(int(steps), int(batch), int(x[-1]), hidden, RECURRENT_GATES[kind],
-                          int(attrs.get("layers") or 1),
-                          2 if attrs.get("direction") == "bidirectional" else 1,
-                          int(attrs.get("proj_size") or 0))
-
-
-def recurrent_cost(kind: str, attrs: Mapping[str, Any], ins: Sequence[Info],
-                   outs: Sequence[Info]) -> ShapeCost | None:
-    """A recurrent op as the work cuDNN does: its GEMMs (:meth:`RecurrentSizes.gemm_flops`)
-    plus the gate arithmetic, the kind's ``flops_per_element`` per hidden unit and step
-    (biases counted whether given or not; an RNN's ReLU as its tanh); reads its inputs and
-    writes its outputs once (the gates' round trips through memory are the launch rule's);
-    thread blocks: the input projection's tiles."""
-    from workbench.ops import FLOPS_PER_ELEMENT
-
-    x = ins[0] if ins else None
-    r = recurrent_sizes(kind, attrs, x.shape if x is not None else None)
-    if r is None:
-        return None
-    flops = r.gemm_flops + FLOPS_PER_ELEMENT[kind] * r.cells
-    return ShapeCost(flops, total_bytes(ins), total_bytes(outs),
-                     gemm_blocks(r.steps * r.batch, r.gates * r.hidden))
-
-
-def gemm_flops(op: Any, x: Sequence[int] | None = None) -> float:
-    """The FLOPs of ``op``'s matrix products, as ``FlopCounterMode`` counts them: all of a GEMM
-    kind's (convolutions, matmul, einsum) and attention's, a recurrent op's GEMMs
-    (:meth:`RecurrentSizes.gemm_flops` of its input shape ``x``, not its gate arithmetic), 0
-    for any other op.  O(layers)."""
-    from workbench.ops import OPS
-
-    info = OPS.get(op.kind)
-    if info is None:
-        return 0.0
-    if info.gemm or info.launch_rule == "attention":
-        return float(op.flops)
-    r = recurrent_sizes(op.kind, op.attrs, x) if info.recurrent else None
-    return 0.0 if r is None else r.gemm_flops
-
-
 def default_cost(ins: Sequence[Info], outs: Sequence[Info]) -> ShapeCost:
     """Unknown op or shapes: bytes from the known shapes, FLOPs = output elements."""
     elements = sum(t.elements for t in outs if t is not None)
     return ShapeCost(elements, total_bytes(ins), total_bytes(outs), blocks(elements))
 
 
+# ---------------------------------------------------------- ONNX cost rules shared by families
+#: Larger tensors are treated as "shape unknown" (corrupt or absurd files).
+MAX_ELEMENTS = 1 << 53
+
+
+def first_of(seq: Sequence[Info]) -> Info:
+    return seq[0] if seq else None
+
+
+def _view(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    return VIEW_COST
+
+
+def _copy(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    return copy_cost(first_of(outs), ins, outs)
+
+
+def _gather(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    """Gather/Slice read only what they copy: output bytes + the index inputs."""
+    y = first_of(outs)
+    if y is None:
+        return None
+    return ShapeCost(0, total_bytes(outs[:1]) + total_bytes(ins[1:]), total_bytes(outs),
+                     blocks(y.elements))
+
+
+def _global(ins: Sequence[Info], outs: Sequence[Info], a: Mapping[str, Any]) -> ShapeCost | None:
+    return global_pool_cost(first_of(ins), ins, outs)
+
+
+#: The rules several families give their ONNX types: a view (no kernel), a copy of the
+#: output, a gather / slice (reads what it copies), a global pool or reduction.
+view_rule = _view
+copy_rule = _copy
+gather_rule = _gather
+global_rule = _global
+
+
+
 __all__ = [
-    "ELEMENTS_PER_BLOCK", "GEMM_TILE", "VIEW_COST", "Info", "RecurrentSizes", "Rule",
+    "MAX_ELEMENTS", "copy_rule", "first_of", "gather_rule", "global_rule", "view_rule",
+    "ELEMENTS_PER_BLOCK", "GEMM_TILE", "VIEW_COST", "Info", "Rule",
     "ShapeCost", "TensorInfo", "blocks", "conv_cost", "copy_cost", "default_cost", "einsum_cost",
-    "einsum_gemm", "elementwise_cost", "gemm_blocks", "gemm_flops", "global_pool_cost",
+    "einsum_gemm", "elementwise_cost", "gemm_blocks", "global_pool_cost",
     "matmul_cost", "numel",
-    "recurrent_cost", "recurrent_sizes", "resize_cost", "total_bytes", "window_cost",
+    "resize_cost", "total_bytes", "window_cost",
 ]
