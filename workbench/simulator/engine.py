@@ -134,7 +134,9 @@ class Engine:
                                      spec.max_concurrent_kernels, exclusive)
         self.heap: list[tuple[float, int, int, int]] = []  # (time, seq, op, version)
         self.seq = 0
-        self.dirty: set[str] = set()
+        # pools whose sharing changed at this instant, in the order they changed (a dict, not a
+        # set: a set's order follows the string hash, so ties would change with PYTHONHASHSEED)
+        self.dirty: dict[str, None] = {}
         self.n_ended = 0
         self.sharing_work = 0
         graph = schedule.graph
@@ -249,7 +251,7 @@ class Engine:
             entry[0], entry[1], entry[2] = duration, 0.0, t
             entry[3] += 1.0
             entry[4], entry[5], entry[6], entry[7] = slots, compute, bw, 0.0
-        self.dirty.add(pool_name)
+        self.dirty[pool_name] = None
 
     def _push(self, time: float, i: int, version: int) -> None:
         self.seq += 1
@@ -266,7 +268,7 @@ class Engine:
             same_kernel = nxt < len(segs) and segs[nxt][0] == _WORK
             if not same_kernel:
                 self.version[i] = pool.active.pop(i)[3] + 1.0
-            self.dirty.add(pool_name)
+            self.dirty[pool_name] = None
         self.seg[i] = nxt
         self._begin_segment(i, t)
 
