@@ -138,8 +138,17 @@ _HELD: list[bytearray] = []  # the filled block, kept alive in the worker betwee
 
 
 def _fill_to_near_cap() -> int:
-    """Stage 1: fill the worker to 8 MiB short of its cap and keep the block."""
-    _HELD.append(bytearray(_bounded.MIN_MEMORY_BUDGET - (8 << 20)))
+    """Stage 1: fill the worker to 8 MiB short of its cap and keep the block.  Measured against
+    the cap and the address space now, not the budget: a worker forked from a large pytest
+    process can hand memory back (a collection unmapping arenas) after it set its cap, and a
+    budget-sized block then left it more than the quarter of the budget short of the cap that
+    reads as "at its cap" (the test failed now and then under load with "budget")."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    now = _bounded.address_space_bytes()
+    assert now is not None and soft != resource.RLIM_INFINITY
+    _HELD.append(bytearray(max(soft - now - (8 << 20), 0)))
     return len(_HELD[0])
 
 

@@ -31,6 +31,7 @@ included), w selected and m placed walls; for a tail, O(f · p) for p pieces of 
 
 from __future__ import annotations
 
+from bisect import bisect_right, insort
 from collections.abc import Sequence
 
 import numpy as np
@@ -50,65 +51,85 @@ class _Walls:
     sorted by offset per row, with ``birth`` beside them, for the walls born up to a step
     (:meth:`up_to`); new walls wait in a pending list and are merged in only when that view is
     asked for, one O(m) merge for all of them (it was one O(m) copy per wall: a fan's 100,000
-    tails copied 10^10 entries).  ``union`` keeps, per row, the union of all walls as sorted
-    disjoint blocks, touching walls merged (:meth:`all_rows`, for a tail of a relation whose tail
-    key is not complete): a stack of n touching tails is one block, not n ranges."""
+    tails copied 10^10 entries).  Both live at the front of buffers that grow by doubling, so
+    the common merge (one wall) shifts each row in place instead of copying it into a new
+    array.  ``union`` keeps, per row, the union of all walls as sorted disjoint blocks,
+    touching walls merged (:meth:`all_rows`, for a tail of a relation whose tail key is not
+    complete): a stack of n touching tails is one block, not n ranges."""
 
     def __init__(self, rows: int, union: bool = True) -> None:
         self.keep_union = union  # only a relation whose tail key is incomplete reads it
-        self.span = np.zeros((2, rows, 0), dtype=np.int64)
-        self.birth = np.zeros((rows, 0), dtype=np.int64)
-        self.births = np.zeros(0, dtype=np.int64)  # sorted births of the merged walls
+        self.rows, self.m = rows, 0
+        self.buffer = np.zeros((2, rows, 16), dtype=np.int64)  # span in [:, :, :m]
+        self.born = np.full((rows, 16), _BIG, dtype=np.int64)  # birth in [:, :m], then _BIG
+        self.births: list[int] = []  # sorted births of the merged walls
         self.new: list[tuple[np.ndarray, int, int]] = []  # (offsets per row, size, birth)
         self.union = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
                       for _ in range(rows)]
+
+    @property
+    def span(self) -> np.ndarray:
+        return self.buffer[:, :, :self.m]
+
+    @property
+    def birth(self) -> np.ndarray:
+        return self.born[:, :self.m]
 
     def add(self, offsets: np.ndarray, size: int, birth: int) -> None:
         self.new.append((offsets.copy(), size, birth))
         for r, o in enumerate(offsets.tolist() if self.keep_union else ()):
             self.union[r] = _merge_block(*self.union[r], o, o + size)
 
+    def _room(self, extra: int) -> None:
+        """Grow the buffers (doubling) to hold ``extra`` more walls."""
+        need = self.m + extra
+        if need > self.buffer.shape[2]:
+            cap = max(2 * self.buffer.shape[2], need)
+            buffer = np.zeros((2, self.rows, cap), dtype=np.int64)
+            born = np.full((self.rows, cap), _BIG, dtype=np.int64)
+            buffer[:, :, :self.m], born[:, :self.m] = self.span, self.birth
+            self.buffer, self.born = buffer, born
+
     def _flush(self) -> None:
         if not self.new:
+            return
+        if len(self.new) == 1:  # the common case (a query after each wall): one insertion a row
+            self._insert(*self.new.pop())
             return
         off = np.stack([o for o, _, _ in self.new], axis=1)  # rows x k
         size = np.array([s for _, s, _ in self.new], dtype=np.int64)
         born = np.array([b for _, _, b in self.new], dtype=np.int64)
         self.new = []
-        _, rows, m = self.span.shape
+        rows, m = self.rows, self.m
         k = len(size)
-        if k == 1:  # the common case (a query after each wall): one insertion per row
-            self._insert(off[:, 0], int(size[0]), int(born[0]))
-            return
         span = np.empty((2, rows, m + k), dtype=np.int64)
         birth = np.empty((rows, m + k), dtype=np.int64)
+        old_span, old_birth = self.span, self.birth
         for r in range(rows):
             o = off[r].argsort(kind="stable")
             starts = off[r, o]
-            at = np.searchsorted(self.span[0, r], starts) + np.arange(k)
+            at = np.searchsorted(old_span[0, r], starts) + np.arange(k)
             keep = np.ones(m + k, dtype=bool)
             keep[at] = False
             span[0, r, at], span[1, r, at], birth[r, at] = starts, starts + size[o], born[o]
-            span[0, r, keep], span[1, r, keep] = self.span[0, r], self.span[1, r]
-            birth[r, keep] = self.birth[r]
-        self.span, self.birth = span, birth
-        self.births = np.sort(np.concatenate((self.births, born)), kind="stable")
+            span[0, r, keep], span[1, r, keep] = old_span[0, r], old_span[1, r]
+            birth[r, keep] = old_birth[r]
+        self._room(k)
+        self.buffer[:, :, :m + k], self.born[:, :m + k] = span, birth
+        self.m = m + k
+        self.births = sorted(self.births + born.tolist())
 
     def _insert(self, offsets: np.ndarray, size: int, birth: int) -> None:
-        _, rows, m = self.span.shape
-        span = np.empty((2, rows, m + 1), dtype=np.int64)
-        born = np.empty((rows, m + 1), dtype=np.int64)
-        for r in range(rows):
-            p = int(np.searchsorted(self.span[0, r], offsets[r]))
-            span[:, r, :p] = self.span[:, r, :p]
-            span[:, r, p] = (offsets[r], offsets[r] + size)
-            span[:, r, p + 1:] = self.span[:, r, p:]
-            born[r, :p] = self.birth[r, :p]
-            born[r, p] = birth
-            born[r, p + 1:] = self.birth[r, p:]
-        self.span, self.birth = span, born
-        p = int(np.searchsorted(self.births, birth, side="right"))
-        self.births = np.insert(self.births, p, birth)
+        self._room(1)
+        m, buffer, born = self.m, self.buffer, self.born
+        for r, o in enumerate(offsets.tolist()):
+            p = int(np.searchsorted(buffer[0, r, :m], o))
+            if p < m:  # shift the walls above it up by one (NumPy copies overlapping slices)
+                buffer[:, r, p + 1:m + 1] = buffer[:, r, p:m]
+                born[r, p + 1:m + 1] = born[r, p:m]
+            buffer[0, r, p], buffer[1, r, p], born[r, p] = o, o + size, birth
+        self.m = m + 1
+        insort(self.births, birth)
 
     def all_rows(self, r: int) -> tuple[np.ndarray, np.ndarray]:
         """Start and end offsets of the union of every placed wall in row ``r`` (blocks)."""
@@ -117,18 +138,19 @@ class _Walls:
     def up_to(self, birth: int) -> np.ndarray:
         """Spans of the walls born at or before ``birth`` (2 x fits x k), rows sorted by offset."""
         self._flush()
-        _, rows, m = self.span.shape
-        k = int(np.searchsorted(self.births, birth, side="right"))
+        m = self.m
+        k = bisect_right(self.births, birth)
         if k == m:
-            return self.span
+            return self.buffer[:, :, :m]
         if k == 0:
-            return self.span[:, :, :0]
-        keep = np.flatnonzero(self.birth.ravel() <= birth)
-        return self.span.reshape(2, -1).take(keep, axis=1).reshape(2, rows, k)
+            return self.buffer[:, :, :0]
+        keep = np.flatnonzero(self.born <= birth)  # free slots hold _BIG: never kept
+        return self.buffer.reshape(2, -1).take(keep, axis=1).reshape(2, self.rows, k)
 
     def drop(self, keep: list[int]) -> None:
         """Keep only the rows ``keep``."""
-        self.span, self.birth = self.span[:, keep], self.birth[keep]
+        self.buffer, self.born = self.buffer[:, keep], self.born[keep]
+        self.rows = len(keep)
         self.new = [(o[keep], s, b) for o, s, b in self.new]
         self.union = [self.union[k] for k in keep]
 
@@ -188,21 +210,22 @@ class _Latest:
             self.xs[r], self.vs[r] = xs[keep], vs[keep]
         self.pending = 0
 
-    def blocked(self, r: int, threshold: int, offsets: np.ndarray,
-                size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Byte ranges of fit ``r`` covered by a tensor with key ``>= threshold``."""
+    def blocked(self, r: int, threshold: int, offsets: np.ndarray, size: np.ndarray,
+                starts: list[np.ndarray], ends: list[np.ndarray]) -> None:
+        """Append to ``starts`` / ``ends`` the byte ranges of fit ``r`` covered by a tensor with
+        key ``>= threshold`` (in pieces: the caller concatenates once)."""
         xs, vs = self.xs[r], self.vs[r]
         mask = vs[:-1] >= threshold  # the last piece runs to infinity and is always free
-        starts, ends = [xs[:-1][mask]], [xs[1:][mask]]
+        starts.append(xs[:-1][mask])
+        ends.append(xs[1:][mask])
         if self.pending:
             chosen = self.chosen  # the same for every fit of a step: chosen once
             if chosen is None or chosen[0] != threshold:
                 ids = self.buffer[:self.pending]
                 chosen = self.chosen = (threshold, ids[self.key[ids] >= threshold])
-            ids = chosen[1]
-            starts.append(offsets[r, ids])
-            ends.append(offsets[r, ids] + size[ids])
-        return np.concatenate(starts), np.concatenate(ends)
+            lo = offsets[r, chosen[1]]
+            starts.append(lo)
+            ends.append(lo + size[chosen[1]])
 
 
 class _Siblings:
@@ -342,12 +365,14 @@ def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: 
         if tails[q]:
             assert latest is not None
             for r, fit in enumerate(state.fits):
-                starts, ends = latest.blocked(r, bq, offsets, size)
+                starts_of: list[np.ndarray] = []
+                ends_of: list[np.ndarray] = []
+                latest.blocked(r, bq, offsets, size, starts_of, ends_of)
                 if not complete:
                     wall_starts, wall_ends = walls.all_rows(r)
-                    starts = np.concatenate((starts, wall_starts, offsets[r, nb]))
-                    ends = np.concatenate((ends, wall_ends, span_of[1, r, nb]))
-                column[r] = _fit_one(fit, starts, ends, s)
+                    starts_of += (wall_starts, offsets[r, nb])
+                    ends_of += (wall_ends, span_of[1, r, nb])
+                column[r] = _fit_one(fit, np.concatenate(starts_of), np.concatenate(ends_of), s)
         else:
             ws = walls.up_to(bq)
             if len(nb):
@@ -372,7 +397,7 @@ def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: 
                     j = _pick(fit, ok[r], gap[r])
                     column[r] = int(top[r, -1] if j < 0 else (top[r, j - 1] if j else 0))
         span_of[0, :, q] = column
-        span_of[1, :, q] = span_of[0, :, q] + s
+        span_of[1, :, q] = [c + s for c in column]
         if tails[q]:
             walls.add(span_of[0, :, q], s, bq)
         if latest is not None and (complete or not tails[q]):
