@@ -113,17 +113,24 @@ def test_cpu_calibration_agrees_with_a_plain_loop() -> None:
     # on a shared host).  The calibration times each op inside its part's run, with the other
     # ops' data between two calls, the plain loop one op hot in the caches: on this 2-core host
     # the first came out 1.2-1.45x the second on 2026-12-02 (at older commits too), within 25%
-    # before; a timing broken by 2x still fails.
-    before = {op: _plain_loop_us(g, op, 1) for op in OPS}
-    prof = wb.calibrate_device(part, torch_device="cpu", warmup=10, repeats=101)
-    threads = prof.provenance["cpu_threads"]
-    assert threads == 1 and "1 intra-op thread" in prof.provenance["timing"]
-    got = {t.op: t.alone_us for t in prof.ops}
-    after = {op: _plain_loop_us(g, op, threads) for op in OPS}
-    print({op: (round(got[op], 1), round(before[op], 1), round(after[op], 1)) for op in OPS})
-    for op in OPS:
-        low, high = sorted((before[op], after[op]))
-        assert 0.75 * low <= got[op] <= 1.6 * high, (op, got[op], before[op], after[op])
+    # before; a timing broken by 2x still fails.  Up to three rounds: a burst of load during
+    # one calibration only (the other test worker starting a process) put one op at 1.64x in a
+    # full run on 2026-12-03; a broken timing is off in every round.
+    misses = []
+    for _ in range(3):
+        before = {op: _plain_loop_us(g, op, 1) for op in OPS}
+        prof = wb.calibrate_device(part, torch_device="cpu", warmup=10, repeats=101)
+        threads = prof.provenance["cpu_threads"]
+        assert threads == 1 and "1 intra-op thread" in prof.provenance["timing"]
+        got = {t.op: t.alone_us for t in prof.ops}
+        after = {op: _plain_loop_us(g, op, threads) for op in OPS}
+        off = [(op, got[op], before[op], after[op]) for op in OPS
+               if not 0.75 * min(before[op], after[op]) <= got[op]
+               <= 1.6 * max(before[op], after[op])]
+        if not off:
+            return
+        misses.append(off)
+    raise AssertionError(f"the calibration disagrees with the plain loop in every round: {misses}")
 
 
 # --------------------------------------------------------------------------- base device, errors

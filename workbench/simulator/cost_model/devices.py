@@ -146,6 +146,11 @@ class DeviceSpec:
             object.__setattr__(self, "_hash", cached)
         return cached  # type: ignore[no-any-return]
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields without the cached hash: a process with another string-hash seed
+        recomputes it."""
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @property
     def slots(self) -> int:
         return self.sm_count * self.blocks_per_sm

@@ -95,6 +95,10 @@ class GpuModel:
             object.__setattr__(self, "_hash", cached)
         return cached  # type: ignore[no-any-return]
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields without the cached hash (see :meth:`DeviceSpec.__getstate__`)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def tiles(self, precision: str, *, conv: bool = False) -> tuple[Tile, ...]:
         if precision != "fp32":
             return self.tensor_tiles

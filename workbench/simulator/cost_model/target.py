@@ -28,6 +28,11 @@ class DeviceTarget(DeviceSpec):
     gpu_model: GpuModel | None = None
     precision: str = "auto"
 
+    # Hashed once, as a spec is (every timing cache is keyed by the target): the dataclass
+    # decorator would otherwise give the subclass a generated hash of all its fields, recomputed
+    # at every lookup (a sixth of a device fit's time).
+    __hash__ = DeviceSpec.__hash__
+
 
 def resolve_device(device: str | DeviceSpec | Any, *, precision: str | None = None,
                    model: GpuModel | None = None) -> DeviceTarget:
