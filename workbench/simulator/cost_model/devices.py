@@ -39,6 +39,23 @@ RUN_PRECISIONS = ("auto", *PRECISIONS)
 PRECISION_BYTES = {"auto": 4, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 
 
+class HashedOnce:
+    """For frozen dataclasses that key the timing caches (specs, GPU models): the hash of the
+    fields, computed on first use and kept on the instance, and pickling without it (a process
+    with another string-hash seed recomputes it).  A dataclass must say ``__hash__ =
+    HashedOnce.__hash__`` in its body, else the decorator generates a hash over every field."""
+
+    def __hash__(self) -> int:
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))  # type: ignore[arg-type]
+            object.__setattr__(self, "_hash", cached)
+        return cached  # type: ignore[no-any-return]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+
 @dataclass(frozen=True)
 class HostSpec:
     """The host CPU: a pool of cores for ``cpu`` ops and the interpreter thread for ``python`` ops.
@@ -81,7 +98,7 @@ HOST_DEVICES = frozenset({"cpu", "python"})  # run on the host and share host me
 
 
 @dataclass(frozen=True)
-class DeviceSpec:
+class DeviceSpec(HashedOnce):
     """A GPU as the cost model sees it (plus the host, an NPU and copy engines beside it for
     heterogeneous graphs).  Units are in the names; see the module docstring for where the values
     come from.
@@ -138,18 +155,7 @@ class DeviceSpec:
     # executor's spin kernels (one spin block per slot).
     blocks_per_sm: int = 2
 
-    def __hash__(self) -> int:
-        """Hash once (specs key the timing caches)."""
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash(tuple(getattr(self, f.name) for f in fields(self)))
-            object.__setattr__(self, "_hash", cached)
-        return cached  # type: ignore[no-any-return]
-
-    def __getstate__(self) -> dict[str, Any]:
-        """The fields without the cached hash: a process with another string-hash seed
-        recomputes it."""
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+    __hash__ = HashedOnce.__hash__  # explicit: the dataclass decorator would generate one
 
     @property
     def slots(self) -> int:

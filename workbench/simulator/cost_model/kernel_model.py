@@ -45,14 +45,19 @@ from typing import Any, NamedTuple
 
 from workbench._checks import did_you_mean
 from workbench.errors import OptionError
-from workbench.simulator.cost_model.devices import RUN_PRECISIONS, DeviceSpec, gpu_model_parameters
+from workbench.simulator.cost_model.devices import (
+    RUN_PRECISIONS,
+    DeviceSpec,
+    HashedOnce,
+    gpu_model_parameters,
+)
 
 KERNEL_CLASSES = ("gemm", "winograd", "direct", "elementwise", "window", "generic")
 Tile = tuple[int, int, int, int, int]  # tile_m, tile_n, threads, registers/thread, shared bytes
 
 
 @dataclass(frozen=True, eq=True)
-class GpuModel:
+class GpuModel(HashedOnce):
     """Kernel-library parameters shared by every device (see the JSON file for
     each value's provenance).  Frozen and hashable, so timings are cached per model."""
 
@@ -88,16 +93,7 @@ class GpuModel:
     window_efficiency: float = 0.0   # share of FP32 peak of pooling windows (0: elementwise's)
     cold_weights: int = 0            # 1: in a run a layer's weights stream from DRAM, not L2
 
-    def __hash__(self) -> int:
-        cached = self.__dict__.get("_hash")
-        if cached is None:
-            cached = hash(tuple(getattr(self, f) for f in self.__dataclass_fields__))
-            object.__setattr__(self, "_hash", cached)
-        return cached  # type: ignore[no-any-return]
-
-    def __getstate__(self) -> dict[str, Any]:
-        """The fields without the cached hash (see :meth:`DeviceSpec.__getstate__`)."""
-        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+    __hash__ = HashedOnce.__hash__  # explicit: the dataclass decorator would generate one
 
     def tiles(self, precision: str, *, conv: bool = False) -> tuple[Tile, ...]:
         if precision != "fp32":

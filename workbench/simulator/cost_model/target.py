@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from workbench.simulator.cost_model.devices import DeviceSpec, get_device
+from workbench.simulator.cost_model.devices import DeviceSpec, HashedOnce, get_device
 from workbench.simulator.cost_model.kernel_model import GpuModel, check_precision, model_for
 
 
@@ -31,7 +31,7 @@ class DeviceTarget(DeviceSpec):
     # Hashed once, as a spec is (every timing cache is keyed by the target): the dataclass
     # decorator would otherwise give the subclass a generated hash of all its fields, recomputed
     # at every lookup (a sixth of a device fit's time).
-    __hash__ = DeviceSpec.__hash__
+    __hash__ = HashedOnce.__hash__
 
 
 def resolve_device(device: str | DeviceSpec | Any, *, precision: str | None = None,
