@@ -42,3 +42,21 @@ def test_builtin_devices_keep_their_order() -> None:
     """``wb.devices()`` lists the built-in files by their ``order`` key (the app's menu order)."""
     assert wb.devices()[:8] == ["v100", "a100", "h100", "h200", "l4", "t4", "rtx3070_laptop",
                                 "rtx4090"]
+
+
+def test_cache_keys_hash_once_and_pickle_without_the_cached_hash() -> None:
+    # Every timing cache is keyed by these: a generated dataclass hash (what the decorator gives
+    # a subclass that does not name __hash__) would re-hash every field at every lookup.
+    import pickle
+
+    from workbench.simulator.cost_model.devices import DeviceSpec, HashedOnce
+    from workbench.simulator.cost_model.kernel_model import GpuModel, default_model
+    from workbench.simulator.cost_model.target import DeviceTarget, resolve_device
+
+    for cls in (DeviceSpec, GpuModel, DeviceTarget):
+        assert cls.__hash__ is HashedOnce.__hash__, cls
+    for key in (get_device("h100"), default_model(), resolve_device("h100", precision="fp32")):
+        h = hash(key)
+        assert key.__dict__["_hash"] == h  # kept after the first hash
+        back = pickle.loads(pickle.dumps(key))
+        assert "_hash" not in back.__dict__ and back == key and hash(back) == h
