@@ -15,6 +15,7 @@ spec fields keeps working.  Resolving a target: O(1).
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from typing import Any
 
 from workbench.simulator.cost_model.devices import DeviceSpec, HashedOnce, get_device
@@ -55,7 +56,12 @@ def _resolve(device: Any, precision: str, model: GpuModel | None) -> DeviceTarge
     return _retarget(spec, precision, model or model_for(spec))
 
 
+@lru_cache(maxsize=256)
 def _retarget(spec: DeviceSpec, precision: str, model: GpuModel | None) -> DeviceTarget:
+    """The target of ``spec`` at ``precision`` with ``model``; one object per distinct
+    argument triple (memoised: a search loop such as IOS's stage oracle resolves the same device
+    thousands of times, and every timing cache downstream then hashes a target that already
+    holds its hash; specs and models hash once, so a repeat costs a dict lookup)."""
     check_precision(precision)
     values = {f.name: getattr(spec, f.name) for f in fields(DeviceSpec)}
     return DeviceTarget(**values, gpu_model=model, precision=precision)
