@@ -345,6 +345,49 @@ def test_somas_on_a_random_dag_is_deterministic_and_valid() -> None:
         assert a.arena_bytes <= plan_memory(s, "greedy_by_size", alignment=512).arena_bytes
 
 
+@settings(max_examples=60, deadline=None)
+@given(graph=dags(max_ops=24), policy=st.sampled_from(["serial", "nnc", "asap", "wavefront"]),
+       alignment=st.sampled_from([1, 512]))
+def test_somas_stopping_at_the_lower_bound_keeps_the_plan(graph: wb.Graph, policy: str,
+                                                          alignment: int) -> None:
+    """Once the best arena equals the lower bound (the live-bytes peak of a single stream, the
+    heaviest clique of a multi-stream schedule's conflict set) the later orderings are not run:
+    the winner, its offsets and every run combination's arena are those of the unpruned search,
+    and each skipped combination is listed as pruned at a value no full run of it undercuts."""
+    from workbench.memory.somas import plan_somas
+
+    lt = lifetimes(wb.schedule(graph, policy))
+    full = plan_somas(lt.records, alignment=alignment, conflicts=lt.conflicts, prune=False)
+    fast = plan_somas(lt.records, alignment=alignment, conflicts=lt.conflicts)
+    assert fast.offsets == full.offsets and fast.arena_bytes == full.arena_bytes
+    assert (fast.notes["ordering"], fast.notes["fit"]) == (full.notes["ordering"],
+                                                          full.notes["fit"])
+    assert set(fast.notes["arenas"]) == set(full.notes["arenas"])
+    bound = conflict_clique_bound(lt.records, lt.conflicts, alignment=alignment)
+    assert full.arena_bytes >= bound
+    for combo, arena in fast.notes["arenas"].items():
+        if combo in fast.notes["pruned"]:
+            assert full.arena_bytes <= arena <= full.notes["arenas"][combo]
+        else:
+            assert arena == full.notes["arenas"][combo]
+
+
+def test_somas_skips_the_orderings_after_one_that_meets_the_bound() -> None:
+    """nnc's schedule of nasnet_a_large (unfused): size/best already reserves the heaviest
+    clique, so the five later orderings are listed as pruned at it, and plan_memory reports that
+    bound without computing it again."""
+    s = wb.schedule(wb.models.nasnet_a_large(fused=False), "nnc")
+    plan = plan_memory(s, "somas")
+    assert (plan.notes["ordering"], plan.notes["fit"]) == ("size", "best")
+    assert plan.arena_bytes == plan.lower_bound
+    later = [combo for combo in plan.notes["pruned"] if combo[0] != "size"]
+    assert len(later) == 20 and all(plan.notes["arenas"][c] == plan.lower_bound for c in later)
+    assert "conflict_clique_bound" not in plan.notes
+    lt = lifetimes(s)
+    assert plan.lower_bound == conflict_clique_bound(lt.records, lt.conflicts,
+                                                     alignment=plan.alignment)
+
+
 @settings(max_examples=120, deadline=None)
 @given(items=records(max_records=25), alignment=st.sampled_from([1, 512]))
 def test_pruned_somas_picks_the_same_plan(items: list, alignment: int) -> None:

@@ -45,7 +45,9 @@ def plan_memory(run: Schedule | Trace, planner: str = "somas", **options: Any) -
             options["contiguous"] = lists
     plan = plan_usage(lt.records, planner, **options)
     if lt.conflicts is not None:
-        clique = conflict_clique_bound(lt.records, lt.conflicts, alignment=plan.alignment)
+        clique = plan.notes.pop("conflict_clique_bound", None)  # somas computed it
+        if clique is None:
+            clique = conflict_clique_bound(lt.records, lt.conflicts, alignment=plan.alignment)
         plan.notes["interval_lower_bound"] = plan.lower_bound
         if clique > plan.lower_bound:
             plan = dataclasses.replace(plan, lower_bound=clique)

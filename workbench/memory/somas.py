@@ -28,6 +28,7 @@ from typing import Any
 
 from workbench._checks import show
 from workbench.errors import OptionError
+from workbench.memory.bounds import conflict_clique_bound, peak_live_bytes
 from workbench.memory.placement import place_until
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
 from workbench.memory.somas_classes import TensorRef, plan_with_classes
@@ -132,7 +133,11 @@ def plan_somas(
     (:func:`workbench.memory.placement.place_until`), so the conflicting tensors of a step are
     found once for every fit.  With ``prune`` (default), a combination stops as soon as its arena
     reaches the best complete arena of the orderings before it: it can at most tie, and a tie
-    keeps the earlier one, so the winner and its offsets are the same as without pruning.
+    keeps the earlier one, so the winner and its offsets are the same as without pruning.  And
+    once the best arena is down to the lower bound (the aligned live-bytes peak for interval
+    conflicts, the heaviest clique for a schedule's conflict set: no plan is smaller), the
+    orderings after it are not run at all (listed as pruned at the bound); on nasnet_a_large's
+    eleven schedules that is nine, the size ordering already optimal.
 
     ``notes`` holds the winning ``ordering`` and ``fit``, ``arenas`` (every combination's arena
     keyed by ``(ordering, fit)``; for a pruned one, the arena it had reached when it stopped, a
@@ -160,7 +165,16 @@ def plan_somas(
     pruned: list[tuple[str, str]] = []
     best: tuple[int, str, str, list[int]] | None = None
     sizes = problem.sizes
-    for oname in order_names:
+    floor = _lower_bound(problem) if prune else None
+    for k, oname in enumerate(order_names):
+        if floor is not None and best is not None and best[0] <= floor:
+            # the winner already reserves no more than every plan must: no later combination
+            # can be strictly smaller, so none is run (each is listed as pruned at the bound)
+            for later in order_names[k:]:
+                for fname in fit_names:
+                    arenas[(later, fname)] = floor
+                    pruned.append((later, fname))
+            break
         bound = best[0] if prune and best is not None else None
         rows, stopped = place_until(problem.graph, sizes, ORDERINGS[oname](problem), fit_names,
                                     stop_at=bound)
@@ -176,4 +190,19 @@ def plan_somas(
     assert best is not None
     _, oname, fname, offsets = best
     notes = {"ordering": oname, "fit": fname, "arenas": arenas, "pruned": pruned}
+    if floor is not None and problem.conflicts is not None:
+        notes["conflict_clique_bound"] = floor  # plan_memory's lower bound: not computed twice
     return make_plan("somas", problem, offsets, notes)
+
+
+def _lower_bound(problem: Problem) -> int | None:
+    """What every plan of ``problem`` must reserve, when it is cheap to know: the aligned peak
+    of live bytes for interval conflicts, the heaviest clique for a conflict set built from a
+    schedule (its happens-before skeleton makes the max-flow sparse); ``None`` for other pair
+    sets (the clique bound would list pairs, O(n²)).  O(n log n) / O(V + syncs + T·S)."""
+    if problem.conflicts is None:
+        return peak_live_bytes(problem.records, alignment=problem.alignment)
+    if getattr(problem.conflicts, "skeleton", None) is not None:
+        return conflict_clique_bound(problem.records, problem.conflicts,
+                                     alignment=problem.alignment)
+    return None
