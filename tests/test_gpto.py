@@ -9,6 +9,7 @@ import workbench as wb
 from tests.strategies import dags
 from workbench.errors import OptionError
 from workbench.memory import plan_memory
+from workbench.schedulers import gpto
 from workbench.schedulers.gpto import PRIORITIES, schedule_gpto
 from workbench.simulator.simulate import simulate
 
@@ -33,6 +34,40 @@ def test_portfolio_notes_list_every_priority() -> None:
     assert s.notes["winner"] in PRIORITIES and s.notes["memory_limit_met"]
     # the recorded arena is what plan_memory says about the returned schedule
     assert plan_memory(s, "greedy_by_size").arena_bytes == s.notes["arena_bytes"]
+
+
+def test_portfolio_arenas_only_where_the_choice_needs_them() -> None:
+    """``portfolio_arenas="needed"`` (what compare() passes) plans no arena the choice does not
+    need: without a limit, only those of a tie at the shortest makespan; the schedule is the one "auto" returns, and a
+    bad value is a one-line OptionError."""
+    g = wb.models.inception_v3(batch=1, fused=False)
+    auto = schedule_gpto(g)
+    needed = schedule_gpto(g, portfolio_arenas="needed")
+    assert needed.issue_order == auto.issue_order and needed.streams == auto.streams
+    assert needed.syncs == auto.syncs and needed.notes["winner"] == auto.notes["winner"]
+    best = min(round(r["makespan_us"], 6) for r in needed.notes["portfolio"])
+    planned = [r for r in needed.notes["portfolio"] if r["arena_bytes"] is not None]
+    # only a tie at the shortest makespan is decided by arena
+    assert len(planned) < len(PRIORITIES)
+    assert all(round(r["makespan_us"], 6) == best for r in planned)
+    assert len(planned) != 1
+    assert all(r["arena_bytes"] is not None for r in auto.notes["portfolio"])
+    assert needed.options["portfolio_arenas"] == "needed"
+    big = wb.models.random_dag(gpto.ARENA_ALL_MAX_OPS + 10, edges_per_op=2, seed=4)
+    every = schedule_gpto(big, portfolio_arenas="all", priorities=["bottom_level", "cost_min"])
+    assert all(r["arena_bytes"] is not None for r in every.notes["portfolio"])
+    with pytest.raises(OptionError, match="portfolio_arenas must be one of auto, all, needed"):
+        schedule_gpto(g, portfolio_arenas="some")
+
+
+def test_compare_asks_gpto_for_the_needed_arenas_only() -> None:
+    from workbench.orchestration.compare import _policy_options
+
+    spec = wb.simulator.cost_model.devices.get_device("h100")
+    assert _policy_options("gpto", {}, spec, "graph")["portfolio_arenas"] == "needed"
+    mine = _policy_options("gpto", {"gpto": {"portfolio_arenas": "all"}}, spec, "graph")
+    assert mine["portfolio_arenas"] == "all"
+    assert "portfolio_arenas" not in _policy_options("nnc", {}, spec, "graph")
 
 
 def test_earliest_gap_insertion_by_hand() -> None:
