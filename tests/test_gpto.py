@@ -38,8 +38,8 @@ def test_portfolio_notes_list_every_priority() -> None:
 
 def test_portfolio_arenas_only_where_the_choice_needs_them() -> None:
     """``portfolio_arenas="needed"`` (what compare() passes) plans no arena the choice does not
-    need: without a limit, only those of a tie at the shortest makespan; the schedule is the one "auto" returns, and a
-    bad value is a one-line OptionError."""
+    need: without a limit, only those of a tie at the shortest makespan; the schedule is the one
+    "auto" returns, and a bad value is a one-line OptionError."""
     g = wb.models.inception_v3(batch=1, fused=False)
     auto = schedule_gpto(g)
     needed = schedule_gpto(g, portfolio_arenas="needed")

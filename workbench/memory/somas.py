@@ -189,7 +189,8 @@ def plan_somas(
                 best = (arena, oname, fname, offsets.tolist())
     assert best is not None
     _, oname, fname, offsets = best
-    notes = {"ordering": oname, "fit": fname, "arenas": arenas, "pruned": pruned}
+    notes: dict[str, Any] = {"ordering": oname, "fit": fname, "arenas": arenas,
+                             "pruned": pruned}
     if floor is not None and problem.conflicts is not None:
         notes["conflict_clique_bound"] = floor  # plan_memory's lower bound: not computed twice
     return make_plan("somas", problem, offsets, notes)

@@ -334,16 +334,15 @@ def _check_rounds(rounds: Any) -> int:
 def _policy_options(name: str, options: Mapping[str, Mapping[str, Any]], spec: DeviceSpec,
                     mode: str) -> dict[str, Any]:
     """The policy's options, with the comparison's device and mode for policies that model the
-    device themselves (IOS's oracle, gpto, critical_path) unless the caller chose otherwise, and
-    gpto's portfolio arenas only where its choice needs them (the memory stage plans the winner;
-    the other nine arenas were 94% of gpto's time on nasnet_a_large unfused)."""
+    device themselves (IOS's oracle, gpto, critical_path) unless the caller chose otherwise;
+    gpto plans only the arenas its choice needs (the memory stage plans the winner's)."""
     opts = dict(options.get(name, {}))
     known = POLICIES.get(name).options()
     if "device" in known:
         opts.setdefault("device", spec)
     if "mode" in known:
         opts.setdefault("mode", mode)
-    if "portfolio_arenas" in known:  # gpto: its memory stage plans the winner's arena anyway
+    if "portfolio_arenas" in known:
         opts.setdefault("portfolio_arenas", "needed")
     return opts
 
