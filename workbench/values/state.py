@@ -74,6 +74,9 @@ def state_effects(graph: Graph) -> dict[OpId, tuple[tuple[str, ...], tuple[str, 
     O(V + E)."""
     writes = {op.id: _writes(op) for op in graph.ops}
     written = {s for w in writes.values() for s in w}
+    if not written:  # nothing writes state (most graphs): only declared reads matter
+        return {op.id: (named, ()) for op in graph.ops
+                if (named := _names(op.attrs.get("reads")))}
     tensors = graph.tensors
     out: dict[OpId, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for op in graph.ops:
