@@ -153,7 +153,11 @@ def _fill_to_near_cap() -> int:
 
 
 def _stall(_filled: int) -> None:
-    """Stage 2: stall, at the cap stage 1 left, past any budget the test gives it."""
+    """Stage 2: top the worker up to 8 MiB short of its cap again (sending stage 1's result
+    can hand arenas back: the test failed now and then under load with "budget", the worker
+    found more than a quarter of the budget short of its cap), then stall past any budget the
+    test gives it."""
+    _fill_to_near_cap()
     time.sleep(120)
 
 
