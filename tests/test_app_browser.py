@@ -461,10 +461,17 @@ def test_app_is_not_clipped_at_1280_and_1920_px(
         _check_not_clipped(view)
 
 
-def _run_first_cell(page: Any, tries: int = 3) -> None:
+#: True once the app shows or the first cell runs (or waits to run): its prompt reads ``[*]``.
+_CELL_TOOK = """() => document.querySelector('.wb-app') !== null
+    || (document.querySelector('.jp-Notebook .jp-Cell .jp-InputPrompt')?.textContent ?? '')
+       .includes('*')"""
+
+
+def _run_first_cell(page: Any, tries: int = 6) -> None:
     """Run the notebook's first cell in JupyterLab (Shift+Enter in its editor), accepting a
-    kernel dialog if one opens, until the app shows (a key press can arrive before the
-    notebook listens: then it is pressed again)."""
+    kernel dialog if one opens, until the app shows.  A key press can arrive before the
+    notebook listens: when the cell has not started 5 s after the press, it is pressed again
+    (a lost press used to cost a 30 s wait); once it runs, the app gets the run timeout."""
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
                            timeout=RUN_TIMEOUT_MS)   # the kernel is up
     for _ in range(tries):
@@ -475,10 +482,11 @@ def _run_first_cell(page: Any, tries: int = 3) -> None:
         page.click(".jp-Notebook .jp-Cell >> nth=0 >> .cm-content")
         page.keyboard.press("Shift+Enter")
         try:
-            page.wait_for_selector(".wb-app", timeout=30_000)
-            return
+            page.wait_for_function(_CELL_TOOK, timeout=5_000)
         except sync_api.TimeoutError:
-            continue
+            continue  # the press was lost
+        page.wait_for_selector(".wb-app", timeout=RUN_TIMEOUT_MS)
+        return
 
 
 def _check_not_clipped(view: Page) -> None:
