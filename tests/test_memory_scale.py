@@ -345,6 +345,16 @@ def test_somas_on_a_random_dag_is_deterministic_and_valid() -> None:
         assert a.arena_bytes <= plan_memory(s, "greedy_by_size", alignment=512).arena_bytes
 
 
+def _check_pruned_arenas(fast: MemoryPlan, full: MemoryPlan) -> None:
+    """Every combination the pruned search ran has the unpruned arena; each one it stopped (or
+    skipped) is listed at a value between the winner's arena and its own full arena."""
+    for combo, arena in fast.notes["arenas"].items():
+        if combo in fast.notes["pruned"]:
+            assert full.arena_bytes <= arena <= full.notes["arenas"][combo]
+        else:
+            assert arena == full.notes["arenas"][combo]
+
+
 @settings(max_examples=60, deadline=None)
 @given(graph=dags(max_ops=24), policy=st.sampled_from(["serial", "nnc", "asap", "wavefront"]),
        alignment=st.sampled_from([1, 512]))
@@ -365,11 +375,7 @@ def test_somas_stopping_at_the_lower_bound_keeps_the_plan(graph: wb.Graph, polic
     assert set(fast.notes["arenas"]) == set(full.notes["arenas"])
     bound = conflict_clique_bound(lt.records, lt.conflicts, alignment=alignment)
     assert full.arena_bytes >= bound
-    for combo, arena in fast.notes["arenas"].items():
-        if combo in fast.notes["pruned"]:
-            assert full.arena_bytes <= arena <= full.notes["arenas"][combo]
-        else:
-            assert arena == full.notes["arenas"][combo]
+    _check_pruned_arenas(fast, full)
 
 
 def test_somas_skips_the_orderings_after_one_that_meets_the_bound() -> None:
@@ -399,11 +405,7 @@ def test_pruned_somas_picks_the_same_plan(items: list, alignment: int) -> None:
     assert (fast.notes["ordering"], fast.notes["fit"]) == (full.notes["ordering"],
                                                           full.notes["fit"])
     assert full.notes["pruned"] == []
-    for combo, arena in fast.notes["arenas"].items():
-        if combo in fast.notes["pruned"]:
-            assert full.arena_bytes <= arena <= full.notes["arenas"][combo]
-        else:
-            assert arena == full.notes["arenas"][combo]
+    _check_pruned_arenas(fast, full)
 
 
 def test_conflict_graph_indices_past_int32_products() -> None:

@@ -193,7 +193,8 @@ def plan_somas(
                              "pruned": pruned}
     if floor is not None and problem.conflicts is not None:
         notes["conflict_clique_bound"] = floor  # plan_memory's lower bound: not computed twice
-    return make_plan("somas", problem, offsets, notes)
+    interval_peak = floor if problem.conflicts is None else None  # the floor is that peak
+    return make_plan("somas", problem, offsets, notes, peak=interval_peak)
 
 
 def _lower_bound(problem: Problem) -> int | None:

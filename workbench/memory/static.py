@@ -80,12 +80,15 @@ def place_in_order(problem: Problem, order: Sequence[int], fit: str | FitRule) -
 
 
 def make_plan(
-    planner: str, problem: Problem, offsets: Sequence[int], notes: dict[str, Any] | None = None
+    planner: str, problem: Problem, offsets: Sequence[int], notes: dict[str, Any] | None = None,
+    *, peak: int | None = None
 ) -> MemoryPlan:
-    """Wrap offsets into a MemoryPlan: arena = max(offset + aligned size), bound = aligned peak."""
+    """Wrap offsets into a MemoryPlan: arena = max(offset + aligned size), bound = aligned peak
+    (``peak``, when the caller already computed it, else computed here)."""
     arena = int(max((int(o) + int(s) for o, s in zip(offsets, problem.sizes, strict=True)),
                     default=0))
-    bound = peak_live_bytes(problem.records, alignment=problem.alignment)
+    bound = peak_live_bytes(problem.records, alignment=problem.alignment) if peak is None \
+        else peak
     return MemoryPlan(
         planner,
         problem.records,

@@ -223,8 +223,8 @@ def _choose(candidates: list[dict[str, Any]], limit: float | None,
     def plan(c: dict[str, Any]) -> None:
         if c["arena_bytes"] is None:
             key = tuple(tuple(column) for column in c["placement"])
-            twin = placed.setdefault(key, c)
-            if twin is not c and twin["arena_bytes"] is not None:
+            twin = placed.setdefault(key, c)  # a twin was planned when it was placed here
+            if twin is not c:
                 c["schedule"] = twin["schedule"]
                 c["arena_bytes"], c["fits"] = twin["arena_bytes"], twin["fits"]
                 return
