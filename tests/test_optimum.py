@@ -9,7 +9,7 @@ import workbench as wb
 from tests.strategies import dags
 from workbench.orchestration.optimum import exact_optimum
 from workbench.schedulers import TEST_OPTIONS
-from workbench.simulator.cost_model.costs import with_overrides
+from workbench.simulator.cost_model.costs import lower_bound_us, with_overrides
 from workbench.simulator.simulate import simulate_makespan
 
 # hand-worked times use round host costs (2 µs kernel latency) and no interference
@@ -52,13 +52,37 @@ def test_serialising_competitors_can_beat_full_concurrency() -> None:
 def test_every_policy_is_at_least_the_optimum(graph: wb.Graph) -> None:
     best = exact_optimum(graph)
     best.schedule.validate()
+    bound = lower_bound_us(graph, "h100")["lower_bound_us"]
+    assert best.makespan_us >= bound - 1e-6
     for policy in wb.policies():
         s = wb.schedule(graph, policy, **TEST_OPTIONS.get(policy, {}))
         span = simulate_makespan(s, "h100", mode="graph")
-        # a barrier schedule is outside the search space (one join instead of per-edge events:
-        # the optimum's docstring) and may beat it by event costs, never by more than 0.01%
-        slack = 1e-4 * best.makespan_us if s.n_barriers else 1e-6
-        assert span >= best.makespan_us - slack, policy
+        if s.n_barriers:
+            # outside the search space (a barrier adds waits that are not dependencies: the
+            # optimum's docstring and test_a_barrier_can_beat_the_optimum): only the bounds hold
+            assert span >= bound - 1e-6, policy
+        else:
+            assert span >= best.makespan_us - 1e-6, policy
+
+
+def test_a_barrier_can_beat_the_optimum() -> None:
+    # The counter-example hypothesis found (rounded): IOS's stages {n0} | {n1, n2, n3, n4} |
+    # {n5, n6} make the 312-block source n4 wait for the 488-block n0, a wait no dependency asks
+    # for, and the schedule comes in 0.45% under the barrier-free optimum.  Pinned so the
+    # optimum's docstring stays true: if the search space grows to hold such waits this fails.
+    edges = [("n0", "n2"), ("n1", "n2"), ("n0", "n3"), ("n3", "n5"), ("n2", "n5"), ("n0", "n5"),
+             ("n1", "n5"), ("n0", "n6"), ("n1", "n6"), ("n2", "n6"), ("n3", "n6")]
+    durations = {"n0": 1, "n1": 15.7, "n2": 69.6, "n3": 78, "n4": 56, "n5": 64, "n6": 1}
+    blocks = {"n0": 488, "n1": 1, "n2": 600, "n3": 28, "n4": 312, "n5": 107, "n6": 1}
+    g = wb.Graph.from_edges(edges, ops=[f"n{i}" for i in range(7)], durations=durations,
+                            thread_blocks=blocks)
+    best = exact_optimum(g)
+    assert best.complete and best.makespan_us == pytest.approx(251.85, abs=0.01)
+    ios = wb.schedule(g, "ios", **TEST_OPTIONS.get("ios", {}))
+    assert ios.n_barriers == 2
+    span = simulate_makespan(ios, "h100", mode="graph")
+    assert span == pytest.approx(250.72, abs=0.01)
+    assert lower_bound_us(g, "h100")["lower_bound_us"] < span < best.makespan_us
 
 
 def test_limits_give_one_line_errors() -> None:
