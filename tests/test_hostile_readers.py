@@ -170,7 +170,9 @@ def test_a_worker_stuck_at_its_cap_or_unable_to_load_a_library_is_a_memory_stop(
     # The block is filled in a stage of its own, so the stalled stage's budget starts when the
     # worker is already at its cap, however long a loaded machine takes to fork and fill it
     # (a single stage with a 4 s budget read as "budget" under CI's load: not at its cap yet).
-    filled, stalled = _bounded.run_stages([_fill_to_near_cap, _stall], [60.0, 1.0],
+    # The stalled stage tops the block up first, so its budget is 5 s, not 1 (with 1 s a loaded
+    # run read "budget" once: the top-up had not finished when the parent looked).
+    filled, stalled = _bounded.run_stages([_fill_to_near_cap, _stall], [60.0, 5.0],
                                           memory_bytes=_bounded.MIN_MEMORY_BUDGET)
     assert filled.status == "ok", filled.message
     assert stalled.status == "memory" and "memory budget 64 MiB exceeded" in stalled.message
