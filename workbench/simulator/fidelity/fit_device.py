@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from workbench._gc import without_gc
 from workbench.errors import OptionError
 from workbench.simulator.cost_model.devices import (
     PRECISIONS,
@@ -169,6 +170,7 @@ def run_loss(runs: Sequence[Run]) -> Callable[[GpuModel, DeviceSpec], list[float
     return residuals
 
 
+@without_gc  # thousands of simulations, no cycles: the collector had 18% of a fit (workbench._gc)
 def minimise(residuals: Callable[[GpuModel, DeviceSpec], list[float]], base: DeviceSpec,
              parameters: Sequence[tuple[str, str, float, float]], *,
              fixed: Mapping[str, Any] | None = None, max_evaluations: int = 300,
