@@ -35,7 +35,7 @@ PACKAGE = ROOT / "workbench"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("workbench.errors", "workbench._checks", "workbench._atomic", "workbench._terminal",
               "workbench.registry", "workbench._version",
-              "workbench._progress", "workbench._engines", "workbench._bounded",
+              "workbench._progress", "workbench._engines", "workbench._bounded", "workbench._gc",
               # the simulator's and the executors' __init__ import nothing
               "workbench.simulator", "workbench.executors")),
     ("op table", ("workbench.ops",)),
