@@ -7,8 +7,10 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -152,13 +154,25 @@ def _fill_to_near_cap() -> int:
     return len(_HELD[0])
 
 
+_STALL_LOG = Path(tempfile.gettempdir()) / f"wb-stall-{os.getpid()}.log"
+
+
 def _stall(_filled: int) -> None:
-    """Stage 2: top the worker up to 8 MiB short of its cap again (sending stage 1's result
-    can hand arenas back: the test failed now and then under load with "budget", the worker
-    found more than a quarter of the budget short of its cap), then stall past any budget the
-    test gives it."""
-    _fill_to_near_cap()
-    time.sleep(120)
+    """Stage 2: keep the worker 8 MiB short of its cap (topped up every 50 ms: sending stage
+    1's result can hand arenas back, and the test failed now and then under load with
+    "budget", the worker found more than a quarter of the budget short of its cap) and stall
+    past any budget the test gives it; each top-up's sizes go to :data:`_STALL_LOG`, which the
+    test shows if the worker was not found at its cap."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    with _STALL_LOG.open("a", encoding="utf-8") as log:
+        for _ in range(2400):  # 120 s
+            _fill_to_near_cap()
+            log.write(f"{time.monotonic():.2f} size {_bounded.address_space_bytes()} "
+                      f"cap {soft}\n")
+            log.flush()
+            time.sleep(0.05)
 
 
 def _cannot_map() -> None:
@@ -172,10 +186,16 @@ def test_a_worker_stuck_at_its_cap_or_unable_to_load_a_library_is_a_memory_stop(
     # (a single stage with a 4 s budget read as "budget" under CI's load: not at its cap yet).
     # The stalled stage tops the block up first, so its budget is 5 s, not 1 (with 1 s a loaded
     # run read "budget" once: the top-up had not finished when the parent looked).
+    _STALL_LOG.unlink(missing_ok=True)
+    start = time.monotonic()
     filled, stalled = _bounded.run_stages([_fill_to_near_cap, _stall], [60.0, 5.0],
                                           memory_bytes=_bounded.MIN_MEMORY_BUDGET)
     assert filled.status == "ok", filled.message
-    assert stalled.status == "memory" and "memory budget 64 MiB exceeded" in stalled.message
+    log = _STALL_LOG.read_text(encoding="utf-8") if _STALL_LOG.exists() else "(no top-up)"
+    _STALL_LOG.unlink(missing_ok=True)
+    assert stalled.status == "memory" and "memory budget 64 MiB exceeded" in stalled.message, (
+        f"{stalled.status}: {stalled.message}; started {start:.2f}, the stalled stage's "
+        f"top-ups:\n{log[-1500:]}")
     [unloaded] = _bounded.run_stages([_cannot_map], [10.0],
                                      memory_bytes=_bounded.MIN_MEMORY_BUDGET)
     assert unloaded.status == "memory" and "could not load a library" in unloaded.message
