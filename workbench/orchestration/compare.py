@@ -92,7 +92,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     each trace is replayed through the BestFit pool growing in ``pool_chunk_bytes`` chunks.
     Graphs of at most ``optimum_max_ops`` ops (simulator only) also get the exact optimum
     (:func:`workbench.orchestration.optimum.exact_optimum`) so each policy's distance to it is
-    shown.
+    shown: the best barrier-free schedule, which a barrier policy (wavefront, IOS) can beat.
     ``executor`` is ``"simulator"`` (any machine), ``"torch"`` (PyTorch's kernels: a CUDA GPU,
     or the CPU in issue order) or ``"cupy"`` (the project's own CUDA kernels), or a measured one
     with ``"simulator"`` (``"torch,simulator"`` or a list): then every row also holds the

@@ -14,8 +14,9 @@ blocks off the device while a wide predecessor of the critical path runs.  On th
 ``n4`` for the 488-block ``n0`` and comes out at 250.72 µs against the optimum's 251.85 µs
 (0.45% below).  IOS starts ``n4`` on a stream of its own the moment ``n0`` ends; in the space
 ``n4`` starts at once or behind another op on its own stream (behind ``n0`` with ``n1`` beside:
-264.43 µs).  So a barrier schedule is bounded only by the critical path and work
-bounds, not by this optimum.
+264.43 µs).  Over 300 random graphs of up to 7 ops (``tests.strategies.dags``) IOS came in
+at most 2.2% under the optimum and wavefront 0.005%.  So a barrier schedule is bounded only by the
+critical path and work bounds, not by this optimum.
 
 Branch and bound keeps it tractable: a partition is skipped when its longest stream's total
 stand-alone time (a stream runs its ops one after another) or the critical path already reaches the
