@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 
 from workbench._checks import check_limit
 from workbench.errors import OptionError
+from workbench.memory.bounds import peak_live_bytes
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, parse_records, prepare
 from workbench.memory.static import make_plan, place_in_order, size_order
 
@@ -113,12 +114,16 @@ def plan_exact(
     problem = prepare(records, alignment, conflicts)
     check_limit(time_limit_s, "time_limit_s", allow_none=False)  # finite: inf would never stop
     greedy = place_in_order(problem, size_order(problem), "best")
-    plan = make_plan("exact", problem, greedy)
+    peak = peak_live_bytes(problem.records, alignment=problem.alignment)  # once, not per plan
+    plan = make_plan("exact", problem, greedy, peak=peak)
     if plan.arena_bytes <= plan.lower_bound:
-        return make_plan("exact", problem, greedy, {"optimal": True, "solver": "bound"})
+        return make_plan("exact", problem, greedy, {"optimal": True, "solver": "bound"},
+                         peak=peak)
     offsets, optimal = _solve(problem, plan.arena_bytes, plan.lower_bound, time_limit_s)
     if offsets and _valid(problem, offsets):
-        found = make_plan("exact", problem, offsets)
+        found = make_plan("exact", problem, offsets, peak=peak)
         if found.arena_bytes <= plan.arena_bytes:
-            return make_plan("exact", problem, offsets, {"optimal": optimal, "solver": "milp"})
-    return make_plan("exact", problem, greedy, {"optimal": False, "solver": "greedy_by_size"})
+            return make_plan("exact", problem, offsets, {"optimal": optimal, "solver": "milp"},
+                             peak=peak)
+    return make_plan("exact", problem, greedy, {"optimal": False, "solver": "greedy_by_size"},
+                     peak=peak)
