@@ -3,20 +3,22 @@
 The search space is every multi-stream schedule without barriers: every partition of the ops into
 streams (restricted growth strings over a topological order) times every dependency-consistent
 launch order on each stream (linear extensions of the sub-order), with the transitively reduced
-syncs that make it valid.  Each candidate is run by the simulator (default: ``mode="graph"``, the
-sink mode, so host issue order does not matter) and the smallest makespan wins.  Every policy
-without barriers produces a schedule inside this space, so its simulated makespan is at least the
-optimum.  Barrier policies (wavefront, IOS) lie outside it: every wait in the space is a
-dependency edge, while a barrier makes every op of a stage wait for every op of the one before,
-dependency or not.  Such a wait can pay: holding back an op that has no inputs keeps its thread
-blocks off the device while a wide predecessor of the critical path runs.  On the 7-op graph of
-``tests/test_optimum.py::test_a_barrier_can_beat_the_optimum`` IOS waits its 312-block source
-``n4`` for the 488-block ``n0`` and comes out at 250.72 µs against the optimum's 251.85 µs
+syncs that make it valid; declared side effects keep their program order as they do for every
+policy (the search runs over the graph with ``passes.side_effects.add_side_effect_edges``: without
+them it raced two writes of one state).  Each candidate is run by the simulator (default:
+``mode="graph"``, the sink mode, so host issue order does not matter) and the smallest makespan
+wins.  Every policy without barriers produces a schedule inside this space, so its simulated
+makespan is at least the optimum.  Barrier policies (wavefront, IOS) lie outside it: every wait in
+the space is a dependency edge, while a barrier makes every op of a stage wait for every op of the
+one before, dependency or not.  Such a wait can pay: holding back an op that has no inputs keeps
+its thread blocks off the device while a wide predecessor of the critical path runs.  On the 7-op
+graph of ``tests/test_optimum.py::test_a_barrier_can_beat_the_optimum`` IOS waits its 312-block
+source ``n4`` for the 488-block ``n0`` and comes out at 250.72 µs against the optimum's 251.85 µs
 (0.45% below).  IOS starts ``n4`` on a stream of its own the moment ``n0`` ends; in the space
 ``n4`` starts at once or behind another op on its own stream (behind ``n0`` with ``n1`` beside:
-264.43 µs).  Over 300 random graphs of up to 7 ops (``tests.strategies.dags``) IOS came in
-at most 2.2% under the optimum and wavefront 0.005%.  So a barrier schedule is bounded only by the
-critical path and work bounds, not by this optimum.
+264.43 µs).  Over 300 random graphs of up to 7 ops (``tests.strategies.dags``) IOS came in at most
+2.2% under the optimum and wavefront 0.005%.  So a barrier schedule is bounded only by the critical
+path and work bounds, not by this optimum.
 
 Branch and bound keeps it tractable: a partition is skipped when its longest stream's total
 stand-alone time (a stream runs its ops one after another) or the critical path already reaches the
@@ -69,12 +71,14 @@ import itertools
 import random
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from workbench.errors import OptionError
+from workbench.passes.side_effects import add_side_effect_edges
 from workbench.simulator.cost_model.costs import DeviceSpec, get_device
 from workbench.values.graph import Graph, OpId
 from workbench.values.schedule import Schedule, build_schedule, derive_issue_order
+from workbench.values.state import state_order
 
 
 @dataclass(frozen=True)
@@ -135,31 +139,43 @@ too wide for exhaustive search)
     if len(graph) > max_ops:
         raise OptionError(f"exact optimum: {graph.name!r} has {len(graph)} ops, more than "
                           f"max_ops={max_ops} (exhaustive search is exponential)")
-    state = _Search()
+    # declared side effects keep program order, as for every policy (schedulers.schedule): the
+    # search runs over the graph with those edges, and its schedule is of the user's graph
+    ordered = add_side_effect_edges(graph) if state_order(graph) else graph
+    state = _Search(graph)
     try:
-        _search(graph, get_device(device), mode, max_candidates, max_enumerated, clock, state,
+        _search(ordered, get_device(device), mode, max_candidates, max_enumerated, clock, state,
                 precision)
     except _OutOfTime:
         if state.best is None:
             raise OptionError(f"exact optimum: the time budget of {time_budget_s:g} s ran out "
                               f"before any schedule of {graph.name!r} was simulated") from None
-        return Optimum(state.best[1], state.best[0], state.count, complete=False)
+        return state.optimum(complete=False)
     except _Refused as refused:
         if time_budget_s is None or state.best is None:
             raise OptionError(str(refused)) from None
-        return Optimum(state.best[1], state.best[0], state.count, complete=False,
-                       note=str(refused))
+        return state.optimum(complete=False, note=str(refused))
     if state.best is None:
         raise OptionError(f"exact optimum: no schedule found for {graph.name!r}")
-    return Optimum(state.best[1], state.best[0], state.count)
+    return state.optimum()
 
 
 class _Search:
-    """The incumbent (makespan, schedule) and the number of simulated candidates."""
+    """The incumbent (makespan, schedule) and the number of simulated candidates, for the user's
+    ``graph`` (the search may run over a copy with side-effect edges)."""
 
-    def __init__(self) -> None:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
         self.best: tuple[float, Schedule] | None = None
         self.count = 0
+
+    def optimum(self, complete: bool = True, note: str | None = None) -> Optimum:
+        """The incumbent as an :class:`Optimum` whose schedule is of the user's graph."""
+        assert self.best is not None
+        makespan, schedule = self.best
+        if schedule.graph is not self.graph:  # its syncs keep the side effects' order
+            schedule = replace(schedule, graph=self.graph)
+        return Optimum(schedule, makespan, self.count, complete=complete, note=note)
 
 
 def _search(graph: Graph, spec: DeviceSpec, mode: str, max_candidates: int,
