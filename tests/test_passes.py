@@ -126,6 +126,19 @@ def test_graph_without_side_effects_is_returned_unchanged() -> None:
     assert add_side_effect_edges(g) is g
 
 
+def test_a_comparison_bounds_the_graph_as_it_runs() -> None:
+    # the two writes and the read of x run one after another under every policy, so the critical
+    # path the table reports is that chain (it was the longest single op: 1.39 µs, every
+    # policy 14x "the lower bound")
+    from workbench.simulator.cost_model.costs import graph_costs
+
+    g = wb.models.textbook_side_effects()
+    c = wb.compare(g, show_progress=False, memory_budget_bytes=None)
+    chain = sum(cost.alone_us for cost in graph_costs(g, "h100"))
+    assert c.table["critical_path_us"].iloc[0] == pytest.approx(chain)
+    assert (c.table["ratio_to_lb"] >= 1.0).all()
+
+
 # ------------------------------------------------------------------------------ no-task ops
 def _view_graph() -> Graph:
     tensors = [_t("x", role="input"), _t("a:out", "a"), _t("r:out", "r", shape=(32,)),

@@ -63,6 +63,7 @@ from workbench.orchestration.comparison import BASELINE, Comparison
 from workbench.orchestration.graph_notes import default_cost_note, measured_times_note
 from workbench.orchestration.table_columns import DEFAULT_BUDGET_S, TABLE_COLUMNS
 from workbench.passes.no_task import drop_for_comparison
+from workbench.passes.side_effects import add_side_effect_edges
 from workbench.schedulers import POLICIES, PolicyInfo, schedule
 from workbench.simulator.cost_model.costs import DeviceSpec, lower_bound_us
 from workbench.simulator.cost_model.target import resolve_device
@@ -88,11 +89,11 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     ``mode``: ``"graph"`` (the default: one CUDA graph launch) or ``"eager"`` (the host launches
     each kernel); the default on a CPU device is eager (:func:`workbench.values.modes.mode_for`).
     ``options`` maps a policy name to its keyword options.  ``planner`` plans each schedule's
-    activation memory (SOMAS conflicts for multi-stream schedules; ``None`` skips memory), and
-    each trace is replayed through the BestFit pool growing in ``pool_chunk_bytes`` chunks.
-    Graphs of at most ``optimum_max_ops`` ops (simulator only) also get the exact optimum
-    (:func:`workbench.orchestration.optimum.exact_optimum`) so each policy's distance to it is
-    shown: the best barrier-free schedule, which a barrier policy (wavefront, IOS) can beat.
+    activation memory (SOMAS conflicts for multi-stream schedules; ``None`` skips memory), and each
+    trace is replayed through the BestFit pool growing in ``pool_chunk_bytes`` chunks.  Bounds are
+    of the graph as run (side effects in order); up to ``optimum_max_ops`` ops (simulator only) the
+    exact optimum too (:func:`~workbench.orchestration.optimum.exact_optimum`): the best
+    barrier-free schedule, which a barrier policy can beat.
     ``executor`` is ``"simulator"`` (any machine), ``"torch"`` (PyTorch's kernels: a CUDA GPU,
     or the CPU in issue order) or ``"cupy"`` (the project's own CUDA kernels), or a measured one
     with ``"simulator"`` (``"torch,simulator"`` or a list): then every row also holds the
@@ -196,7 +197,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         from workbench.memory.planners import PLANNERS
 
         PLANNERS.get(planner)
-    bounds = lower_bound_us(graph, spec, precision=precision)
+    bounds = lower_bound_us(add_side_effect_edges(graph), spec, precision=precision)  # as run
     bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops, budget, notes,
                                     precision, mem)
     results: dict[str, list[Outcome]] = {}
@@ -227,10 +228,9 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             bar.line(f"{tag}: started")
             t0 = time.perf_counter()
             results[name] = _run_policy(graph, name, _policy_options(name, options, spec, mode),
-                                        spec=spec, precision=precision,
-                                        mode=mode, executor=executor, planner=planner,
-                                        pool_chunk_bytes=pool_chunk_bytes, budget=budget,
-                                        memory_bytes=mem,
+                                        spec=spec, precision=precision, mode=mode,
+                                        executor=executor, planner=planner, budget=budget,
+                                        pool_chunk_bytes=pool_chunk_bytes, memory_bytes=mem,
                                         exec_opts=exec_opts, simulate_too=simulate_too)
             row = row_of(name)
             span = row["makespan_us"]

@@ -78,7 +78,6 @@ from workbench.passes.side_effects import add_side_effect_edges
 from workbench.simulator.cost_model.costs import DeviceSpec, get_device
 from workbench.values.graph import Graph, OpId
 from workbench.values.schedule import Schedule, build_schedule, derive_issue_order
-from workbench.values.state import state_order
 
 
 @dataclass(frozen=True)
@@ -141,7 +140,7 @@ too wide for exhaustive search)
                           f"max_ops={max_ops} (exhaustive search is exponential)")
     # declared side effects keep program order, as for every policy (schedulers.schedule): the
     # search runs over the graph with those edges, and its schedule is of the user's graph
-    ordered = add_side_effect_edges(graph) if state_order(graph) else graph
+    ordered = add_side_effect_edges(graph)
     state = _Search(graph)
     try:
         _search(ordered, get_device(device), mode, max_candidates, max_enumerated, clock, state,

@@ -32,7 +32,6 @@ from workbench.schedulers import (
 )
 from workbench.values.graph import Graph
 from workbench.values.schedule import Schedule, build_schedule, check_max_streams
-from workbench.values.state import state_order
 
 
 @dataclass(frozen=True)
@@ -130,9 +129,8 @@ def schedule(graph: Graph, policy: str, **options: Any) -> Schedule:
             raise OptionError(f"policy {policy!r}: {key} must be at most 2**62, got {value:.3g}")
     if not len(graph) and policy in ("ios", "ios_greedy"):  # networkx has nothing to search
         return build_schedule(graph, policy, {}, [], syncs=(), options=options)
-    # declared side effects keep program order; a graph without any is used as it is (the pass
-    # would first collect its edge set: 1.7 s at a million ops)
-    ordered = add_side_effect_edges(graph) if state_order(graph) else graph
+    # declared side effects keep program order (a graph without any comes back as it is)
+    ordered = add_side_effect_edges(graph)
     if limit is None:
         sched = info.fn(ordered, **options)
     else:
