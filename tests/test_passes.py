@@ -130,11 +130,12 @@ def test_a_comparison_bounds_the_graph_as_it_runs() -> None:
     # the two writes and the read of x run one after another under every policy, so the critical
     # path the table reports is that chain (it was the longest single op: 1.39 µs, every
     # policy 14x "the lower bound")
-    from workbench.simulator.cost_model.costs import graph_costs
+    from workbench.simulator.cost_model.costs import critical_path_us, graph_costs
 
     g = wb.models.textbook_side_effects()
     c = wb.compare(g, show_progress=False, memory_budget_bytes=None)
     chain = sum(cost.alone_us for cost in graph_costs(g, "h100"))
+    assert critical_path_us(g, "h100") == pytest.approx(chain)
     assert c.table["critical_path_us"].iloc[0] == pytest.approx(chain)
     assert (c.table["ratio_to_lb"] >= 1.0).all()
 

@@ -63,7 +63,6 @@ from workbench.orchestration.comparison import BASELINE, Comparison
 from workbench.orchestration.graph_notes import default_cost_note, measured_times_note
 from workbench.orchestration.table_columns import DEFAULT_BUDGET_S, TABLE_COLUMNS
 from workbench.passes.no_task import drop_for_comparison
-from workbench.passes.side_effects import add_side_effect_edges
 from workbench.schedulers import POLICIES, PolicyInfo, schedule
 from workbench.simulator.cost_model.costs import DeviceSpec, lower_bound_us
 from workbench.simulator.cost_model.target import resolve_device
@@ -197,7 +196,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
         from workbench.memory.planners import PLANNERS
 
         PLANNERS.get(planner)
-    bounds = lower_bound_us(add_side_effect_edges(graph), spec, precision=precision)  # as run
+    bounds = lower_bound_us(graph, spec, precision=precision)
     bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops, budget, notes,
                                     precision, mem)
     results: dict[str, list[Outcome]] = {}

@@ -33,7 +33,6 @@ import pandas as pd
 from workbench._engines import DASK_MISSING, ENGINES, run_tasks  # noqa: F401 (re-exported)
 from workbench._progress import progress_bar
 from workbench.errors import OptionError
-from workbench.passes.side_effects import add_side_effect_edges
 from workbench.simulator.cost_model.costs import DeviceSpec, get_device, lower_bound_us
 from workbench.values.graph import Graph
 from workbench.values.modes import DEFAULT_MODE, MODES
@@ -211,7 +210,7 @@ def _run_task(task: _Task, plist: list[tuple[str, PolicyFn | None]], mode: str,
     from workbench.simulator.simulate import simulate
 
     graph = _build(task)
-    bound = lower_bound_us(add_side_effect_edges(graph), task.device)["lower_bound_us"]  # as run
+    bound = lower_bound_us(graph, task.device)["lower_bound_us"]
     rows: list[dict[str, Any]] = []
     for k, (name, fn) in enumerate(plist):
         opts = dict(options.get(name, {}))

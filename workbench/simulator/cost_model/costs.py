@@ -84,6 +84,7 @@ from workbench.simulator.cost_model.kernel_model import (
 from workbench.simulator.cost_model.launches import op_launches
 from workbench.simulator.cost_model.target import resolve_device
 from workbench.values.graph import CONTROL_KINDS, Graph, Op
+from workbench.values.state import state_order
 
 #: The launch rules of the convolutions, whose peak (for the work bound) is the convolution
 #: precision's (TF32 under ``auto`` where the device has it, as cuDNN runs them).
@@ -341,11 +342,15 @@ def _control_cost(op: Op, spec: DeviceSpec, precision: str, model: GpuModel) -> 
     return OpCost((kernel,), host, compute, memory)
 
 
-def _longest_path(graph: Graph, costs: list[OpCost]) -> float:
+def _longest_path(graph: Graph, costs: list[OpCost], after: Mapping[int, list[int]] | None = None
+                  ) -> float:
+    """The longest path of stand-alone times over the graph's edges and, with ``after``, the
+    extra predecessors it lists per op index (each earlier in the topological order)."""
     finish = [0.0] * len(graph)
     pred = graph.pred_index
     for i in graph.topo_index:
-        finish[i] = costs[i].alone_us + max((finish[p] for p in pred[i]), default=0.0)
+        before = pred[i] if after is None or i not in after else [*pred[i], *after[i]]
+        finish[i] = costs[i].alone_us + max((finish[p] for p in before), default=0.0)
     return max(finish, default=0.0)
 
 
@@ -370,9 +375,14 @@ def graph_costs(graph: Graph, device: str | DeviceSpec,
 def critical_path_us(graph: Graph, device: str | DeviceSpec,
                      calibration: Mapping[str, float] | None = None, *,
                      precision: str = "auto") -> float:
-    """Longest path of stand-alone op durations: no schedule can finish sooner.  O(V + E)."""
+    """Longest path of stand-alone op durations over the graph as it runs (its edges, and its
+    declared side effects in program order, :func:`workbench.values.state.state_order`, which
+    every policy keeps): no schedule can finish sooner.  O(V + E + side-effect pairs)."""
     costs = graph_costs(graph, device, calibration, precision=precision)
-    return _longest_path(graph, costs)
+    after: dict[int, list[int]] = {}
+    for a, b, _ in state_order(graph):
+        after.setdefault(graph.index(b), []).append(graph.index(a))
+    return _longest_path(graph, costs, after or None)
 
 
 def work_bound_us(graph: Graph, device: str | DeviceSpec,
