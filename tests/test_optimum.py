@@ -109,8 +109,8 @@ def test_random_side_effects_stay_ordered_in_the_optimum(graph: wb.Graph,
     # names a race) and no barrier-free policy beats it
     effects = data.draw(st.lists(st.sampled_from([None, "writes", "reads"]),
                                  min_size=len(graph), max_size=len(graph)))
-    ops = [replace(op, attrs={**op.attrs, kind: "s"}) if kind else op
-           for op, kind in zip(graph.ops, effects, strict=True)]
+    ops = [replace(op, attrs={**op.attrs, effect: "s"}) if effect else op
+           for op, effect in zip(graph.ops, effects, strict=True)]
     g = graph.replace(ops=ops)
     best = exact_optimum(g)
     best.schedule.validate()

@@ -1,0 +1,42 @@
+"""``workbench._gc``: the collector is off inside a paused block and restored after it, also when
+the block raises; a block inside another, or under a caller that turned it off, leaves it off."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+from workbench._gc import paused_gc, without_gc
+
+
+def test_a_paused_block_restores_the_collector_even_when_it_raises() -> None:
+    assert gc.isenabled()
+    with paused_gc():
+        assert not gc.isenabled()
+        with paused_gc():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner block does not turn it back on early
+    assert gc.isenabled()
+    with pytest.raises(KeyError), paused_gc():
+        raise KeyError("x")
+    assert gc.isenabled()
+
+
+def test_a_caller_s_disabled_collector_stays_disabled() -> None:
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_the_decorator_pauses_the_call_and_keeps_its_name_and_result() -> None:
+    @without_gc
+    def probe(x: int) -> tuple[int, bool]:
+        return x + 1, gc.isenabled()
+
+    assert probe(1) == (2, False) and gc.isenabled()
+    assert probe.__name__ == "probe"
