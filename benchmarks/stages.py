@@ -22,7 +22,9 @@ it returns the thunk that is timed.
 * ``lifetimes`` / ``lifetimes_nnc``: :func:`workbench.memory.lifetimes` of the serial (one
   stream) and the NNC (multi-stream, happens-before conflicts) schedule;
 * ``plan:<planner>`` / ``plan_nnc:<planner>``: ``wb.plan_memory`` of those schedules with every
-  registered planner but the slow ones (schedules built untimed).
+  registered planner but the slow ones (schedules built untimed);
+* ``load_json`` / ``load_dot``: ``wb.load`` of the graph as ``wb.save`` writes it (the file
+  written untimed).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import gc
 import heapq
 import math
 import sys
+import tempfile
 import time
 import tracemalloc
 from collections import deque
@@ -158,10 +161,24 @@ def _policy(name: str) -> Preparer:
     return lambda graph: (lambda: wb.schedule(graph, name))
 
 
+def _load(suffix: str) -> Preparer:
+    """``wb.load`` of the graph saved (untimed) as ``suffix`` in a temporary folder that lasts
+    as long as the process."""
+    def prepare(graph: Graph) -> Thunk:
+        path = Path(_FOLDER.name) / f"{graph.name}{suffix}"
+        wb.save(graph, path)
+        return lambda: wb.load(path)
+
+    return prepare
+
+
+_FOLDER = tempfile.TemporaryDirectory(prefix="stages-")
+
 #: stage name -> preparer (graph -> timed thunk); see the module docstring.
 STAGES: dict[str, Preparer] = {
     "kahn": _direct(kahn), BASELINE: _direct(list_scheduler), "networkx": _networkx_sort,
-    **{name: _policy(name) for name in wb.policies()}, **memory_stages()}
+    **{name: _policy(name) for name in wb.policies()}, **memory_stages(),
+    "load_json": _load(".json"), "load_dot": _load(".dot")}
 
 
 # ------------------------------------------------------------------ timing

@@ -5,10 +5,13 @@ refuses, it leaves to the parser (so the errors stay the parser's)."""
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import workbench as wb
 from workbench.errors import WorkbenchError
@@ -130,3 +133,38 @@ def test_a_bar_advanced_by_a_scan_that_gives_up_is_rewound() -> None:
     assert bar.n == 0
     assert scan(text.replace("{b c}", "c"), "t", bar) is not None  # type: ignore[arg-type]
     assert bar.n == len(text.replace("{b c}", "c"))
+
+
+def test_runs_of_node_statements_read_as_the_parser_reads_them() -> None:
+    """The scanner reads consecutive ``"id" [...];`` statements in one run (issue 44): new nodes,
+    nodes an edge declared first, nodes under ``node [...]`` defaults, a node declared twice,
+    multi-line values, blank lines and stray ``;`` between them, lines counted as the parser."""
+    rng = random.Random(7)
+    pieces = ['"a" [kind="relu"];', '"b" [label="two\nlines", kind="add"];', '"a" [flops=3];',
+              'node [device="cpu"];', '"c" -> "d";\n', '"d" [kind="mul"];', '"e" [shape=box];',
+              '"f" [label="q\\"r"];', "\n", "\n\n", ";", "  ", "\t;\n"]
+    for _ in range(600):
+        body = "".join(rng.choice(pieces) + rng.choice(["\n", "", " ", ";\n"])
+                       for _ in range(rng.randint(1, 12)))
+        text = f"digraph g {{\n{body}}}\n"
+        want = parsed(text)
+        got = scan(text, "t")
+        assert got == want, text
+
+
+@given(st.lists(st.text(alphabet=st.characters(codec="utf-8"), max_size=6), max_size=4),
+       st.sampled_from(["inputs", "outputs", "flops", "bytes_read", "thread_blocks"]))
+def test_quick_values_are_field_values(items: list[str], name: str) -> None:
+    """dot_attrs._quick_value's fast paths (a plain list of strings split at ``","``, a plain
+    count through int()) give what field_value gives, or leave it to field_value."""
+    from workbench.io.text.dot_attrs import _SLOW, _quick_value, field_value
+
+    for text in (json.dumps(items), json.dumps(items, ensure_ascii=False),
+                 json.dumps(items, separators=(",", ":"), ensure_ascii=False),
+                 "".join(items), str(len("".join(items))) * 3):
+        try:
+            want: Any = field_value(name, text, "t")
+        except WorkbenchError:
+            want = _SLOW
+        got = _quick_value(name, text)
+        assert got is _SLOW or got == want and type(got) is type(want), (name, text)

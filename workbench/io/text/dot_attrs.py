@@ -208,6 +208,8 @@ def field_value(name: str, text: str, where: str) -> Any:
     return whole_bytes(name, value, where) if "bytes" in name else value
 
 
+#: A JSON list of strings without escapes or control characters (its items split at ``","``).
+_PLAIN_LIST = re.compile(r'\["[^"\\\x00-\x1f]*+"(?:,"[^"\\\x00-\x1f]*+")*+\]').fullmatch
 _SLOW = object()  # _quick_value: "ask field_value" (it names what is wrong)
 
 
@@ -225,6 +227,13 @@ def _quick_value(name: str, text: str) -> Any:
     if text_field(name):
         return text
     value: Any
+    if text.isdecimal() and text.isascii():  # a plain count (sizes, thread blocks)
+        try:
+            return int(text)
+        except ValueError:  # more digits than int() converts: field_value's answer
+            return _SLOW
+    if text[:2] == '["' and _PLAIN_LIST(text):  # a list of plain strings (inputs, outputs)
+        return text[2:-2].split('","')
     if text[:1] in "-.0123456789" and text:
         try:  # _number's answer, without int() failing first on every float
             value = float(text) if "." in text or "e" in text or "E" in text else int(text)

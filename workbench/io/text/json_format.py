@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench._atomic import check_op_count, max_ops, read_input, write_chunks
+from workbench._gc import without_gc
 from workbench._checks import (
     check_choice,
     check_keys,
@@ -187,6 +188,7 @@ def _batched(pieces: Iterator[str], end: str, size: int = 1 << 16) -> Iterator[s
 _FRAMES_PER_LEVEL = 12
 
 
+@without_gc  # a load makes ~10 containers an op, none of them garbage: the collector only walks
 def load_json(path: str | Path) -> Graph:
     """Read a graph file; every problem is a one-line :class:`FormatError` naming the file.
     More than :func:`~workbench._atomic.max_ops` ops are refused once the JSON is parsed,
