@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from workbench._atomic import check_op_count, max_ops, read_input, write_chunks
-from workbench._gc import without_gc
 from workbench._checks import (
     check_choice,
     check_keys,
@@ -41,6 +40,7 @@ from workbench._checks import (
     recursion_headroom,
     show,
 )
+from workbench._gc import without_gc
 from workbench._progress import Reading, reading
 from workbench.errors import FormatError, GraphError
 from workbench.ops import normalize_op_attrs
