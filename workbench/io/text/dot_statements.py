@@ -62,7 +62,6 @@ _PLAIN = r'"[^"\\\n]*+"'  # a quoted id without escapes or newlines
 _PLAIN_EDGES = re.compile(rf"(?:{_B}{_PLAIN}{_B}->{_B}{_PLAIN}{_B};[ \t\r\f\v]*\n)+")
 _PAIR = re.compile(rf'"([^"\\\n]*+)"{_B}->{_B}"([^"\\\n]*+)"')
 _PLAIN_NODE = re.compile(rf'{_B}"([^"\\\n]*+)"{_B}\[{_ATTRS}{_B}\]{_B};', re.DOTALL)
-_NEXT_NODE = re.compile(rf'[ \t\r\f\v\n;]*{_PLAIN_NODE.pattern}', re.DOTALL)  # after a node
 _ARROW_ID = re.compile(rf"{_B}->{_B}({_ID})", re.DOTALL)
 _ASSIGN = re.compile(rf"{_B}({_ID}){_B}={_B}({_ID}){_B}{_END}", re.DOTALL)
 _HEAD = re.compile(rf"[ \t\r\f\v\n]*(?i:digraph)(?:[ \t\r\f\v\n]+({_ID}))?[ \t\r\f\v\n]*\{{",
@@ -138,7 +137,6 @@ def _scan(text: str, bar: Reading | None, shown: list[int]) -> Scanned:
     limit, every, count = max_ops(), dot_tokens._BAR_TOKENS // 16 or 1, 0
     gap, statement, assign = _GAP.match, _STATEMENT.match, _ASSIGN.match
     plain_edges, pair, plain_node = _PLAIN_EDGES.match, _PAIR.findall, _PLAIN_NODE.match
-    next_node = _NEXT_NODE.match
 
     def declare(node_id: str, at: int) -> None:
         if node_id not in nodes:
@@ -178,23 +176,12 @@ def _scan(text: str, bar: Reading | None, shown: list[int]) -> Scanned:
             pos = m.end()
             continue
         m = plain_node(text, pos)
-        if m is not None:  # "a" [key=value, ...]; (to_dot's nodes), read in a run
-            while m is not None:
-                node_id = m.group(1)
-                at = line + text.count("\n", pos, m.start(1))
-                attrs = _attrs(m.group(2), at, "node")
-                if node_id in nodes or node_defaults or len(nodes) >= limit:
-                    declare(node_id, at)
-                    nodes[node_id][1].update(attrs)
-                else:  # a new node and no defaults: the attributes are its own
-                    nodes[node_id] = (at, attrs)
-                line = at + text.count("\n", m.start(1), m.end())
-                pos = m.end()
-                count += 1
-                if bar is not None and count % every == 0:
-                    bar.advance(pos - shown[0])
-                    shown[0] = pos
-                m = next_node(text, pos)
+        if m is not None:  # "a" [key=value, ...]; (to_dot's nodes)
+            node_id = m.group(1)
+            declare(node_id, line)
+            nodes[node_id][1].update(_attrs(m.group(2), line, "node"))
+            line += text.count("\n", pos, m.end())
+            pos = m.end()
             continue
         m = statement(text, pos)
         if m is not None:
