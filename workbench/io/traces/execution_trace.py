@@ -59,6 +59,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench._gc import without_gc
 from workbench.errors import FormatError
 from workbench.io.traces.et_autograd import (
     backward_kind,
@@ -314,6 +315,7 @@ def _unmeasured(op: Op) -> Op:
     return replace(op, duration_us=None, thread_blocks=op.thread_blocks, attrs=attrs)
 
 
+@without_gc  # as load_pytorch_trace: two files' events, none of them garbage
 def load_execution_trace(path: str | Path, kineto: str | Path, *,
                          name: str | None = None, step: int | str | None = None) -> Trace:
     """The measured run of an execution trace and its Kineto trace (module docstring).
