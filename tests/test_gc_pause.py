@@ -70,11 +70,10 @@ def test_a_profiler_trace_is_read_with_the_collector_paused(tmp_path: Any,
     with the collector off and restores it, also when the file is refused."""
     import json
 
+    from tests.test_chrome_trace import KINETO
     from workbench.errors import FormatError
     from workbench.io.traces import pytorch_profile
     from workbench.io.traces.pytorch_profile import load_pytorch_trace
-
-    from tests.test_chrome_trace import KINETO
 
     seen: list[bool] = []
     real = pytorch_profile.trace_events
