@@ -64,8 +64,8 @@ def test_the_text_loaders_read_with_the_collector_paused(suffix: str, tmp_path: 
     assert gc.isenabled()
 
 
-def test_a_profiler_trace_is_read_with_the_collector_paused(tmp_path: Any,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_profiler_trace_is_read_with_the_collector_paused(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """load_pytorch_trace (a trace is a million small dicts: 200k events, 5.3 -> 3.9 s) reads
     with the collector off and restores it, also when the file is refused."""
     import json
