@@ -277,9 +277,8 @@ def load_pytorch_trace(path: str | Path, *, graph: Graph | None = None,
     CUDA events, as control edges.  A profile names no tensors: pair it with an execution trace
     (:func:`workbench.io.traces.execution_trace.load_execution_trace`) for the data dependencies.
     A CPU-only run's trace has device ``"cpu"``.  O(events log events); the parsed file is
-    dropped before the graph is built, and running out of memory is a one-line FormatError
-    naming the file and the address-space cap.
-    """
+    dropped before the graph is built; running out of memory is a one-line FormatError naming
+    the file and the address-space cap.  The cyclic garbage collector is paused meanwhile."""
     path = Path(path)
     with reading(path.name, _file_size(path)) as bar:
         return _load(path, graph, step, bar)
