@@ -4,7 +4,9 @@ A loop that allocates millions of small tuples and lists (the simulator's event 
 model) triggers a young-generation collection every 700 allocations, and every few of those a
 full one that walks every live object of the process: in a long fit (the H200 refit simulates
 about 2,000 schedules) the collector took 18% of the time with nothing to collect.  Reference
-counting still frees everything as usual; only cycles wait until the block ends.
+counting still frees everything as usual; only cycles wait until the block ends (the collector
+is the process's: other threads' cycles wait too).  Paused in the fit, the text and trace
+loaders, and around each policy in :func:`workbench.schedule`.
 """
 
 from __future__ import annotations
