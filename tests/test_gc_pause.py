@@ -47,7 +47,7 @@ def test_the_decorator_pauses_the_call_and_keeps_its_name_and_result() -> None:
 def test_the_text_loaders_read_with_the_collector_paused(suffix: str, tmp_path: Any,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """wb.load of a JSON or DOT file builds the graph with the collector off (random 10k, DOT:
-    52 -> 41 us an op) and turns it back on, also when the file is refused."""
+    59 -> 43 us an op) and turns it back on, also when the file is refused."""
     import workbench as wb
     from workbench.io.text import dot, json_format
 

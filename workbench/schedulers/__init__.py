@@ -132,7 +132,7 @@ def schedule(graph: Graph, policy: str, **options: Any) -> Schedule:
         return build_schedule(graph, policy, {}, [], syncs=(), options=options)
     # declared side effects keep program order (a graph without any comes back as it is)
     ordered = add_side_effect_edges(graph)
-    with paused_gc():  # a policy's lists and dicts are never cycles (nnc 400k: 7.1 -> 6.1 s)
+    with paused_gc():  # a policy's lists and dicts are rarely cycles (nnc 400k: 7.1 -> 6.3 s)
         if limit is None:
             sched = info.fn(ordered, **options)
         else:
