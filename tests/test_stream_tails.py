@@ -57,3 +57,9 @@ def test_compact_clocks_answer_like_brute_force_ancestry(seed: int) -> None:
         tails.visit(v, clock)
     assert tails.compactions >= 2 and tails.retired > 50  # compactions ran and retired tails
     assert tails.n_streams > 300
+    # the gone bitmap marks exactly the superseded and the retired instances
+    retired = set(tails._retired_instance.values())
+    for k, s in enumerate(tails._instance_stream):
+        superseded = tails._instance[s] != k
+        gone = bool((tails._gone[k >> 3] >> (k & 7)) & 1)
+        assert gone == (superseded or k in retired), f"instance {k}"
