@@ -197,6 +197,9 @@ class StreamTails:
     def _mark_gone(self, k: int) -> None:
         self._gone[k >> 3] |= 1 << (k & 7)
 
+    def _is_gone(self, k: int) -> bool:
+        return bool((self._gone[k >> 3] >> (k & 7)) & 1)
+
     def _gone_bits(self, base: int, span: int) -> int:
         """The gone instances ``base .. base + span - 1`` as a bitset over ``base``; O(span)."""
         raw = self._gone[base >> 3:((base + span) >> 3) + 1]
@@ -205,8 +208,7 @@ class StreamTails:
     def _live(self, members: Members) -> Members:
         """``members`` less its gone instances (a bitset: one mask, no walk over its bits)."""
         if isinstance(members, frozenset):
-            gone = self._gone
-            return frozenset(k for k in members if not (gone[k >> 3] >> (k & 7)) & 1)
+            return frozenset(k for k in members if not self._is_gone(k))
         base, bits = members
         return (base, bits & ~self._gone_bits(base, bits.bit_length())) if bits else members
 
@@ -242,8 +244,7 @@ class StreamTails:
         if not kept:
             return
         common = _common(list(kept.values()))
-        gone = self._gone
-        dead = [k for k in common if not (gone[k >> 3] >> (k & 7)) & 1]
+        dead = [k for k in common if not self._is_gone(k)]
         for k in dead:
             self._retire(self._instance_stream[k], k)
             self._mark_gone(k)
@@ -315,7 +316,7 @@ def _with(members: Members, k: int) -> Members:
 
 def _normal(members: Members) -> Members:
     """A bitset with its base moved to its lowest instance, a frozenset as a bitset when that
-    is dense enough ."""
+    is dense enough."""
     if isinstance(members, frozenset):
         return _bitset(members)
     base, bits = members
