@@ -43,9 +43,11 @@ def test_nnc_skips_a_duplicate_wait() -> None:
     # second wait, stream 0 already waited on node 1's signal.
     from workbench.schedulers.nnc import _signals
 
-    ops = wb.Graph.from_edges([("n0", "n1"), ("n1", "n2"), ("n1", "n3")]).ops
-    syncs, _ = _signals([0, 1, 2, 3], [[], [0], [1], [1]], {0: 0, 1: 1, 2: 0, 3: 0}, ops)
+    ids = ["n0", "n1", "n2", "n3"]
+    syncs, boundary = _signals([0, 1, 2, 3], [[], [0], [1], [1]], [[1], [2, 3], [], []],
+                               [0, 1, 0, 0], ids)
     assert syncs == [("n0", "n1"), ("n1", "n2")]
+    assert boundary == 0  # the source and both sinks are on stream 0
 
 
 def test_wavefront_three_branches_as_in_raf_tests() -> None:

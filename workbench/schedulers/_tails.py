@@ -53,8 +53,8 @@ _SPARSE_SPAN = 4096   # a bitset longer than this with under 1 bit in 64 set bec
 class StreamTails:
     """Streams as chains, their tails and the ancestor sets (module docstring).
 
-    ``stream_of``, ``position`` (a node's index on its stream), ``tail_node``, ``n_streams`` are
-    read by NNC; :meth:`pick_first` answers "which finished stream to recycle" for the node of
+    ``stream_of`` (a node's stream, -1 until placed), ``tail_node``, ``n_streams`` are read by
+    NNC; :meth:`pick_first` answers "which finished stream to recycle" for the node of
     a :meth:`clock_of`; :meth:`finished_streams` lists them all (small graphs, tests).
     ``compactions`` and ``retired`` count the compactions and the instances they retired.
     """
@@ -71,8 +71,7 @@ class StreamTails:
         self.visits = 0
         self.tail_node: list[int] = []
         self.length: list[int] = []
-        self.stream_of: dict[int, int] = {}
-        self.position: dict[int, int] = {}
+        self.stream_of: list[int] = [-1] * len(pred)
         self._tails: set[int] = set()
         self._instance: list[int] = []       # stream -> its valid instance, -1 before a tail
         self._instance_stream: list[int] = []  # instance -> stream
@@ -102,7 +101,6 @@ class StreamTails:
     def place(self, node: int, stream: int) -> None:
         """Append ``node`` to ``stream`` (its stream position is fixed now)."""
         self.stream_of[node] = stream
-        self.position[node] = self.length[stream]
         self.length[stream] += 1
 
     def set_tail(self, stream: int, node: int) -> None:

@@ -65,6 +65,7 @@ def schedule_nnc(graph: Graph, *, max_streams: int | None = None,
     if variant not in VARIANTS:
         raise OptionError(f"unknown nnc variant {variant!r} (known: {', '.join(VARIANTS)})")
     ops = graph.ops
+    ids = [op.id for op in ops]
     kinds = [op.kind for op in ops]
     rsucc, rpred = transitive_reduction(graph)
     visit = nnc_visit_order(graph)
@@ -80,7 +81,7 @@ def schedule_nnc(graph: Graph, *, max_streams: int | None = None,
     chains: list[list[str]] = []
     for v in visit:
         clock = tails.clock_of(v)
-        if v not in tails.stream_of:
+        if tails.stream_of[v] < 0:
             stream = _pick_stream(tails, commands, clock, kinds[v])
             if stream is None and max_streams is not None and tails.n_streams >= max_streams:
                 stream = _pick_over_cap(tails, commands, visited, kinds[v])
@@ -97,19 +98,19 @@ def schedule_nnc(graph: Graph, *, max_streams: int | None = None,
             if max_streams != 1:
                 chain += _follow_chain(v, stream, rsucc, rank, kinds, commands, tails, variant)
             tails.set_tail(stream, chain[-1])
-            chains.append([ops[i].id for i in chain])
+            chains.append([ids[i] for i in chain])
         tails.visit(v, clock)
         visited[v] = True
-    stream_of = {ops[i].id: s for i, s in tails.stream_of.items()}
-    syncs, boundary = _signals(visit, rpred, tails.stream_of, ops)
-    order = [ops[i].id for i in visit]
+    stream_of = dict(zip(ids, tails.stream_of))
+    syncs, boundary = _signals(visit, rpred, rsucc, tails.stream_of, ids)
+    order = [ids[i] for i in visit]
     notes = {
-        "rank": {ops[i].id: rank[i] for i in range(len(ops))},
+        "rank": dict(zip(ids, rank)),
         "chains": chains,
         "visit_order": order,
         "reduced_edges": sum(len(s) for s in rsucc),
         "removed_edges": sum(len(s) for s in graph.succ_index) - sum(len(s) for s in rsucc),
-        "artificial_orderings": [(ops[a].id, ops[b].id) for a, b in artificial],
+        "artificial_orderings": [(ids[a], ids[b]) for a, b in artificial],
         "boundary_waits": boundary,
         "variant": variant,
     }
@@ -136,11 +137,12 @@ def _pick_over_cap(tails: StreamTails, commands: list[set[str]], visited: list[b
 def _follow_chain(v: int, stream: int, rsucc: list[list[int]], rank: list[int], kinds: list[str],
                   commands: list[set[str]], tails: StreamTails, variant: str) -> list[int]:
     chain: list[int] = []
+    stream_of = tails.stream_of
     cur = v
     while True:
         best = None
         for d in rsucc[cur]:
-            if d in tails.stream_of:
+            if stream_of[d] >= 0:
                 continue
             if best is None or rank[d] > rank[best]:
                 best = d
@@ -155,12 +157,12 @@ def _follow_chain(v: int, stream: int, rsucc: list[list[int]], rank: list[int], 
         cur = best
 
 
-def _signals(visit: list[int], rpred: list[list[int]], stream_of: dict[int, int],
-             ops) -> tuple[list[tuple[str, str]], int]:
+def _signals(visit: list[int], rpred: list[list[int]], rsucc: list[list[int]],
+             streams: list[int], ids: list[str]) -> tuple[list[tuple[str, str]], int]:
     """NNC's signal pass over reduced edges with exact-duplicate wait elimination.  Consumers in
     visit order, and each consumer's producers in visit order too (NNC walks its incoming exec
     list, which it builds in visit order), so the waits and signal ids do not depend on the
-    order the graph's edges were written in.
+    order the graph's edges were written in.  ``streams[v]`` is node ``v``'s stream.  O(V + E).
 
     Boundary (§A.2 step 6): ``begin`` waits = the distinct non-default streams of the sources
     (none is fed by a stream-0 predecessor: sources have none); ``end`` waits = the destinations
@@ -168,25 +170,29 @@ def _signals(visit: list[int], rpred: list[list[int]], stream_of: dict[int, int]
     position = [0] * len(rpred)
     for k, v in enumerate(visit):
         position[v] = k
-    streams = [0] * len(rpred)
-    for v, s in stream_of.items():
-        streams[v] = s
     waited: dict[int, set[int]] = {}  # stream -> producers whose signal it waited on
     syncs = []
     for v in visit:
-        sv = streams[v]
-        cross = [p for p in rpred[v] if streams[p] != sv]
-        if not cross:
+        producers = rpred[v]
+        if not producers:
             continue
-        if len(cross) > 1:
-            cross.sort(key=position.__getitem__)
+        sv = streams[v]
+        if len(producers) == 1:  # the common case: one reduced producer
+            if streams[producers[0]] == sv:
+                continue
+            cross = producers
+        else:
+            cross = [p for p in producers if streams[p] != sv]
+            if not cross:
+                continue
+            if len(cross) > 1:
+                cross.sort(key=position.__getitem__)
         seen = waited.setdefault(sv, set())
         for p in cross:
             if p in seen:
                 continue  # exact-duplicate wait: the stream already waited on p's signal
             seen.add(p)
-            syncs.append((ops[p].id, ops[v].id))
-    begin = len({stream_of[v] for v in visit if not rpred[v]} - {0})
-    has_consumer = {p for v in visit for p in rpred[v]}
-    end = sum(1 for v in visit if v not in has_consumer and stream_of[v] != 0)
+            syncs.append((ids[p], ids[v]))
+    begin = len({streams[v] for v in visit if not rpred[v]} - {0})
+    end = sum(1 for v in visit if not rsucc[v] and streams[v] != 0)
     return syncs, begin + end

@@ -465,23 +465,28 @@ def build_schedule(graph: Graph, policy: str, stream_of: Mapping[OpId, StreamId]
     """
     order = list(issue_order) if issue_order is not None else derive_issue_order(graph, stream_of)
     barriers = tuple(sorted(set(barriers)))
-    folded, mapping = fold_streams(stream_of, order, max_streams)
-    renumber: dict[StreamId, StreamId] = {}
+    folded, mapping = ((stream_of, None) if max_streams is None
+                       else fold_streams(stream_of, order, max_streams))
+    renumber: dict[StreamId, StreamId] = {}  # streams renumbered 0.. in order of first use
+    final: dict[OpId, StreamId] = {}
+    lanes: list[list[OpId]] = []
     for op in order:
-        renumber.setdefault(folded[op], len(renumber))
-    final = {op: renumber[folded[op]] for op in order}
-    streams: dict[StreamId, list[OpId]] = {s: [] for s in range(len(renumber))}
-    for op in order:
-        streams[final[op]].append(op)
+        given = folded[op]
+        s = renumber.get(given)
+        if s is None:
+            s = renumber[given] = len(lanes)
+            lanes.append([])
+        final[op] = s
+        lanes[s].append(op)
     if syncs is None:
         sync_list = insert_syncs(graph, final, order, barriers=barriers)
     else:
         sync_list = [(a, b) for a, b in syncs if final[a] != final[b]]
     notes = dict(notes or {})
     notes.setdefault("syncs_inserted", len(sync_list))
-    if len(set(mapping.values())) != len(mapping):
+    if mapping is not None and len(set(mapping.values())) != len(mapping):
         notes["folded_streams"] = {"logical": len(mapping), "physical": len(set(mapping.values()))}
-    return Schedule(graph, policy, {s: tuple(v) for s, v in streams.items()}, tuple(sync_list),
+    return Schedule(graph, policy, {s: tuple(v) for s, v in enumerate(lanes)}, tuple(sync_list),
                     tuple(order), barriers, dict(options or {}), notes, barrier_kind)
 
 
