@@ -259,13 +259,25 @@ def check_conflicts(
 
 @dataclass(frozen=True)
 class Problem:
-    """A validated planning problem: records, aligned sizes and the conflict graph."""
+    """A validated planning problem: records, aligned sizes and the conflict graph (built on
+    first use: the naive planner never reads it)."""
 
     records: tuple[UsageRecord, ...]
     sizes: np.ndarray  # aligned sizes, int64
-    graph: ConflictGraph
     alignment: int
     conflicts: Conflicts | None
+
+    @cached_property
+    def graph(self) -> ConflictGraph:
+        """Interval overlap without ``conflicts`` (:func:`interval_graph`), the graph a
+        :class:`ConflictSet` brings, else the listed pairs.  O(n log n + P)."""
+        frozen = self.conflicts
+        if frozen is None:
+            _, first, last = self.columns
+            return interval_graph(first, last)
+        if isinstance(frozen, ConflictSet):
+            return frozen.graph
+        return pairs_graph(len(self.records), frozen)
 
     @cached_property
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -306,21 +318,16 @@ def prepare(
     alignment: int = 1,
     conflicts: Iterable[Sequence[int]] | None = None,
 ) -> Problem:
-    """Parse records, check the options and build the conflict graph (shared by all planners).
+    """Parse records and check the options (shared by all planners); the conflict graph is
+    built when a planner first reads :attr:`Problem.graph`.
 
     Without ``conflicts`` the graph is interval overlap (:func:`interval_graph`); a
-    :class:`ConflictSet` brings its own graph; other pair sets are validated and listed.
-    Complexity: O(n log n + P) for P listed pairs.
+    :class:`ConflictSet` brings its own graph; other pair sets are validated here and listed.
+    Complexity: O(n) here, O(n log n + P) for the graph with P listed pairs.
     """
     records = parse_records(items)
     align = check_alignment(alignment)
     n = len(records)
-    frozen: Conflicts | None
-    if conflicts is None:
-        graph = interval_graph([r.first for r in records], [r.last for r in records])
-        frozen = None
-    else:
-        frozen = check_conflicts(conflicts, n, records)
-        graph = frozen.graph if isinstance(frozen, ConflictSet) else pairs_graph(n, frozen)
+    frozen = None if conflicts is None else check_conflicts(conflicts, n, records)
     sizes = np.array([align_up(r.size, align) for r in records], dtype=np.int64)
-    return Problem(records, sizes, graph, align, frozen)
+    return Problem(records, sizes, align, frozen)
