@@ -8,8 +8,9 @@ All functions work on the integer views of a :class:`~workbench.values.graph.Gra
 from __future__ import annotations
 
 from collections import deque
+from typing import cast
 
-from workbench.schedulers._tails import StreamTails
+from workbench.schedulers._tails import StreamTails, set_bits
 from workbench.values.graph import Graph
 
 #: Up to this edge span every reachability set is kept to the end (at most span bits each);
@@ -28,7 +29,10 @@ def transitive_reduction(graph: Graph) -> tuple[list[list[int]], list[list[int]]
     ``prune_redundant`` and Nimble's minimum equivalent graph all compute this).  Reachability is
     kept as bitsets relative to each node's topological position, truncated to the longest edge span
     ``H``: O(E · H / 64) word operations, i.e. near-linear when edges are local (every CNN and the
-    benchmark DAGs), O(V · E / 64) in the worst case.  Order of the lists is preserved.
+    benchmark DAGs), O(V · E / 64) in the worst case.  A set that would be sparse over a long span
+    (a fan's branches each reach only the far sink) is kept as a frozenset of topological
+    positions instead (:func:`_reach_of`), so a fan of ``n`` branches costs O(n) words, not
+    O(n²/64) (fan 300k: 17 s and gigabytes before).  Order of the lists is preserved.
     """
     n = len(graph)
     succ, pred = graph.succ_index, graph.pred_index
@@ -42,7 +46,9 @@ def transitive_reduction(graph: Graph) -> tuple[list[list[int]], list[list[int]]
             pos[i] = p
         span = max((pos[j] - pos[i] for i in range(n) for j in succ[i]), default=0)
     mask = (1 << (span + 1)) - 1
-    reach: list[int] = [0] * n  # bit k: the node at topo position pos[i] + k is reachable from i
+    # bit k of an int: the node at topological position pos[i] + k is reachable from i; a
+    # frozenset holds the reachable positions themselves (a sparse set over a long span)
+    reach: list[int | frozenset[int]] = [0] * n
     pending = [len(p) for p in pred] if span > _KEEP_REACH_SPAN else None
     kept_succ: list[list[int]] = [[] for _ in range(n)]
     for i in reversed(topo):
@@ -52,17 +58,27 @@ def transitive_reduction(graph: Graph) -> tuple[list[list[int]], list[list[int]]
         base = pos[i]
         if len(out) == 1:  # a lone successor is never implied
             j = out[0]
-            shift = pos[j] - base
             kept_succ[i] = [j]
-            reach[i] = ((reach[j] << shift) | (1 << shift)) & mask
-        else:
+            r, shift = reach[j], pos[j] - base
+            if type(r) is int and (shift <= _SPARSE_SPAN or not _sparse(r, shift)):
+                reach[i] = ((r << shift) | (1 << shift)) & mask
+            else:
+                reach[i] = _reach_of({*_positions(r, pos[j]), pos[j]}, base, mask)
+        elif pending is None or not _merge_as_positions(out, reach, pos, base):
             combined = direct = 0
             for j in out:
                 shift = pos[j] - base
-                combined |= reach[j] << shift
+                combined |= reach[j] << shift  # type: ignore[operator]
                 direct |= 1 << shift
             kept_succ[i] = [j for j in out if not (combined >> (pos[j] - base)) & 1]
             reach[i] = (combined | direct) & mask
+        else:
+            reached: set[int] = set()
+            for j in out:
+                reached.update(_positions(reach[j], pos[j]))
+            kept_succ[i] = [j for j in out if pos[j] not in reached]
+            reached.update(pos[j] for j in out)
+            reach[i] = _reach_of(reached, base, mask)
         if pending is not None:  # long spans: free each set once its predecessors used it
             for j in out:
                 pending[j] -= 1
@@ -72,6 +88,50 @@ def transitive_reduction(graph: Graph) -> tuple[list[list[int]], list[list[int]]
     kept_pred = [[i for i in pred[j] if j in lookup[i]] if len(pred[j]) > 1 else list(pred[j])
                  for j in range(n)]
     return kept_succ, kept_pred
+
+
+#: A reachability bitset longer than this with under one bit in ``_SPARSE_DENSITY`` set is kept
+#: as a frozenset of positions (a set element costs about what 2,048 bits of an int cost).
+_SPARSE_SPAN = 4096
+_SPARSE_DENSITY = 2048
+
+
+def _sparse(bits: int, shift: int) -> bool:
+    """Would ``bits`` shifted up by ``shift``, with the bit at ``shift`` added, be sparse?"""
+    return (bits.bit_count() + 1) * _SPARSE_DENSITY < bits.bit_length() + shift
+
+
+def _merge_as_positions(out: list[int], reach: list[int | frozenset[int]],
+                        pos: list[int] | range, base: int) -> bool:
+    """Merge the successors' sets as positions rather than shifted bitsets: when one of them is
+    a frozenset, or the fan-out is wide and far and the positions are few (shifting each bitset
+    costs the whole span: a fan's source would cost O(n²/64) words)."""
+    if any(type(reach[j]) is not int for j in out):
+        return True
+    far = max(pos[j] for j in out) - base
+    if len(out) <= 64 or far <= _SPARSE_SPAN:
+        return False
+    count = len(out) + sum(cast(int, reach[j]).bit_count() for j in out)
+    return count * 32 < len(out) * far // 64
+
+
+def _positions(r: int | frozenset[int], base: int) -> frozenset[int] | list[int]:
+    """The reachable positions of a set kept relative to ``base`` (an int) or as positions."""
+    return set_bits(base, r) if type(r) is int else r  # type: ignore[return-value,arg-type]
+
+
+def _reach_of(reached: set[int], base: int, mask: int) -> int | frozenset[int]:
+    """Positions reachable from the node at ``base`` as a bitset relative to it (truncated by
+    ``mask``), or as a frozenset when that bitset would be long and sparse.
+    O(span / 8 + |reached|)."""
+    top = max(reached) - base
+    if top <= _SPARSE_SPAN or len(reached) * _SPARSE_DENSITY >= top:
+        raw = bytearray(top // 8 + 1)
+        for p in reached:
+            k = p - base
+            raw[k >> 3] |= 1 << (k & 7)
+        return int.from_bytes(raw, "little") & mask
+    return frozenset(reached)
 
 
 def longest_chain_after(order: list[int] | tuple[int, ...], succ: list[list[int]]) -> list[int]:

@@ -265,7 +265,12 @@ def _elements(members: Members) -> list[int] | frozenset[int]:
     """The instances of ``members`` (a bitset's lowest first)."""
     if isinstance(members, frozenset):
         return members
-    base, bits = members
+    return set_bits(*members)
+
+
+def set_bits(base: int, bits: int) -> list[int]:
+    """``base + k`` for every set bit ``k`` of ``bits``, lowest first; O(popcount) big-int steps
+    for a few bits, else one pass over the binary text."""
     if not bits:
         return []
     out = []

@@ -467,21 +467,17 @@ def build_schedule(graph: Graph, policy: str, stream_of: Mapping[OpId, StreamId]
     barriers = tuple(sorted(set(barriers)))
     folded, mapping = ((stream_of, None) if max_streams is None
                        else fold_streams(stream_of, order, max_streams))
-    renumber: dict[StreamId, StreamId] = {}  # streams renumbered 0.. in order of first use
+    renumber: dict[StreamId, StreamId] = {}
     final: dict[OpId, StreamId] = {}
     lanes: list[list[OpId]] = []
     for op in order:
-        given = folded[op]
-        s = renumber.get(given)
-        if s is None:
-            s = renumber[given] = len(lanes)
+        if (s := renumber.get(folded[op])) is None:
+            s = renumber[folded[op]] = len(lanes)
             lanes.append([])
         final[op] = s
         lanes[s].append(op)
-    if syncs is None:
-        sync_list = insert_syncs(graph, final, order, barriers=barriers)
-    else:
-        sync_list = [(a, b) for a, b in syncs if final[a] != final[b]]
+    sync_list = (insert_syncs(graph, final, order, barriers=barriers) if syncs is None
+                 else [(a, b) for a, b in syncs if final[a] != final[b]])
     notes = dict(notes or {})
     notes.setdefault("syncs_inserted", len(sync_list))
     if mapping is not None and len(set(mapping.values())) != len(mapping):
