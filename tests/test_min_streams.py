@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import tracemalloc
 
 import networkx as nx
 import pytest
@@ -15,7 +16,12 @@ from hypothesis import given, settings
 
 import workbench as wb
 from tests.strategies import dags
-from workbench.schedulers.min_streams import _bits, max_bipartite_matching, schedule_min_streams
+from workbench.schedulers.min_streams import (
+    _bits,
+    _chains_reached,
+    max_bipartite_matching,
+    schedule_min_streams,
+)
 
 
 def _closure(graph: wb.Graph) -> nx.DiGraph:
@@ -200,3 +206,50 @@ def test_set_bit_indices_of_narrow_and_wide_sets(width: int) -> None:
     for _ in range(10):
         x = rng.getrandbits(width) if width else 0
         assert _bits(x) == [i for i in range(width) if x >> i & 1]
+
+
+def _reference_chains_reached(rsucc, heads, chain_of, keep):
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(len(rsucc)))
+    graph.add_edges_from((i, j) for i, out in enumerate(rsucc) for j in out)
+    head_set = set(heads)
+    return {i: sum(1 << chain_of[h] for h in nx.descendants(graph, i) if h in head_set)
+            for i in keep}
+
+
+@pytest.mark.parametrize("wide", [3, 70, 300])
+def test_chains_reached_matches_reachability_on_wide_fan_outs(wide: int) -> None:
+    # a random layered DAG whose sources fan out wider than the one-pass threshold (64)
+    rng = random.Random(wide)
+    n = wide * 3
+    rsucc = [sorted(rng.sample(range(i + 1, n), min(n - i - 1, rng.choice([1, 2, wide]))))
+             for i in range(n)]
+    rpred: list[list[int]] = [[] for _ in range(n)]
+    for i, out in enumerate(rsucc):
+        for j in out:
+            rpred[j].append(i)
+    heads = [i for i in range(n) if rng.random() < 0.5]
+    chain_of = [0] * n
+    for c, h in enumerate(heads):
+        chain_of[h] = c
+    keep = set(rng.sample(range(n), n // 3))
+    got = _chains_reached(rsucc, rpred, tuple(range(n)), heads, chain_of, keep)
+    assert got == _reference_chains_reached(rsucc, heads, chain_of, keep)
+
+
+def test_chains_reached_of_a_wide_fan_stays_linear_in_memory() -> None:
+    # source -> 40k branches, each its own chain -> sink: a table of 1 << chain per head held
+    # 40k² / 16 bytes (100 MiB) and the source's union grew one branch at a time
+    n = 40_000
+    rsucc = [list(range(1, n + 1))] + [[n + 1] for _ in range(n)] + [[]]
+    rpred = [[]] + [[0] for _ in range(n)] + [list(range(1, n + 1))]
+    heads = list(range(1, n + 1))
+    chain_of = [0] + list(range(n)) + [0]
+    tracemalloc.start()
+    try:
+        got = _chains_reached(rsucc, rpred, tuple(range(n + 2)), heads, chain_of, {0, 1})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got == {0: (1 << n) - 1, 1: 0}
+    assert peak < 20 * 2**20, f"{peak / 2**20:.0f} MiB for a 40k fan"
