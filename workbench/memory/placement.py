@@ -144,7 +144,7 @@ class _Walls:
             return self.buffer[:, :, :m]
         if k == 0:
             return self.buffer[:, :, :0]
-        keep = np.flatnonzero(self.born <= birth)  # free slots hold _BIG: never kept
+        keep = (self.born <= birth).ravel().nonzero()[0]  # free slots hold _BIG: never kept
         return self.buffer.reshape(2, -1).take(keep, axis=1).reshape(2, self.rows, k)
 
     def drop(self, keep: list[int]) -> None:
@@ -381,7 +381,8 @@ def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: 
                     span = np.concatenate((ws, span), axis=2)
                 width = span.shape[2]
                 o = span[0].argsort(axis=1, kind="stable")
-                o += state.base * width
+                if len(o) > 1:  # flat indices of each row's order (one row: already flat)
+                    o += state.base * width
                 span = span.reshape(2, -1).take(o, axis=1)
                 starts, top = span[0], np.maximum.accumulate(span[1], axis=1)
             elif ws.shape[2]:
@@ -396,13 +397,13 @@ def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: 
                 for r, fit in enumerate(state.fits):
                     j = _pick(fit, ok[r], gap[r])
                     column[r] = int(top[r, -1] if j < 0 else (top[r, j - 1] if j else 0))
-        span_of[0, :, q] = column
-        span_of[1, :, q] = [c + s for c in column]
+        ends = [c + s for c in column]
+        span_of[:, :, q] = (column, ends)
         if tails[q]:
             walls.add(span_of[0, :, q], s, bq)
         if latest is not None and (complete or not tails[q]):
             latest.add(q, offsets, size)  # (else a tail is a wall, which every tail reads)
-        tops = state.top = [max(t, c + s) for t, c in zip(state.top, column, strict=True)]
+        tops = state.top = list(map(max, state.top, ends))
         if stop_at is not None and max(tops) >= stop_at:
             keep = [k for k, t in enumerate(tops) if t < stop_at]
             for k, t in enumerate(tops):
