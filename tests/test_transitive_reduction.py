@@ -9,10 +9,12 @@ import tracemalloc
 import networkx as nx
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import workbench as wb
 from tests.strategies import dags
 from workbench.schedulers import _dag
+from workbench.schedulers._tails import pack_bits, set_bits
 
 
 def _reduced_edges(graph: wb.Graph) -> set[tuple[str, str]]:
@@ -77,3 +79,12 @@ def test_wide_fan_memory_stays_linear() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 40 * 2**20, f"transitive reduction of a 30k fan peaked at {peak / 2**20:.0f} MiB"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10_000), st.frozensets(st.integers(0, 20_000), max_size=40))
+def test_pack_bits_is_the_inverse_of_set_bits(base: int, offsets: frozenset[int]) -> None:
+    positions = {base + k for k in offsets}
+    packed = pack_bits(positions, base)
+    assert packed == sum(1 << k for k in offsets)
+    assert set_bits(base, packed) == sorted(positions)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import cast
 
-from workbench.schedulers._tails import StreamTails, set_bits
+from workbench.schedulers._tails import StreamTails, pack_bits, set_bits
 from workbench.values.graph import Graph
 
 #: Up to this edge span every reachability set is kept to the end (at most span bits each);
@@ -126,11 +126,7 @@ def _reach_of(reached: set[int], base: int, mask: int) -> int | frozenset[int]:
     O(span / 8 + |reached|)."""
     top = max(reached) - base
     if top <= _SPARSE_SPAN or len(reached) * _SPARSE_DENSITY >= top:
-        raw = bytearray(top // 8 + 1)
-        for p in reached:
-            k = p - base
-            raw[k >> 3] |= 1 << (k & 7)
-        return int.from_bytes(raw, "little") & mask
+        return pack_bits(reached, base) & mask
     return frozenset(reached)
 
 

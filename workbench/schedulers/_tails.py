@@ -38,7 +38,7 @@ balanced tree, O(k log k) for k predecessors.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import cast
 
 #: An ancestor set: ``(base, bits)`` or a frozenset of instances.
@@ -296,11 +296,19 @@ def _bitset(elements: Iterable[int]) -> Members:
     low, span = items[0], items[-1] - items[0] + 1
     if span > _SPARSE_SPAN and span > 64 * len(items):
         return frozenset(items)
-    raw = bytearray((span + 7) // 8)
-    for k in items:
-        j = k - low
-        raw[j >> 3] |= 1 << (j & 7)
-    return (low, int.from_bytes(raw, "little"))
+    return (low, pack_bits(items, low))
+
+
+def pack_bits(positions: Collection[int], base: int = 0) -> int:
+    """The bitset with bit ``p - base`` set for every position ``p >= base``, through one byte
+    array: O(span / 8 + count), where setting the bits one by one in an int copies it per bit."""
+    if not positions:
+        return 0
+    raw = bytearray((max(positions) - base) // 8 + 1)
+    for p in positions:
+        k = p - base
+        raw[k >> 3] |= 1 << (k & 7)
+    return int.from_bytes(raw, "little")
 
 
 def _with(members: Members, k: int) -> Members:

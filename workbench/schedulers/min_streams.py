@@ -59,6 +59,7 @@ import numpy as np
 
 from workbench.errors import OptionError
 from workbench.schedulers._dag import longest_chain_after, transitive_reduction
+from workbench.schedulers._tails import pack_bits
 from workbench.values.graph import Graph
 from workbench.values.schedule import Schedule, build_schedule, check_max_streams
 
@@ -424,13 +425,11 @@ _WIDE_FAN_OUT = 64
 
 
 def _union(sets: list[int], bits: list[int]) -> int:
-    """The union of bitsets and of single bits given by index: the bits through one byte
-    array, the sets pairwise (a balanced tree, O(S log k) for k sets of S bits in all)."""
+    """The union of bitsets and of single bits given by index: the bits in one
+    :func:`~workbench.schedulers._tails.pack_bits`, the sets pairwise (a balanced tree,
+    O(S log k) for k sets of S bits in all)."""
     if bits:
-        raw = bytearray(max(bits) // 8 + 1)
-        for b in bits:
-            raw[b >> 3] |= 1 << (b & 7)
-        sets.append(int.from_bytes(raw, "little"))
+        sets.append(pack_bits(bits))
     while len(sets) > 1:
         sets = [a | b for a, b in zip(sets[0::2], sets[1::2], strict=False)] + sets[len(sets) & ~1:]
     return sets[0] if sets else 0
