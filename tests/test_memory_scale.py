@@ -321,6 +321,21 @@ def test_multi_stream_planning_lists_no_output_pairs() -> None:
     assert len(conflicts) > len(graph.idx) // 2  # the tail rule covers the rest
 
 
+def test_the_listed_pairs_are_sorted_only_when_a_planner_reads_them() -> None:
+    """The naive plan and the clique bound (it reads the skeleton) leave the listed pairs as
+    they came from the sweep; the first read builds the CSR, which is the relation's."""
+    s = wb.schedule(wb.models.random_dag(400, seed=2), "nnc")
+    lt = lifetimes(s)
+    graph = lt.conflicts.graph
+    naive = wb.memory.plan_usage(lt.records, "naive", conflicts=lt.conflicts)
+    bound = conflict_clique_bound(lt.records, lt.conflicts, alignment=naive.alignment)
+    assert not graph.listed.built
+    assert plan_memory(s, "naive").lower_bound == bound
+    assert set(lt.conflicts) == old_ancestor_conflicts(s)
+    assert graph.listed.built
+    check_no_overlap(wb.memory.plan_usage(lt.records, "greedy_by_size", conflicts=lt.conflicts))
+
+
 def test_tensors_read_by_a_sink_are_tails_and_the_listed_pairs_stay_near_linear() -> None:
     """A tensor that a sink op reads is never dead on any stream, so it conflicts with every later
     tensor: a tail.  Listing those pairs made a 40k-op nnc schedule's relation 164M pairs."""

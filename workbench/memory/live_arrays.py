@@ -150,15 +150,14 @@ def sweep_arrays(order: object, births: np.ndarray, kept: Sequence[Sequence[int]
             out_k[i], out_m[i] = k, m
             if len(finished):
                 done[i] = finished
-    tensor = ranks.tensor
+    tensor = ranks.tensor.astype(np.int32)  # the pairs are built in int32: no copy to narrow
     rows = tensor[np.concatenate(row_parts)] if row_parts else _EMPTY
-    cols = np.repeat(np.array([t for t, _ in col_parts], dtype=np.int64),
+    cols = np.repeat(np.array([t for t, _ in col_parts], dtype=np.int32),
                      [c for _, c in col_parts]) if col_parts else _EMPTY
     f_rows = tensor[np.concatenate(f_rank)] if f_rank else _EMPTY
     f_cols = np.repeat(np.array([x for x, _ in f_node], dtype=np.int64),
                        [c for _, c in f_node]) if f_node else _EMPTY
-    return rows.astype(np.int32), cols.astype(np.int32), f_rows.astype(np.int64), \
-        f_cols.astype(np.int64)
+    return rows, cols, f_rows.astype(np.int64), f_cols.astype(np.int64)
 
 
 def _merge(k0: np.ndarray, m0: np.ndarray, c0: np.ndarray, others: Sequence[int],

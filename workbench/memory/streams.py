@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from workbench.errors import MemoryPlanError
-from workbench.memory.conflicts import ConflictGraph, _csr, expand_ranges
+from workbench.memory.conflicts import ConflictGraph, ListedPairs, expand_ranges
 from workbench.values.schedule import Schedule
 
 #: Largest ops x streams product the ancestor rule builds clocks for (~1.5 GB at the peak);
@@ -131,9 +131,7 @@ def happens_before_relation(schedule: Schedule, planned: Sequence[str],
     outputs_mask = np.array([t in outputs for t in planned], dtype=bool)
     births, tails, rows, cols, frontier = live_set_relation(schedule, users, producers,
                                                             outputs_mask, skeleton=True)
-    ptr, idx = _csr(len(planned), rows, cols)
-    del rows, cols
-    graph = ConflictGraph(births, tails, ptr, idx, births)
+    graph = ConflictGraph(births, tails, ListedPairs(len(planned), rows, cols), births)
     by_op: dict[str, list[int]] = {}
     for i, op in enumerate(producers):
         by_op.setdefault(op, []).append(i)
@@ -243,8 +241,7 @@ def _ancestor_rule(schedule: Schedule, users: Sequence[Sequence[str]],
         keep = (first != second) & ~implied
         key = np.unique(np.minimum(first, second)[keep] * n + np.maximum(first, second)[keep])
         rows, cols = (key // n).astype(np.int32), (key % n).astype(np.int32)
-    ptr, idx = _csr(n, rows, cols)
-    graph = ConflictGraph(births, tails, ptr, idx, births)
+    graph = ConflictGraph(births, tails, ListedPairs(n, rows, cols), births)
     return graph, by_op, op_node, (frontier_rows, frontier_cols)
 
 
