@@ -5,6 +5,7 @@ list scheduler timed in the same process on the same graph.
     .venv/bin/python benchmarks/stages.py [--sizes 1000,10000,100000] [--families fan,random]
                                           [--stages 'plan:*,plan_nnc:somas'] [--budget-s 60]
                                           [--mib]
+    .venv/bin/python benchmarks/stages.py --relation [--sizes ...] [--families ...]
 
 CPU time (``time.process_time``, garbage collector off, best of 3 up to 10k ops) because the
 machine is shared: wall time was 7-30x CPU time under load.  A row stops growing once the previous
@@ -42,6 +43,8 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -285,6 +288,64 @@ def _measure_family(family: str, sizes: list[int], stages: list[str], budget_s: 
     return rows
 
 
+# ------------------------------------------------------------------ what the planners face
+def relation_rows(families: list[str], sizes: list[int]) -> list[dict[str, Any]]:
+    """Per family, schedule (``serial``, ``nnc``) and size: the size of the conflict relation the
+    planners place against, which sets their floor.  ``streams``; ``walls %``: tensors that
+    conflict with every later-born one (tails: graph outputs, and on several streams tensors
+    never dead); ``listed/tensor``: CSR entries a tensor (the pairs listed, both ways);
+    ``pairs/tensor``: conflicting pairs a tensor, implicit ones included; ``walls/step`` and
+    ``partners/step``: what one greedy-by-size step reads, the placed walls born no later than
+    the tensor and its placed listed partners (counted, not timed; a Fenwick tree over births,
+    O(n log n))."""
+    from workbench.memory.lifetimes import lifetimes
+    from workbench.memory.placement import _earlier_partners
+    from workbench.memory.plan import prepare
+    from workbench.memory.static import size_order
+
+    rows = []
+    for family in families:
+        for policy in ("serial", "nnc"):
+            for n in sorted(sizes):
+                schedule = wb.schedule(FAMILIES[family](n), policy)
+                problem = prepare(lifetimes(schedule).records, 512, lifetimes(schedule).conflicts)
+                graph, order = problem.graph, size_order(problem)
+                size = np.asarray(problem.sizes, dtype=np.int64)
+                _, partners = _earlier_partners(graph, size, order)
+                walls = _walls_read(graph.births.tolist(), graph.tails.tolist(), order,
+                                    size.tolist())
+                m = max(graph.n, 1)
+                rows.append({"family": family, "schedule": policy, "ops": n,
+                             "streams": schedule.n_streams, "tensors": graph.n,
+                             "walls %": 100 * float(graph.tails.mean()) if graph.n else 0.0,
+                             "listed/tensor": len(graph.idx) / m,
+                             "pairs/tensor": graph.n_pairs / m,
+                             "walls/step": walls, "partners/step": len(partners) / m})
+    return rows
+
+
+def _walls_read(births: list[int], tails: list[bool], order: list[int], sizes: list[int]) -> float:
+    """Mean, over the non-tail tensors with bytes, of the walls placed before them in ``order``
+    and born no later than them (what :func:`workbench.memory.placement.place_until` scans)."""
+    ranks = {b: k + 1 for k, b in enumerate(sorted(set(births)))}
+    tree = [0] * (len(ranks) + 1)
+    total = steps = 0
+    for q in order:
+        if not sizes[q]:
+            continue
+        k = ranks[births[q]]
+        if tails[q]:
+            while k < len(tree):
+                tree[k] += 1
+                k += k & -k
+            continue
+        steps += 1
+        while k:
+            total += tree[k]
+            k -= k & -k
+    return total / max(steps, 1)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
@@ -293,14 +354,23 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budget-s", type=float, default=60.0,
                         help="skip a size whose linear extrapolation exceeds this (CPU s)")
     parser.add_argument("--mib", action="store_true", help="also the peak MiB (tracemalloc)")
+    parser.add_argument("--relation", action="store_true",
+                        help="print the conflict relations' sizes instead of timings")
     args = parser.parse_args(argv)
     import pandas as pd
+
+    pd.set_option("display.width", 250)
+    if args.relation:
+        print(pd.DataFrame(relation_rows(
+            [f for f in args.families.split(",") if f],
+            [int(s) for s in args.sizes.split(",") if s])).to_string(
+                index=False, float_format=lambda v: f"{v:.4g}"))
+        return
 
     stages = select(args.stages)
     rows = measure([f for f in args.families.split(",") if f],
                    [int(s) for s in args.sizes.split(",") if s], stages,
                    budget_s=args.budget_s, mib=args.mib)
-    pd.set_option("display.width", 250)
     print("CPU seconds (NaN: skipped, over budget); exponent fitted over the sizes; x_list: ratio "
           f"to the {BASELINE} baseline at the largest size timed")
     print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4g}"))

@@ -41,3 +41,19 @@ def test_a_size_over_the_budget_is_skipped_and_an_unknown_stage_refused() -> Non
     assert rows[0]["100"] >= 0 and math.isnan(rows[0]["10,000"])
     with pytest.raises(SystemExit, match="unknown stage 'plan:nieve'"):
         stages.select("plan:nieve")
+
+
+def test_relation_rows_count_what_a_placement_step_reads() -> None:
+    """The walls a step reads, counted by the Fenwick tree, equal a direct count from the
+    placement order; the serial schedule has one stream and the nnc one several."""
+    rows = stages.relation_rows(["random"], [300])
+    by = {r["schedule"]: r for r in rows}
+    assert by["serial"]["streams"] == 1 and by["nnc"]["streams"] > 1
+    for row in rows:
+        assert 0 < row["walls %"] < 100 and row["listed/tensor"] > 0
+        assert row["pairs/tensor"] >= row["listed/tensor"] / 2  # every listed pair is counted
+    births, tails = [3, 1, 2, 0, 2], [True, False, True, False, False]
+    order, sizes = [0, 1, 2, 3, 4], [1, 1, 1, 1, 1]
+    direct = [sum(tails[p] and births[p] <= births[q] for p in order[:k])
+              for k, q in enumerate(order) if not tails[q]]
+    assert stages._walls_read(births, tails, order, sizes) == sum(direct) / len(direct)

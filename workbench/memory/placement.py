@@ -287,7 +287,8 @@ def _earlier_partners(graph: ConflictGraph, size: np.ndarray,
     rank = np.empty(graph.n, dtype=np.int32)
     rank[np.asarray(order, dtype=np.int64)] = np.arange(graph.n, dtype=np.int32)
     keep = rank[graph.idx] < np.repeat(rank, np.diff(graph.ptr))
-    keep &= (size > 0)[graph.idx]
+    if (size <= 0).any():  # (one pass over the pairs fewer when every tensor has bytes)
+        keep &= (size > 0)[graph.idx]
     seen = np.zeros(len(keep) + 1, dtype=np.int64 if len(keep) >= 1 << 31 else np.int32)
     np.cumsum(keep, out=seen[1:])
     return seen[graph.ptr].tolist(), graph.idx[keep]
