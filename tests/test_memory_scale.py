@@ -208,6 +208,8 @@ def test_interval_graph_lists_every_overlap(items: list) -> None:
     graph = interval_graph([r.first for r in recs], [r.last for r in recs])
     pairs = interval_pairs(recs)
     assert sorted(ConflictSet(graph)) == pairs and len(ConflictSet(graph)) == len(pairs)
+    assert list(ConflictSet(graph)) == [(i, int(j)) for i in range(graph.n)  # sorted, as partners
+                                        for j in graph.partners(i) if j > i]
     degree = [0] * len(recs)
     for i, j in pairs:
         degree[i] += 1
