@@ -51,7 +51,7 @@ class _Walls:
     sorted by offset per row, with ``birth`` beside them, for the walls born up to a step
     (:meth:`up_to`); new walls wait in a pending list and are merged in only when that view is
     asked for, one O(m) merge for all of them (it was one O(m) copy per wall: a fan's 100,000
-    tails copied 10^10 entries).  Both live at the front of buffers that grow by doubling, so
+    tails copied 10^10 entries).  Both live at the front of buffers that grow by an eighth, so
     the common merge (one wall) shifts each row in place instead of copying it into a new
     array.  ``union`` keeps, per row, the union of all walls as sorted disjoint blocks,
     touching walls merged (:meth:`all_rows`, for a tail of a relation whose tail key is not
@@ -81,10 +81,12 @@ class _Walls:
             self.union[r] = _merge_block(*self.union[r], o, o + size)
 
     def _room(self, extra: int) -> None:
-        """Grow the buffers (doubling) to hold ``extra`` more walls."""
+        """Grow the buffers by an eighth (at least 16) to hold ``extra`` more walls.  Every
+        query compares the whole capacity's births, so slack costs on every step while a growth
+        copies once (doubling left up to half the slots empty: serial random 100k, 4 fits, -8%)."""
         need = self.m + extra
         if need > self.buffer.shape[2]:
-            cap = max(2 * self.buffer.shape[2], need)
+            cap = max(self.buffer.shape[2] + max(self.buffer.shape[2] // 8, 16), need)
             buffer = np.zeros((2, self.rows, cap), dtype=np.int64)
             born = np.full((self.rows, cap), _BIG, dtype=np.int64)
             buffer[:, :, :self.m], born[:, :self.m] = self.span, self.birth
@@ -255,35 +257,34 @@ class _Siblings:
 _NONE = np.zeros(0, dtype=np.int64)
 
 
-def _choose(fits: Sequence[str], starts: np.ndarray, top: np.ndarray, size: int,
-            width: int) -> list[int]:
+def _choose(fits: Sequence[str], starts: np.ndarray, top: np.ndarray, size: int) -> list[int]:
     """Per row (one fit each), the offset that row's fit gives a tensor of ``size`` bytes among
     blocked ranges sorted by start (``starts``, rows x width) with running tops ``top``: the
-    gaps are ``starts[j] - top[j - 1]`` (from 0 for ``j = 0``); best takes the smallest gap that
-    holds the tensor, first the lowest, worst the largest, highest the highest (ties: lowest
-    offset); with none, the tensor goes on top of everything.
-
-    One array of gap minus size serves every row (a gap holds the tensor where it is >= 0):
-    best fit is its argmin read as unsigned (a negative reads as a huge value), worst fit its
-    plain argmax (the largest gap, when it holds the tensor); a row costs one reduction and no
-    temporary (it was a masked copy and a call: SOMAS serial random 30k -4 to -5% CPU)."""
+    gaps are ``starts[j] - top[j - 1]`` (from 0 for ``j = 0``), one array of gap minus size for
+    every row (a gap holds the tensor where it is >= 0; :func:`_choose_row` picks)."""
     spare = starts - size
     spare[:, 1:] -= top[:, :-1]
-    ok = spare >= 0 if "first" in fits or "highest" in fits else None
-    column = []
-    for r, fit in enumerate(fits):
-        if fit == "best":
-            j = int(spare[r].view(np.uint64).argmin())
-        elif fit == "worst":
-            j = int(spare[r].argmax())
-        else:
-            assert ok is not None
-            j = int(ok[r].argmax()) if fit == "first" else width - 1 - int(ok[r, ::-1].argmax())
-        if spare[r, j] < 0:
-            column.append(int(top[r, -1]))  # no gap holds it: on top of everything
-        else:
-            column.append(int(top[r, j - 1]) if j else 0)
-    return column
+    return [_choose_row(fit, spare[r], top[r]) for r, fit in enumerate(fits)]
+
+
+def _choose_row(fit: str, spare: np.ndarray, top: np.ndarray) -> int:
+    """The offset ``fit`` picks from one row's gap-minus-size ``spare`` and tops ``top``: best
+    takes the smallest gap that holds the tensor, first the lowest, worst the largest, highest
+    the highest (ties: lowest offset); with none, the tensor goes on top of everything.  Best is
+    the argmin of ``spare`` read as unsigned (a negative reads as a huge value), worst its plain
+    argmax (the largest gap, when it holds the tensor): one reduction and no masked copy (it was
+    a masked copy and a call a row: SOMAS serial random 30k -4%)."""
+    if fit == "best":
+        j = int(spare.view(np.uint64).argmin())
+    elif fit == "worst":
+        j = int(spare.argmax())
+    elif fit == "first":
+        j = int((spare >= 0).argmax())
+    else:
+        j = len(spare) - 1 - int((spare[::-1] >= 0).argmax())
+    if spare[j] < 0:
+        return int(top[-1])
+    return int(top[j - 1]) if j else 0
 
 
 def _fit_one(fit: str, starts: np.ndarray, ends: np.ndarray, size: int) -> int:
@@ -292,7 +293,9 @@ def _fit_one(fit: str, starts: np.ndarray, ends: np.ndarray, size: int) -> int:
         return 0
     o = starts.argsort(kind="stable")
     starts, top = starts[o], np.maximum.accumulate(ends[o])
-    return _choose((fit,), starts[None, :], top[None, :], size, len(starts))[0]
+    spare = starts - size
+    spare[1:] -= top[:-1]
+    return _choose_row(fit, spare, top)
 
 
 def _earlier_partners(graph: ConflictGraph, size: np.ndarray,
@@ -407,7 +410,7 @@ def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: 
             else:
                 width = 0
             if width:
-                column = _choose(state.fits, starts, top, s, width)
+                column = _choose(state.fits, starts, top, s)
         ends = [c + s for c in column]
         span_of[:, :, q] = (column, ends)
         if tails[q]:
