@@ -208,8 +208,11 @@ def test_interval_graph_lists_every_overlap(items: list) -> None:
     graph = interval_graph([r.first for r in recs], [r.last for r in recs])
     pairs = interval_pairs(recs)
     assert sorted(ConflictSet(graph)) == pairs and len(ConflictSet(graph)) == len(pairs)
-    assert list(ConflictSet(graph)) == [(i, int(j)) for i in range(graph.n)  # sorted, as partners
-                                        for j in graph.partners(i) if j > i]
+    n = graph.n  # sorted, and the implicit rules as conflict() states them
+    assert list(ConflictSet(graph)) == [(i, j) for i in range(n) for j in range(i + 1, n)
+                                        if graph.conflict(i, j)]
+    assert all(graph.partners(i).tolist()
+               == [j for j in range(n) if j != i and graph.conflict(i, j)] for i in range(n))
     degree = [0] * len(recs)
     for i, j in pairs:
         degree[i] += 1

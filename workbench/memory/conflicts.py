@@ -80,14 +80,29 @@ class ConflictGraph:
         return k < len(r) and int(r[k]) == j
 
     def partners(self, i: int) -> np.ndarray:
-        """Every tensor that conflicts with ``i``, sorted.  O(n)."""
-        b = self.births
-        mask = (self.tails & (b <= b[i])) | (b == b[i])
+        """Every tensor that conflicts with ``i``, sorted: its CSR row, its siblings, the tails
+        born no later and (for a tail) every tensor born later, each found by one search in the
+        tensors sorted by birth (:attr:`_by_birth`, sorted once per graph).  O(log n + k log k)
+        for k partners; it was an O(n) mask, so listing a 100,000-tensor relation of three pairs
+        took 4.8 s."""
+        order, sorted_births, tails, tail_births = self._by_birth
+        born = self.births[i]
+        first = int(np.searchsorted(sorted_births, born, side="left"))
+        after = int(np.searchsorted(sorted_births, born, side="right"))
+        parts = [self.row(i), order[first:after],
+                 tails[:int(np.searchsorted(tail_births, born, side="right"))]]
         if self.tails[i]:
-            mask |= b >= b[i]
-        mask[i] = False
-        mask[self.row(i)] = True
-        return np.flatnonzero(mask)
+            parts.append(order[after:])
+        found = np.unique(np.concatenate(parts))
+        return found[found != i]
+
+    @cached_property
+    def _by_birth(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The tensors sorted by birth (stable) and their births; the tails among them and
+        theirs.  O(n log n), once."""
+        order = np.argsort(self.births, kind="stable")
+        tails = order[self.tails[order]]
+        return order, self.births[order], tails, self.births[tails]
 
     @cached_property
     def degrees(self) -> np.ndarray:
@@ -226,24 +241,8 @@ class ConflictSet(Set[Pair]):
         return self.graph.n_pairs
 
     def __iter__(self) -> Iterator[Pair]:
-        """The pairs in sorted order: per tensor its CSR row, its siblings, the tails born no
-        later and (for a tail) every tensor born no earlier, each found by one search in the
-        tensors sorted by birth, so the cost is O(n log n) plus the pairs (a 100,000-tensor
-        relation of three pairs took 4.8 s through :meth:`ConflictGraph.partners`, O(n) each)."""
-        graph = self.graph
-        births = graph.births
-        by_birth = np.argsort(births, kind="stable")
-        sorted_births = births[by_birth]
-        tails = by_birth[graph.tails[by_birth]]  # tails, by birth
-        tail_births = births[tails]
-        for i, born, tail in zip(range(graph.n), births.tolist(), graph.tails.tolist()):
-            first = int(np.searchsorted(sorted_births, born, side="left"))
-            after = int(np.searchsorted(sorted_births, born, side="right"))
-            parts = [graph.row(i), by_birth[first:after],
-                     tails[:int(np.searchsorted(tail_births, born, side="right"))]]
-            if tail:
-                parts.append(by_birth[after:])
-            partners = np.unique(np.concatenate(parts))
+        for i in range(self.graph.n):
+            partners = self.graph.partners(i)
             for j in partners[partners > i].tolist():
                 yield (i, j)
 
