@@ -346,10 +346,33 @@ def _walls_read(births: list[int], tails: list[bool], order: list[int], sizes: l
     return total / max(steps, 1)
 
 
+def _sizes(text: str) -> list[int]:
+    """``--sizes``: positive integers, comma-separated (argparse turns the error into one line)."""
+    try:
+        sizes = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"sizes must be integers, got {text!r}") from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive op counts, got {text!r}")
+    return sizes
+
+
+def _families(text: str) -> list[str]:
+    """``--families``: names of :data:`FAMILIES`, comma-separated."""
+    names = [f.strip() for f in text.split(",") if f.strip()]
+    unknown = [f for f in names if f not in FAMILIES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown family {unknown[0] if unknown else text!r} (known: {', '.join(FAMILIES)})")
+    return names
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
-    parser.add_argument("--families", default=",".join(FAMILIES))
+    parser.add_argument("--sizes", type=_sizes, default=list(SIZES),
+                        help="positive op counts, comma-separated")
+    parser.add_argument("--families", type=_families, default=list(FAMILIES),
+                        help=f"comma-separated, of: {', '.join(FAMILIES)}")
     parser.add_argument("--stages", default="*", help="names or patterns, comma-separated")
     parser.add_argument("--budget-s", type=float, default=60.0,
                         help="skip a size whose linear extrapolation exceeds this (CPU s)")
@@ -362,14 +385,12 @@ def main(argv: list[str] | None = None) -> None:
     pd.set_option("display.width", 250)
     if args.relation:
         print(pd.DataFrame(relation_rows(
-            [f for f in args.families.split(",") if f],
-            [int(s) for s in args.sizes.split(",") if s])).to_string(
+            args.families, args.sizes)).to_string(
                 index=False, float_format=lambda v: f"{v:.4g}"))
         return
 
     stages = select(args.stages)
-    rows = measure([f for f in args.families.split(",") if f],
-                   [int(s) for s in args.sizes.split(",") if s], stages,
+    rows = measure(args.families, args.sizes, stages,
                    budget_s=args.budget_s, mib=args.mib)
     print("CPU seconds (NaN: skipped, over budget); exponent fitted over the sizes; x_list: ratio "
           f"to the {BASELINE} baseline at the largest size timed")

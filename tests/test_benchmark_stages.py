@@ -57,3 +57,16 @@ def test_relation_rows_count_what_a_placement_step_reads() -> None:
     direct = [sum(tails[p] and births[p] <= births[q] for p in order[:k])
               for k, q in enumerate(order) if not tails[q]]
     assert stages._walls_read(births, tails, order, sizes) == sum(direct) / len(direct)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--sizes", "1k"], "sizes must be integers, got '1k'"),
+    (["--sizes", "0,100"], "sizes must be positive op counts"),
+    (["--relation", "--families", "rnadom"], "unknown family 'rnadom' (known: chain, fan, random)"),
+])
+def test_bad_sizes_and_families_are_one_line_errors(argv: list[str], message: str,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        stages.main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert message in err[-1] and "Traceback" not in "\n".join(err)
