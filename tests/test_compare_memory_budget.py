@@ -14,12 +14,13 @@ import pytest
 
 import workbench as wb
 from workbench import _bounded
+from workbench._bounded import memory as _memory_budget
 from workbench.cli import main
 from workbench.schedulers import POLICIES, PolicyInfo
 
 compare_module = importlib.import_module("workbench.orchestration.compare")
 needs_fork = pytest.mark.skipif(_bounded.start_method() != "fork" or
-                                _bounded.address_space_bytes() is None,
+                                _memory_budget.address_space_bytes() is None,
                                 reason="the cap needs Linux (fork, /proc, RLIMIT_AS)")
 SMALL = 256 << 20  # bytes a stage may add: far above what a tiny graph's stages need
 HUGE = 8 << 30  # what the hungry policy asks for at once
@@ -75,11 +76,12 @@ def test_a_late_stage_past_the_budget_keeps_the_earlier_cells(
 
 
 def test_the_default_is_half_the_machine_and_sizes_parse() -> None:
-    assert _bounded.memory_budget("auto") == _bounded.default_memory_budget()
-    assert _bounded.memory_budget("2G") == 2 << 30
-    assert _bounded.memory_budget("500M") == 500 << 20
-    assert _bounded.memory_budget("1.5GB") == 1_500_000_000
-    assert _bounded.memory_budget("none") is None and _bounded.memory_budget(None) is None
+    assert _memory_budget.memory_budget("auto") == _memory_budget.default_memory_budget()
+    assert _memory_budget.memory_budget("2G") == 2 << 30
+    assert _memory_budget.memory_budget("500M") == 500 << 20
+    assert _memory_budget.memory_budget("1.5GB") == 1_500_000_000
+    assert _memory_budget.memory_budget("none") is None
+    assert _memory_budget.memory_budget(None) is None
     for bad in ("-1G", "2Q", "inf", "nan", "", -5, 1.5, True):
         with pytest.raises(wb.OptionError, match="memory_budget_bytes must be"):
             wb.compare(wb.models.nnc_diamond(), memory_budget_bytes=bad)  # type: ignore[arg-type]

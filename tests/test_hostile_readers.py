@@ -19,6 +19,7 @@ import pytest
 
 import workbench as wb
 from workbench import _bounded
+from workbench._bounded import memory as _memory_budget
 from workbench.cli import main
 from workbench.control.ops import case_of_op, while_op
 from workbench.errors import FormatError, GraphError, OptionError
@@ -102,9 +103,9 @@ def test_a_kineto_thread_id_that_is_a_list_is_one_line(tmp_path: Path, key: str)
 @pytest.mark.parametrize("bad", ["1K", "0", 0, "63M", 1 << 20])
 def test_memory_budgets_below_the_floor_are_refused(bad: Any) -> None:
     with pytest.raises(OptionError, match="below the 64 MiB") as err:
-        _bounded.memory_budget(bad)
+        _memory_budget.memory_budget(bad)
     _one_line(err.value)
-    assert _bounded.memory_budget("64M") == _bounded.MIN_MEMORY_BUDGET
+    assert _memory_budget.memory_budget("64M") == _memory_budget.MIN_MEMORY_BUDGET
 
 
 def test_the_cli_refuses_a_tiny_memory_budget_at_parse_time(
@@ -117,7 +118,7 @@ def test_the_cli_refuses_a_tiny_memory_budget_at_parse_time(
 
 
 needs_cap = pytest.mark.skipif(_bounded.start_method() != "fork" or
-                               _bounded.address_space_bytes() is None,
+                               _memory_budget.address_space_bytes() is None,
                                reason="the cap needs Linux (fork, /proc, RLIMIT_AS)")
 
 
@@ -148,7 +149,7 @@ def _fill_to_near_cap() -> int:
     import resource
 
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    now = _bounded.address_space_bytes()
+    now = _memory_budget.address_space_bytes()
     assert now is not None and soft != resource.RLIM_INFINITY
     _HELD.append(bytearray(max(soft - now - (8 << 20), 0)))
     return len(_HELD[0])
@@ -169,7 +170,7 @@ def _stall(_filled: int) -> None:
     with _STALL_LOG.open("a", encoding="utf-8") as log:
         for _ in range(2400):  # 120 s
             _fill_to_near_cap()
-            log.write(f"{time.monotonic():.2f} size {_bounded.address_space_bytes()} "
+            log.write(f"{time.monotonic():.2f} size {_memory_budget.address_space_bytes()} "
                       f"cap {soft}\n")
             log.flush()
             time.sleep(0.05)
@@ -189,7 +190,7 @@ def test_a_worker_stuck_at_its_cap_or_unable_to_load_a_library_is_a_memory_stop(
     _STALL_LOG.unlink(missing_ok=True)
     start = time.monotonic()
     filled, stalled = _bounded.run_stages([_fill_to_near_cap, _stall], [60.0, 5.0],
-                                          memory_bytes=_bounded.MIN_MEMORY_BUDGET)
+                                          memory_bytes=_memory_budget.MIN_MEMORY_BUDGET)
     assert filled.status == "ok", filled.message
     lines = (_STALL_LOG.read_text(encoding="utf-8").splitlines() if _STALL_LOG.exists()
              else ["(no top-up)"])
@@ -199,7 +200,7 @@ def test_a_worker_stuck_at_its_cap_or_unable_to_load_a_library_is_a_memory_stop(
         f"{stalled.status}: {stalled.message}; started {start:.2f}, the stalled stage's "
         f"{len(lines)} top-ups:\n{shown}")
     [unloaded] = _bounded.run_stages([_cannot_map], [10.0],
-                                     memory_bytes=_bounded.MIN_MEMORY_BUDGET)
+                                     memory_bytes=_memory_budget.MIN_MEMORY_BUDGET)
     assert unloaded.status == "memory" and "could not load a library" in unloaded.message
 
 

@@ -211,7 +211,7 @@ def test_address_space_headroom_turns_an_oversized_allocation_into_memory_error(
     import sys
 
     code = ("import numpy as np\n"
-            "from workbench._bounded import address_space_headroom\n"
+            "from workbench._bounded.memory import address_space_headroom\n"
             "with address_space_headroom(1 << 30):\n"
             "    try:\n"
             "        np.ones(2 << 30, dtype=np.uint8); print('allocated')\n"

@@ -112,7 +112,7 @@ def _budget(text: str) -> float | None:
 
 
 def _memory(text: str) -> int | None:
-    from workbench._bounded import memory_budget
+    from workbench._bounded.memory import memory_budget
 
     try:
         return memory_budget(text, what="--memory-budget")
@@ -459,7 +459,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_STDOUT_CLOSED
     except MemoryError:   # past the address-space cap (ulimit -v) where no reader bounds it
         try:
-            from workbench._bounded import memory_cap
+            from workbench._bounded.memory import memory_cap
 
             cap = f" ({memory_cap()})"
         except MemoryError:

@@ -6,15 +6,16 @@ Trace so views, notebooks and the HTML report can show them side by side, and na
 asked for.
 
 Every comparison finishes: each policy's stages (schedule; validate and execute; plan memory) run
-in a worker process (:mod:`workbench._bounded`) and each stage gets ``budget_s`` seconds of wall
-time, after which the worker is killed and the row's ``status`` says which stage overran and the
-budget.  Policies registered with ``budgeted=True`` also get ``time_budget_s``
-(:data:`COOPERATIVE_SHARE` of ``budget_s``, leaving the rest for wrapping up: IOS schedules the
-parts it did not search greedily) and stop cooperatively with their best schedule so far (their
-hard limit is then a little longer: :func:`hard_limit_s`).  The exact optimum of tiny graphs is
-bounded the same way.  Beside the time, each worker's memory is capped at ``memory_budget_bytes``
-more than it started with (by default half the machine's memory): a stage that needs more ends
-and its row says ``stopped: memory budget ... exceeded in <stage>``.
+in a worker process (:mod:`workbench._bounded`; one worker takes the optimum's search and every
+policy in turn, and is replaced only after a job it was killed for) and each stage gets
+``budget_s`` seconds of wall time, after which the worker is killed and the row's ``status`` says
+which stage overran and the budget.  Policies registered with ``budgeted=True`` also get
+``time_budget_s`` (:data:`COOPERATIVE_SHARE` of ``budget_s``, leaving the rest for wrapping up: IOS
+schedules the parts it did not search greedily) and stop cooperatively with their best schedule so
+far (their hard limit is then a little longer: :func:`hard_limit_s`).  The exact optimum of tiny
+graphs is bounded the same way.  Beside the time, each worker's memory is capped at
+``memory_budget_bytes`` more than it started with (by default half the machine's memory): a stage
+that needs more ends and its row says ``stopped: memory budget ... exceeded in <stage>``.
 
 The torch executor runs in this process (CUDA does not survive a fork), where a stage cannot be
 killed; its timed runs keep to the budget instead (:func:`_execute_within`: no timed run starts
@@ -34,10 +35,17 @@ from typing import Any
 
 import pandas as pd
 
-from workbench._bounded import Outcome, format_bytes, memory_budget, run_stages
+from workbench._bounded import Outcome, StageWorker
+from workbench._bounded.memory import format_bytes, memory_budget
 from workbench._checks import check_choice, first_line
 from workbench._progress import Progress
 from workbench.errors import OptionError
+from workbench.orchestration.compare_budget import (
+    COOPERATIVE_SHARE,
+    check_budget,
+    check_rounds,
+    hard_limit_s,
+)
 from workbench.orchestration.compare_measured import (
     KEEPS_RUNS,
     MEASURED_COLUMNS,
@@ -152,7 +160,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
     if isinstance(policies, str):
         raise OptionError(f"policies must be a list of names, got the string {policies!r} "
                           f"(use [{policies!r}])")
-    budget = _check_budget(budget_s)
+    budget = check_budget(budget_s)
     mem = memory_budget(memory_budget_bytes)
     if (isinstance(optimum_max_ops, bool) or not isinstance(optimum_max_ops, int)
             or not 0 <= optimum_max_ops <= 64):
@@ -197,11 +205,17 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
 
         PLANNERS.get(planner)
     bounds = lower_bound_us(graph, spec, precision=precision)
-    bounds["optimum_us"] = _optimum(graph, spec, mode, executor, optimum_max_ops, budget, notes,
-                                    precision, mem)
+    jobs: dict[Any, tuple[list[Any], list[float | None]]] = {
+        name: _policy_job(graph, name, _policy_options(name, options, spec, mode), spec=spec,
+                          precision=precision, mode=mode, executor=executor, planner=planner,
+                          budget=budget, pool_chunk_bytes=pool_chunk_bytes, exec_opts=exec_opts,
+                          simulate_too=simulate_too) for name in names}
+    searched = _optimum_job(graph, spec, mode, executor, optimum_max_ops, budget, notes, precision)
+    if searched is not None:
+        jobs[OPTIMUM] = searched
     results: dict[str, list[Outcome]] = {}
     measuring = executor != "simulator"
-    rounds = _check_rounds(rounds)
+    rounds = check_rounds(rounds)
     if executor not in KEEPS_RUNS:  # its traces keep no runs to join: one block each
         rounds = 1
     asked = int(exec_opts.get("repeats", 20))
@@ -218,7 +232,12 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
 
     per_stage = "no budget" if budget is None else f"budget {secs(budget)} per stage"
     per_stage += "" if mem is None else f", memory budget {format_bytes(mem)}"
-    with Progress(len(names), desc=f"comparing on {graph.name}", enabled=show_progress) as bar:
+    # every job in one worker, replaced only after a job it was killed for (workbench._bounded)
+    with StageWorker(jobs, isolate=executor == "simulator", shared=(graph, spec),
+                     memory_bytes=mem) as worker, \
+            Progress(len(names), desc=f"comparing on {graph.name}", enabled=show_progress) as bar:
+        bounds["optimum_us"] = (_optimum(worker, notes, budget) if searched is not None
+                                else float("nan"))
         bar.line(f"comparing {len(names)} policies on {graph.name} ({len(graph)} ops, "
                  f"{per_stage})")
         for i, name in enumerate(names, start=1):
@@ -226,11 +245,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             bar.describe(name)
             bar.line(f"{tag}: started")
             t0 = time.perf_counter()
-            results[name] = _run_policy(graph, name, _policy_options(name, options, spec, mode),
-                                        spec=spec, precision=precision, mode=mode,
-                                        executor=executor, planner=planner, budget=budget,
-                                        pool_chunk_bytes=pool_chunk_bytes, memory_bytes=mem,
-                                        exec_opts=exec_opts, simulate_too=simulate_too)
+            results[name] = _run_policy(worker, name)
             row = row_of(name)
             span = row["makespan_us"]
             bar.line(f"{tag}: {row['status']} in {time.perf_counter() - t0:.2f} s"
@@ -296,40 +311,6 @@ def _comparison(graph: Graph, spec: DeviceSpec, mode: str, results: dict[str, li
                       device_spec=spec)
 
 
-#: The share of a stage's budget a budgeted policy is told it may search; the rest is for turning
-#: its best partial result into a schedule, so the stage as a whole keeps to the budget.
-COOPERATIVE_SHARE = 0.9
-
-
-def hard_limit_s(budget_s: float, *, cooperative: bool) -> float:
-    """When compare() kills a stage: at ``budget_s`` for a stage that cannot stop by itself; a
-    quarter later plus one second for one that was told its budget (time to wrap up its best
-    result)."""
-    return budget_s * 1.25 + 1.0 if cooperative else budget_s
-
-
-#: Budgets above this (about 11.6 days; ``inf`` included) mean no limit.
-MAX_BUDGET_S = 1e6
-
-
-def _check_budget(budget_s: Any) -> float | None:
-    if budget_s is None:
-        return None
-    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not budget_s > 0:
-        raise OptionError(f"budget_s must be a positive number of seconds or None, "
-                          f"got {budget_s!r}")
-    if budget_s > MAX_BUDGET_S:  # inf, 1e308: no limit (timeouts that large overflow)
-        return None
-    return float(budget_s)
-
-
-def _check_rounds(rounds: Any) -> int:
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 1 <= rounds <= 100:
-        raise OptionError(f"rounds must be an integer from 1 to 100, got {rounds!r:.80}")
-    return rounds
-
-
-# ---------------------------------------------------------------------------------- stages
 def _policy_options(name: str, options: Mapping[str, Mapping[str, Any]], spec: DeviceSpec,
                     mode: str) -> dict[str, Any]:
     """The policy's options, with the comparison's device and mode for policies that model the
@@ -432,12 +413,12 @@ def _stage_memory(planner: str, chunk_bytes: int, scheduled: tuple[Schedule, flo
     return out[0], out[1]
 
 
-def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSpec, mode: str,
+def _policy_job(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSpec, mode: str,
                 executor: str, planner: str | None, pool_chunk_bytes: int,
                 budget: float | None, precision: str = "auto",
                 exec_opts: dict[str, Any] | None = None,
-                simulate_too: bool = False, memory_bytes: int | None = None) -> list[Outcome]:
-    """The policy's stages under their budgets (see the module docstring)."""
+                simulate_too: bool = False) -> tuple[list[Any], list[float | None]]:
+    """The policy's stages and their budgets (see the module docstring)."""
     if exec_opts is None:
         exec_opts = execute_options(executor, spec, mode, precision, {})
     info: PolicyInfo = POLICIES.get(name)
@@ -452,8 +433,12 @@ def _run_policy(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSp
     if planner is not None:
         stages.append(partial(_stage_memory, planner, pool_chunk_bytes))
         budgets.append(budget)
-    return run_stages(stages, budgets, isolate=executor == "simulator", shared=(graph, spec),
-                      memory_bytes=memory_bytes)
+    return stages, budgets
+
+
+def _run_policy(worker: StageWorker, name: str) -> list[Outcome]:
+    """Policy ``name``'s stages, run in the comparison's worker."""
+    return worker.run(name)
 
 
 # ---------------------------------------------------------------------------------- optimum
@@ -465,26 +450,35 @@ def _stage_optimum(graph: Graph, spec: DeviceSpec, mode: str, budget: float | No
     return best.makespan_us, best.complete
 
 
-def _optimum(graph: Graph, spec: DeviceSpec, mode: str, executor: str, max_ops: int,
-             budget: float | None, notes: list[str], precision: str = "auto",
-             memory_bytes: int | None = None) -> float:
-    """The exact optimum when the graph is small enough and the search ends within the budget,
-    else NaN (with a line in ``notes`` saying why)."""
-    from workbench.errors import WorkbenchError
+#: The key of the exact optimum's job among compare's jobs (no policy has this name).
+OPTIMUM = ("optimum",)
 
+
+def _optimum_job(graph: Graph, spec: DeviceSpec, mode: str, executor: str, max_ops: int,
+                 budget: float | None, notes: list[str], precision: str = "auto"
+                 ) -> tuple[list[Any], list[float | None]] | None:
+    """The exact optimum's search as a job when the graph is small enough and has no control
+    flow, else None (with a line in ``notes`` saying why, for control flow)."""
     if executor != "simulator" or len(graph) > max_ops:
-        return float("nan")
+        return None
     control = Counter(op.kind for op in graph.ops if op.kind in CONTROL_KINDS)
     if control:
         notes.append(f"exact optimum not shown: the graph holds control flow ("
                      f"{', '.join(f'{k} ×{n}' for k, n in control.items())}); the search orders "
                      f"its top-level ops only, while every policy also schedules the loop bodies "
                      f"and branches, so it bounds nothing")
-        return float("nan")
+        return None
     hard = None if budget is None else hard_limit_s(budget, cooperative=True)
+    return [partial(_stage_optimum, graph, spec, mode, budget, precision)], [hard]
+
+
+def _optimum(worker: StageWorker, notes: list[str], budget: float | None) -> float:
+    """The exact optimum when its search (:data:`OPTIMUM`'s job) ends within the budget, else
+    NaN (with a line in ``notes`` saying why)."""
+    from workbench.errors import WorkbenchError
+
     try:
-        (out,) = run_stages([partial(_stage_optimum, graph, spec, mode, budget, precision)],
-                            [hard], shared=(graph, spec), memory_bytes=memory_bytes)
+        (out,) = worker.run(OPTIMUM)
     except WorkbenchError as exc:
         notes.append(f"exact optimum not found: {exc}")
         return float("nan")

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench._bounded import address_space_headroom
+from workbench._bounded.memory import address_space_headroom
 from workbench.io.onnx.fold import NOT_FOLDED, SHAPE_OPS, STANDARD_DOMAINS
 from workbench.io.onnx.proto import ValueInfo, tensor_type, text_of
 from workbench.io.onnx.rules import MAX_ELEMENTS

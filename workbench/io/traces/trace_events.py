@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench._atomic import max_input_bytes, read_input
-from workbench._bounded import memory_cap
+from workbench._bounded.memory import memory_cap
 from workbench._checks import parse_json, unique_keys
 from workbench.errors import FormatError
 
