@@ -217,3 +217,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """What the run left on the heap is frozen before pytest's last garbage collection (its
+    unraisable-exception plugin collects once at exit, to report errors in finalizers of
+    cycles still alive): in a test worker that walk of a heap of gigabytes cost 3-4 CPU s, for
+    objects whose finalizers run only at the process's exit anyway.  An unraisable exception
+    raised during the run is still reported with its test."""
+    import gc
+
+    gc.freeze()
