@@ -202,7 +202,8 @@ MEASURED_ELSEWHERE = {  # text quoted in the README -> where it was measured
     "the first command takes about 4 s on a shared 2-core machine": "timing, this 2-core host",
     "answer in about 0.1 s of CPU, the listings in about 0.6 s": "timing, this 2-core host "
     "(tests/test_early_checks.py bounds the typos' CPU time)",
-    "forked on Linux, ~15 ms": "timing, this host",
+    "17 ms from a 260 MiB process, 75 ms from a 1.1 GiB one": "timing, this host "
+    "(run_stages of a trivial stage; tests/test_stage_worker.py)",
     "its search stops there after about 5 CPU s, at most 17 s with both cores of a 2-core "
     "machine loaded": "timing, this 2-core host (two busy loops beside it; the default bound's "
     "docstring, workbench.schedulers.ios.DEFAULT_MAX_STATES)",
