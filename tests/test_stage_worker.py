@@ -131,3 +131,24 @@ def test_a_policy_s_row_is_the_same_alone_and_among_the_others(model: str) -> No
         alone = wb.compare(graph, [policy], show_progress=False,
                            optimum_max_ops=0).table.set_index("policy")
         assert alone.loc[policy, columns].to_dict() == together.loc[policy, columns].to_dict()
+
+
+@needs_fork
+def test_a_worker_that_cannot_start_leaves_nothing_to_close(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork that fails (no processes left) raises from run(); leaving the block closes
+    nothing half-made, and the next run() tries a fresh start."""
+    import multiprocessing.process
+
+    real = multiprocessing.process.BaseProcess.start
+
+    def refused(self: Any) -> None:
+        raise BlockingIOError("Resource temporarily unavailable")
+
+    with _bounded.StageWorker(_jobs(a=[_pid])) as worker:
+        monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refused)
+        with pytest.raises(BlockingIOError):
+            worker.run("a")
+        assert worker.starts == 0
+        monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", real)
+        assert worker.run("a")[0].value != os.getpid() and worker.starts == 1

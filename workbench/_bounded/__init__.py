@@ -130,7 +130,7 @@ class StageWorker:
         self._index = {key: i for i, key in enumerate(jobs)}
         self._jobs = tuple((tuple(stages), tuple(budgets)) for stages, budgets in jobs.values())
         if any(len(stages) != len(budgets) for stages, budgets in self._jobs):
-            raise ValueError("run_stages() needs one budget per stage")
+            raise ValueError("a job needs one budget per stage")
         self._isolate = isolate and can_isolate()
         self._shared = tuple(shared)
         self._memory = memory_bytes
@@ -156,7 +156,8 @@ class StageWorker:
             self._start()
         try:
             self._orders.send(self._index[key])
-            out, raised = _answers(self._answers, self._proc, budgets, self._shared, self._memory)
+            out, raised = _collect(self._answers, self._proc, budgets, self._shared,
+                                   self._memory)
         except BaseException:
             self.close()
             raise
@@ -183,15 +184,20 @@ class StageWorker:
         ctx: Any = multiprocessing.get_context(start_method())
         if self._memory is not None:
             _preload()
-        orders_in, self._orders = ctx.Pipe(duplex=False)
-        self._answers, answers_out = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=_worker, daemon=True, args=(
+        orders_in, orders = ctx.Pipe(duplex=False)
+        answers, answers_out = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_worker, daemon=True, args=(
             orders_in, answers_out, self._jobs, self._shared, self._memory))
         try:
-            self._proc.start()
+            proc.start()
+        except BaseException:
+            orders.close()
+            answers.close()
+            raise
         finally:
             orders_in.close()
             answers_out.close()
+        self._proc, self._orders, self._answers = proc, orders, answers   # only once it runs
         self.starts += 1
 
 
@@ -331,7 +337,7 @@ def _send_error(conn: Any, exc: BaseException, objects: list[Any]) -> None:
     conn.send_bytes(payload)
 
 
-def _answers(recv: Any, proc: Any, budgets: Sequence[float | None], shared: tuple[Any, ...],
+def _collect(recv: Any, proc: Any, budgets: Sequence[float | None], shared: tuple[Any, ...],
              memory_bytes: int | None) -> tuple[list[Outcome], BaseException | None]:
     """The parent's side of one job: each stage's answer waited for at most its budget.
     Returns the outcomes up to the first stage that did not end ``"ok"`` (the worker must then
