@@ -21,6 +21,7 @@ pytest.importorskip("ipywidgets")
 
 import workbench as wb  # noqa: E402
 import workbench.orchestration.compare as compare_module  # noqa: E402
+from workbench._bounded import StageWorker  # noqa: E402
 from workbench.ui import Workbench  # noqa: E402
 
 MODEL = "nnc_diamond"   # 4 ops: small enough for the exact optimum; nnc and min_streams tie
@@ -28,27 +29,22 @@ POLICIES = ("serial", "nnc", "wavefront", "min_streams")
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch, calls: Counter[str]) -> None:
-    """Count ``wb.compare`` calls, optimum searches and policy runs (all in this process: the
-    forked workers run inside ``_run_policy`` and ``_optimum``)."""
+    """Count ``wb.compare`` calls, optimum searches and policy runs (the jobs a comparison's
+    worker is asked to run: :meth:`workbench._bounded.StageWorker.run`, called in this
+    process)."""
     real_compare = wb.compare
-    real_optimum = compare_module._optimum
-    real_run = compare_module._run_policy
+    real_run = StageWorker.run
 
     def compare(*args: Any, **kwargs: Any) -> Any:
         calls["compare"] += 1
         return real_compare(*args, **kwargs)
 
-    def optimum(*args: Any, **kwargs: Any) -> Any:
-        calls["optimum"] += 1
-        return real_optimum(*args, **kwargs)
-
-    def run_policy(graph: Any, name: str, *args: Any, **kwargs: Any) -> Any:
-        calls[f"run {name}"] += 1
-        return real_run(graph, name, *args, **kwargs)
+    def run(self: StageWorker, key: Any) -> Any:
+        calls["optimum" if key == compare_module.OPTIMUM else f"run {key}"] += 1
+        return real_run(self, key)
 
     monkeypatch.setattr(wb, "compare", compare)
-    monkeypatch.setattr(compare_module, "_optimum", optimum)
-    monkeypatch.setattr(compare_module, "_run_policy", run_policy)
+    monkeypatch.setattr(StageWorker, "run", run)
 
 
 @pytest.fixture(scope="module")

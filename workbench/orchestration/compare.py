@@ -245,7 +245,7 @@ def compare(graph: Graph, policies: Iterable[str] | None = None, *, device: str 
             bar.describe(name)
             bar.line(f"{tag}: started")
             t0 = time.perf_counter()
-            results[name] = _run_policy(worker, name)
+            results[name] = worker.run(name)
             row = row_of(name)
             span = row["makespan_us"]
             bar.line(f"{tag}: {row['status']} in {time.perf_counter() - t0:.2f} s"
@@ -415,12 +415,9 @@ def _stage_memory(planner: str, chunk_bytes: int, scheduled: tuple[Schedule, flo
 
 def _policy_job(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSpec, mode: str,
                 executor: str, planner: str | None, pool_chunk_bytes: int,
-                budget: float | None, precision: str = "auto",
-                exec_opts: dict[str, Any] | None = None,
-                simulate_too: bool = False) -> tuple[list[Any], list[float | None]]:
+                budget: float | None, precision: str, exec_opts: dict[str, Any],
+                simulate_too: bool) -> tuple[list[Any], list[float | None]]:
     """The policy's stages and their budgets (see the module docstring)."""
-    if exec_opts is None:
-        exec_opts = execute_options(executor, spec, mode, precision, {})
     info: PolicyInfo = POLICIES.get(name)
     cooperative = info.budgeted and budget is not None
     if budget is not None and cooperative:
@@ -434,11 +431,6 @@ def _policy_job(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSp
         stages.append(partial(_stage_memory, planner, pool_chunk_bytes))
         budgets.append(budget)
     return stages, budgets
-
-
-def _run_policy(worker: StageWorker, name: str) -> list[Outcome]:
-    """Policy ``name``'s stages, run in the comparison's worker."""
-    return worker.run(name)
 
 
 # ---------------------------------------------------------------------------------- optimum
