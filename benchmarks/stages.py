@@ -308,7 +308,8 @@ def relation_rows(families: list[str], sizes: list[int]) -> list[dict[str, Any]]
         for policy in ("serial", "nnc"):
             for n in sorted(sizes):
                 schedule = wb.schedule(FAMILIES[family](n), policy)
-                problem = prepare(lifetimes(schedule).records, 512, lifetimes(schedule).conflicts)
+                lived = lifetimes(schedule)
+                problem = prepare(lived.records, 512, lived.conflicts)
                 graph, order = problem.graph, size_order(problem)
                 size = np.asarray(problem.sizes, dtype=np.int64)
                 _, partners = _earlier_partners(graph, size, order)

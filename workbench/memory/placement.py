@@ -262,9 +262,16 @@ def _choose(fits: Sequence[str], starts: np.ndarray, top: np.ndarray, size: int)
     blocked ranges sorted by start (``starts``, rows x width) with running tops ``top``: the
     gaps are ``starts[j] - top[j - 1]`` (from 0 for ``j = 0``), one array of gap minus size for
     every row (a gap holds the tensor where it is >= 0; :func:`_choose_row` picks)."""
-    spare = starts - size
-    spare[:, 1:] -= top[:, :-1]
+    spare = _spare(starts, top, size)
     return [_choose_row(fit, spare[r], top[r]) for r, fit in enumerate(fits)]
+
+
+def _spare(starts: np.ndarray, top: np.ndarray, size: int) -> np.ndarray:
+    """Each gap (``starts[..., j] - top[..., j - 1]``, from 0 for ``j = 0``) minus ``size``,
+    along the last axis: one row or one per fit."""
+    spare = starts - size
+    spare[..., 1:] -= top[..., :-1]
+    return spare
 
 
 def _choose_row(fit: str, spare: np.ndarray, top: np.ndarray) -> int:
@@ -293,9 +300,7 @@ def _fit_one(fit: str, starts: np.ndarray, ends: np.ndarray, size: int) -> int:
         return 0
     o = starts.argsort(kind="stable")
     starts, top = starts[o], np.maximum.accumulate(ends[o])
-    spare = starts - size
-    spare[1:] -= top[:-1]
-    return _choose_row(fit, spare, top)
+    return _choose_row(fit, _spare(starts, top, size), top)
 
 
 def _earlier_partners(graph: ConflictGraph, size: np.ndarray,
