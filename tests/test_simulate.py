@@ -147,3 +147,27 @@ def test_trace_metrics() -> None:
     assert m["makespan_us"] == t.makespan and m["avg_concurrency"] > 1.0
     curve = t.concurrency_curve()
     assert curve["running"].max() == 2 and curve["running"].iloc[-1] == 0
+
+
+def test_the_engine_tables_kept_on_a_graph_follow_its_device_and_calibration() -> None:
+    # The engine's per-op table (segments, pools) is kept on the graph beside the cost table it
+    # came from: a second device, a calibration or a stage of the graph (IOS's oracle) must each
+    # get what a graph that never ran anything gets.
+    from workbench.simulator.simulate import simulate_makespan
+
+    def fresh() -> wb.Graph:
+        return wb.models.inception_v3(batch=1, fused=False)
+
+    g = fresh()
+    s = wb.schedule(g, "nnc")
+    stage = wb.Schedule(g, "stage", {0: g.op_ids[5:9], 1: g.op_ids[9:12]}, (), g.op_ids[5:12])
+    slower = {op: 500.0 for op in g.op_ids[:12]}
+    runs = [("h100", None), ("a100", None), ("h100", slower), ("h100", None), ("a100", None)]
+    seen = [(simulate(s, dev, mode="graph", calibration=cal).makespan,
+             simulate_makespan(stage, dev, mode="graph", calibration=cal)) for dev, cal in runs]
+    for (dev, cal), got in zip(runs, seen, strict=True):
+        f = fresh()
+        t = wb.Schedule(f, "stage", {0: f.op_ids[5:9], 1: f.op_ids[9:12]}, (), f.op_ids[5:12])
+        assert got == (simulate(wb.schedule(f, "nnc"), dev, mode="graph", calibration=cal).makespan,
+                       simulate_makespan(t, dev, mode="graph", calibration=cal)), (dev, cal)
+    assert len({m for m, _ in seen}) == len({m for _, m in seen}) == 3

@@ -15,7 +15,7 @@ import math
 from collections import deque
 from typing import Any
 
-from workbench.simulator.cost_model.costs import DeviceSpec, OpCost, is_exclusive_pool, pool_of
+from workbench.simulator.cost_model.costs import DeviceSpec, OpCost, is_exclusive_pool
 from workbench.simulator.cost_model.kernel_model import GpuModel
 from workbench.simulator.host import Host
 from workbench.values.graph import Op
@@ -66,11 +66,39 @@ def hardware_queues(stream_of: list[Any], queues: int) -> list[int]:
     return [rank[s] % queues for s in stream_of]
 
 
+#: Per op of a run: its segments (:func:`op_segments`), its resource pool and its program position.
+Prepared = tuple[list[list[tuple[int, float, float, float, float, int]]], list[str], list[float]]
+
+
+def op_segments(costs: list[OpCost], op_gap_us: float
+                ) -> list[list[tuple[int, float, float, float, float, int]]]:
+    """Per op, the segments the engine runs in turn: ``(kind, duration, slots, compute,
+    bandwidth, kernel index)``, a latency (``op_gap_us`` more for the first kernel) then the work
+    phases of each kernel, and its cold-weight streaming when it has any.  O(kernel phases)."""
+    table = []
+    for c in costs:
+        segs = []
+        for k, kt in enumerate(c.kernels):
+            segs.append((_LAT, kt.latency_us + (op_gap_us if k == 0 else 0.0), 0.0, 0.0, 0.0, k))
+            for p in kt.phases:
+                if p.alone_us > 0:
+                    segs.append((_WORK, p.alone_us, max(p.slots, 1e-9), p.compute, p.bandwidth,
+                                 k))
+            if kt.cold_us > 0 and kt.phases:
+                # streaming cold weights: the blocks keep their slots, the SMs idle
+                segs.append((_WORK, kt.cold_us, max(kt.phases[-1].slots, 1e-9), 0.0, 0.0, k))
+        table.append(segs)
+    return table
+
+
 class Engine:
     def __init__(self, schedule: Schedule, ops: list[Op], costs: list[OpCost],
                  stream_of: list[int], waits: list[list[int]], phase: list[int],
                  spec: DeviceSpec, mode: str, pipeline: str, model: GpuModel,
-                 host: Any = None) -> None:
+                 host: Any, prepared: Prepared) -> None:
+        """``prepared``: :func:`op_segments`, :func:`~workbench.simulator.cost_model.costs.pool_of`
+        and the program position of every op in ``ops`` (they depend on the op and its cost
+        only, so :mod:`workbench.simulator.simulate` keeps them per graph)."""
         n = len(ops)
         self.n = n
         self.costs = costs
@@ -79,22 +107,7 @@ class Engine:
         self.host = host if host is not None else Host(schedule, ops, costs, waits, spec, mode,
                                                         pipeline)
         # segments per op: (kind, duration, slots, compute, bandwidth, kernel index)
-        self.segments: list[list[tuple[int, float, float, float, float, int]]] = []
-        op_gap = model.op_gap_us
-        for c in costs:
-            segs = []
-            for k, kt in enumerate(c.kernels):
-                segs.append((_LAT, kt.latency_us + (op_gap if k == 0 else 0.0), 0.0, 0.0, 0.0,
-                             k))
-                for p in kt.phases:
-                    if p.alone_us > 0:
-                        segs.append((_WORK, p.alone_us, max(p.slots, 1e-9), p.compute,
-                                     p.bandwidth, k))
-                if kt.cold_us > 0 and kt.phases:
-                    # streaming cold weights: the blocks keep their slots, the SMs idle
-                    segs.append((_WORK, kt.cold_us, max(kt.phases[-1].slots, 1e-9), 0.0, 0.0,
-                                 k))
-            self.segments.append(segs)
+        self.segments, pools, self.program = prepared
         self.seg = [0] * n
         self.version = [0.0] * n  # next version of an op's work entry (stale events differ)
         # readiness: issue + predecessor on the hardware queue + syncs + barrier gate
@@ -125,7 +138,6 @@ class Engine:
                 self.blockers[i] += 1
         self.done_phase = -1
         self.last_phase = max(phase, default=0)
-        pools = [pool_of(op) for op in ops]
         self.pool_name = pools
         self.pools: dict[str, Pool] = {}
         for name in dict.fromkeys(pools):
@@ -139,9 +151,6 @@ class Engine:
         self.dirty: dict[str, None] = {}
         self.n_ended = 0
         self.sharing_work = 0
-        graph = schedule.graph
-        self.program = [float(graph.index(op.id)) if op.id in graph else float(k)
-                        for k, op in enumerate(ops)]
         self.issue_ptr = 0
 
     # ------------------------------------------------------------------ main loop
@@ -157,21 +166,23 @@ class Engine:
         issue = host.issue
         dirty = self.dirty
         pools = self.pools
+        unblock, drain, reshare = self._unblock, self._drain_events, self._reshare
+        inf = math.inf
+        ptr = 0  # the next op to issue (the host issues in order)
         while self.n_ended < n:
-            t = issue[self.issue_ptr] if self.issue_ptr < host.next else math.inf
+            t = issue[ptr] if ptr < host.next else inf
             if heap and heap[0][0] < t:
                 t = heap[0][0]
-            if t == math.inf:
+            if t == inf:
                 raise RuntimeError("simulation stalled: the schedule deadlocks")  # validate()
-            while self.issue_ptr < host.next and issue[self.issue_ptr] <= t:
-                i = self.issue_ptr
-                self.issue_ptr += 1
-                self._unblock(i, t)
+            while ptr < host.next and issue[ptr] <= t:
+                ptr += 1
+                unblock(ptr - 1, t)
             if heap and heap[0][0] <= t:
-                self._drain_events(t)
+                drain(t)
             if dirty:
                 for name in list(dirty):
-                    self._reshare(pools[name], t)
+                    reshare(pools[name], t)
                 dirty.clear()
 
     def _drain_events(self, t: float) -> None:
@@ -179,17 +190,18 @@ class Engine:
         elapsed unblocks its op; a segment completion ends the segment unless it is stale (the
         op's rate changed since, so a newer completion event stands for it).  Shared by the
         precomputed-host and the lazy-host loops."""
-        heap = self.heap
+        heap, pop = self.heap, heapq.heappop
+        pools, pool_name, segment_done = self.pools, self.pool_name, self._segment_done
         while heap and heap[0][0] <= t:
-            _, _, i, version = heapq.heappop(heap)
+            _, _, i, version = pop(heap)
             if version == _WAIT:
                 self._unblock(i, t)
                 continue
             if version >= 0:
-                entry = self.pools[self.pool_name[i]].active.get(i)
+                entry = pools[pool_name[i]].active.get(i)
                 if entry is None or int(entry[3]) != version:
                     continue  # stale completion: the rate changed since
-            self._segment_done(i, t)
+            segment_done(i, t)
 
     def _run_lazy(self) -> None:
         """The main loop with a host that decides as it goes (control flow,
@@ -242,16 +254,17 @@ class Engine:
             begin = t
             if kernel > 0:  # a later kernel of the op starts only once the host launched it
                 begin = max(t, self.host.issue[i] + kernel * self.host.kernel_gap[i])
-            self._push(begin + duration, i, -1)
+            self.seq += 1
+            heapq.heappush(self.heap, (begin + duration, self.seq, i, -1))
             return
         pool_name = self.pool_name[i]
-        pool = self.pools[pool_name]
-        entry = pool.active.get(i)
+        active = self.pools[pool_name].active
+        entry = active.get(i)
         if entry is None:
             # versions go on from the op's previous kernel: its stale completion events must not
             # match this one's
-            pool.active[i] = [duration, 0.0, t, self.version[i], slots, compute, bw, 0.0, t,
-                              self.program[i]]
+            active[i] = [duration, 0.0, t, self.version[i], slots, compute, bw, 0.0, t,
+                         self.program[i]]
         else:  # the next phase of the same kernel keeps its place in the FIFO order
             entry[0], entry[1], entry[2] = duration, 0.0, t
             entry[3] += 1.0
@@ -312,11 +325,11 @@ class Engine:
             pool.prev_prefix = 0
             return
         if len(active) == 1:  # alone (two fifths of the passes in IOS's stage oracle): its cap
-            for i, e in active.items():
-                got = e[4] if e[4] < 1.0 else 1.0
-                pool.prev_prefix = 1
-                self.sharing_work += 2  # what the general pass counts for one kernel
-                self._set_rate(i, e, got / e[4], t)
+            ((i, e),) = active.items()
+            got = e[4] if e[4] < 1.0 else 1.0
+            pool.prev_prefix = 1
+            self.sharing_work += 2  # what the general pass counts for one kernel
+            self._set_rate(i, e, got / e[4], t)
             return
         free = 1.0
         chosen: list[tuple[int, list[float], float, float]] = []  # (op, entry, got, cap)
@@ -343,8 +356,17 @@ class Engine:
             self._admit_group(group, free, chosen)
         pool.prev_prefix = len(chosen)
         self.sharing_work += count + 1
-        rates = fair_rates([(c[1][5], c[1][6], c[3]) for c in chosen])
-        occupied = sum(c[2] for c in chosen)
+        # fair_rates' first test, made here (the same sums in the same order): when everyone at
+        # its cap fits, which is the common case, no demand list is built
+        total_c = total_b = occupied = 0.0
+        for _, e, got, cap in chosen:
+            total_c += e[5] * cap
+            total_b += e[6] * cap
+            occupied += got
+        if total_c <= 1.0 and total_b <= 1.0:
+            rates = [c[3] for c in chosen]
+        else:
+            rates = fair_rates([(c[1][5], c[1][6], c[3]) for c in chosen])
         kappa = pool.interference
         for (i, e, got, _), rate in zip(chosen, rates, strict=True):
             if kappa and occupied > got:
@@ -379,7 +401,8 @@ class Engine:
         e[7] = 0.0
         if rate > 0.0:
             e[7] = 1.0
-            self._push(t + e[0] / rate, i, int(e[3]))
+            self.seq += 1
+            heapq.heappush(self.heap, (t + e[0] / rate, self.seq, i, int(e[3])))
 
 
 def fair_rates(demands: list[tuple[float, float, float]]) -> list[float]:

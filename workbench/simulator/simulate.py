@@ -81,10 +81,11 @@ from workbench.simulator.cost_model.costs import (
     DeviceSpec,
     OpCost,
     graph_costs,
+    pool_of,
 )
 from workbench.simulator.cost_model.kernel_model import GpuModel, model_for
 from workbench.simulator.cost_model.target import resolve_device
-from workbench.simulator.engine import Engine
+from workbench.simulator.engine import Engine, Prepared, op_segments
 from workbench.values.graph import Graph, Op
 from workbench.values.schedule import Schedule
 from workbench.values.trace import Trace
@@ -194,6 +195,24 @@ class _Run:
     host: Any = None                  # control flow: the ControlHost (its decisions)
 
 
+def _engine_table(graph: Graph, costs: list[OpCost], model: GpuModel, *, cached: bool
+                  ) -> Prepared:
+    """What the engine needs of each op of ``graph`` beside the schedule (its segments, pool and
+    program position, :data:`~workbench.simulator.engine.Prepared`), kept on the graph beside the
+    cost table it was made from when that table is the graph's cached one (``cached``: no
+    calibration), so that IOS's thousands of stage runs build it once.  O(V) when built."""
+    key = ("engine_table", id(costs), model.op_gap_us)
+    memo: dict[Any, Any] = graph._cache  # noqa: SLF001 (the graph's memo table)
+    hit = memo.get(key) if cached else None
+    if hit is not None and hit[0] is costs:
+        return hit[1]  # type: ignore[no-any-return]
+    table: Prepared = (op_segments(costs, model.op_gap_us), [pool_of(op) for op in graph.ops],
+                       [float(k) for k in range(len(graph))])
+    if cached:
+        memo[key] = (costs, table)  # the entry keeps ``costs`` alive: its id stays its own
+    return table
+
+
 def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
               calibration: Mapping[str, float] | None, host_pipeline: str, precision: str,
               model: GpuModel | None, control: tuple[Any, ...] = ("coroutine", None, None)
@@ -231,13 +250,17 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
 
         calibration = calibration_for(spec, graph.name)
     all_costs = graph_costs(graph, spec, calibration, precision=precision, model=model)
+    table = _engine_table(graph, all_costs, model, cached=calibration is None)
     if len(order) == len(graph) and tuple(order) == graph.op_ids:
         ops = list(graph.ops)
         costs = list(all_costs)
+        prepared = table
     else:  # a partial schedule (IOS's stage oracle): O(len(order)), not O(graph)
         where = [graph.index(o) for o in order]
         ops = [graph.ops[k] for k in where]
         costs = [all_costs[k] for k in where]
+        prepared = ([table[0][k] for k in where], [table[1][k] for k in where],
+                    [float(k) for k in where])
     stream_table = schedule._stream_of  # noqa: SLF001 (one dict lookup per op)
     stream_of = [stream_table[op] for op in order]
     index = {op: i for i, op in enumerate(order)}
@@ -253,7 +276,7 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
         host = ControlHost(schedule, ops, costs, waits, spec, host_pipeline, expansion,
                            control[0])
     engine = Engine(schedule, ops, costs, stream_of, waits, phase, spec, mode, host_pipeline,
-                     model, host)
+                     model, host, prepared)
     engine.run()
     return _Run(order, ops, costs, stream_of, engine.start, engine.end, engine.host.issue, phase,
                 spec, graph, schedule, engine.seq, engine.sharing_work, expansion, host)
