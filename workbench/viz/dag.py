@@ -19,10 +19,13 @@ node *names* are internal (``n0``, ``n1``...), so no op id is ever parsed as DOT
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import signal
 import subprocess
+import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import graphviz
@@ -169,21 +172,64 @@ def dag_svg(graph: Graph, schedule: Schedule | None = None, *, max_ops: int = MA
 
 def _run_dot(source: str, timeout_s: float | None) -> str:
     """``dot -Tsvg`` of ``source`` (the binary :func:`_have_dot` found), killed after
-    ``timeout_s`` (``subprocess.TimeoutExpired``); Graphviz's own exceptions otherwise."""
+    ``timeout_s`` (``subprocess.TimeoutExpired``); Graphviz's own exceptions otherwise.  The
+    child is killed whatever ends the wait, also a SIGTERM or Ctrl-C that lands while it is being
+    started (:func:`_signals_held`): ``subprocess.run`` kills its child only once ``Popen`` has
+    returned, so the CLI's SIGTERM could leave ``dot`` running."""
     import graphviz.backend.dot_command as dot_command
 
     cmd = [str(dot_command.DOT_BINARY), "-Tsvg"]
     try:
-        run = subprocess.run(cmd, input=source.encode("utf-8"), capture_output=True,
-                             timeout=timeout_s)
+        with _signals_held() as held:
+            proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise graphviz.ExecutableNotFound(cmd) from None
-    except OSError as exc:  # e.g. BrokenPipeError: dot gave up before reading all its input
-        raise graphviz.CalledProcessError(1, cmd, stderr=str(exc).encode()) from None
-    if run.returncode != 0:
-        raise graphviz.CalledProcessError(run.returncode, cmd, output=run.stdout,
-                                          stderr=run.stderr)
-    return run.stdout.decode("utf-8")
+    with proc:
+        try:
+            for handler, signum in held:  # now that the child is ours, as if they came now
+                handler(signum, None)
+            out, err = proc.communicate(source.encode("utf-8"), timeout=timeout_s)
+        except OSError as exc:  # e.g. BrokenPipeError: dot gave up before reading all its input
+            proc.kill()
+            raise graphviz.CalledProcessError(1, cmd, stderr=str(exc).encode()) from None
+        except BaseException:
+            proc.kill()
+            raise
+    if proc.returncode != 0:
+        raise graphviz.CalledProcessError(proc.returncode, cmd, output=out, stderr=err)
+    return out.decode("utf-8")
+
+
+_HELD_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[list[tuple[Callable[..., Any], int]]]:
+    """SIGTERM and SIGINT that arrive inside the block do not run their Python handlers there
+    (whose exceptions would unwind through ``Popen`` and orphan the child it just forked): each
+    is recorded as ``(handler, signal)`` in the list yielded, for the caller to run once it owns
+    the child.  Only in the main thread, and only for signals with a Python handler (elsewhere
+    nothing is held)."""
+    held: list[tuple[Callable[..., Any], int]] = []
+    previous: dict[signal.Signals, Callable[..., Any]] = {}
+
+    def holder(handler: Callable[..., Any]) -> Callable[[int, Any], None]:
+        def hold(signum: int, _frame: Any) -> None:
+            held.append((handler, signum))
+        return hold
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in _HELD_SIGNALS:
+            handler = signal.getsignal(signum)
+            if callable(handler):
+                previous[signum] = handler
+                signal.signal(signum, holder(handler))
+    try:
+        yield held
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def summary_svg(graph: Graph, why: str) -> str:
