@@ -204,9 +204,9 @@ MEASURED_ELSEWHERE = {  # text quoted in the README -> where it was measured
     "(tests/test_early_checks.py bounds the typos' CPU time)",
     "17 ms from a 260 MiB process, 75 ms from a 1.1 GiB one": "timing, this host "
     "(run_stages of a trivial stage; tests/test_stage_worker.py)",
-    "its search stops there after about 5 CPU s, at most 17 s with both cores of a 2-core "
-    "machine loaded": "timing, this 2-core host (two busy loops beside it; the default bound's "
-    "docstring, workbench.schedulers.ios.DEFAULT_MAX_STATES)",
+    "its search stops there after about 1.5 CPU s, 2.4 s of wall time with both cores of a "
+    "2-core machine loaded": "timing, this 2-core host, graph mode (two busy loops beside it; "
+    "the default bound's docstring, workbench.schedulers.ios.DEFAULT_MAX_STATES)",
     "a report's 5 MB (a 4-op comparison is 50 kB without it)": "page sizes, plotly 6/7",
     "all 12 policies: 185 kB": "page size (tests/test_report_views.py checks it within 15%)",
     "All 26 rows are within 15% (mean |error| 3.8%, max 11.1%": "tests/test_fidelity.py bounds",

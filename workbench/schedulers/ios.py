@@ -98,12 +98,13 @@ Oracle = Callable[[list[list[OpId]]], float]
 DEFAULT_MAX_STATES = 4_000
 """DP states one search may visit unless ``max_states`` says otherwise: the work budget that makes
 IOS deterministic.  With :data:`DEFAULT_PART_WORK`, per built-in model (graph mode; eager takes
-about as long), about 1 CPU s up to Inception V3 (1,206 states, the paper's count); RandWire
-completes in 3,913 states (9 parts halved, about 4-5 CPU s); NASNet-A large stops here (4,006
-states, about 5-6 CPU s).  On a 2-core machine with both cores loaded that is at most about
-17 s of wall time, under a third of the 54 s compare's default budget gives a search, so
-the table does not depend on the machine's load (10,000 states with parts halved only past
-500,000 work took RandWire 24 s and NASNet 36 s on an idle machine, and hit 54 s loaded)."""
+at most as long), about 0.6 CPU s for Inception V3 (1,206 states, the paper's count); RandWire
+completes in 3,913 states (9 parts halved, about 1.3 CPU s); NASNet-A large stops here (4,006
+states, about 1.5 CPU s; 2026-12, 2-core host).  With both cores of the machine loaded by two
+busy loops that was 2.4 s of wall time, far under the 54 s compare's default budget gives a
+search, so the table does not depend on the machine's load (10,000 states with parts halved
+only past 500,000 work took RandWire 24 s and NASNet 36 s on an idle machine, and hit 54 s
+loaded, before the stage oracle's signature cache and the simulator's later speedups)."""
 DEFAULT_TIME_BUDGET_S = 300.0
 """Wall-clock safety limit of one search unless ``time_budget_s`` says otherwise: never reached
 by the built-in models under :data:`DEFAULT_MAX_STATES` (``benchmarks/ios_scaling.py``)."""
