@@ -420,16 +420,18 @@ def test_importer_tables_round_trip_the_old_ones() -> None:
 
     # attention and the composite transformer modules came later (issue 24), then the op
     # vocabulary's torch names (tests/_vocabulary_spec.py), nothing else
-    # then mish, the kind issue 46's "add an op kind" walk-through adds (docs/architecture.md)
+    # then mish, the kind issue 46's "add an op kind" walk-through adds (docs/architecture.md),
+    # then rmsnorm (torch.nn.RMSNorm: an LLM decoder's norm was imported with a default cost)
     new = {"MultiheadAttention": ("attention", "multi_head_attention", 0),
            "TransformerEncoderLayer": ("transformer_layer", "encoder_layer", 0),
-           "Mish": ("mish", "elementwise", 9),
+           "Mish": ("mish", "elementwise", 9), "RMSNorm": ("rmsnorm", "elementwise", 4),
            **VOCABULARY_MODULES}
     new_functions = {"scaled_dot_product_attention": ("attention", "sdpa", 0),
                      "_native_multi_head_attention": ("attention", "multi_head_attention", 0),
                      "_transformer_encoder_layer_fwd": ("transformer_layer", "encoder_layer", 0),
                      "unflatten": ("reshape", "view", 0), "mish": ("mish", "elementwise", 9),
-                     "mish_": ("mish", "elementwise", 9), **VOCABULARY_FUNCTIONS}
+                     "mish_": ("mish", "elementwise", 9),
+                     "rms_norm": ("rmsnorm", "elementwise", 4), **VOCABULARY_FUNCTIONS}
     assert fx.MODULES == {**OLD_MODULES, **new}
     assert fx.FUNCTIONS == {**OLD_FUNCTIONS, **new_functions}
     assert dict(TORCH_ALIASES) == {n: e[0] for n, e in {
@@ -445,7 +447,8 @@ def test_importer_tables_round_trip_the_old_ones() -> None:
                      "CumSum": ("cumsum", "unary", 1.0),
                      "GatherElements": ("gather_elements", "gather", 0),
                      **{t: (t.lower(), "recurrent", 0) for t in ("LSTM", "GRU", "RNN")},
-                     "Mish": ("mish", "unary", 9.0)}
+                     "Mish": ("mish", "unary", 9.0),
+                     "RMSNormalization": ("rmsnorm", "unary", 4.0)}  # opset 23
     # one FLOP count per kind: fx's elementwise entries and ONNX's unary rules read the table
     for name, (kind, formula, flops) in {**fx.MODULES, **fx.FUNCTIONS}.items():
         assert formula != "elementwise" or flops == FLOPS_PER_ELEMENT[kind], name

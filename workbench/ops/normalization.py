@@ -1,5 +1,5 @@
-"""Normalisations and softmax: batchnorm, layernorm, instancenorm, groupnorm, lrn, weight_norm,
-softmax and log_softmax.
+"""Normalisations and softmax: batchnorm, layernorm, rmsnorm, instancenorm, groupnorm, lrn,
+weight_norm, softmax and log_softmax.
 
 ``batchnorm`` is inference batch norm (params ``(4, C)``: gamma, beta, running mean, running
 variance, or ONNX's four inputs; ``eps`` 1e-3 by default) and broadcasts per channel (O1's
@@ -79,6 +79,29 @@ def layernorm_reference(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[A
         return [layernorm(x, a[1], eps=eps)]
     return [_normalize(x, axes, a[1] if len(a) > 1 else None, a[2] if len(a) > 2 else None,
                        eps).astype(_dtype(*a))]
+
+
+def _rms_eps(op: OpLike, dtype: Any) -> float:
+    """``eps`` of an RMS norm; absent, the machine epsilon of the input's floating dtype (torch's
+    ``eps=None``: ``torch.finfo(x.dtype).eps``; float32 for an integer input)."""
+    eps = op.attrs.get("eps")
+    if eps is not None:
+        return number(op.attrs, "eps", 0.0)
+    return float(np.finfo(dtype if np.issubdtype(dtype, np.floating) else np.float32).eps)
+
+
+def rmsnorm_reference(op: OpLike, a: list[Array], shape_of: ShapeOf) -> list[Array]:
+    """Root-mean-square norm over the axes from ``axis`` (default -1) on (Zhang & Sennrich 2019;
+    torch's ``RMSNorm``, ONNX's ``RMSNormalization``): ``x / sqrt(mean(x^2) + eps)``, times the
+    optional scale input; no mean is subtracted and there is no bias."""
+    x = a[0]
+    axis = int(op.attrs.get("axis", -1)) % x.ndim
+    z = _f64(x)
+    out = z / np.sqrt((z * z).mean(axis=tuple(range(axis, x.ndim)), keepdims=True)
+                      + _rms_eps(op, x.dtype))
+    if len(a) > 1:
+        out = out * _f64(a[1])
+    return [out.astype(_dtype(*a))]
 
 
 def _channel(v: Array, rank: int) -> Array:
@@ -164,6 +187,16 @@ def layernorm_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tens
     return [_f().layer_norm(x, normalized, gamma, beta, eps)]
 
 
+def rmsnorm_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
+    """``torch.nn.functional.rms_norm`` over the axes from ``axis`` on, the scale input if any;
+    no ``eps``: torch's own default (the dtype's epsilon), as the reference."""
+    x = a[0]
+    normalized = tuple(x.shape[int(op.attrs.get("axis", -1)) % x.dim():])
+    eps = op.attrs.get("eps")
+    weight = a[1].expand(normalized) if len(a) > 1 else None
+    return [_f().rms_norm(x, normalized, weight, None if eps is None else float(eps))]
+
+
 def instancenorm_torch(op: OpLike, a: list[Tensor], shape_of: ShapeOf) -> list[Tensor]:
     return [_f().instance_norm(a[0], weight=a[1] if len(a) > 1 else None,
                                bias=a[2] if len(a) > 2 else None,
@@ -216,6 +249,13 @@ def _onnx_layernorm(a: dict[str, Any], node: Any) -> dict[str, Any]:
     return {"eps": float(a.get("eps", 1e-5)), "axis": int(a.get("axis", -1))}
 
 
+def _onnx_rmsnorm(a: dict[str, Any], node: Any) -> dict[str, Any]:
+    """RMSNormalization (opset 23): ``axis`` -1 and ``epsilon`` 1e-5 by default; ``stash_type``
+    (the precision of the mean) is not modelled: the reference computes in float64."""
+    a.pop("stash_type", None)
+    return _onnx_layernorm(a, node)
+
+
 def _onnx_lrn(a: dict[str, Any], node: Any) -> dict[str, Any]:
     """ONNX's ``bias`` is the vocabulary's ``k`` (``bias`` names a bias input elsewhere)."""
     return {"alpha": float(a.get("alpha", 1e-4)), "beta": float(a.get("beta", 0.75)),
@@ -240,6 +280,15 @@ def _torch_layer_norm(named: dict[str, Any], ins: list[Shape], outs: list[Shape]
     shape = named["normalized_shape"]
     n = 1 if isinstance(shape, int) else len(shape)
     return {"axis": -n, "eps": named.get("eps", 1e-5)}
+
+
+def _torch_rms_norm(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
+                    dtype: str | None) -> dict[str, Any]:
+    """``normalized_shape`` -> ``axis``; ``eps`` only when given (``None``: the dtype's)."""
+    shape = named["normalized_shape"]
+    n = 1 if isinstance(shape, int) else len(shape)
+    eps = named.get("eps")
+    return {"axis": -n, **({} if eps is None else {"eps": eps})}
 
 
 def _torch_norm_eps(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
@@ -281,6 +330,10 @@ KINDS = (
          onnx_attrs={"LayerNormalization": _onnx_layernorm}, torch="LayerNorm layer_norm",
          torch_attrs={"layer_norm LayerNorm": _torch_layer_norm},
          kernel_names="layer_norm layernorm rowwisemoments gammabetabackward", kernel_rank=9),
+    kind("rmsnorm", "reduction", fuse="reduce", flops_per_element=4, attrs="eps axis",
+         reference=rmsnorm_reference, torch_form=rmsnorm_torch, onnx="RMSNormalization",
+         onnx_attrs={"RMSNormalization": _onnx_rmsnorm}, torch="RMSNorm rms_norm",
+         torch_attrs={"rms_norm RMSNorm": _torch_rms_norm}),
     kind("groupnorm", "reduction", flops_per_element=8, attrs="eps groups", reference=groupnorm,
          torch_form=groupnorm_torch, onnx="GroupNormalization",
          onnx_attrs={"GroupNormalization": _onnx_eps}, torch="GroupNorm group_norm",

@@ -46,6 +46,7 @@ max_pool1d max_pool2d max_pool3d: input kernel_size stride padding dilation ceil
 avg_pool1d avg_pool2d avg_pool3d: input kernel_size stride padding ceil_mode count_include_pad
 batch_norm: input weight bias running_mean running_var training momentum eps
 layer_norm: input normalized_shape weight bias eps
+rms_norm: input normalized_shape weight eps
 group_norm: input num_groups weight bias eps
 softmax log_softmax: input dim
 cat concat concatenate stack: tensors dim
