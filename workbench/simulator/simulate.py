@@ -204,13 +204,32 @@ def _engine_table(graph: Graph, costs: list[OpCost], model: GpuModel, *, cached:
     key = ("engine_table", id(costs), model.op_gap_us)
     memo: dict[Any, Any] = graph._cache  # noqa: SLF001 (the graph's memo table)
     hit = memo.get(key) if cached else None
-    if hit is not None and hit[0] is costs:
-        return hit[1]  # type: ignore[no-any-return]
+    if hit is not None and hit.costs is costs:
+        return hit.table
     table: Prepared = (op_segments(costs, model.op_gap_us), [pool_of(op) for op in graph.ops],
                        [float(k) for k in range(len(graph))])
     if cached:
-        memo[key] = (costs, table)  # the entry keeps ``costs`` alive: its id stays its own
+        memo[key] = _KeptTable(costs, table)
     return table
+
+
+class _KeptTable:
+    """An engine table kept on its graph, with the cost table it came from (which it keeps
+    alive, so that the ``id`` in its key stays that table's).  Not pickled with the graph: it
+    unpickles as ``None`` (an ``id`` means nothing in another process, and the table is O(V) to
+    rebuild), so a pickled graph is no larger for having been simulated."""
+
+    __slots__ = ("costs", "table")
+
+    def __init__(self, costs: list[OpCost], table: Prepared) -> None:
+        self.costs, self.table = costs, table
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_nothing, ())
+
+
+def _nothing() -> None:
+    return None
 
 
 def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
