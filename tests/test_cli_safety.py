@@ -300,3 +300,17 @@ def test_a_sigterm_while_dot_is_being_started_still_kills_it(
         child.kill()
         child.wait()
     assert signal.getsignal(signal.SIGTERM) is old
+
+
+def test_a_dot_that_cannot_be_executed_falls_back_to_the_built_in_drawing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Popen's own OSError (here "Exec format error": no shebang) is Graphviz failing, as it was
+    # when subprocess.run raised it: a warning and the layered drawing, not a traceback.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "dot").write_bytes(b"\x00\x01 not a program\n")
+    (fake / "dot").chmod(0o755)
+    monkeypatch.setenv("PATH", str(fake))  # alone: Popen would go on to a real dot after it
+    with pytest.warns(RuntimeWarning, match="Graphviz 'dot' failed"):
+        svg = wb.viz.dag_svg(wb.models.nnc_diamond())
+    assert svg.startswith("<svg")

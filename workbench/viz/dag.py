@@ -185,6 +185,8 @@ def _run_dot(source: str, timeout_s: float | None) -> str:
                                     stderr=subprocess.PIPE)
     except FileNotFoundError:
         raise graphviz.ExecutableNotFound(cmd) from None
+    except OSError as exc:  # e.g. PermissionError: a dot that cannot be executed
+        raise graphviz.CalledProcessError(1, cmd, stderr=str(exc).encode()) from None
     with proc:
         try:
             for handler, signum in held:  # now that the child is ours, as if they came now
