@@ -195,21 +195,23 @@ class _Run:
     host: Any = None                  # control flow: the ControlHost (its decisions)
 
 
-def _engine_table(graph: Graph, costs: list[OpCost], model: GpuModel, *, cached: bool
-                  ) -> Prepared:
-    """What the engine needs of each op of ``graph`` beside the schedule (its segments, pool and
-    program position, :data:`~workbench.simulator.engine.Prepared`), kept on the graph beside the
-    cost table it was made from when that table is the graph's cached one (``cached``: no
-    calibration), so that IOS's thousands of stage runs build it once.  O(V) when built."""
+def _prepared(ops: list[Op], costs: list[OpCost], positions: list[float], model: GpuModel
+              ) -> Prepared:
+    """What the engine needs of ``ops`` beside the schedule: their segments, pools and program
+    ``positions`` (:data:`~workbench.simulator.engine.Prepared`).  O(len(ops))."""
+    return op_segments(costs, model.op_gap_us), [pool_of(op) for op in ops], positions
+
+
+def _engine_table(graph: Graph, costs: list[OpCost], model: GpuModel) -> Prepared:
+    """:func:`_prepared` of every op of ``graph``, kept on the graph beside ``costs``, its cached
+    cost table, so that IOS's thousands of stage runs build it once.  O(V) when built."""
     key = ("engine_table", id(costs), model.op_gap_us)
     memo: dict[Any, Any] = graph._cache  # noqa: SLF001 (the graph's memo table)
-    hit = memo.get(key) if cached else None
+    hit = memo.get(key)
     if hit is not None and hit.costs is costs:
         return hit.table
-    table: Prepared = (op_segments(costs, model.op_gap_us), [pool_of(op) for op in graph.ops],
-                       [float(k) for k in range(len(graph))])
-    if cached:
-        memo[key] = _KeptTable(costs, table)
+    table = _prepared(list(graph.ops), costs, [float(k) for k in range(len(graph))], model)
+    memo[key] = _KeptTable(costs, table)
     return table
 
 
@@ -269,17 +271,17 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
 
         calibration = calibration_for(spec, graph.name)
     all_costs = graph_costs(graph, spec, calibration, precision=precision, model=model)
-    table = _engine_table(graph, all_costs, model, cached=calibration is None)
-    if len(order) == len(graph) and tuple(order) == graph.op_ids:
-        ops = list(graph.ops)
-        costs = list(all_costs)
-        prepared = table
-    else:  # a partial schedule (IOS's stage oracle): O(len(order)), not O(graph)
-        where = [graph.index(o) for o in order]
-        ops = [graph.ops[k] for k in where]
-        costs = [all_costs[k] for k in where]
-        prepared = ([table[0][k] for k in where], [table[1][k] for k in where],
-                    [float(k) for k in where])
+    whole = len(order) == len(graph) and tuple(order) == graph.op_ids
+    # a partial schedule (IOS's stage oracle): O(len(order)), not O(graph)
+    where = list(range(len(graph))) if whole else [graph.index(o) for o in order]
+    ops = list(graph.ops) if whole else [graph.ops[k] for k in where]
+    costs = list(all_costs) if whole else [all_costs[k] for k in where]
+    if calibration is not None:  # its cost table is not kept on the graph: nor is this one
+        prepared = _prepared(ops, costs, [float(k) for k in where], model)
+    else:
+        table = _engine_table(graph, all_costs, model)
+        prepared = table if whole else ([table[0][k] for k in where],
+                                        [table[1][k] for k in where], [table[2][k] for k in where])
     stream_table = schedule._stream_of  # noqa: SLF001 (one dict lookup per op)
     stream_of = [stream_table[op] for op in order]
     index = {op: i for i, op in enumerate(order)}
