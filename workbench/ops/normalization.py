@@ -275,20 +275,22 @@ def _torch_softmax(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
     return {"axis": -1 if dim is None else dim}
 
 
+def _normalized_axis(named: dict[str, Any]) -> int:
+    """torch's ``normalized_shape`` (an int or the trailing dims) as the first normalised axis."""
+    shape = named["normalized_shape"]
+    return -1 if isinstance(shape, int) else -len(shape)
+
+
 def _torch_layer_norm(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
                 dtype: str | None) -> dict[str, Any]:
-    shape = named["normalized_shape"]
-    n = 1 if isinstance(shape, int) else len(shape)
-    return {"axis": -n, "eps": named.get("eps", 1e-5)}
+    return {"axis": _normalized_axis(named), "eps": named.get("eps", 1e-5)}
 
 
 def _torch_rms_norm(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
                     dtype: str | None) -> dict[str, Any]:
     """``normalized_shape`` -> ``axis``; ``eps`` only when given (``None``: the dtype's)."""
-    shape = named["normalized_shape"]
-    n = 1 if isinstance(shape, int) else len(shape)
     eps = named.get("eps")
-    return {"axis": -n, **({} if eps is None else {"eps": eps})}
+    return {"axis": _normalized_axis(named), **({} if eps is None else {"eps": eps})}
 
 
 def _torch_norm_eps(named: dict[str, Any], ins: list[Shape], outs: list[Shape],
