@@ -48,7 +48,11 @@ class StageOracle:
     def __init__(self, graph: Graph, *, device: str = "h100", mode: str = "eager",
                  calibration: Mapping[str, float] | None = None,
                  max_entries: int = MAX_ENTRIES, sync: str = "device_sync") -> None:
-        self.graph, self.mode, self.calibration = graph, mode, calibration
+        from workbench.simulator.cost_model.calibration import check_calibration
+
+        # checked (and frozen) once: each stage then finds its cost table kept on the graph
+        self.graph, self.mode = graph, mode
+        self.calibration = check_calibration(calibration, graph.op_ids)
         self.spec = get_device(device)
         self.sync_us = self.spec.device_sync_us if sync == "device_sync" and mode == "eager" \
             else 0.0

@@ -82,6 +82,7 @@ from workbench.simulator.cost_model.costs import (
     OpCost,
     graph_costs,
     pool_of,
+    unpickled_as_none,
 )
 from workbench.simulator.cost_model.kernel_model import GpuModel, model_for
 from workbench.simulator.cost_model.target import resolve_device
@@ -227,11 +228,7 @@ class _KeptTable:
         self.costs, self.table = costs, table
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_nothing, ())
-
-
-def _nothing() -> None:
-    return None
+        return (unpickled_as_none, ())
 
 
 def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
@@ -276,7 +273,8 @@ def _simulate(schedule: Schedule, device: str | DeviceSpec, mode: str,
     where = list(range(len(graph))) if whole else [graph.index(o) for o in order]
     ops = list(graph.ops) if whole else [graph.ops[k] for k in where]
     costs = list(all_costs) if whole else [all_costs[k] for k in where]
-    if calibration is not None:  # its cost table is not kept on the graph: nor is this one
+    if calibration is not None:  # the engine table of the ops run: a calibrated cost table is
+        # kept on the graph only while recently used, and a kept engine table would outlive it
         prepared = _prepared(ops, costs, [float(k) for k in where], model)
     else:
         table = _engine_table(graph, all_costs, model)

@@ -192,16 +192,66 @@ def measured_makespan_us(trace: Trace) -> float:
 MAX_CALIBRATED_US = 1e12
 
 
-def check_calibration(calibration: Any, op_ids: Any) -> dict[str, float] | None:
+class FrozenCalibration(Mapping[str, float]):
+    """Op times (op id -> µs) that cannot change: hashable, so that the cost table computed
+    under them is kept on the graph like an uncalibrated one (``graph_costs``), and IOS's
+    thousands of stage runs under one calibration cost each op once, not once a stage.
+
+    ``checked`` is the op-id tuple :func:`check_calibration` checked it against (``None`` when
+    it was not checked, e.g. a device profile's times): checking it again against the same ids
+    returns it as it is.  Hash and equality are the contents'; a pickled copy rehashes.
+    O(entries) to build, O(1) to hash."""
+
+    __slots__ = ("_times", "_hash", "checked")
+
+    def __init__(self, times: Mapping[str, float], checked: tuple[str, ...] | None = None
+                 ) -> None:
+        self._times = dict(times)
+        self._hash = hash(frozenset(self._times.items()))
+        self.checked = checked
+
+    def __getitem__(self, key: str) -> float:
+        return self._times[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._times
+
+    def __iter__(self) -> Any:
+        return iter(self._times)
+
+    def __len__(self) -> int:
+        return len(self._times)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FrozenCalibration):
+            return self._hash == other._hash and self._times == other._times
+        return self._times == other if isinstance(other, Mapping) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FrozenCalibration({self._times!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenCalibration, (self._times, self.checked))
+
+
+def check_calibration(calibration: Any, op_ids: Any) -> FrozenCalibration | None:
     """``calibration`` (op id -> measured µs, as ``simulate(calibration=...)`` takes it, or a
     :class:`CalibrationTable`) checked against the graph's ``op_ids``: a mapping, every key a
     known op id (a near miss or a case variant is named: ``did you mean 'Conv'?``), every value
     a finite number in [0, :data:`MAX_CALIBRATED_US`] (no strings, booleans, NaN, infinities,
-    negatives).  Each problem is a one-line :class:`OptionError`.  O(ops + entries)."""
+    negatives).  Each problem is a one-line :class:`OptionError`.  Returns the checked times as
+    a :class:`FrozenCalibration`; one already checked against the same ids comes back as it is.
+    O(ops + entries)."""
     from workbench._checks import did_you_mean, show
 
     if calibration is None:
         return None
+    op_ids = tuple(op_ids)
+    if isinstance(calibration, FrozenCalibration) and calibration.checked == op_ids:
+        return calibration
     if isinstance(calibration, CalibrationTable):
         calibration = calibration.ops
     if not isinstance(calibration, Mapping):
@@ -219,11 +269,11 @@ def check_calibration(calibration: Any, op_ids: Any) -> dict[str, float] | None:
             raise OptionError(f"calibration of op {show(key)} must be a finite number of µs in "
                               f"[0, {MAX_CALIBRATED_US:g}], got {show(value)}")
         out[key] = float(value)
-    return out
+    return FrozenCalibration(out, checked=op_ids)
 
 
 __all__ = [
-    "FORMAT", "MAX_CALIBRATED_US", "VERSION", "CalibrationTable", "calibrate",
+    "FORMAT", "MAX_CALIBRATED_US", "VERSION", "CalibrationTable", "FrozenCalibration", "calibrate",
     "check_calibration", "device_spec_for", "load_calibration", "measured_makespan_us",
     "save_calibration", "table_from_trace",
 ]

@@ -54,13 +54,19 @@ top).  Its compute, memory and host figures are the sub-graphs' sums.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from workbench.errors import GraphError
 from workbench.ops import ENGINE_COPY_KINDS, OPS
 from workbench.ops.control import WHILE
-from workbench.simulator.cost_model.calibration import calibrate, load_calibration, save_calibration
+from workbench.simulator.cost_model.calibration import (
+    FrozenCalibration,
+    calibrate,
+    load_calibration,
+    save_calibration,
+)
 from workbench.simulator.cost_model.devices import (
     DEVICES,
     HOST_DEVICES,
@@ -357,19 +363,58 @@ def _longest_path(graph: Graph, costs: list[OpCost], after: Mapping[int, list[in
 def graph_costs(graph: Graph, device: str | DeviceSpec,
                 calibration: Mapping[str, float] | None = None, *, precision: str = "auto",
                 model: GpuModel | None = None) -> list[OpCost]:
-    """:func:`op_cost` for every op, in program order.  Cached on the graph (without a
-    calibration), since schedulers, the simulator and IOS's oracle ask again and again.  O(V)."""
+    """:func:`op_cost` for every op, in program order.  Cached on the graph, since schedulers,
+    the simulator and IOS's oracle ask again and again: without a calibration, one table per
+    device, precision and model; under a :class:`FrozenCalibration` (what the simulator checks a
+    calibration into, and a device profile's times), the :data:`CALIBRATED_KEPT` most recently
+    used (a fit's finite differences try hundreds, which are not all kept).  A plain mapping is
+    not cached: it could change.  O(V) when computed, O(1) (plus the key's hash) when cached."""
     spec = resolve_device(device, precision=precision, model=model)
     model = model_for(spec)
-    key = ("costs", spec, precision, model)
     cache: dict[Any, Any] = graph._cache  # the graph's own memo table
-    if calibration is None and key in cache:
-        return cache[key]  # type: ignore[no-any-return]
+    recent: _RecentTables | None = None
+    key: tuple[Any, ...] = ("costs", spec, precision, model)
+    if calibration is None:
+        hit = cache.get(key)
+    elif isinstance(calibration, FrozenCalibration):
+        recent = cache.get("calibrated_costs")
+        if recent is None:  # first use, or the graph was unpickled (the tables stay behind)
+            recent = cache["calibrated_costs"] = _RecentTables()
+        key = (spec, precision, model, calibration)
+        hit = recent.get(key)
+        if hit is not None:
+            recent.move_to_end(key)
+    else:
+        hit = None
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
     costs = [op_cost(op, spec, calibration, graph=graph, precision=precision, model=model)
              for op in graph.ops]
     if calibration is None:
         cache[key] = costs
+    elif recent is not None:
+        recent[key] = costs
+        if len(recent) > CALIBRATED_KEPT:
+            recent.popitem(last=False)
     return costs
+
+
+#: Calibrated cost tables kept per graph (least recently used dropped first).
+CALIBRATED_KEPT = 4
+
+
+class _RecentTables(OrderedDict):  # type: ignore[type-arg]
+    """A graph's calibrated cost tables, most recently used last.  Not pickled with the graph
+    (it unpickles as ``None``): the tables are O(V) to recompute, and the calibrations in the
+    keys would make the pickle as large again."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (unpickled_as_none, ())
+
+
+def unpickled_as_none() -> None:
+    """What a memo that is not pickled with its graph unpickles as (its ``__reduce__``)."""
+    return None
 
 
 def critical_path_us(graph: Graph, device: str | DeviceSpec,

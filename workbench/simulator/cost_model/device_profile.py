@@ -31,6 +31,7 @@ from typing import Any
 from workbench._atomic import read_json, write_text
 from workbench._checks import check_format, check_keys
 from workbench.errors import FormatError
+from workbench.simulator.cost_model.calibration import FrozenCalibration
 from workbench.simulator.cost_model.devices import (
     PRECISIONS,
     DeviceSpec,
@@ -188,13 +189,28 @@ def profile_of(device: DeviceSpec | str) -> DeviceProfile | None:
     return _LOADED.get(name)
 
 
-def calibration_for(device: DeviceSpec | str, graph_name: str) -> dict[str, float] | None:
+def calibration_for(device: DeviceSpec | str, graph_name: str) -> FrozenCalibration | None:
     """The measured ``{op: µs}`` of ``graph_name`` when ``device`` came from a profile that
     timed it, else ``None`` (the cost model decides)."""
     profile = profile_of(device)
     if profile is None:
         return None
-    return profile.calibration_for(graph_name) or None
+    name = device.name if isinstance(device, DeviceSpec) else str(device)
+    kept = _BY_GRAPH.get(name)
+    if kept is None or kept[0] is not profile:  # built once per profile read: O(profile ops)
+        by_graph: dict[str, dict[str, float]] = {}
+        for t in profile.ops:
+            by_graph.setdefault(t.graph, {})[t.op] = t.alone_us
+        kept = _BY_GRAPH[name] = (profile, {name: FrozenCalibration(times)
+                                                   for name, times in by_graph.items()})
+    return kept[1].get(graph_name)
+
+
+#: Per profile device name (with the profile read under it, so that a file read again is seen):
+#: each measured graph's times, frozen once, so that every simulation of that graph on the
+#: profile's device finds its cost table kept on the graph (``graph_costs``) instead of re-costing
+#: every op (IOS on a profile ran 80-240x slower than on its base device).
+_BY_GRAPH: dict[str, tuple[DeviceProfile, dict[str, FrozenCalibration]]] = {}
 
 
 def ops_from(rows: Sequence[Mapping[str, Any]]) -> tuple[OpTiming, ...]:
