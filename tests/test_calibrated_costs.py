@@ -55,7 +55,7 @@ def profile_spec(graph: wb.Graph, times: dict[str, float], path: Path) -> Any:
 def test_ios_on_a_device_profile_costs_each_op_once(tmp_path: Path,
                                                     op_cost_calls: list[int]) -> None:
     g = squeezenet()
-    spec = profile_spec(g, measured(g), tmp_path / "lab.json")
+    spec = profile_spec(g, measured(g), tmp_path / "kept_costs_profile.json")
     op_cost_calls[0] = 0
     schedule = wb.schedule(g, "ios", device=spec, mode="graph")
     # the base table (IOS's own bounds) and the profile's: not one per stage
@@ -116,7 +116,7 @@ def test_calibrated_tables_kept_are_bounded_and_not_pickled() -> None:
 
 def test_a_profile_read_again_after_it_changed_gives_its_new_times(tmp_path: Path) -> None:
     g = squeezenet()
-    path = tmp_path / "lab.json"
+    path = tmp_path / "kept_costs_profile.json"
     serial = wb.schedule(g, "serial")
     names = set()
     for scale in (1.0, 10.0):  # (at 1x this small net is bound by the host's launches)
