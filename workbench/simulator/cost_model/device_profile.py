@@ -197,20 +197,19 @@ def calibration_for(device: DeviceSpec | str, graph_name: str) -> FrozenCalibrat
         return None
     name = device.name if isinstance(device, DeviceSpec) else str(device)
     kept = _BY_GRAPH.get(name)
-    if kept is None or kept[0] is not profile:  # built once per profile read: O(profile ops)
-        by_graph: dict[str, dict[str, float]] = {}
-        for t in profile.ops:
-            by_graph.setdefault(t.graph, {})[t.op] = t.alone_us
-        kept = _BY_GRAPH[name] = (profile, {name: FrozenCalibration(times)
-                                                   for name, times in by_graph.items()})
-    return kept[1].get(graph_name)
-
+    if kept is None or kept[0] is not profile:  # a file read again: its old times are gone
+        kept = _BY_GRAPH[name] = (profile, {})
+    frozen = kept[1]
+    if graph_name not in frozen:  # once per graph and profile read: O(profile ops)
+        times = profile.calibration_for(graph_name)
+        frozen[graph_name] = FrozenCalibration(times) if times else None
+    return frozen[graph_name]
 
 #: Per profile device name (with the profile read under it, so that a file read again is seen):
 #: each measured graph's times, frozen once, so that every simulation of that graph on the
 #: profile's device finds its cost table kept on the graph (``graph_costs``) instead of re-costing
 #: every op (IOS on a profile ran 80-240x slower than on its base device).
-_BY_GRAPH: dict[str, tuple[DeviceProfile, dict[str, FrozenCalibration]]] = {}
+_BY_GRAPH: dict[str, tuple[DeviceProfile, dict[str, FrozenCalibration | None]]] = {}
 
 
 def ops_from(rows: Sequence[Mapping[str, Any]]) -> tuple[OpTiming, ...]:
