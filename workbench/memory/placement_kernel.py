@@ -66,30 +66,49 @@ def _grow(a: np.ndarray, need: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _heap_sort(starts: np.ndarray, ends: np.ndarray, k: int) -> None:
-    """Sort the first ``k`` ranges by start in place (heapsort of the pairs: O(k log k) whatever
-    the starts)."""
-    for top in range(k // 2 - 1, -1, -1):
-        _sift(starts, ends, top, k)
-    for last in range(k - 1, 0, -1):
-        starts[0], starts[last] = starts[last], starts[0]
-        ends[0], ends[last] = ends[last], ends[0]
-        _sift(starts, ends, 0, last)
+def _quick_sort(starts: np.ndarray, ends: np.ndarray, k: int, stack: np.ndarray) -> None:
+    """Sort the first ``k`` ranges by start in place: quicksort of the pairs (median of three,
+    the smaller side first so that ``stack`` needs 2 log2 k slots, insertion sort below 17)."""
+    depth = 0
+    lo, hi = 0, k - 1
+    while True:
+        while hi - lo >= 16:
+            mid = (lo + hi) >> 1
+            if starts[mid] < starts[lo]:
+                _swap(starts, ends, mid, lo)
+            if starts[hi] < starts[lo]:
+                _swap(starts, ends, hi, lo)
+            if starts[hi] < starts[mid]:
+                _swap(starts, ends, hi, mid)
+            pivot = starts[mid]
+            i, j = lo, hi
+            while i <= j:
+                while starts[i] < pivot:
+                    i += 1
+                while starts[j] > pivot:
+                    j -= 1
+                if i <= j:
+                    _swap(starts, ends, i, j)
+                    i += 1
+                    j -= 1
+            if j - lo < hi - i:  # recurse into the smaller side: push the larger one
+                stack[depth], stack[depth + 1] = i, hi
+                hi = j
+            else:
+                stack[depth], stack[depth + 1] = lo, j
+                lo = i
+            depth += 2
+        _insertion_sort(starts, ends, lo, hi + 1)
+        if depth == 0:
+            return
+        depth -= 2
+        lo, hi = stack[depth], stack[depth + 1]
 
 
 @njit(cache=True, nogil=True)
-def _sift(starts: np.ndarray, ends: np.ndarray, at: int, k: int) -> None:
-    while True:
-        child = 2 * at + 1
-        if child >= k:
-            return
-        if child + 1 < k and starts[child + 1] > starts[child]:
-            child += 1
-        if starts[child] <= starts[at]:
-            return
-        starts[at], starts[child] = starts[child], starts[at]
-        ends[at], ends[child] = ends[child], ends[at]
-        at = child
+def _swap(starts: np.ndarray, ends: np.ndarray, i: int, j: int) -> None:
+    starts[i], starts[j] = starts[j], starts[i]
+    ends[i], ends[j] = ends[j], ends[i]
 
 
 @njit(cache=True, nogil=True)
@@ -119,12 +138,12 @@ def _insertion_sort(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> N
 
 @njit(cache=True, nogil=True)
 def _sort_by_start(starts: np.ndarray, ends: np.ndarray, k: int, scratch: np.ndarray,
-                   counts: np.ndarray) -> None:
+                   counts: np.ndarray, stack: np.ndarray) -> None:
     """Sort the first ``k`` ranges by start, in place.  Up to 16: insertion sort.  Else one
     bucket pass (about one bucket a range, over the starts' span by their high bits) and an
-    insertion sort inside each bucket; a bucket of more than 32 (starts bunched up) sends the
-    whole list to a heapsort instead.  Sorting the partners as pairs
-    by a general sort took half the placement's time; this is O(k) for spread starts."""
+    insertion sort inside each bucket, or a quicksort (``stack`` its stack) for a bucket of
+    more than 32 (starts bunched up).  Sorting the partners as pairs by a general sort took
+    half the placement's time; this is O(k) for spread starts, O(k log k) at worst."""
     if k <= 16:
         _insertion_sort(starts, ends, 0, k)
         return
@@ -145,14 +164,8 @@ def _sort_by_start(starts: np.ndarray, ends: np.ndarray, k: int, scratch: np.nda
     counts[:buckets + 1] = 0
     for i in range(k):
         counts[((starts[i] - lo) >> shift) + 1] += 1
-    widest = 0
     for b in range(buckets):
-        if counts[b + 1] > widest:
-            widest = counts[b + 1]
         counts[b + 1] += counts[b]
-    if widest > 32:
-        _heap_sort(starts, ends, k)
-        return
     for i in range(k):  # scatter into the scratch by bucket (stable), then back
         b = (starts[i] - lo) >> shift
         at = counts[b]
@@ -162,7 +175,9 @@ def _sort_by_start(starts: np.ndarray, ends: np.ndarray, k: int, scratch: np.nda
         starts[i], ends[i] = scratch[i], scratch[k + i]
     first = 0
     for b in range(buckets):  # counts[b] is now where bucket b ends
-        if counts[b] - first > 1:
+        if counts[b] - first > 32:  # bunched starts: this bucket by quicksort
+            _quick_sort(starts[first:], ends[first:], counts[b] - first, stack)
+        elif counts[b] - first > 1:
             _insertion_sort(starts, ends, first, counts[b])
         first = counts[b]
 
@@ -179,7 +194,8 @@ def _fold(xs: np.ndarray, vs: np.ndarray, pieces: np.ndarray, r: int, ids: np.nd
     for i in range(npend):
         q = ids[i]
         ends[2 * i], ends[2 * i + 1] = off[q, r], off[q, r] + size[q]
-    _heap_sort(ends, np.empty(2 * npend, dtype=np.int64), 2 * npend)
+    _quick_sort(ends, np.empty(2 * npend, dtype=np.int64), 2 * npend,
+                np.empty(130, dtype=np.int64))
     pts = np.empty(m + 2 * npend, dtype=np.int64)  # both sets of breakpoints merged, unique
     val = np.empty(m + 2 * npend, dtype=np.int64)  # each one's old value
     i, j, c = 0, 0, 0
@@ -291,6 +307,7 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
     ends = np.empty((rows, 64), dtype=np.int64)
     keys, counts = np.empty(128, dtype=np.int64), np.empty(129, dtype=np.int64)
     mates = np.empty(64, dtype=np.int64)
+    qstack = np.empty(130, dtype=np.int64)  # a quicksort's pending ranges (2 log2 k slots)
     placed = np.zeros(n, dtype=np.bool_)
     as_, ae = np.empty(64, dtype=np.int64), np.empty(64, dtype=np.int64)
     for q in order:
@@ -311,7 +328,7 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
                 for j in range(npend_walls):
                     w = pend_walls[j]
                     as_[j], ae[j] = off[w, r], j
-                _sort_by_start(as_, ae, npend_walls, keys, counts)  # (start, pending slot) by start
+                _sort_by_start(as_, ae, npend_walls, keys, counts, qstack)  # (start, slot)
                 i, j, c = nwalls - 1, npend_walls - 1, need - 1
                 while j >= 0:  # merge from the top down, in place
                     if i >= 0 and w_start[r, i] > as_[j]:
@@ -365,7 +382,7 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
                     if key[p] >= bq:
                         ps[k], pe[k] = off[p, r], off[p, r] + size[p]
                         k += 1
-                _sort_by_start(ps, pe, k, keys, counts)
+                _sort_by_start(ps, pe, k, keys, counts, qstack)
                 xr, vr, npieces = xs[r], vs[r], pieces[r] - 1
                 ws, we = u_start[r], u_end[r]
                 nw = 0 if complete else blocks[r]
@@ -391,7 +408,7 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
                     top_seen, chosen, spare, done = _see(fits[r], lo, hi, s, top_seen, chosen,
                                                          spare)
             else:
-                _sort_by_start(ps, pe, k, keys, counts)
+                _sort_by_start(ps, pe, k, keys, counts, qstack)
                 i, j = 0, 0
                 wb, ws, we = w_birth[r], w_start[r], w_end[r]
                 while not done:  # the walls born no later and the sorted partners, merged
