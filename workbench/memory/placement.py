@@ -51,7 +51,8 @@ _BIG = np.iinfo(np.int64).max
 FOLD_BATCH = 256  # placements between two folds of the tails' step functions
 ENGINES = ("auto", "numpy", "kernel")
 #: From this many tensors ``engine="auto"`` places with the compiled kernel: below it the NumPy
-#: loop costs less than the kernel's first import (~0.3 s a process).
+#: loop costs less than the kernel's first use in a process (Numba's import 0.2 s, its cached
+#: machine code 0.4 s); at 2,000 a SOMAS plan costs the NumPy loop 0.2-1 s.
 KERNEL_MIN_TENSORS = 2_000
 
 

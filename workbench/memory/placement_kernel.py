@@ -11,10 +11,11 @@ of SOMAS (the walls grow with the graph: 1,143 a step at 100k serial ops).  Here
 the walls (kept sorted by offset per fit, new ones merged in when a non-tail next reads them) and
 its sorted partners once per fit, picking the fit's gap on the way, with no allocation.
 
-Imported on first use (Numba's import and its cached machine code cost ~0.3 s once per process;
-the first compile, ~10 s, is written to ``__pycache__`` and reused).  Complexity per step:
-O(f · (d log d + w)) for f fits, d partners and w walls; for a tail O(f · (p + w)) for p pieces
-of the tails' step function, which is folded every :data:`FOLD_BATCH` placements.
+Imported on first use (Numba's import and its cached machine code cost ~0.6 s once per process;
+the first compile, ~8 s, is written to ``__pycache__`` and reused).  Complexity per step:
+O(f · (d + w)) for f fits, d partners (sorted by buckets; O(d log d) when their offsets bunch)
+and w walls; for a tail O(f · (p + b + d)) for p pieces of the tails' step function, which is
+folded every :data:`FOLD_BATCH` placements, and b blocks of the walls' union.
 """
 
 from __future__ import annotations
