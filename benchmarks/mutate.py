@@ -64,6 +64,7 @@ DEFAULT_MODULES: dict[str, tuple[str, ...]] = {
                          "tests/test_validate_corruption.py"),
     "memory/check.py": ("tests/test_memory_check_rules.py", "tests/test_memory_planners.py"),
     "memory/placement.py": ("tests/test_somas_heuristics.py", "tests/test_memory_planners.py"),
+    "memory/placement_kernel.py": ("tests/test_placement_kernel.py",),  # each mutant compiles
     "memory/somas.py": ("tests/test_somas_heuristics.py", "tests/test_memory_planners.py",
                         "tests/test_mutation_kills.py"),
     "simulator/engine.py": ("tests/test_simulate.py", "tests/test_simulate_queues.py"),
