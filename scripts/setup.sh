@@ -47,7 +47,7 @@ fi
 # tests, their helpers) would otherwise be compiled again in every process that imports it
 # wherever PYTHONDONTWRITEBYTECODE is set (about 0.25 s of CPU per process importing the CLI)
 .venv/bin/python -m compileall -q -j 0 workbench $( [ "$extra" = dev ] && echo tests benchmarks scripts ) >/dev/null
-# the compiled memory placement is compiled here once (about 10 s) and cached beside its source,
+# the compiled memory placement is compiled here once (8-15 s) and cached beside its source,
 # so that the first large memory plan does not pay for it (nothing happens where Numba is absent)
 .venv/bin/python -c "from workbench.memory.compiled import warm_kernel; warm_kernel()"
 echo "setup: done (.venv ready$( [ "$extra" = dev ] && echo ', with test tools'))"

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from workbench import memory
 from workbench.memory import compiled, placement
 from workbench.memory.conflicts import interval_graph
 from workbench.memory.placement import place_until
@@ -18,6 +19,8 @@ from workbench.memory.placement import place_until
 def no_numba(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "numba", None)  # import numba -> ImportError
     monkeypatch.delitem(sys.modules, "workbench.memory.placement_kernel", raising=False)
+    # (and off the package: ``from workbench.memory import placement_kernel`` reads it there)
+    monkeypatch.delattr(memory, "placement_kernel", raising=False)
     monkeypatch.setattr(compiled, "_KERNEL", False)  # not looked for yet
 
 

@@ -317,7 +317,7 @@ def _fit_one(fit: str, starts: np.ndarray, ends: np.ndarray, size: int) -> int:
 
 
 def _earlier_partners(graph: ConflictGraph, size: np.ndarray,
-                      order: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+                      order: Sequence[int]) -> tuple[list[int], np.ndarray]:
     """The CSR restricted to non-empty partners that come earlier in ``order`` (the ones placed
     when a tensor's turn comes).  O(P)."""
     rank = np.empty(graph.n, dtype=np.int32)
@@ -327,7 +327,7 @@ def _earlier_partners(graph: ConflictGraph, size: np.ndarray,
         keep &= (size > 0)[graph.idx]
     seen = np.zeros(len(keep) + 1, dtype=np.int64 if len(keep) >= 1 << 31 else np.int32)
     np.cumsum(keep, out=seen[1:])
-    return seen[graph.ptr], graph.idx[keep]
+    return seen[graph.ptr].tolist(), graph.idx[keep]
 
 
 class _Rows:
@@ -389,8 +389,7 @@ def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: 
     stopped: list[int | None] = [None] * len(fits)
     births, tails = graph.births.tolist(), graph.tails.tolist()
     complete = graph.tail_key_complete
-    ptr_array, idx = _earlier_partners(graph, size, order)
-    ptr = ptr_array.tolist()
+    ptr, idx = _earlier_partners(graph, size, order)
     state = _Rows(graph, fits)
     siblings = _Siblings()
     sizes_list = size.tolist()

@@ -317,7 +317,7 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
             continue
         bq = births[q]
         tail = tails[q]
-        reads_walls = not tail or not complete
+        reads_partners = not tail or not complete
         if npend_walls and not tail:  # merge the pending walls into every fit's sorted walls
             need = nwalls + npend_walls
             w_start, w_end, w_birth = _grow(w_start, need), _grow(w_end, need), _grow(w_birth, need)
@@ -348,7 +348,7 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
         # complete finds them through the step function) and, for a non-tail, its placed siblings
         mates = _room(mates, ptr[q + 1] - ptr[q] + 1)
         d = 0
-        if reads_walls:
+        if reads_partners:
             for t in range(ptr[q], ptr[q + 1]):
                 p = idx[t]
                 if placed[p]:
