@@ -134,3 +134,15 @@ def test_an_unknown_engine_is_refused() -> None:
     graph = interval_graph([0], [0])
     with pytest.raises(ValueError, match="unknown placement engine 'numba'"):
         place_until(graph, np.array([4]), [0], ["best"], engine="numba")
+
+
+def test_warm_kernel_compiles_for_the_types_place_until_passes() -> None:
+    """``warm_kernel`` (what ``scripts/setup.sh`` runs) leaves the kernel with exactly one
+    compiled signature, the one a real plan then uses: a second signature would mean that
+    setup compiled for types no plan passes, and the first large plan compiles again."""
+    from workbench.memory.compiled import kernel, warm_kernel
+
+    assert warm_kernel()
+    place_until(interval_graph([0, 1, 1], [2, 2, 2]), np.array([8, 4, 4]), [2, 0, 1],
+                ["worst", "highest"], stop_at=100, engine="kernel")
+    assert len(kernel().place_kernel.signatures) == 1
