@@ -329,5 +329,27 @@ def prepare(
     align = check_alignment(alignment)
     n = len(records)
     frozen = None if conflicts is None else check_conflicts(conflicts, n, records)
-    sizes = np.array([align_up(r.size, align) for r in records], dtype=np.int64)
-    return Problem(records, sizes, align, frozen)
+    aligned = [align_up(r.size, align) for r in records]
+    check_total(aligned, records)
+    return Problem(records, np.array(aligned, dtype=np.int64), align, frozen)
+
+
+#: The most bytes a problem's aligned sizes may add up to.  No greedy placement reaches past the
+#: sum (a tensor goes at worst on top of all the others), and the placements compute offsets, ends
+#: and gaps (``start - top - size``, down to minus twice the sum) in int64: at 2^62 none of them
+#: can overflow.
+MAX_TOTAL_BYTES = 1 << 62
+
+
+def check_total(aligned: Sequence[int], records: Sequence[UsageRecord]) -> None:
+    """A one-line MemoryPlanError when the aligned sizes add up to more than
+    :data:`MAX_TOTAL_BYTES` (4 EiB): int64 offsets would wrap and a plan would be silently
+    wrong (refused even when the tensors never overlap: the check is on the sum).  O(n)."""
+    total = sum(aligned)
+    if total > MAX_TOTAL_BYTES:
+        k = max(range(len(aligned)), key=aligned.__getitem__)
+        name = f" {records[k].name!r}" if records[k].name else ""
+        raise MemoryPlanError(
+            f"the tensors' sizes add up to {total:,} bytes after alignment, more than the "
+            f"{MAX_TOTAL_BYTES:,} (4 EiB) a plan's 64-bit offsets hold without overflow "
+            f"(the largest is record {k}{name}: {aligned[k]:,} bytes)")

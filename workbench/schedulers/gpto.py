@@ -21,13 +21,15 @@ Objective: the smallest makespan whose memory fits a limit.  For each priority o
    checked per candidate schedule, never per insertion.
 
 The winner is the candidate with the smallest list-schedule makespan among those whose arena fits
-``memory_limit_bytes`` (ties: smaller arena, then portfolio order).  If none fits, the portfolio
-runs again on one compute stream fewer, down to one; if even that does not fit, a one-line
-OptionError says so and names the smallest arena found (as every other policy does under
-``memory_limit_bytes``: an over-limit schedule is never returned).  ``notes["portfolio"]``
-lists every priority's estimated makespan and arena (on graphs above :data:`ARENA_ALL_MAX_OPS`
-ops only the arenas the choice needed are planned, in makespan order: none at all without a
-memory limit unless the shortest makespans tie; the others are None).
+``memory_limit_bytes`` (ties: smaller arena, then portfolio order; when the memory stage refuses
+to plan the graph, e.g. sizes past what int64 offsets hold, ties keep portfolio order and
+``notes["arenas_refused"]`` says why, or, under a limit, that refusal is the error).  If none
+fits, the portfolio runs again on one compute stream fewer, down to one; if even that does not
+fit, a one-line OptionError says so and names the smallest arena found (as every other policy
+does under ``memory_limit_bytes``: an over-limit schedule is never returned).
+``notes["portfolio"]`` lists every priority's estimated makespan and arena (on graphs above
+:data:`ARENA_ALL_MAX_OPS` ops only the arenas the choice needed are planned, in makespan order:
+none at all without a memory limit unless the shortest makespans tie; the others are None).
 
 Priorities (:data:`PRIORITIES`; ties: longer op first, then topological order): ``bottom_level``
 (max), ``top_level`` (min: earliest-available first), ``top_plus_bottom`` (max: critical-path ops
@@ -58,8 +60,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench._checks import check_limit, show
-from workbench.errors import OptionError
+from workbench._checks import check_limit, first_line, show
+from workbench.errors import MemoryPlanError, OptionError
 from workbench.memory.lifetimes import Usage
 from workbench.ops import OFF_DEVICE_TRANSFER_KINDS
 from workbench.schedulers.critical_path import (
@@ -160,7 +162,16 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
 
     plan_all = portfolio_arenas == "all" or (portfolio_arenas == "auto"
                                              and n <= ARENA_ALL_MAX_OPS)
-    best, fitting = _choose(candidates, limit, schedule_of, plan_all=plan_all)
+    refused = None
+    try:
+        best, fitting = _choose(candidates, limit, schedule_of, plan_all=plan_all)
+    except MemoryPlanError as exc:  # no arena can be planned (e.g. sizes past int64 offsets)
+        if limit is not None:
+            raise  # a limit it cannot check: the one-line reason
+        refused = first_line(exc)
+        for c in candidates:
+            c["arena_bytes"] = c["fits"] = None
+        best, fitting = min(candidates, key=lambda c: round(c["makespan_us"], 6)), True
     winner = schedule_of(best)
     sums = [0.0, 0.0]
     for i in range(n):
@@ -184,6 +195,8 @@ def schedule_gpto(graph: Graph, *, device: str | DeviceSpec = "h100",
         "budget_hit": len(candidates) < len(names),
         "priorities_tried": len(candidates),
     }
+    if refused is not None:
+        notes["arenas_refused"] = refused
     if not fitting:
         left = None if deadline is None else deadline - time.perf_counter()
         if n_compute > 1 and (left is None or left > 0):
