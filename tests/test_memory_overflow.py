@@ -42,6 +42,25 @@ def test_sizes_past_int64_offsets_are_refused_in_one_line(planner: str, with_sma
     assert "add up to 18,446,744,07" in message and "record 0" in message
 
 
+@pytest.mark.parametrize(("record", "field"), [((512, 0, 1 << 63), "last"),
+                                               ((512, 1 << 70, 1 << 71), "first"),
+                                               ((1 << 64, 0, 1), "size")])
+@pytest.mark.parametrize("planner", ["naive", "greedy_by_size", "somas"])
+def test_a_step_or_size_past_int64_names_its_record(planner: str, record: tuple[int, int, int],
+                                                    field: str) -> None:
+    with pytest.raises(MemoryPlanError) as info:
+        plan_usage([(512, 1, 2), record], planner)
+    assert str(info.value).startswith(f"usage record 1: {field} ")
+    assert "past 9,223,372,036,854,775,807 (int64)" in str(info.value)
+
+
+def test_steps_at_the_int64_limit_still_plan() -> None:
+    plan = plan_usage([(512, (1 << 63) - 1, (1 << 63) - 1), (512, 0, 1), (512, 1, (1 << 63) - 1)],
+                      "somas")
+    check_no_overlap(plan)
+    assert plan.arena_bytes == 1024
+
+
 def test_one_size_past_int64_is_refused_not_overflowed() -> None:
     with pytest.raises(MemoryPlanError, match="add up to"):
         plan_usage([((1 << 63) - 1, 0, 1), ((1 << 63) - 1, 0, 1)], "somas", alignment=512)

@@ -138,6 +138,9 @@ class MemoryPlan:
         return pd.DataFrame(rows, columns=columns)
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
 def _as_int(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         return None
@@ -146,7 +149,8 @@ def _as_int(value: object) -> int | None:
 
 def _parse_one(i: int, item: object) -> UsageRecord:
     if type(item) is UsageRecord and type(item.size) is int and type(item.first) is int:
-        if type(item.last) is int and 0 <= item.first <= item.last and item.size >= 0:
+        if type(item.last) is int and 0 <= item.first <= item.last <= _INT64_MAX \
+                and 0 <= item.size <= _INT64_MAX:
             if type(item.name) is str:
                 return item  # already a valid record (the common case, e.g. from lifetimes)
     if isinstance(item, UsageRecord):
@@ -166,6 +170,9 @@ def _parse_one(i: int, item: object) -> UsageRecord:
         value = values[key]
         if value is None or value < 0:
             raise MemoryPlanError(f"{where}: {key} must be a non-negative integer, got {raw!r}")
+        if value > _INT64_MAX:  # the planners hold sizes and steps in int64 arrays
+            raise MemoryPlanError(f"{where}: {key} {value:,} is past {_INT64_MAX:,} (int64), "
+                                  f"the largest the planners hold")
     if values["last"] < values["first"]:  # type: ignore[operator]
         raise MemoryPlanError(f"{where}: last step {last} is before first step {first}")
     return UsageRecord(values["size"], values["first"], values["last"], name)  # type: ignore[arg-type]
@@ -174,8 +181,9 @@ def _parse_one(i: int, item: object) -> UsageRecord:
 def parse_records(items: Iterable[RecordLike]) -> tuple[UsageRecord, ...]:
     """Validate usage records given as ``(size, first, last[, name])`` tuples or UsageRecord.
 
-    Sizes and steps must be non-negative integers and ``last >= first``; otherwise a one-line
-    MemoryPlanError names the record's index and name. Complexity: O(n).
+    Sizes and steps must be integers in ``0 .. 2**63 - 1`` (the planners hold them in int64) and
+    ``last >= first``; otherwise a one-line MemoryPlanError names the record's index and name.
+    Complexity: O(n).
 
     >>> parse_records([(8, 2, 1, "x")])
     Traceback (most recent call last):
