@@ -46,8 +46,8 @@ def run_level(graph: Graph, level: str, policy: str = "serial",
     >>> import workbench as wb
     >>> t0 = run_level(wb.models.transformer_block(), "O0")
     >>> t2 = run_level(wb.models.transformer_block(), "O2")
-    >>> t0.meta["host_end_us"], t2.meta["host_end_us"]  # 18 launches, pipelined; one graph launch
-    (38.0, 8.0)
+    >>> round(t0.meta["host_end_us"], 1), t2.meta["host_end_us"]  # 18 launches; one graph launch
+    (97.1, 8.0)
     """
     info = LEVELS.get(level)
     for key in options:
