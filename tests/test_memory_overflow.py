@@ -9,6 +9,8 @@ still makes a valid plan, through both placement engines."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,10 +81,8 @@ def test_at_the_limit_every_planner_still_plans_validly(planner: str, with_small
     assert min(plan.offsets) >= 0 and plan.arena_bytes <= MAX_TOTAL_BYTES
 
 
-def test_a_graph_of_huge_tensors_compares_with_its_memory_refused(tmp_path: Path) -> None:
-    """Through the CLI's loader and ``wb.compare``: every policy is scheduled and simulated, its
-    memory cells say why they are empty, and gpto (which plans arenas to break ties) picks by
-    portfolio order and notes the refusal; under a memory limit the refusal is the error."""
+def _huge_graph_file(tmp_path: Path) -> Path:
+    """nnc_diamond saved as JSON with every tensor 2^62 bytes."""
     path = tmp_path / "diamond.json"
     wb.save(wb.models.nnc_diamond(), path)
     data = json.loads(path.read_text())
@@ -90,7 +90,14 @@ def test_a_graph_of_huge_tensors_compares_with_its_memory_refused(tmp_path: Path
         tensor["size_bytes"] = HUGE
     path = tmp_path / "huge.json"
     path.write_text(json.dumps(data))
-    graph = wb.load(path)
+    return path
+
+
+def test_a_graph_of_huge_tensors_compares_with_its_memory_refused(tmp_path: Path) -> None:
+    """Through the loader and ``wb.compare``: every policy is scheduled and simulated, its
+    memory cells say why they are empty, and gpto (which plans arenas to break ties) picks by
+    portfolio order and notes the refusal; under a memory limit the refusal is the error."""
+    graph = wb.load(_huge_graph_file(tmp_path))
     result = wb.compare(graph, show_progress=False, budget_s=None)
     assert set(result.table["policy"]) >= {"serial", "nnc", "gpto"}
     assert result.table["makespan_us"].notna().all()
@@ -101,3 +108,18 @@ def test_a_graph_of_huge_tensors_compares_with_its_memory_refused(tmp_path: Path
     assert all(c["arena_bytes"] is None for c in notes["portfolio"])
     with pytest.raises(MemoryPlanError, match="add up to"):
         wb.schedule(graph, "gpto", memory_limit_bytes=1 << 40)
+
+
+def test_the_cli_compares_it_and_says_why_once(tmp_path: Path) -> None:
+    """``workbench compare huge.json`` in a fresh process: exit 0, a report, and the policies
+    the same refusal stopped named on one note line (it was one line per policy)."""
+    path = _huge_graph_file(tmp_path)
+    run = subprocess.run([sys.executable, "-m", "workbench.cli", "compare", str(path), "-o",
+                          str(tmp_path / "report.html")], capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (tmp_path / "report.html").stat().st_size > 0
+    refused = [line for line in run.stdout.splitlines()
+               if line.startswith("note: ") and ": failed in memory: " in line]
+    assert len(refused) == 1, refused
+    assert all(p in refused[0] for p in ("serial", "nnc", "gpto", "memory_greedy"))

@@ -390,8 +390,11 @@ def _compare(args: argparse.Namespace) -> int:
         print(clean(line))
     unfinished = table.loc[table["status"] != "measured", ["policy", "status"]]
     unfinished = unfinished[unfinished["status"] != "ok"]   # work-budget rows say so as a note
+    by_status: dict[str, list[str]] = {}  # one line for the policies a reason stopped alike
     for row in unfinished.itertuples(index=False):
-        print(clean(f"note: {row.policy}: {row.status}"))
+        by_status.setdefault(str(row.status), []).append(str(row.policy))
+    for status, names in by_status.items():
+        print(clean(f"note: {', '.join(names)}: {status}"))
     return 0 if best is not None else EXIT_NOTHING_RAN
 
 
