@@ -30,6 +30,7 @@ import numpy as np
 
 from workbench.errors import MemoryPlanError, OptionError
 from workbench.memory.conflicts import ConflictGraph, ConflictSet, interval_graph, pairs_graph
+from workbench.ops.readers import INT64_MAX
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -138,9 +139,6 @@ class MemoryPlan:
         return pd.DataFrame(rows, columns=columns)
 
 
-_INT64_MAX = (1 << 63) - 1
-
-
 def _as_int(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         return None
@@ -149,8 +147,8 @@ def _as_int(value: object) -> int | None:
 
 def _parse_one(i: int, item: object) -> UsageRecord:
     if type(item) is UsageRecord and type(item.size) is int and type(item.first) is int:
-        if type(item.last) is int and 0 <= item.first <= item.last <= _INT64_MAX \
-                and 0 <= item.size <= _INT64_MAX:
+        if type(item.last) is int and 0 <= item.first <= item.last <= INT64_MAX \
+                and 0 <= item.size <= INT64_MAX:
             if type(item.name) is str:
                 return item  # already a valid record (the common case, e.g. from lifetimes)
     if isinstance(item, UsageRecord):
@@ -170,8 +168,8 @@ def _parse_one(i: int, item: object) -> UsageRecord:
         value = values[key]
         if value is None or value < 0:
             raise MemoryPlanError(f"{where}: {key} must be a non-negative integer, got {raw!r}")
-        if value > _INT64_MAX:  # the planners hold sizes and steps in int64 arrays
-            raise MemoryPlanError(f"{where}: {key} {value:,} is past {_INT64_MAX:,} (int64), "
+        if value > INT64_MAX:  # the planners hold sizes and steps in int64 arrays
+            raise MemoryPlanError(f"{where}: {key} {value:,} is past {INT64_MAX:,} (int64), "
                                   f"the largest the planners hold")
     if values["last"] < values["first"]:  # type: ignore[operator]
         raise MemoryPlanError(f"{where}: last step {last} is before first step {first}")
@@ -338,7 +336,7 @@ def prepare(
     n = len(records)
     frozen = None if conflicts is None else check_conflicts(conflicts, n, records)
     aligned = [align_up(r.size, align) for r in records]
-    check_total(aligned, records)
+    _check_total(aligned, records)
     return Problem(records, np.array(aligned, dtype=np.int64), align, frozen)
 
 
@@ -349,7 +347,7 @@ def prepare(
 MAX_TOTAL_BYTES = 1 << 62
 
 
-def check_total(aligned: Sequence[int], records: Sequence[UsageRecord]) -> None:
+def _check_total(aligned: Sequence[int], records: Sequence[UsageRecord]) -> None:
     """A one-line MemoryPlanError when the aligned sizes add up to more than
     :data:`MAX_TOTAL_BYTES` (4 EiB): int64 offsets would wrap and a plan would be silently
     wrong (refused even when the tensors never overlap: the check is on the sum).  O(n)."""
