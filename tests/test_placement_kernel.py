@@ -58,6 +58,28 @@ def test_kernel_equals_numpy_on_interval_relations(problem, fits, stop_eighths) 
         _same(graph, sizes, order, fits, stop_at=arena * stop_eighths // 4)
 
 
+@st.composite
+def tied_problems(draw):
+    """Interval records of a few small sizes over many steps: gaps that fit a tensor exactly,
+    gaps of equal spare (a partner's and a wall's among them), partners that overlap walls
+    and walls born just before or after the tensor, which random sizes make rare."""
+    n = draw(st.integers(20, 120))
+    sizes = draw(st.lists(st.sampled_from([1, 2, 3, 4, 8]), min_size=n, max_size=n))
+    steps = draw(st.integers(4, 40))
+    firsts = draw(st.lists(st.integers(0, steps - 1), min_size=n, max_size=n))
+    spans = draw(st.lists(st.integers(0, steps // 2), min_size=n, max_size=n))
+    lasts = [min(f + s, steps - 1) for f, s in zip(firsts, spans, strict=True)]
+    order = draw(st.permutations(range(n)))
+    return interval_graph(firsts, lasts), np.array(sizes, dtype=np.int64), order
+
+
+@settings(max_examples=300, deadline=None)
+@given(tied_problems())
+def test_kernel_equals_numpy_where_gaps_tie_and_fit_exactly(problem) -> None:
+    graph, sizes, order = problem
+    _same(graph, sizes, order, FIT_NAMES)
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.data(), FITS)
 def test_kernel_equals_numpy_on_listed_pairs(data, fits) -> None:
@@ -146,3 +168,23 @@ def test_warm_kernel_compiles_for_the_types_place_until_passes() -> None:
     place_until(interval_graph([0, 1, 1], [2, 2, 2]), np.array([8, 4, 4]), [2, 0, 1],
                 ["worst", "highest"], stop_at=100, engine="kernel")
     assert len(kernel().place_kernel.signatures) == 1
+
+
+def test_more_siblings_than_the_partner_buffer_holds_plan_in_a_fresh_process() -> None:
+    """200 tensors that share a first step (siblings) and have no listed partner, in a problem
+    big enough for "auto" to place with the kernel: the siblings overflowed the kernel's
+    partner buffer, whose growth dropped the ids gathered so far, and the process died
+    (SIGSEGV, c827c4a).  Run in a subprocess so that a crash fails this test, not the run."""
+    import subprocess
+    import sys
+
+    code = ("import workbench as wb\n"
+            "recs = [(512, 0, 0)] * 200 + [(512, k, k) for k in range(1, 2001)]\n"
+            "for engine in ('kernel', 'numpy'):\n"
+            "    from workbench.memory import placement\n"
+            "    placement.KERNEL_MIN_TENSORS = 0 if engine == 'kernel' else 10 ** 9\n"
+            "    print(wb.memory.plan_usage(recs, 'greedy_by_size').arena_bytes)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [str(200 * 512)] * 2
