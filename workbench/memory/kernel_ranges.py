@@ -4,6 +4,10 @@ Numba functions: growable buffers, and over ``(start, end)`` pairs kept in two a
 by start that stay O(k) for spread starts, binary and chunked searches, and the merging of
 sorted ranges that overlap or touch.  Plain loops, not NumPy calls: each NumPy call compiled
 adds seconds to the kernel's first use.
+
+Numba's on-disk cache keys each compiled function on its own file: the kernel inlines these,
+so after editing this module touch ``placement_kernel.py`` (or clear its ``__pycache__``), or
+the cached kernel keeps the old code.
 """
 
 from __future__ import annotations
