@@ -116,6 +116,25 @@ def test_kernel_equals_numpy_on_a_schedules_relation(seed: int, policy: str, fam
     _same(problem.graph, problem.sizes, shuffled, FIT_NAMES)
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("policy", ["nnc", "wavefront"])
+def test_kernel_equals_numpy_on_a_schedules_relation_with_tied_sizes(seed: int, policy: str
+                                                                     ) -> None:
+    """A multi-stream relation (walls, tails reading the walls' union, pending walls) with every
+    tensor 1 to 4 blocks of 512 bytes, so that gaps tie and fit exactly; three orders, all
+    fits, and a stop at half the first fit's arena."""
+    graph = wb.models.random_dag(400, seed=seed)
+    lt = lifetimes(wb.schedule(graph, policy))
+    relation = prepare(lt.records, 512, lt.conflicts).graph
+    rng = np.random.default_rng(seed)
+    sizes = 512 * rng.integers(1, 5, relation.n).astype(np.int64)
+    for order in (np.lexsort((np.arange(relation.n), -sizes)).tolist(),
+                  rng.permutation(relation.n).tolist(),
+                  np.argsort(relation.births, kind="stable").tolist()):
+        full, _ = _same(relation, sizes, order, FIT_NAMES)
+        _same(relation, sizes, order, FIT_NAMES, stop_at=int((full[0] + sizes).max()) // 2)
+
+
 @pytest.mark.parametrize("spread", [20, 100, 1000])
 def test_many_partners_at_one_offset_sort_like_spread_ones(spread: int) -> None:
     """``spread`` tensors that conflict with nothing but the last one all sit at offset 0; the
