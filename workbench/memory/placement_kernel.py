@@ -11,11 +11,12 @@ of SOMAS (the walls grow with the graph: 1,143 a step at 100k serial ops).  Here
 kept sorted by offset per fit (tails placed since are read as partners until
 :data:`WALL_BATCH` of them wait, then merged in), and a step reads them and its sorted partners
 with no allocation.  First fit streams them merged and stops at the first gap that holds the
-tensor.  Best, worst and highest fit see every gap, so they take the walls' gaps first, with
-masks instead of branches (:func:`_wall_gaps`, ~0.7 ns a wall where the branchy merged scan
-paid 2-3 ns: half the walls are born later and skipped, at random), fold the partners in
-(:func:`_scan_all`) and reduce the gaps with SIMD (:func:`_best_gap`).  On NNC's schedule of a
-100k-op random DAG that took SOMAS's 24 placements from 84 to 55 CPU s, offsets unchanged.
+tensor; highest fit reads them from the top down and stops the same way (:func:`_scan_down`).
+Best and worst fit see every gap, so they take the walls' gaps first, with masks instead of
+branches (:func:`_wall_gaps`, ~0.7 ns a wall where the branchy merged scan paid 2-3 ns: half
+the walls are born later and skipped, at random), fold the partners in (:func:`_scan_all`) and
+reduce the gaps with SIMD (:func:`_best_gap`).  On NNC's schedule of a 100k-op random DAG that
+took SOMAS's 24 placements from 84 to 52 CPU s, offsets unchanged.
 
 Imported on first use (Numba's import and its cached machine code cost ~0.6 s once per process;
 the first compile, ~8 s, is written to ``__pycache__`` and reused).  Complexity per step:
@@ -167,9 +168,9 @@ _COVERED = -2  # a counted wall that starts below a partner's end: no gap below 
 @njit(cache=True, nogil=True)
 def _scan_all(fit: int, ws: np.ndarray, gaps: np.ndarray, below: np.ndarray, nwalls: int,
               ps: np.ndarray, pe: np.ndarray, k: int, size: int) -> int:
-    """The offset that ``fit`` (best, worst or highest: each sees every gap) takes among the
-    counted walls (:func:`_wall_gaps`) and the ``k`` partners sorted by start: what
-    :func:`_see` over them merged by start (walls first on ties) gives, in O(w + k log w).
+    """The offset that ``fit`` (best or worst: each sees every gap) takes among the counted
+    walls (:func:`_wall_gaps`) and the ``k`` partners sorted by start: what :func:`_see` over
+    them merged by start (walls first on ties) gives, in O(w + k log w).
 
     A wall's gap is cut short only by the highest partner end before it, and only the first
     counted wall at or above that end feels it (later ones sit above that wall's end), so
@@ -183,7 +184,7 @@ def _scan_all(fit: int, ws: np.ndarray, gaps: np.ndarray, below: np.ndarray, nwa
         b = upper_from(ws, b, nwalls, ps[j])  # walls b: come after partner j
         top = max(reach, below[b])
         spare = ps[j] - top - size
-        if spare >= 0 and (chosen < 0 or fit == HIGHEST or (fit == BEST and spare < spare_of_chosen)
+        if spare >= 0 and (chosen < 0 or (fit == BEST and spare < spare_of_chosen)
                            or (fit == WORST and spare > spare_of_chosen)):
             chosen, spare_of_chosen = top, spare
         if pe[j] > reach:
@@ -201,13 +202,40 @@ def _scan_all(fit: int, ws: np.ndarray, gaps: np.ndarray, below: np.ndarray, nwa
     at, gap = _best_gap(fit, gaps, nwalls, size)
     if at >= 0:
         spare, offset = gap - size, ws[at] - gap
-        if (chosen < 0 or (fit == HIGHEST and offset > chosen)
+        if (chosen < 0
                 or (fit == BEST and (spare < spare_of_chosen
                                      or (spare == spare_of_chosen and offset < chosen)))
                 or (fit == WORST and (spare > spare_of_chosen
                                       or (spare == spare_of_chosen and offset < chosen)))):
             chosen = offset
     return chosen if chosen >= 0 else max(reach, below[nwalls])
+
+
+@njit(cache=True, nogil=True)
+def _scan_down(ws: np.ndarray, we: np.ndarray, wb: np.ndarray, nwalls: int, born: int,
+               ps: np.ndarray, pe: np.ndarray, k: int, size: int) -> int:
+    """Highest fit's offset: the walls born no later than ``born`` and the ``k`` disjoint
+    partners merged by start (walls first on ties) and read from the top down, stopping at the
+    first gap that holds ``size`` (the last one :func:`_see` would take in order).  Below an
+    item lie the counted wall and the partner just before it, the highest ends before it
+    (both lists are disjoint and sorted).  O(w + k) at worst, usually a few walls."""
+    i, j = nwalls - 1, k - 1
+    while i >= 0 and wb[i] > born:
+        i -= 1
+    above_all = max(we[i] if i >= 0 else 0, pe[j] if j >= 0 else 0)  # where no gap holds it
+    while i >= 0 or j >= 0:
+        if j >= 0 and (i < 0 or ps[j] >= ws[i]):  # a partner after a wall of its start
+            start = ps[j]
+            j -= 1
+        else:
+            start = ws[i]
+            i -= 1
+            while i >= 0 and wb[i] > born:
+                i -= 1
+        top = max(we[i] if i >= 0 else 0, pe[j] if j >= 0 else 0)
+        if start - top >= size:
+            return top
+    return above_all
 
 
 GAP_BLOCK = 256  # gaps reduced per block (vectorised) before the block that won is searched
@@ -217,22 +245,10 @@ GAP_BLOCK = 256  # gaps reduced per block (vectorised) before the block that won
 def _best_gap(fit: int, gaps: np.ndarray, n: int, size: int) -> tuple[int, int]:
     """The gap in ``gaps[:n]`` that holds ``size`` and that ``fit`` takes, as (index, gap),
     (-1, 0) when none holds it: the smallest (best) or largest (worst), the lowest of equals,
-    as :func:`_see` in order would; the highest (highest fit).  Best and worst reduce each
-    block of :data:`GAP_BLOCK` without a branch (SIMD: 0.1 ns a gap), then search the block
-    that won.  The loops index block views from 0: an index Numba cannot prove non-negative
-    gets a wraparound test that stops LLVM vectorising (0.5 ns a gap)."""
-    if fit == HIGHEST:  # the top block holding such a gap, then the gap inside it
-        for b1 in range(n, 0, -GAP_BLOCK):
-            part = gaps[max(0, b1 - GAP_BLOCK):b1]
-            m = -1
-            for t in range(len(part)):
-                v = part[t]
-                m = max(m, v)
-            if m >= size:
-                for t in range(len(part) - 1, -1, -1):
-                    if part[t] >= size:
-                        return b1 - len(part) + t, part[t]
-        return -1, 0
+    as :func:`_see` in order would.  Each block of :data:`GAP_BLOCK` is reduced without a
+    branch (SIMD: 0.1 ns a gap), then the block that won is searched.  The loops index block
+    views from 0: an index Numba cannot prove non-negative gets a wraparound test that stops
+    LLVM vectorising (0.5 ns a gap)."""
     won, block = -1, -1
     for b0 in range(0, n, GAP_BLOCK):
         part = gaps[b0:min(n, b0 + GAP_BLOCK)]
@@ -430,7 +446,11 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
                         break
                     top_seen, chosen, spare, done = _see(fits[r], lo, hi, s, top_seen, chosen,
                                                          spare)
-            else:  # best, worst, highest: every gap is seen, so the walls' gaps come first
+            elif fits[r] == HIGHEST:
+                sort_by_start(ps, pe, k, keys, counts, qstack)
+                k = merge_touching(ps, pe, k)
+                chosen = _scan_down(w_start[r], w_end[r], w_birth[r], nwalls, rq, ps, pe, k, s)
+            else:  # best, worst: every gap is seen, so the walls' gaps come first
                 sort_by_start(ps, pe, k, keys, counts, qstack)
                 k = merge_touching(ps, pe, k)
                 gaps, below = room(gaps, nwalls + 1), room(below, nwalls + 1)
