@@ -192,3 +192,29 @@ def kept_room(a: np.ndarray, filled: int, need: int) -> np.ndarray:
     for i in range(filled):
         grown[i] = a[i]
     return grown
+
+
+@njit(cache=True, nogil=True)
+def add_block(starts: np.ndarray, ends: np.ndarray, blocks: np.ndarray, r: int, lo: int,
+               hi: int) -> None:
+    """Add ``[lo, hi)`` (disjoint from them) to row ``r``'s sorted disjoint blocks, merging the
+    ones it touches: O(log b) when it touches one, else one O(b) shift (a stack of touching
+    tails stays one block: a fan's 100,000 tails read as one range, not 100,000)."""
+    b = blocks[r]
+    p = lower_bound(starts, b, lo)
+    left = p > 0 and ends[p - 1] == lo
+    right = p < b and starts[p] == hi
+    if left and right:
+        ends[p - 1] = ends[p]
+        for j in range(p, b - 1):
+            starts[j], ends[j] = starts[j + 1], ends[j + 1]
+        blocks[r] = b - 1
+    elif left:
+        ends[p - 1] = hi
+    elif right:
+        starts[p] = lo
+    else:
+        for j in range(b, p, -1):
+            starts[j], ends[j] = starts[j - 1], ends[j - 1]
+        starts[p], ends[p] = lo, hi
+        blocks[r] = b + 1

@@ -34,7 +34,7 @@ and from :data:`KERNEL_MIN_TENSORS` tensors the same steps compiled with Numba
 instead of paying ~10 array calls a step, and reads the walls' gaps with masks and SIMD for the
 fits that see every gap: SOMAS on the nnc schedule of random 10k, 5.9 -> 1.8 CPU s; greedy by
 size 1.1 -> 0.75 s (most of what is left is the relation); serial random 100k SOMAS 55 -> 12 s;
-nnc random 100k 84 -> 52 s for the 24 placements.
+nnc random 100k 84 -> 46 s for the 24 placements.
 """
 
 from __future__ import annotations

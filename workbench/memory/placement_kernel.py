@@ -11,12 +11,13 @@ of SOMAS (the walls grow with the graph: 1,143 a step at 100k serial ops).  Here
 kept sorted by offset per fit (tails placed since are read as partners until
 :data:`WALL_BATCH` of them wait, then merged in), and a step reads them and its sorted partners
 with no allocation.  First fit streams them merged and stops at the first gap that holds the
-tensor; highest fit reads them from the top down and stops the same way (:func:`_scan_down`).
+tensor; highest fit reads them (and a tail its ranges) from the top down and stops the same
+way (:func:`scan_down`, :func:`tail_scan_down`).
 Best and worst fit see every gap, so they take the walls' gaps first, with masks instead of
-branches (:func:`_wall_gaps`, ~0.7 ns a wall where the branchy merged scan paid 2-3 ns: half
-the walls are born later and skipped, at random), fold the partners in (:func:`_scan_all`) and
-reduce the gaps with SIMD (:func:`_best_gap`).  On NNC's schedule of a 100k-op random DAG that
-took SOMAS's 24 placements from 84 to 52 CPU s, offsets unchanged.
+branches (:func:`wall_gaps`, ~0.7 ns a wall where the branchy merged scan paid 2-3 ns: half
+the walls are born later and skipped, at random), fold the partners in (:func:`scan_all`) and
+reduce the gaps with SIMD (:func:`best_gap`).  On NNC's schedule of a 100k-op random DAG that
+took SOMAS's 24 placements from 84 to 46 CPU s, offsets unchanged.
 
 Imported on first use (Numba's import and its cached machine code cost ~0.6 s once per process;
 the first compile, ~8 s, is written to ``__pycache__`` and reused).  Complexity per step:
@@ -30,7 +31,19 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from workbench.memory.kernel_gaps import (
+    BEST,
+    FIRST,
+    HIGHEST,
+    WORST,
+    scan_all,
+    scan_down,
+    see,
+    tail_scan_down,
+    wall_gaps,
+)
 from workbench.memory.kernel_ranges import (
+    add_block,
     grow,
     kept_room,
     lower_bound,
@@ -38,37 +51,12 @@ from workbench.memory.kernel_ranges import (
     quick_sort,
     room,
     sort_by_start,
-    upper_from,
 )
 
-BEST, FIRST, WORST, HIGHEST = 0, 1, 2, 3
 FIT_CODES = {"best": BEST, "first": FIRST, "worst": WORST, "highest": HIGHEST}
 FOLD_BATCH = 256
 WALL_BATCH = 16  # placed tails a non-tail reads as partners before they join the walls
 _BIG = np.iinfo(np.int64).max
-
-
-@njit(cache=True, nogil=True)
-def _see(fit: int, start: int, end: int, size: int, top: int, chosen: int, spare_of_chosen: int
-         ) -> tuple[int, int, int, bool]:
-    """One blocked range of a step's scan, seen in start order: the new running top, the
-    gap chosen so far (its offset, -1 for none) and its spare bytes, and whether the fit is
-    decided (first takes the lowest gap that holds the tensor)."""
-    spare = start - top - size
-    done = False
-    if spare >= 0:
-        if fit == FIRST:
-            chosen, done = top, True
-        elif fit == HIGHEST:
-            chosen = top
-        elif fit == BEST:
-            if chosen < 0 or spare < spare_of_chosen:
-                chosen, spare_of_chosen = top, spare
-        elif chosen < 0 or spare > spare_of_chosen:  # worst
-            chosen, spare_of_chosen = top, spare
-    if end > top:
-        top = end
-    return top, chosen, spare_of_chosen, done
 
 
 @njit(cache=True, nogil=True)
@@ -120,162 +108,6 @@ def _fold(xs: np.ndarray, vs: np.ndarray, pieces: np.ndarray, r: int, ids: np.nd
 
 
 @njit(cache=True, nogil=True)
-def _add_block(starts: np.ndarray, ends: np.ndarray, blocks: np.ndarray, r: int, lo: int,
-               hi: int) -> None:
-    """Add ``[lo, hi)`` (disjoint from them) to row ``r``'s sorted disjoint blocks, merging the
-    ones it touches: O(log b) when it touches one, else one O(b) shift (a stack of touching
-    tails stays one block: a fan's 100,000 tails read as one range, not 100,000)."""
-    b = blocks[r]
-    p = lower_bound(starts, b, lo)
-    left = p > 0 and ends[p - 1] == lo
-    right = p < b and starts[p] == hi
-    if left and right:
-        ends[p - 1] = ends[p]
-        for j in range(p, b - 1):
-            starts[j], ends[j] = starts[j + 1], ends[j + 1]
-        blocks[r] = b - 1
-    elif left:
-        ends[p - 1] = hi
-    elif right:
-        starts[p] = lo
-    else:
-        for j in range(b, p, -1):
-            starts[j], ends[j] = starts[j - 1], ends[j - 1]
-        starts[p], ends[p] = lo, hi
-        blocks[r] = b + 1
-
-
-@njit(cache=True, nogil=True)
-def _wall_gaps(ws: np.ndarray, we: np.ndarray, wb: np.ndarray, n: int, born: int,
-               gaps: np.ndarray, below: np.ndarray) -> None:
-    """Per wall ``i`` (sorted by offset, disjoint), ``below[i]``: the end of the last wall below
-    it born no later than ``born`` (0 when none is; ``below[n]`` past the last), and
-    ``gaps[i]``: the bytes from there to the wall, or -1 when the wall is born later itself.
-    Masks, not branches: the only chain is the last end, about 0.7 ns a wall where a branchy
-    merged scan paid 2-3 ns (half the walls pass, at random)."""
-    last = 0
-    for i in range(n):
-        keep = -np.int64(wb[i] <= born)  # all ones when the wall counts, else 0
-        gaps[i] = ((ws[i] - last) & keep) | ~keep
-        below[i] = last
-        last = (we[i] & keep) | (last & ~keep)
-    below[n] = last
-
-
-_COVERED = -2  # a counted wall that starts below a partner's end: no gap below it
-
-
-@njit(cache=True, nogil=True)
-def _scan_all(fit: int, ws: np.ndarray, gaps: np.ndarray, below: np.ndarray, nwalls: int,
-              ps: np.ndarray, pe: np.ndarray, k: int, size: int) -> int:
-    """The offset that ``fit`` (best or worst: each sees every gap) takes among the counted
-    walls (:func:`_wall_gaps`) and the ``k`` partners sorted by start: what :func:`_see` over
-    them merged by start (walls first on ties) gives, in O(w + k log w).
-
-    A wall's gap is cut short only by the highest partner end before it, and only the first
-    counted wall at or above that end feels it (later ones sit above that wall's end), so
-    each partner walks the walls from where it ends until the first one above its reach:
-    the walls are walked once in all.  The gaps left are then reduced without a branch
-    (:func:`_best_gap`).  Gaps in merged order sit at rising offsets, so "the first of
-    equals" is "the lowest"."""
-    chosen, spare_of_chosen = -1, 0
-    reach, b, walked = 0, 0, 0  # the highest partner end so far
-    for j in range(k):
-        b = upper_from(ws, b, nwalls, ps[j])  # walls b: come after partner j
-        top = max(reach, below[b])
-        spare = ps[j] - top - size
-        if spare >= 0 and (chosen < 0 or (fit == BEST and spare < spare_of_chosen)
-                           or (fit == WORST and spare > spare_of_chosen)):
-            chosen, spare_of_chosen = top, spare
-        if pe[j] > reach:
-            reach = pe[j]
-        i = max(b, walked)
-        while i < nwalls and ws[i] < reach:
-            if gaps[i] != -1:
-                gaps[i] = _COVERED
-            i += 1
-        while i < nwalls and gaps[i] == -1:
-            i += 1
-        if i < nwalls and ws[i] - reach < gaps[i]:
-            gaps[i] = ws[i] - reach
-        walked = i
-    at, gap = _best_gap(fit, gaps, nwalls, size)
-    if at >= 0:
-        spare, offset = gap - size, ws[at] - gap
-        if (chosen < 0
-                or (fit == BEST and (spare < spare_of_chosen
-                                     or (spare == spare_of_chosen and offset < chosen)))
-                or (fit == WORST and (spare > spare_of_chosen
-                                      or (spare == spare_of_chosen and offset < chosen)))):
-            chosen = offset
-    return chosen if chosen >= 0 else max(reach, below[nwalls])
-
-
-@njit(cache=True, nogil=True)
-def _scan_down(ws: np.ndarray, we: np.ndarray, wb: np.ndarray, nwalls: int, born: int,
-               ps: np.ndarray, pe: np.ndarray, k: int, size: int) -> int:
-    """Highest fit's offset: the walls born no later than ``born`` and the ``k`` disjoint
-    partners merged by start (walls first on ties) and read from the top down, stopping at the
-    first gap that holds ``size`` (the last one :func:`_see` would take in order).  Below an
-    item lie the counted wall and the partner just before it, the highest ends before it
-    (both lists are disjoint and sorted).  O(w + k) at worst, usually a few walls."""
-    i, j = nwalls - 1, k - 1
-    while i >= 0 and wb[i] > born:
-        i -= 1
-    above_all = max(we[i] if i >= 0 else 0, pe[j] if j >= 0 else 0)  # where no gap holds it
-    while i >= 0 or j >= 0:
-        if j >= 0 and (i < 0 or ps[j] >= ws[i]):  # a partner after a wall of its start
-            start = ps[j]
-            j -= 1
-        else:
-            start = ws[i]
-            i -= 1
-            while i >= 0 and wb[i] > born:
-                i -= 1
-        top = max(we[i] if i >= 0 else 0, pe[j] if j >= 0 else 0)
-        if start - top >= size:
-            return top
-    return above_all
-
-
-GAP_BLOCK = 256  # gaps reduced per block (vectorised) before the block that won is searched
-
-
-@njit(cache=True, nogil=True)
-def _best_gap(fit: int, gaps: np.ndarray, n: int, size: int) -> tuple[int, int]:
-    """The gap in ``gaps[:n]`` that holds ``size`` and that ``fit`` takes, as (index, gap),
-    (-1, 0) when none holds it: the smallest (best) or largest (worst), the lowest of equals,
-    as :func:`_see` in order would.  Each block of :data:`GAP_BLOCK` is reduced without a
-    branch (SIMD: 0.1 ns a gap), then the block that won is searched.  The loops index block
-    views from 0: an index Numba cannot prove non-negative gets a wraparound test that stops
-    LLVM vectorising (0.5 ns a gap)."""
-    won, block = -1, -1
-    for b0 in range(0, n, GAP_BLOCK):
-        part = gaps[b0:min(n, b0 + GAP_BLOCK)]
-        if fit == BEST:
-            m = _BIG
-            for t in range(len(part)):
-                v = part[t]
-                v = v if v >= size else _BIG
-                m = min(m, v)
-            if m < _BIG and (block < 0 or m < won):
-                won, block = m, b0
-        else:
-            m = -1
-            for t in range(len(part)):
-                v = part[t]
-                m = max(m, v)
-            if m >= size and (block < 0 or m > won):
-                won, block = m, b0
-    if block < 0:
-        return -1, 0
-    for t in range(block, min(n, block + GAP_BLOCK)):
-        if gaps[t] == won:
-            return t, won
-    return -1, 0
-
-
-@njit(cache=True, nogil=True)
 def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_rank: np.ndarray,
                  tails: np.ndarray, key: np.ndarray, complete: bool, ptr: np.ndarray,
                  idx: np.ndarray, fits: np.ndarray, stop_at: int, out: np.ndarray,
@@ -323,7 +155,7 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
     qstack = np.empty(130, dtype=np.int64)  # a quicksort's pending ranges (2 log2 k slots)
     placed = np.zeros(n, dtype=np.bool_)
     as_, ae = np.empty(64, dtype=np.int64), np.empty(64, dtype=np.int64)
-    gaps = np.empty(64, dtype=np.int64)  # per wall, the gap below it (:func:`_wall_gaps`)
+    gaps = np.empty(64, dtype=np.int64)  # per wall, the gap below it (:func:`wall_gaps`)
     below = np.empty(64, dtype=np.int64)
     for q in order:
         s = size[q]
@@ -407,6 +239,10 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
                 xr, vr, npieces = xs[r], vs[r], pieces[r] - 1
                 ws, we = u_start[r], u_end[r]
                 nw = 0 if complete else blocks[r]
+                if fits[r] == HIGHEST:
+                    k = merge_touching(ps, pe, k)
+                    chosen = tail_scan_down(xr, vr, npieces, bq, ws, we, nw, ps, pe, k, s)
+                    done = True
                 a, i, j = 0, 0, 0
                 while not done:
                     while a < npieces and vr[a] < bq:
@@ -426,7 +262,7 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
                         i += 1
                     else:
                         j += 1
-                    top_seen, chosen, spare, done = _see(fits[r], lo, hi, s, top_seen, chosen,
+                    top_seen, chosen, spare, done = see(fits[r], lo, hi, s, top_seen, chosen,
                                                          spare)
             elif fits[r] == FIRST:
                 sort_by_start(ps, pe, k, keys, counts, qstack)
@@ -444,18 +280,18 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
                         j += 1
                     else:
                         break
-                    top_seen, chosen, spare, done = _see(fits[r], lo, hi, s, top_seen, chosen,
+                    top_seen, chosen, spare, done = see(fits[r], lo, hi, s, top_seen, chosen,
                                                          spare)
             elif fits[r] == HIGHEST:
                 sort_by_start(ps, pe, k, keys, counts, qstack)
                 k = merge_touching(ps, pe, k)
-                chosen = _scan_down(w_start[r], w_end[r], w_birth[r], nwalls, rq, ps, pe, k, s)
+                chosen = scan_down(w_start[r], w_end[r], w_birth[r], nwalls, rq, ps, pe, k, s)
             else:  # best, worst: every gap is seen, so the walls' gaps come first
                 sort_by_start(ps, pe, k, keys, counts, qstack)
                 k = merge_touching(ps, pe, k)
                 gaps, below = room(gaps, nwalls + 1), room(below, nwalls + 1)
-                _wall_gaps(w_start[r], w_end[r], w_birth[r], nwalls, rq, gaps, below)
-                chosen = _scan_all(fits[r], w_start[r], gaps, below, nwalls, ps, pe, k, s)
+                wall_gaps(w_start[r], w_end[r], w_birth[r], nwalls, rq, gaps, below)
+                chosen = scan_all(fits[r], w_start[r], gaps, below, nwalls, ps, pe, k, s)
             offset = chosen if chosen >= 0 else top_seen
             off[q, r] = offset
             if offset + s > top[r]:
@@ -472,7 +308,7 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
                 u_start, u_end = grow(u_start, blocks.max() + 1), grow(u_end, blocks.max() + 1)
                 for r in range(rows):
                     if active[r]:
-                        _add_block(u_start[r], u_end[r], blocks, r, off[q, r], off[q, r] + s)
+                        add_block(u_start[r], u_end[r], blocks, r, off[q, r], off[q, r] + s)
         else:
             nxt[q] = head[birth_rank[q]]
             head[birth_rank[q]] = q
