@@ -65,6 +65,8 @@ DEFAULT_MODULES: dict[str, tuple[str, ...]] = {
     "memory/check.py": ("tests/test_memory_check_rules.py", "tests/test_memory_planners.py"),
     "memory/placement.py": ("tests/test_somas_heuristics.py", "tests/test_memory_planners.py"),
     "memory/placement_kernel.py": ("tests/test_placement_kernel.py",),  # each mutant compiles
+    "memory/kernel_gaps.py": ("tests/test_placement_kernel.py",),
+    "memory/kernel_ranges.py": ("tests/test_placement_kernel.py",),
     "memory/somas.py": ("tests/test_somas_heuristics.py", "tests/test_memory_planners.py",
                         "tests/test_mutation_kills.py"),
     "simulator/engine.py": ("tests/test_simulate.py", "tests/test_simulate_queues.py"),
@@ -232,13 +234,18 @@ def _copy_repo(dest: Path) -> None:
 
 
 def _pytest(copy_dir: Path, tests: list[str], timeout: float) -> tuple[str, float]:
-    env = dict(os.environ, PYTHONPATH=str(copy_dir), PYTHONDONTWRITEBYTECODE="1")
+    """Run ``tests`` in a repository copy.  Numba's cache goes to a fresh folder each run: it
+    keys a compiled function on its own file only, so a mutant of a helper the placement
+    kernel inlines (``memory/kernel_gaps.py``) would otherwise run the kernel cached before."""
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
     t0 = time.perf_counter()
-    try:
-        r = subprocess.run(cmd, cwd=copy_dir, env=env, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return "timeout", time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(prefix="numba-cache-") as numba_cache:
+        env = dict(os.environ, PYTHONPATH=str(copy_dir), PYTHONDONTWRITEBYTECODE="1",
+                   NUMBA_CACHE_DIR=numba_cache)
+        try:
+            r = subprocess.run(cmd, cwd=copy_dir, env=env, capture_output=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "timeout", time.perf_counter() - t0
     return ("survived" if r.returncode == 0 else "killed"), time.perf_counter() - t0
 
 

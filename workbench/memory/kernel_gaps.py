@@ -27,7 +27,7 @@ GAP_BLOCK = 256  # gaps reduced per block (vectorised) before the block that won
 
 @njit(cache=True, nogil=True)
 def see(fit: int, start: int, end: int, size: int, top: int, chosen: int, spare_of_chosen: int
-         ) -> tuple[int, int, int, bool]:
+        ) -> tuple[int, int, int, bool]:
     """One blocked range of a step's scan, seen in start order: the new running top, the
     gap chosen so far (its offset, -1 for none) and its spare bytes, and whether the fit is
     decided (first takes the lowest gap that holds the tensor)."""
@@ -50,7 +50,7 @@ def see(fit: int, start: int, end: int, size: int, top: int, chosen: int, spare_
 
 @njit(cache=True, nogil=True)
 def scan_down(ws: np.ndarray, we: np.ndarray, wb: np.ndarray, nwalls: int, born: int,
-               ps: np.ndarray, pe: np.ndarray, k: int, size: int) -> int:
+              ps: np.ndarray, pe: np.ndarray, k: int, size: int) -> int:
     """Highest fit's offset: the walls born no later than ``born`` and the ``k`` disjoint
     partners merged by start (walls first on ties) and read from the top down, stopping at the
     first gap that holds ``size`` (the last one :func:`see` would take in order).  Below an
@@ -77,8 +77,8 @@ def scan_down(ws: np.ndarray, we: np.ndarray, wb: np.ndarray, nwalls: int, born:
 
 @njit(cache=True, nogil=True)
 def tail_scan_down(xr: np.ndarray, vr: np.ndarray, npieces: int, born: int, us: np.ndarray,
-                    ue: np.ndarray, nw: int, ps: np.ndarray, pe: np.ndarray, k: int, size: int
-                    ) -> int:
+                   ue: np.ndarray, nw: int, ps: np.ndarray, pe: np.ndarray, k: int, size: int
+                   ) -> int:
     """:func:`scan_down` for a tail: three disjoint sorted lists, the pieces of the tails'
     step function whose key reaches ``born`` (piece ``a`` is ``xr[a]..xr[a + 1]``), the ``nw``
     blocks of the walls' union and the ``k`` partners, read from the top down."""
@@ -110,7 +110,7 @@ def tail_scan_down(xr: np.ndarray, vr: np.ndarray, npieces: int, born: int, us: 
 
 @njit(cache=True, nogil=True)
 def wall_gaps(ws: np.ndarray, we: np.ndarray, wb: np.ndarray, n: int, born: int,
-               gaps: np.ndarray, below: np.ndarray) -> None:
+              gaps: np.ndarray, below: np.ndarray) -> None:
     """Per wall ``i`` (sorted by offset, disjoint), ``below[i]``: the end of the last wall below
     it born no later than ``born`` (0 when none is; ``below[n]`` past the last), and
     ``gaps[i]``: the bytes from there to the wall, or -1 when the wall is born later itself.
@@ -127,7 +127,7 @@ def wall_gaps(ws: np.ndarray, we: np.ndarray, wb: np.ndarray, n: int, born: int,
 
 @njit(cache=True, nogil=True)
 def scan_all(fit: int, ws: np.ndarray, gaps: np.ndarray, below: np.ndarray, nwalls: int,
-              ps: np.ndarray, pe: np.ndarray, k: int, size: int) -> int:
+             ps: np.ndarray, pe: np.ndarray, k: int, size: int) -> int:
     """The offset that ``fit`` (best or worst: each sees every gap) takes among the counted
     walls (:func:`wall_gaps`) and the ``k`` partners sorted by start: what :func:`see` over
     them merged by start (walls first on ties) gives, in O(w + k log w).

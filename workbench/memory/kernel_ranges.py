@@ -1,13 +1,13 @@
 """Buffers, sorts and searches for the compiled placement (:mod:`.placement_kernel`).
 
 Numba functions: growable buffers, and over ``(start, end)`` pairs kept in two arrays, sorts
-by start that stay O(k) for spread starts, binary and chunked searches, and the merging of
-sorted ranges that overlap or touch.  Plain loops, not NumPy calls: each NumPy call compiled
-adds seconds to the kernel's first use.
+by start that stay O(k) for spread starts, binary and chunked searches, the merging of sorted
+ranges that overlap or touch, and the sorted disjoint blocks a tail reads (:func:`add_block`).
+Plain loops, not NumPy calls: each NumPy call compiled adds seconds to the kernel's first use.
 
 Numba's on-disk cache keys each compiled function on its own file: the kernel inlines these,
 so after editing this module touch ``placement_kernel.py`` (or clear its ``__pycache__``), or
-the cached kernel keeps the old code.
+the cached kernel keeps the old code (``benchmarks/mutate.py`` gives each run a fresh cache).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from numba import njit
 
 @njit(cache=True, nogil=True)
 def sort_by_start(starts: np.ndarray, ends: np.ndarray, k: int, scratch: np.ndarray,
-                   counts: np.ndarray, stack: np.ndarray) -> None:
+                  counts: np.ndarray, stack: np.ndarray) -> None:
     """Sort the first ``k`` ranges by start, in place.  Up to 16: insertion sort.  Else one
     bucket pass (about one bucket a range, over the starts' span by their high bits) and an
     insertion sort inside each bucket, or a quicksort (``stack`` its stack) for a bucket of
@@ -196,7 +196,7 @@ def kept_room(a: np.ndarray, filled: int, need: int) -> np.ndarray:
 
 @njit(cache=True, nogil=True)
 def add_block(starts: np.ndarray, ends: np.ndarray, blocks: np.ndarray, r: int, lo: int,
-               hi: int) -> None:
+              hi: int) -> None:
     """Add ``[lo, hi)`` (disjoint from them) to row ``r``'s sorted disjoint blocks, merging the
     ones it touches: O(log b) when it touches one, else one O(b) shift (a stack of touching
     tails stays one block: a fan's 100,000 tails read as one range, not 100,000)."""
