@@ -121,13 +121,13 @@ def test_kernel_equals_numpy_on_a_schedules_relation(seed: int, policy: str, fam
 def test_kernel_equals_numpy_on_a_schedules_relation_with_tied_sizes(seed: int, policy: str
                                                                      ) -> None:
     """A multi-stream relation (walls, tails reading the walls' union, pending walls) with every
-    tensor 1 to 4 blocks of 512 bytes, so that gaps tie and fit exactly; three orders, all
-    fits, and a stop at half the first fit's arena."""
+    tensor 1 to 4 bytes (odd seeds: blocks of 512), so that gaps tie, fit exactly and start a
+    byte apart; three orders, all fits, and a stop at half the first fit's arena."""
     graph = wb.models.random_dag(400, seed=seed)
     lt = lifetimes(wb.schedule(graph, policy))
     relation = prepare(lt.records, 512, lt.conflicts).graph
     rng = np.random.default_rng(seed)
-    sizes = 512 * rng.integers(1, 5, relation.n).astype(np.int64)
+    sizes = rng.integers(1, 5, relation.n).astype(np.int64) * (512 if seed % 2 else 1)
     for order in (np.lexsort((np.arange(relation.n), -sizes)).tolist(),
                   rng.permutation(relation.n).tolist(),
                   np.argsort(relation.births, kind="stable").tolist()):
