@@ -198,9 +198,9 @@ def test_more_siblings_than_the_partner_buffer_holds_plan_in_a_fresh_process() -
     import sys
 
     code = ("import workbench as wb\n"
+            "from workbench.memory import placement\n"
             "recs = [(512, 0, 0)] * 200 + [(512, k, k) for k in range(1, 2001)]\n"
             "for engine in ('kernel', 'numpy'):\n"
-            "    from workbench.memory import placement\n"
             "    placement.KERNEL_MIN_TENSORS = 0 if engine == 'kernel' else 10 ** 9\n"
             "    print(wb.memory.plan_usage(recs, 'greedy_by_size').arena_bytes)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

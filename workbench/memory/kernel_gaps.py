@@ -20,7 +20,7 @@ from numba import njit
 from workbench.memory.kernel_ranges import upper_from
 
 BEST, FIRST, WORST, HIGHEST = 0, 1, 2, 3
-_BIG = np.iinfo(np.int64).max
+BIG = np.iinfo(np.int64).max
 _COVERED = -2  # a counted wall that starts below a partner's end: no gap below it
 GAP_BLOCK = 256  # gaps reduced per block (vectorised) before the block that won is searched
 
@@ -143,10 +143,7 @@ def scan_all(fit: int, ws: np.ndarray, gaps: np.ndarray, below: np.ndarray, nwal
     for j in range(k):
         b = upper_from(ws, b, nwalls, ps[j])  # walls b: come after partner j
         top = max(reach, below[b])
-        spare = ps[j] - top - size
-        if spare >= 0 and (chosen < 0 or (fit == BEST and spare < spare_of_chosen)
-                           or (fit == WORST and spare > spare_of_chosen)):
-            chosen, spare_of_chosen = top, spare
+        chosen, spare_of_chosen = _take(fit, top, ps[j] - top - size, chosen, spare_of_chosen)
         if pe[j] > reach:
             reach = pe[j]
         i = max(b, walked)
@@ -161,14 +158,25 @@ def scan_all(fit: int, ws: np.ndarray, gaps: np.ndarray, below: np.ndarray, nwal
         walked = i
     at, gap = best_gap(fit, gaps, nwalls, size)
     if at >= 0:
-        spare, offset = gap - size, ws[at] - gap
-        if (chosen < 0
-                or (fit == BEST and (spare < spare_of_chosen
-                                     or (spare == spare_of_chosen and offset < chosen)))
-                or (fit == WORST and (spare > spare_of_chosen
-                                      or (spare == spare_of_chosen and offset < chosen)))):
-            chosen = offset
+        chosen, _ = _take(fit, ws[at] - gap, gap - size, chosen, spare_of_chosen)
     return chosen if chosen >= 0 else max(reach, below[nwalls])
+
+
+@njit(cache=True, nogil=True)
+def _take(fit: int, offset: int, spare: int, chosen: int, spare_of_chosen: int
+          ) -> tuple[int, int]:
+    """The gap best or worst fit keeps between the one chosen so far and a gap at ``offset``
+    with ``spare`` bytes over (none when negative): the smaller (larger) spare, the lower
+    offset of equals, as :func:`see` in merged order would."""
+    if spare < 0:
+        return chosen, spare_of_chosen
+    if (chosen < 0
+            or (fit == BEST and (spare < spare_of_chosen
+                                 or (spare == spare_of_chosen and offset < chosen)))
+            or (fit == WORST and (spare > spare_of_chosen
+                                  or (spare == spare_of_chosen and offset < chosen)))):
+        return offset, spare
+    return chosen, spare_of_chosen
 
 
 @njit(cache=True, nogil=True)
@@ -183,12 +191,12 @@ def best_gap(fit: int, gaps: np.ndarray, n: int, size: int) -> tuple[int, int]:
     for b0 in range(0, n, GAP_BLOCK):
         part = gaps[b0:min(n, b0 + GAP_BLOCK)]
         if fit == BEST:
-            m = _BIG
+            m = BIG
             for t in range(len(part)):
                 v = part[t]
-                v = v if v >= size else _BIG
+                v = v if v >= size else BIG
                 m = min(m, v)
-            if m < _BIG and (block < 0 or m < won):
+            if m < BIG and (block < 0 or m < won):
                 won, block = m, b0
         else:
             m = -1

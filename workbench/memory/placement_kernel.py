@@ -33,6 +33,7 @@ from numba import njit
 
 from workbench.memory.kernel_gaps import (
     BEST,
+    BIG,
     FIRST,
     HIGHEST,
     WORST,
@@ -56,7 +57,6 @@ from workbench.memory.kernel_ranges import (
 FIT_CODES = {"best": BEST, "first": FIRST, "worst": WORST, "highest": HIGHEST}
 FOLD_BATCH = 256
 WALL_BATCH = 16  # placed tails a non-tail reads as partners before they join the walls
-_BIG = np.iinfo(np.int64).max
 
 
 @njit(cache=True, nogil=True)
@@ -226,28 +226,30 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
             ps, pe = starts[r], ends[r]
             k = d
             top_seen, chosen, spare, done = 0, -1, 0, False
-            if tail:
-                # three lists sorted by start, scanned as one: the pieces of the step function
-                # at or above its birth, (key not complete) the union of the walls, and the
-                # partners with the pending tensors whose key reaches the birth (sorted here)
+            if tail:  # its partners include the pending tensors whose key reaches its birth
                 for j in range(npend):
                     p = pend_ids[j]
                     if key[p] >= bq:
                         ps[k], pe[k] = off[p, r], off[p, r] + size[p]
                         k += 1
-                sort_by_start(ps, pe, k, keys, counts, qstack)
+            # sorted by start, those that touch joined: the offset depends only on their union
+            sort_by_start(ps, pe, k, keys, counts, qstack)
+            k = merge_touching(ps, pe, k)
+            if tail:
+                # three lists sorted by start, scanned as one: the pieces of the step function
+                # at or above its birth, (key not complete) the union of the walls, and the
+                # partners
                 xr, vr, npieces = xs[r], vs[r], pieces[r] - 1
                 ws, we = u_start[r], u_end[r]
                 nw = 0 if complete else blocks[r]
                 if fits[r] == HIGHEST:
-                    k = merge_touching(ps, pe, k)
                     chosen = tail_scan_down(xr, vr, npieces, bq, ws, we, nw, ps, pe, k, s)
                     done = True
                 a, i, j = 0, 0, 0
                 while not done:
                     while a < npieces and vr[a] < bq:
                         a += 1
-                    lo, hi, src = _BIG, 0, -1
+                    lo, hi, src = BIG, 0, -1
                     if a < npieces:
                         lo, hi, src = xr[a], xr[a + 1], 0
                     if i < nw and ws[i] < lo:
@@ -265,8 +267,6 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
                     top_seen, chosen, spare, done = see(fits[r], lo, hi, s, top_seen, chosen,
                                                          spare)
             elif fits[r] == FIRST:
-                sort_by_start(ps, pe, k, keys, counts, qstack)
-                k = merge_touching(ps, pe, k)
                 i, j = 0, 0
                 wb, ws, we = w_birth[r], w_start[r], w_end[r]
                 while not done:  # the walls born no later and the sorted partners, merged
@@ -283,12 +283,8 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
                     top_seen, chosen, spare, done = see(fits[r], lo, hi, s, top_seen, chosen,
                                                          spare)
             elif fits[r] == HIGHEST:
-                sort_by_start(ps, pe, k, keys, counts, qstack)
-                k = merge_touching(ps, pe, k)
                 chosen = scan_down(w_start[r], w_end[r], w_birth[r], nwalls, rq, ps, pe, k, s)
             else:  # best, worst: every gap is seen, so the walls' gaps come first
-                sort_by_start(ps, pe, k, keys, counts, qstack)
-                k = merge_touching(ps, pe, k)
                 gaps, below = room(gaps, nwalls + 1), room(below, nwalls + 1)
                 wall_gaps(w_start[r], w_end[r], w_birth[r], nwalls, rq, gaps, below)
                 chosen = scan_all(fits[r], w_start[r], gaps, below, nwalls, ps, pe, k, s)
