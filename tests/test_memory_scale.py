@@ -21,7 +21,13 @@ from workbench.errors import MemoryPlanError
 from workbench.memory import check_no_overlap, lifetimes, plan_memory
 from workbench.memory import placement as placement_module
 from workbench.memory.bounds import conflict_clique_bound
-from workbench.memory.conflicts import ConflictSet, interval_graph, pairs_graph
+from workbench.memory.conflicts import (
+    ConflictSet,
+    _csr,
+    _csr_by_sorting,
+    interval_graph,
+    pairs_graph,
+)
 from workbench.memory.lifetimes import _usage
 from workbench.memory.placement import FIT_NAMES, place
 from workbench.memory.plan import MemoryPlan, interval_pairs, parse_records, prepare
@@ -435,3 +441,24 @@ def test_conflict_graph_indices_past_int32_products() -> None:
     graph = pairs_graph(n, pairs)
     assert sorted(ConflictSet(graph)) == sorted(pairs) and len(ConflictSet(graph)) == 3
     assert graph.row(n - 1).tolist() == [0, n - 2]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 60).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=200))))
+def test_counting_csr_equals_the_sorted_conversion_and_the_pairs(case: tuple) -> None:
+    """The two counting passes (_csr) give SciPy's sorted conversion's arrays, and each row is
+    exactly its partners, ascending, however the pairs come ordered."""
+    n, raw = case
+    pairs = list(dict.fromkeys((min(i, j), max(i, j)) for i, j in raw if i != j))
+    random.Random(n).shuffle(pairs)
+    directed = [(j, i) if k % 2 else (i, j) for k, (i, j) in enumerate(pairs)]
+    rows = np.array([p[0] for p in directed], dtype=np.int32)
+    cols = np.array([p[1] for p in directed], dtype=np.int32)
+    ptr, idx = _csr(n, rows, cols)
+    ref_ptr, ref_idx = _csr_by_sorting(n, rows, cols)
+    assert ptr.dtype == np.int64 and idx.dtype == np.int32
+    assert ptr.tolist() == ref_ptr.tolist() and idx.tolist() == ref_idx.tolist()
+    for i in range(n):
+        want = sorted({j for a, b in pairs for j in (a, b) if i in (a, b) and j != i})
+        assert idx[ptr[i]:ptr[i + 1]].tolist() == want
