@@ -20,8 +20,13 @@ from workbench.memory.plan import (
 )
 from workbench.memory.planners import PLANNERS, TEST_OPTIONS, plan_usage, planners
 from workbench.memory.pool import events_from_records, simulate_pool
-from workbench.memory.somas import plan_somas
-from workbench.memory.static import plan_greedy_by_breadth, plan_greedy_by_size, plan_naive
+from workbench.memory.somas import DEFAULT_FITS_OF, ORDERINGS, plan_somas
+from workbench.memory.static import (
+    FITS,
+    plan_greedy_by_breadth,
+    plan_greedy_by_size,
+    plan_naive,
+)
 
 # Pisarchyk & Lee 2020, Fig. 1 (notes §3): naive 234, lower bound 124, greedy by size 124.
 PAPER = [
@@ -124,7 +129,27 @@ def test_somas_never_worse_than_greedy_by_size(items: list, alignment: int) -> N
     assert somas.arena_bytes <= greedy.arena_bytes
     assert somas.notes["arenas"][("size", "best")] == greedy.arena_bytes
     assert somas.arena_bytes == min(somas.notes["arenas"].values())
-    assert len(somas.notes["arenas"]) == 24  # 6 orderings x 4 fits
+    assert len(somas.notes["arenas"]) == 19  # 6 orderings x 4 fits, less 5 that never won
+    assert set(plan_somas(items, alignment=alignment, fits=list(FITS)).notes["arenas"]) == {
+        (o, f) for o in ORDERINGS for f in FITS}
+
+
+@settings(max_examples=150, deadline=None)
+@given(items=usage_items(), alignment=st.sampled_from([1, 512]))
+def test_somas_defaults_run_the_combinations_that_won(items: list, alignment: int) -> None:
+    """Without ``fits`` each ordering runs its DEFAULT_FITS_OF: those combinations give the
+    arenas the full search gives them, and the plan is the first strict minimum among them (a
+    left-out combination may still be smaller on such random records: the full search is then
+    better, never worse)."""
+    default = plan_somas(items, alignment=alignment, prune=False)
+    full = plan_somas(items, alignment=alignment, fits=list(FITS), prune=False)
+    run = [(o, f) for o in ORDERINGS for f in DEFAULT_FITS_OF[o]]
+    assert list(default.notes["arenas"]) == run and len(run) == 19
+    assert all(full.notes["arenas"][c] == a for c, a in default.notes["arenas"].items())
+    low = min(default.notes["arenas"].values())
+    winner = next(c for c in run if default.notes["arenas"][c] == low)
+    assert default.arena_bytes == low >= full.arena_bytes
+    assert (default.notes["ordering"], default.notes["fit"]) == winner
 
 
 @settings(max_examples=60, deadline=None)
