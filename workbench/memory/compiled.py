@@ -1,8 +1,12 @@
-"""Which engine places offsets: the compiled kernel (:mod:`workbench.memory.placement_kernel`)
-where Numba imports, found on first use so that importing the planners loads no compiler.
+"""The compiled kernels where Numba imports: the placement
+(:mod:`workbench.memory.placement_kernel`) and the live-set sweep
+(:mod:`workbench.memory.live_kernel`), found on first use so that importing the planners loads no
+compiler.
 
-:func:`place_compiled` prepares the kernel's arrays from a :class:`ConflictGraph` (O(n log n));
-:func:`warm_kernel` compiles it once (``scripts/setup.sh``), or loads Numba's cached machine code.
+:func:`place_compiled` prepares the placement kernel's arrays from a :class:`ConflictGraph`
+(O(n log n)); :func:`sweep_compiled` the sweep's from the sweep's inputs (O(V + E));
+:func:`warm_kernel` compiles both once (``scripts/setup.sh``), or loads Numba's cached machine
+code.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import numpy as np
 from workbench.memory.conflicts import ConflictGraph, interval_graph
 
 _KERNEL: Any = False  # not looked for yet
+_SWEEP: Any = False
 
 
 def kernel() -> Any:
@@ -30,16 +35,67 @@ def kernel() -> Any:
     return _KERNEL
 
 
+def sweep_kernel() -> Any:
+    """The compiled live-set sweep module, or ``None`` where Numba does not import."""
+    global _SWEEP
+    if _SWEEP is False:
+        try:
+            from workbench.memory import live_kernel
+        except ImportError:  # no Numba: the NumPy sweep
+            _SWEEP = None
+        else:
+            _SWEEP = live_kernel
+    return _SWEEP
+
+
 def warm_kernel() -> bool:
-    """Compile (or load from Numba's cache) the placement kernel for the argument types that
-    :func:`workbench.memory.placement.place_until` passes it, on a two-tensor problem;
+    """Compile (or load from Numba's cache) the placement kernel and the live-set sweep for the
+    argument types their callers pass, on a two-tensor problem and a two-op schedule;
     ``False`` where Numba does not import.  ``scripts/setup.sh`` calls it so that the first
-    large plan finds it compiled."""
-    if kernel() is None:
+    large plan finds them compiled."""
+    if kernel() is None or sweep_kernel() is None:
         return False
     place_compiled(interval_graph([0, 0], [0, 1]), np.array([4, 4], dtype=np.int64), [0, 1],
                    ["best"], None)
+    from workbench.memory.live_sets import _Order
+
+    class _TwoOps:  # op 0 makes tensor 0, op 1 (on the same stream) reads it
+        issue_order, streams, syncs, barriers = ("a", "b"), {0: ("a", "b")}, (), ()
+
+    order = _Order(_TwoOps())  # type: ignore[arg-type]
+    sweep_compiled(order, np.array([0], dtype=np.int64), [[1]], np.array([0]), [[0], []],
+                   skeleton=True)
     return True
+
+
+def sweep_compiled(order: Any, births: np.ndarray, kept: Sequence[Sequence[int]],
+                   heads: np.ndarray, produced: Sequence[Sequence[int]], *, skeleton: bool
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`workbench.memory.live_arrays.sweep_arrays` by the compiled sweep, for a schedule
+    without barriers (its arrays prepared here, O(V + E + n log n))."""
+    from workbench.memory.live_arrays import _Ranks
+
+    compiled = sweep_kernel()
+    if compiled is None:
+        raise ValueError("the compiled live-set sweep needs Numba (pip install numba)")
+    if order.barriers:
+        raise ValueError("the compiled live-set sweep takes schedules without barriers")
+    n = order.n
+    ranks = _Ranks(n, births, kept, heads)
+    waits = order.waits
+    w_ptr = np.zeros(n + 1, dtype=np.int64)
+    w_ptr[1:] = np.cumsum([len(w) for w in waits])
+    w_idx = np.fromiter((a for w in waits for a in w), dtype=np.int64, count=int(w_ptr[-1]))
+    p_ptr = np.zeros(n + 1, dtype=np.int64)
+    p_ptr[1:] = np.cumsum([len(p) for p in produced])
+    p_idx = np.fromiter((t for p in produced for t in p), dtype=np.int32, count=int(p_ptr[-1]))
+    refs = np.array([int(h) + w for h, w in zip(order.has_next, order.waiters, strict=True)],
+                    dtype=np.int64)
+    return compiled.sweep_kernel(
+        n, np.asarray(order.prev, dtype=np.int64), w_ptr, w_idx, refs,
+        np.asarray(ranks.start, dtype=np.int64), ranks.full,
+        np.asarray(ranks.user_start, dtype=np.int64), ranks.user_rank, ranks.user_bit,
+        p_ptr, p_idx, ranks.tensor.astype(np.int32), bool(skeleton))
 
 
 def place_compiled(graph: ConflictGraph, size: np.ndarray, order: Sequence[int],
