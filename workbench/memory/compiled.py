@@ -12,6 +12,7 @@ code.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -57,12 +58,9 @@ def warm_kernel() -> bool:
         return False
     place_compiled(interval_graph([0, 0], [0, 1]), np.array([4, 4], dtype=np.int64), [0, 1],
                    ["best"], None)
-    from workbench.memory.live_sets import _Order
-
-    class _TwoOps:  # op 0 makes tensor 0, op 1 (on the same stream) reads it
-        issue_order, streams, syncs, barriers = ("a", "b"), {0: ("a", "b")}, (), ()
-
-    order = _Order(_TwoOps())  # type: ignore[arg-type]
+    # two ops on one stream: op 0 makes tensor 0, op 1 reads it (live_sets._Order's fields)
+    order = SimpleNamespace(n=2, prev=[-1, 0], waits=[[], []], has_next=[True, False],
+                            waiters=[0, 0], barriers=[])
     sweep_compiled(order, np.array([0], dtype=np.int64), [[1]], np.array([0]), [[0], []],
                    skeleton=True)
     return True
