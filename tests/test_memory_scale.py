@@ -447,18 +447,35 @@ def test_conflict_graph_indices_past_int32_products() -> None:
 @given(st.integers(1, 60).flatmap(lambda n: st.tuples(
     st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=200))))
 def test_counting_csr_equals_the_sorted_conversion_and_the_pairs(case: tuple) -> None:
-    """The two counting passes (_csr) give SciPy's sorted conversion's arrays, and each row is
-    exactly its partners, ascending, however the pairs come ordered."""
+    """The two counting passes (_csr: SciPy's routines, or compiled) give SciPy's sorted
+    conversion's arrays, and each row is exactly its partners, ascending, however the pairs come
+    ordered."""
     n, raw = case
     pairs = list(dict.fromkeys((min(i, j), max(i, j)) for i, j in raw if i != j))
     random.Random(n).shuffle(pairs)
     directed = [(j, i) if k % 2 else (i, j) for k, (i, j) in enumerate(pairs)]
     rows = np.array([p[0] for p in directed], dtype=np.int32)
     cols = np.array([p[1] for p in directed], dtype=np.int32)
-    ptr, idx = _csr(n, rows, cols)
     ref_ptr, ref_idx = _csr_by_sorting(n, rows, cols)
-    assert ptr.dtype == np.int64 and idx.dtype == np.int32
-    assert ptr.tolist() == ref_ptr.tolist() and idx.tolist() == ref_idx.tolist()
+    for engine in ("scipy", "kernel"):
+        ptr, idx = _csr(n, rows, cols, engine=engine)
+        assert ptr.dtype == np.int64 and idx.dtype == np.int32
+        assert ptr.tolist() == ref_ptr.tolist() and idx.tolist() == ref_idx.tolist()
     for i in range(n):
         want = sorted({j for a, b in pairs for j in (a, b) if i in (a, b) and j != i})
         assert idx[ptr[i]:ptr[i + 1]].tolist() == want
+
+
+def test_csr_engines_and_their_choice() -> None:
+    """auto compiles from CSR_KERNEL_MIN_TENSORS tensors; a typo in the engine is refused."""
+    from workbench.memory import conflicts
+
+    rng = np.random.default_rng(3)
+    n = conflicts.CSR_KERNEL_MIN_TENSORS
+    pairs = {(int(a), int(b)) for a, b in rng.integers(0, n, size=(5_000, 2)) if a < b}
+    rows = np.array([a for a, _ in sorted(pairs)], dtype=np.int32)
+    cols = np.array([b for _, b in sorted(pairs)], dtype=np.int32)
+    got = [conflicts._csr(n, rows, cols, engine=e) for e in ("auto", "kernel", "scipy")]
+    assert all(np.array_equal(g[0], got[2][0]) and np.array_equal(g[1], got[2][1]) for g in got)
+    with pytest.raises(ValueError, match="unknown CSR engine 'numba'"):
+        conflicts._csr(n, rows, cols, engine="numba")

@@ -1,6 +1,7 @@
 """The compiled kernels where Numba imports: the placement
-(:mod:`workbench.memory.placement_kernel`) and the live-set sweep
-(:mod:`workbench.memory.live_kernel`), found on first use so that importing the planners loads no
+(:mod:`workbench.memory.placement_kernel`), the live-set sweep
+(:mod:`workbench.memory.live_kernel`) and the conflict CSR (:mod:`workbench.memory.csr_kernel`),
+found on first use so that importing the planners loads no
 compiler.
 
 :func:`place_compiled` prepares the placement kernel's arrays from a :class:`ConflictGraph`
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.memory.conflicts import ConflictGraph, interval_graph
+from workbench.memory.conflicts import ConflictGraph, _csr, interval_graph
 
 _KERNEL: Any = False  # not looked for yet
 _SWEEP: Any = False
@@ -50,8 +51,9 @@ def sweep_kernel() -> Any:
 
 
 def warm_kernel() -> bool:
-    """Compile (or load from Numba's cache) the placement kernel and the live-set sweep for the
-    argument types their callers pass, on a two-tensor problem and a two-op schedule;
+    """Compile (or load from Numba's cache) the placement kernel, the live-set sweep and the CSR
+    passes for the argument types their callers pass, on a two-tensor problem, a two-op schedule
+    and one pair;
     ``False`` where Numba does not import.  ``scripts/setup.sh`` calls it so that the first
     large plan finds them compiled."""
     if kernel() is None or sweep_kernel() is None:
@@ -63,6 +65,7 @@ def warm_kernel() -> bool:
                             waiters=[0, 0], barriers=[])
     sweep_compiled(order, np.array([0], dtype=np.int64), [[1]], np.array([0]), [[0], []],
                    skeleton=True)
+    _csr(2, np.array([0], dtype=np.int32), np.array([1], dtype=np.int32), engine="kernel")
     return True
 
 

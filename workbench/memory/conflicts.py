@@ -154,7 +154,14 @@ class ListedPairs:
         return self._csr is not None
 
 
-def _csr(n: int, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+#: From this many tensors the CSR is built by the compiled passes
+#: (:mod:`workbench.memory.csr_kernel`) where
+#: Numba imports (a plan that large imports Numba for its placement anyway).
+CSR_KERNEL_MIN_TENSORS = 2_000
+
+
+def _csr(n: int, rows: np.ndarray, cols: np.ndarray, *, engine: str = "auto"
+         ) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric CSR (rows sorted) from directed pairs, each unordered pair given exactly once.
 
     Two counting passes over the 2P entries, O(P + n) with no comparison sort: SciPy's COO ->
@@ -166,7 +173,21 @@ def _csr(n: int, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.nda
     was half of it.  The two routines are SciPy's own (``scipy.sparse._sparsetools``, the C++
     kernels behind ``tocsr`` / ``tocsc``); where they do not import, the public conversion and
     its sort give the same arrays (:func:`_csr_by_sorting`).  Peak about 14 bytes per listed
-    entry beyond the inputs."""
+    entry beyond the inputs.  From :data:`CSR_KERNEL_MIN_TENSORS` tensors (``engine="auto"``;
+    ``"kernel"`` always, ``"scipy"`` never) the same passes run compiled
+    (:func:`workbench.memory.csr_kernel.symmetric_csr`: 8 bytes allocated per entry, not 18;
+    the same arrays)."""
+    if engine not in ("auto", "kernel", "scipy"):
+        raise ValueError(f"unknown CSR engine {engine!r} (known: auto, kernel, scipy)")
+    if engine == "kernel" or (engine == "auto" and n >= CSR_KERNEL_MIN_TENSORS):
+        try:
+            from workbench.memory.csr_kernel import symmetric_csr
+        except ImportError:  # pragma: no cover - no Numba: SciPy's passes
+            if engine == "kernel":
+                raise
+        else:
+            return symmetric_csr(n, np.ascontiguousarray(rows, dtype=np.int32),
+                                 np.ascontiguousarray(cols, dtype=np.int32))
     try:
         from scipy.sparse._sparsetools import coo_tocsr, csr_tocsc
     except ImportError:  # pragma: no cover - a SciPy without its private kernels
