@@ -133,6 +133,9 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
     f_cols = np.empty(256, dtype=np.int64)
     n_pairs, n_front = 0, 0
     others = np.empty(max(1, int(np.max(np.diff(w_ptr))) + 1 if n else 1), dtype=np.int64)
+    most_users = max(1, int(np.max(np.diff(u_start))) if n else 1)
+    finished = np.empty(most_users, dtype=np.int32)  # per op: the ranks it completes
+    own_only = np.empty(most_users, dtype=np.int32)  # and those only it uses (born here)
     for i in range(n):
         q0 = prev[i]
         top = q0
@@ -164,14 +167,17 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
                 f_rows[n_front + p] = tensor[first_dead[p]]
                 f_cols[n_front + p] = i
             n_front += len(first_dead)
-        # the live set: k, then the ranks born since the base predecessor
-        size = len(k) + max(0, hi - lo)
-        live = np.empty(size, dtype=np.int32)
-        mask = np.zeros(size, dtype=np.int64)
+        # the live set: k, then the ranks born since the base predecessor (one buffer with
+        # room for the ranks born here; the op keeps a view of it)
+        fresh = max(0, hi - lo)
+        size = len(k) + fresh
+        live = np.empty(size + start[i + 1] - start[i], dtype=np.int32)
+        mask = np.empty(size + start[i + 1] - start[i], dtype=np.int64)
         live[:len(k)] = k
         mask[:len(k)] = m
-        for p in range(max(0, hi - lo)):
+        for p in range(fresh):
             live[len(k) + p] = lo + p
+            mask[len(k) + p] = 0
         if size:
             for s in range(p_ptr[i], p_ptr[i + 1]):
                 rows = _grow(rows, n_pairs + size)
@@ -181,12 +187,9 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
                     rows[n_pairs + p] = tensor[live[p]]
                     cols[n_pairs + p] = t
                 n_pairs += size
-        # this op's users: masks grow, the tensors it completes leave
+        # this op's users: masks grow, the tensors it completes leave (marked -1, then dropped)
         born_lo, born_hi = start[i], start[i + 1]
         n_fin, n_own = 0, 0
-        finished = np.empty(u_start[i + 1] - u_start[i], dtype=np.int32)
-        own_only = np.empty(u_start[i + 1] - u_start[i], dtype=np.int32)
-        gone = np.zeros(size, dtype=np.bool_)
         j = 0
         for s in range(u_start[i], u_start[i + 1]):  # by rank ascending
             r = u_rank[s]
@@ -200,24 +203,21 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
             if mask[j] == full[r]:
                 finished[n_fin] = r
                 n_fin += 1
-                gone[j] = True
-        newborn = born_hi - born_lo - n_own
-        kept = 0
-        for p in range(size):
-            kept += not gone[p]
-        k_out = np.empty(kept + newborn, dtype=np.int32)
-        m_out = np.zeros(kept + newborn, dtype=np.int64)
+                live[j] = -1
         c = 0
-        for p in range(size):
-            if not gone[p]:
-                k_out[c], m_out[c] = live[p], mask[p]
-                c += 1
+        if n_fin:
+            for p in range(size):
+                if live[p] >= 0:
+                    live[c], mask[c] = live[p], mask[p]
+                    c += 1
+        else:
+            c = size
         o = 0
         for r in range(born_lo, born_hi):
             if o < n_own and own_only[o] == r:
                 o += 1
                 continue
-            k_out[c] = r
+            live[c], mask[c] = r, 0
             c += 1
         q = q0
         for s in range(w_ptr[i] - 1, w_ptr[i + 1]):
@@ -227,7 +227,7 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
                 if refs[a] == 0:
                     out_k[a], out_m[a], done[a] = empty32, empty64, empty32
         if refs[i]:
-            out_k[i], out_m[i] = k_out, m_out
+            out_k[i], out_m[i] = live[:c], mask[:c]
             if n_fin + n_own:
                 fin = np.empty(n_fin + n_own, dtype=np.int32)
                 fin[:n_fin] = finished[:n_fin]
