@@ -1,13 +1,12 @@
 """The compiled kernels where Numba imports: the placement
 (:mod:`workbench.memory.placement_kernel`), the live-set sweep
 (:mod:`workbench.memory.live_kernel`) and the conflict CSR (:mod:`workbench.memory.csr_kernel`),
-found on first use so that importing the planners loads no
-compiler.
+found on first use so that importing the planners loads no compiler.
 
 :func:`place_compiled` prepares the placement kernel's arrays from a :class:`ConflictGraph`
 (O(n log n)); :func:`sweep_compiled` the sweep's from the sweep's inputs (O(V + E));
-:func:`warm_kernel` compiles both once (``scripts/setup.sh``), or loads Numba's cached machine
-code.
+:func:`warm_kernel` compiles all three once (``scripts/setup.sh``), or loads Numba's cached
+machine code.
 """
 
 from __future__ import annotations
@@ -53,9 +52,8 @@ def sweep_kernel() -> Any:
 def warm_kernel() -> bool:
     """Compile (or load from Numba's cache) the placement kernel, the live-set sweep and the CSR
     passes for the argument types their callers pass, on a two-tensor problem, a two-op schedule
-    and one pair;
-    ``False`` where Numba does not import.  ``scripts/setup.sh`` calls it so that the first
-    large plan finds them compiled."""
+    and one pair; ``False`` where Numba does not import.  ``scripts/setup.sh`` calls it so that
+    the first large plan finds them compiled."""
     if kernel() is None or sweep_kernel() is None:
         return False
     place_compiled(interval_graph([0, 0], [0, 1]), np.array([4, 4], dtype=np.int64), [0, 1],
