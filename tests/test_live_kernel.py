@@ -1,7 +1,6 @@
 """The compiled live-set sweep (:mod:`workbench.memory.live_kernel`) gives the NumPy sweep's
 arrays, in the same order: listed pairs, frontier edges, births and tails, on random multi-stream
-schedules, policy schedules, a wide fan and a 3,000-op random DAG; schedules with barriers keep
-the NumPy sweep."""
+schedules (with and without barriers), policy schedules, a wide fan and a 3,000-op random DAG."""
 
 from __future__ import annotations
 
@@ -24,12 +23,15 @@ pytest.importorskip("numba")
 
 @st.composite
 def synced_schedules(draw: st.DrawFn, max_ops: int = 24) -> Schedule:
-    """A valid schedule of a random DAG on 1-6 random streams (syncs, no barriers)."""
+    """A valid schedule of a random DAG on 1-6 random streams (syncs), half of them with up to
+    three barriers."""
     graph = draw(dags(max_ops=max_ops))
     ops = list(graph.topo_order())
     streams = draw(st.integers(1, 6))
     stream_of = {op: draw(st.integers(0, streams - 1)) for op in ops}
-    return build_schedule(graph, "random", stream_of, ops).validate()
+    barriers = draw(st.lists(st.integers(0, len(ops)), max_size=3, unique=True)) \
+        if draw(st.booleans()) else []
+    return build_schedule(graph, "random", stream_of, ops, barriers=barriers).validate()
 
 
 @st.composite
@@ -51,7 +53,9 @@ def many_output_schedules(draw: st.DrawFn, max_ops: int = 30) -> Schedule:
     order = list(graph.topo_order())
     streams = draw(st.integers(1, 6))
     stream_of = {op: draw(st.integers(0, streams - 1)) for op in order}
-    return build_schedule(graph, "random", stream_of, order).validate()
+    barriers = draw(st.lists(st.integers(0, len(order)), max_size=3, unique=True)) \
+        if draw(st.booleans()) else []
+    return build_schedule(graph, "random", stream_of, order, barriers=barriers).validate()
 
 
 def _sweep_call(schedule: Schedule, monkeypatch: pytest.MonkeyPatch
@@ -105,7 +109,8 @@ def test_kernel_sweep_with_unread_tensors_and_many_outputs(schedule: Schedule) -
         _assert_same(_both_engines(schedule, monkeypatch))
 
 
-@pytest.mark.parametrize("policy", ["nnc", "asap", "min_streams", "critical_path", "gpto"])
+@pytest.mark.parametrize("policy", ["nnc", "asap", "min_streams", "critical_path", "gpto",
+                                    "wavefront", "ios_greedy"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_kernel_sweep_on_policy_schedules(policy: str, seed: int,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,10 +132,9 @@ def test_kernel_sweep_with_tensors_too_wide_for_a_mask(monkeypatch: pytest.Monke
     _assert_same(out)
 
 
-def test_auto_compiles_a_large_schedule_and_keeps_numpy_for_barriers(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """From SWEEP_KERNEL_MIN_OPS ops a barrier-free schedule is swept compiled, and its plan is
-    the NumPy sweep's; a schedule with barriers is swept by NumPy (the kernel refuses it)."""
+def test_auto_compiles_a_large_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From SWEEP_KERNEL_MIN_OPS ops a schedule is swept compiled (barriers too), and its plan is
+    the NumPy sweep's."""
     from workbench.memory import compiled
 
     calls: list[int] = []
@@ -142,21 +146,17 @@ def test_auto_compiles_a_large_schedule_and_keeps_numpy_for_barriers(
 
     monkeypatch.setattr(compiled, "sweep_compiled", counted)
     graph = wb.models.random_dag(3_000, seed=4)
-    nnc = wb.schedule(graph, "nnc")
-    assert len(nnc.issue_order) >= live_sets_module.SWEEP_KERNEL_MIN_OPS and not nnc.barriers
-    auto = wb.plan_memory(nnc, "greedy_by_size")
-    assert calls == [1]
-    monkeypatch.setattr(live_sets_module, "SWEEP_KERNEL_MIN_OPS", 10**9)
-    assert wb.plan_memory(nnc, "greedy_by_size").offsets == auto.offsets and calls == [1]
-    monkeypatch.setattr(live_sets_module, "SWEEP_KERNEL_MIN_OPS", 0)
-    wave = wb.schedule(graph, "wavefront")
-    assert wave.barriers
-    wb.plan_memory(wave, "greedy_by_size")
-    assert calls == [1]
-    call = _sweep_call(wave, monkeypatch)
-    assert call is not None
-    with pytest.raises(ValueError, match="without barriers"):
-        live_sets_module.live_set_relation(*call[0], **{**call[1], "engine": "kernel"})
+    for policy in ("nnc", "wavefront"):
+        schedule = wb.schedule(graph, policy)
+        assert len(schedule.issue_order) >= live_sets_module.SWEEP_KERNEL_MIN_OPS
+        assert bool(schedule.barriers) == (policy == "wavefront")
+        calls.clear()
+        auto = wb.plan_memory(schedule, "greedy_by_size")
+        assert calls == [1]
+        with monkeypatch.context() as patch:
+            patch.setattr(live_sets_module, "SWEEP_KERNEL_MIN_OPS", 10**9)
+            assert wb.plan_memory(schedule, "greedy_by_size").offsets == auto.offsets
+        assert calls == [1]
 
 
 def test_unknown_sweep_engine_is_refused() -> None:

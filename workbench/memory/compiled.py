@@ -70,15 +70,13 @@ def warm_kernel() -> bool:
 def sweep_compiled(order: Any, births: np.ndarray, kept: Sequence[Sequence[int]],
                    heads: np.ndarray, produced: Sequence[Sequence[int]], *, skeleton: bool
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`workbench.memory.live_arrays.sweep_arrays` by the compiled sweep, for a schedule
-    without barriers (its arrays prepared here, O(V + E + n log n))."""
+    """:func:`workbench.memory.live_arrays.sweep_arrays` by the compiled sweep (its arrays
+    prepared here, O(V + E + n log n))."""
     from workbench.memory.live_arrays import _Ranks
 
     compiled = sweep_kernel()
     if compiled is None:
         raise ValueError("the compiled live-set sweep needs Numba (pip install numba)")
-    if order.barriers:
-        raise ValueError("the compiled live-set sweep takes schedules without barriers")
     n = order.n
     ranks = _Ranks(n, births, kept, heads)
     waits = order.waits
@@ -94,7 +92,8 @@ def sweep_compiled(order: Any, births: np.ndarray, kept: Sequence[Sequence[int]]
         n, np.asarray(order.prev, dtype=np.int64), w_ptr, w_idx, refs,
         np.asarray(ranks.start, dtype=np.int64), ranks.full,
         np.asarray(ranks.user_start, dtype=np.int64), ranks.user_rank, ranks.user_bit,
-        p_ptr, p_idx, ranks.tensor.astype(np.int32), bool(skeleton))
+        p_ptr, p_idx, ranks.tensor.astype(np.int32), np.asarray(order.barriers, dtype=np.int64),
+        ranks.last_user, *ranks.flat, bool(skeleton))
 
 
 def place_compiled(graph: ConflictGraph, size: np.ndarray, order: Sequence[int],

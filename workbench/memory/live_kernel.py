@@ -1,5 +1,4 @@
-"""The live-set sweep of :mod:`workbench.memory.live_arrays`, compiled (Numba), for schedules
-without barriers.
+"""The live-set sweep of :mod:`workbench.memory.live_arrays`, compiled (Numba).
 
 The same sweep, op for op, as :func:`workbench.memory.live_arrays.sweep_arrays` (which stays the
 reference: ``tests/test_live_kernel.py`` asserts equal arrays, in the same order): an op's live
@@ -11,8 +10,8 @@ cost of an op: the NumPy form pays ~25 array calls an op (and ~15 more per extra
 O(|live set| · predecessors) element operations.  The other predecessors are merged by walking
 both sorted sets together where the NumPy form searches one in the other (the same members).
 
-Barriers (wavefront, IOS) keep the NumPy sweep: a barrier's live set is rebuilt from every
-tensor crossing it (``live_arrays._Crossing``), which is not ported.  Imported on first use,
+A barrier (wavefront, IOS) rebuilds its live set from the tensors crossing it, as
+``live_arrays._Crossing`` does (:func:`_cross`).  Imported on first use,
 like the placement kernel (Numba's import and cached code cost ~0.6 s once per process; the
 first compile is written to ``__pycache__``).  Complexity O(V + E + P) for P listed pairs, plus
 the merges: O(|live set|) per extra predecessor.
@@ -106,17 +105,49 @@ def _merge(k0: np.ndarray, m0: np.ndarray, c0: np.ndarray, others: np.ndarray, n
 
 
 @njit(cache=True, nogil=True)
+def _cross(alive: np.ndarray, lo: int, hi: int, b: int, last_user: np.ndarray, f_op: np.ndarray,
+           f_bit: np.ndarray, f_ptr: np.ndarray, edged: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``live_arrays._Crossing.at``: the ranks live across the barrier before op ``b`` (those
+    alive at the last barrier, then ranks ``lo..hi-1``, born since, whose last user is at or
+    after ``b``), the mask of each one's users before ``b``, and the ranks that died between
+    the two barriers with no frontier edge yet (now edged)."""
+    pool = len(alive) + max(0, hi - lo)
+    kept = np.empty(pool, dtype=np.int32)
+    died = np.empty(pool, dtype=np.int32)
+    n_kept, n_died = 0, 0
+    for p in range(pool):
+        x = alive[p] if p < len(alive) else lo + p - len(alive)
+        if last_user[x] >= b:
+            kept[n_kept] = x
+            n_kept += 1
+        elif not edged[x]:
+            edged[x] = True
+            died[n_died] = x
+            n_died += 1
+    masks = np.zeros(n_kept, dtype=np.int64)
+    for j in range(n_kept):
+        x = kept[j]
+        for u in range(f_ptr[x], f_ptr[x + 1]):
+            if f_op[u] < b:
+                masks[j] |= f_bit[u]
+    return kept[:n_kept], masks, died[:n_died]
+
+
+@njit(cache=True, nogil=True)
 def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
                  refs: np.ndarray, start: np.ndarray, full: np.ndarray, u_start: np.ndarray,
                  u_rank: np.ndarray, u_bit: np.ndarray, p_ptr: np.ndarray, p_idx: np.ndarray,
-                 tensor: np.ndarray, skeleton: bool
+                 tensor: np.ndarray, barriers: np.ndarray, last_user: np.ndarray,
+                 f_op: np.ndarray, f_bit: np.ndarray, f_ptr: np.ndarray, skeleton: bool
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(rows, cols, frontier tensors, frontier ops)`` of ``sweep_arrays`` for a schedule
-    without barriers.  ``prev``: stream predecessor per op (-1); ``w_ptr`` / ``w_idx``: the
-    sync sources each op waits on (CSR); ``refs``: readers of each op's live set; ``start``:
-    first rank born at each op; ``full``: each rank's mask of all users; ``u_*``: each op's
-    user entries (CSR by op: rank, bit); ``p_*``: the tensors each op produces (CSR);
-    ``tensor``: rank -> tensor."""
+    """``(rows, cols, frontier tensors, frontier nodes)`` of ``sweep_arrays``.  ``prev``:
+    stream predecessor per op (-1); ``w_ptr`` / ``w_idx``: the sync sources each op waits on
+    (CSR); ``refs``: readers of each op's live set; ``start``: first rank born at each op;
+    ``full``: each rank's mask of all users; ``u_*``: each op's user entries (CSR by op: rank,
+    bit); ``p_*``: the tensors each op produces (CSR); ``tensor``: rank -> tensor;
+    ``barriers``: the ops barriers precede, sorted; ``last_user``: per rank; ``f_*``: each
+    rank's users (CSR by rank: op, bit)."""
     refs = refs.copy()
     empty32 = np.zeros(0, dtype=np.int32)
     empty64 = np.zeros(0, dtype=np.int64)
@@ -136,14 +167,34 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
     most_users = max(1, int(np.max(np.diff(u_start))) if n else 1)
     finished = np.empty(most_users, dtype=np.int32)  # per op: the ranks it completes
     own_only = np.empty(most_users, dtype=np.int32)  # and those only it uses (born here)
+    edged = np.zeros(len(full), dtype=np.bool_)  # ranks given a frontier edge (barriers)
+    bar_k, bar_m = empty32, empty64  # the live set at the last barrier
+    crossed_to, next_bar = 0, 0
     for i in range(n):
+        while next_bar < len(barriers) and barriers[next_bar] <= i:
+            b = barriers[next_bar]
+            bar_k, bar_m, died = _cross(bar_k, start[crossed_to], start[b], b, last_user, f_op,
+                                        f_bit, f_ptr, edged)
+            crossed_to = b
+            if skeleton and len(died):
+                f_rows = _grow(f_rows, n_front + len(died))
+                f_cols = _grow(f_cols, n_front + len(died))
+                for p in range(len(died)):
+                    f_rows[n_front + p] = tensor[died[p]]
+                    f_cols[n_front + p] = n + next_bar
+                n_front += len(died)
+            next_bar += 1
         q0 = prev[i]
         top = q0
         for s in range(w_ptr[i], w_ptr[i + 1]):
             if w_idx[s] > top:
                 top = w_idx[s]
+        # the last barrier issued after the stream predecessor (live_sets._Order.barrier_before)
+        bar = barriers[next_bar - 1] if next_bar and barriers[next_bar - 1] > q0 else -1
         n_others = 0
-        if top >= 0:
+        if bar > top:  # the barrier saw every other predecessor: it alone counts
+            k0, m0, c0, fresh_from = bar_k, bar_m, empty32, bar
+        elif top >= 0:
             k0, m0, c0, fresh_from = out_k[top], out_m[top], done[top], top + 1
             for s in range(w_ptr[i], w_ptr[i + 1]):
                 if w_idx[s] != top:
@@ -166,6 +217,7 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
             for p in range(len(first_dead)):
                 f_rows[n_front + p] = tensor[first_dead[p]]
                 f_cols[n_front + p] = i
+                edged[first_dead[p]] = True
             n_front += len(first_dead)
         # the live set: k, then the ranks born since the base predecessor (one buffer with
         # room for the ranks born here; the op keeps a view of it)

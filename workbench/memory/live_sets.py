@@ -32,8 +32,8 @@ differs.  Clocks cost V · S time and memory (S streams): a fan 1 -> 10,000 -> 1
 O(V + E + syncs + P · (1 + w)) for P listed pairs and w syncs waited per op, plus
 O(V · Z / 64) words for the sink sets (Z sinks; freed as the reverse sweep passes), and nothing
 is stored per stream pair.  Measured constant: about 0.3 µs per listed pair on this machine for
-the NumPy sweep; from :data:`SWEEP_KERNEL_MIN_OPS` ops a schedule without barriers is swept by
-the same sweep compiled (:mod:`workbench.memory.live_kernel`): NNC's schedule of a 100k-op
+the NumPy sweep; from :data:`SWEEP_KERNEL_MIN_OPS` ops a schedule is swept by the same sweep
+compiled (:mod:`workbench.memory.live_kernel`): NNC's schedule of a 100k-op
 random DAG (29.3 M pairs), the whole relation 7.6 -> 1.7 CPU s.
 """
 
@@ -152,7 +152,7 @@ def never_dead(order: _Order, users: Sequence[Sequence[int]], candidates: np.nda
     return flags
 
 
-#: From this many ops a schedule without barriers is swept by the compiled sweep
+#: From this many ops a schedule is swept by the compiled sweep
 #: (:mod:`workbench.memory.live_kernel`) where Numba imports: below it the NumPy sweep costs less
 #: than Numba's first use in a process (~0.6 s; the placement kernel starts at 2,000 tensors).
 SWEEP_KERNEL_MIN_OPS = 2_000
@@ -168,8 +168,8 @@ def live_set_relation(schedule: Schedule, users: Sequence[Sequence[str]],
     row born first), ``frontier`` the skeleton's tensor -> first-dead-node edges (with
     ``skeleton``).  Tensors with at most :data:`~workbench.memory.live_arrays.MASK_BITS` users
     kept are swept with arrays (:mod:`workbench.memory.live_arrays`; ``engine="kernel"``, or
-    ``"auto"`` from :data:`SWEEP_KERNEL_MIN_OPS` ops, by the same sweep compiled when the
-    schedule has no barriers: the same arrays), the few wider ones here."""
+    ``"auto"`` from :data:`SWEEP_KERNEL_MIN_OPS` ops, by the same sweep compiled: the same
+    arrays), the few wider ones here."""
     from workbench.memory.compiled import sweep_compiled, sweep_kernel
     from workbench.memory.live_arrays import MASK_BITS, sweep_arrays
 
@@ -190,7 +190,7 @@ def live_set_relation(schedule: Schedule, users: Sequence[Sequence[str]],
         produced[b].append(k)
     wide = np.array([len(kept[k]) > MASK_BITS for k in heads.tolist()], dtype=bool)
     compiled = engine == "kernel" or (engine == "auto" and order.n >= SWEEP_KERNEL_MIN_OPS
-                                      and not order.barriers and sweep_kernel() is not None)
+                                      and sweep_kernel() is not None)
     sweep = sweep_compiled if compiled else sweep_arrays
     rows, cols, f_rows, f_cols = sweep(order, births, kept, heads[~wide], produced,
                                        skeleton=skeleton)
