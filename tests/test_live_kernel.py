@@ -102,7 +102,7 @@ def test_kernel_sweep_equals_the_numpy_sweep(schedule: Schedule) -> None:
         _assert_same(_both_engines(schedule, monkeypatch))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(schedule=many_output_schedules())
 def test_kernel_sweep_with_unread_tensors_and_many_outputs(schedule: Schedule) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:
