@@ -447,9 +447,8 @@ def test_conflict_graph_indices_past_int32_products() -> None:
 @given(st.integers(1, 60).flatmap(lambda n: st.tuples(
     st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=200))))
 def test_counting_csr_equals_the_sorted_conversion_and_the_pairs(case: tuple) -> None:
-    """The two counting passes (_csr: SciPy's routines, or compiled) give SciPy's sorted
-    conversion's arrays, and each row is exactly its partners, ascending, however the pairs come
-    ordered."""
+    """The compiled counting passes (_csr's kernel) give SciPy's sorted conversion's arrays,
+    and each row is exactly its partners, ascending, however the pairs come ordered."""
     n, raw = case
     pairs = list(dict.fromkeys((min(i, j), max(i, j)) for i, j in raw if i != j))
     random.Random(n).shuffle(pairs)

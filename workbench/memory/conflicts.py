@@ -131,9 +131,10 @@ class ConflictGraph:
 class ListedPairs:
     """The explicitly listed pairs of a relation over ``n`` tensors: directed ``(rows, cols)``
     (each unordered pair once), made a symmetric CSR on first read (:func:`_csr`: two counting
-    passes, O(P + n)) and then dropped.  A caller that never reads a pair (the naive planner, the
-    clique bound, which reads the skeleton) never builds it: 5.3 of 14 CPU s for the nnc
-    schedule of a 100k random DAG (58 M pairs) when the CSR was one int64 sort."""
+    passes, O(P + n), from 2,000 tensors; a sorting conversion below) and then dropped.  A
+    caller that never reads a pair (the naive planner, the clique bound, which reads the
+    skeleton) never builds it: 5.3 of 14 CPU s for the nnc schedule of a 100k random DAG (58 M
+    pairs) when the CSR was one int64 sort."""
 
     def __init__(self, n: int, rows: np.ndarray, cols: np.ndarray) -> None:
         self.n = n
@@ -164,46 +165,25 @@ def _csr(n: int, rows: np.ndarray, cols: np.ndarray, *, engine: str = "auto"
          ) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric CSR (rows sorted) from directed pairs, each unordered pair given exactly once.
 
-    Two counting passes over the 2P entries, O(P + n) with no comparison sort: SciPy's COO ->
-    CSR routine places the entries by row in the order they come (stable), here keyed by
-    *column*, and its CSR -> CSC transpose then walks those rows in order, so every row of the
-    result receives its columns ascending.  That is an LSD radix sort with two digits (column,
-    then row).  On NNC's schedule of a 100k-op random DAG (29.3 M pairs) 3.5 -> 0.8 CPU s
-    against COO -> CSR followed by a per-row sort, whose ``std::sort`` of the ~580-entry rows
-    was half of it.  The two routines are SciPy's own (``scipy.sparse._sparsetools``, the C++
-    kernels behind ``tocsr`` / ``tocsc``); where they do not import, the public conversion and
-    its sort give the same arrays (:func:`_csr_by_sorting`).  Peak about 14 bytes per listed
-    entry beyond the inputs.  From :data:`CSR_KERNEL_MIN_TENSORS` tensors (``engine="auto"``;
-    ``"kernel"`` always, ``"scipy"`` never) the same passes run compiled
-    (:func:`workbench.memory.csr_kernel.symmetric_csr`: 8 bytes allocated per entry, not 18;
-    the same arrays)."""
+    From :data:`CSR_KERNEL_MIN_TENSORS` tensors (``engine="auto"``; ``"kernel"`` always) two
+    counting passes, compiled (:func:`workbench.memory.csr_kernel.symmetric_csr`): an LSD radix
+    sort, O(P + n), 8 bytes allocated per entry.  On NNC's schedule of a 100k-op random DAG
+    (29.3 M pairs) 0.63 CPU s where SciPy's COO -> CSR conversion and its per-row sort take
+    2.4.  Below it, with ``engine="scipy"``, and where Numba does not import, that conversion
+    (:func:`_csr_by_sorting`): on nasnet_a_large's schedules (25k pairs each) it is the faster
+    of the two SciPy routes.  Both give the same arrays."""
     if engine not in ("auto", "kernel", "scipy"):
         raise ValueError(f"unknown CSR engine {engine!r} (known: auto, kernel, scipy)")
     if engine == "kernel" or (engine == "auto" and n >= CSR_KERNEL_MIN_TENSORS):
         try:
             from workbench.memory.csr_kernel import symmetric_csr
-        except ImportError:  # pragma: no cover - no Numba: SciPy's passes
+        except ImportError:  # pragma: no cover - no Numba: SciPy's conversion
             if engine == "kernel":
                 raise
         else:
             return symmetric_csr(n, np.ascontiguousarray(rows, dtype=np.int32),
                                  np.ascontiguousarray(cols, dtype=np.int32))
-    try:
-        from scipy.sparse._sparsetools import coo_tocsr, csr_tocsc
-    except ImportError:  # pragma: no cover - a SciPy without its private kernels
-        return _csr_by_sorting(n, rows, cols)
-    nnz = 2 * len(rows)
-    index = np.int32 if max(nnz, n) < 2**31 else np.int64
-    both_rows = np.concatenate((rows, cols)).astype(index, copy=False)
-    both_cols = np.concatenate((cols, rows)).astype(index, copy=False)
-    ones = np.ones(nnz, dtype=np.int8)
-    by_col_ptr, by_col_idx = np.empty(n + 1, dtype=index), np.empty(nnz, dtype=index)
-    by_col_data = np.empty(nnz, dtype=np.int8)
-    coo_tocsr(n, n, nnz, both_cols, both_rows, ones, by_col_ptr, by_col_idx, by_col_data)
-    del both_rows, both_cols
-    ptr, idx = np.empty(n + 1, dtype=index), np.empty(nnz, dtype=index)
-    csr_tocsc(n, n, by_col_ptr, by_col_idx, by_col_data, ptr, idx, ones)
-    return ptr.astype(np.int64), idx.astype(np.int32, copy=False)
+    return _csr_by_sorting(n, rows, cols)
 
 
 def _csr_by_sorting(n: int, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
