@@ -66,7 +66,7 @@ DEFAULT_MODULES: dict[str, tuple[str, ...]] = {
     "memory/placement.py": ("tests/test_somas_heuristics.py", "tests/test_memory_planners.py"),
     "memory/placement_kernel.py": ("tests/test_placement_kernel.py",),  # each mutant compiles
     "memory/kernel_gaps.py": ("tests/test_placement_kernel.py",),
-    "memory/kernel_ranges.py": ("tests/test_placement_kernel.py",),
+    "memory/kernel_ranges.py": ("tests/test_placement_kernel.py", "tests/test_live_kernel.py"),
     "memory/live_kernel.py": ("tests/test_live_kernel.py",),  # each mutant compiles
     "memory/csr_kernel.py": ("tests/test_memory_scale.py",),
     "memory/somas.py": ("tests/test_somas_heuristics.py", "tests/test_memory_planners.py",

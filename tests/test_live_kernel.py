@@ -21,23 +21,28 @@ from workbench.values.schedule import Schedule, build_schedule
 pytest.importorskip("numba")
 
 
+def _on_random_streams(draw: st.DrawFn, graph: Graph) -> Schedule:
+    """``graph`` in a topological order on 1-6 random streams (syncs where they cross), half the
+    time with up to three barriers."""
+    order = list(graph.topo_order())
+    streams = draw(st.integers(1, 6))
+    stream_of = {op: draw(st.integers(0, streams - 1)) for op in order}
+    barriers = draw(st.lists(st.integers(0, len(order)), max_size=3, unique=True)) \
+        if draw(st.booleans()) else []
+    return build_schedule(graph, "random", stream_of, order, barriers=barriers).validate()
+
+
 @st.composite
 def synced_schedules(draw: st.DrawFn, max_ops: int = 24) -> Schedule:
     """A valid schedule of a random DAG on 1-6 random streams (syncs), half of them with up to
     three barriers."""
-    graph = draw(dags(max_ops=max_ops))
-    ops = list(graph.topo_order())
-    streams = draw(st.integers(1, 6))
-    stream_of = {op: draw(st.integers(0, streams - 1)) for op in ops}
-    barriers = draw(st.lists(st.integers(0, len(ops)), max_size=3, unique=True)) \
-        if draw(st.booleans()) else []
-    return build_schedule(graph, "random", stream_of, ops, barriers=barriers).validate()
+    return _on_random_streams(draw, draw(dags(max_ops=max_ops)))
 
 
 @st.composite
 def many_output_schedules(draw: st.DrawFn, max_ops: int = 30) -> Schedule:
     """Ops with 1-3 outputs reading up to 4 earlier tensors, a few declared graph outputs (so
-    some tensors are read by nobody and die at their producer), on 1-6 random streams."""
+    some tensors are read by nobody and die at their producer), on random streams."""
     ops, tensors, made = [], [], []
     for j in range(draw(st.integers(1, max_ops))):
         outs = tuple(f"t{j}_{q}" for q in range(draw(st.integers(1, 3))))
@@ -50,12 +55,7 @@ def many_output_schedules(draw: st.DrawFn, max_ops: int = 30) -> Schedule:
         made += outs
     graph = Graph(ops, tensors, outputs=draw(st.lists(st.sampled_from(made), max_size=3,
                                                       unique=True)))
-    order = list(graph.topo_order())
-    streams = draw(st.integers(1, 6))
-    stream_of = {op: draw(st.integers(0, streams - 1)) for op in order}
-    barriers = draw(st.lists(st.integers(0, len(order)), max_size=3, unique=True)) \
-        if draw(st.booleans()) else []
-    return build_schedule(graph, "random", stream_of, order, barriers=barriers).validate()
+    return _on_random_streams(draw, graph)
 
 
 def _sweep_call(schedule: Schedule, monkeypatch: pytest.MonkeyPatch

@@ -11,6 +11,7 @@ machine code.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -19,34 +20,28 @@ import numpy as np
 
 from workbench.memory.conflicts import ConflictGraph, _csr, interval_graph
 
-_KERNEL: Any = False  # not looked for yet
-_SWEEP: Any = False
+#: compiled module name -> the module, or None where Numba does not import (looked for once)
+_FOUND: dict[str, Any] = {}
+
+
+def _compiled(name: str) -> Any:
+    """``workbench.memory.<name>``, imported on first use, or ``None`` without Numba."""
+    if name not in _FOUND:
+        try:
+            _FOUND[name] = importlib.import_module(f"workbench.memory.{name}")
+        except ImportError:  # no Numba on this platform: the NumPy forms do the work
+            _FOUND[name] = None
+    return _FOUND[name]
 
 
 def kernel() -> Any:
     """The compiled placement module, or ``None`` where Numba does not import (then NumPy)."""
-    global _KERNEL
-    if _KERNEL is False:
-        try:
-            from workbench.memory import placement_kernel
-        except ImportError:  # no Numba on this platform: the NumPy loop places everything
-            _KERNEL = None
-        else:
-            _KERNEL = placement_kernel
-    return _KERNEL
+    return _compiled("placement_kernel")
 
 
 def sweep_kernel() -> Any:
     """The compiled live-set sweep module, or ``None`` where Numba does not import."""
-    global _SWEEP
-    if _SWEEP is False:
-        try:
-            from workbench.memory import live_kernel
-        except ImportError:  # no Numba: the NumPy sweep
-            _SWEEP = None
-        else:
-            _SWEEP = live_kernel
-    return _SWEEP
+    return _compiled("live_kernel")
 
 
 def warm_kernel() -> bool:
@@ -79,13 +74,8 @@ def sweep_compiled(order: Any, births: np.ndarray, kept: Sequence[Sequence[int]]
         raise ValueError("the compiled live-set sweep needs Numba (pip install numba)")
     n = order.n
     ranks = _Ranks(n, births, kept, heads)
-    waits = order.waits
-    w_ptr = np.zeros(n + 1, dtype=np.int64)
-    w_ptr[1:] = np.cumsum([len(w) for w in waits])
-    w_idx = np.fromiter((a for w in waits for a in w), dtype=np.int64, count=int(w_ptr[-1]))
-    p_ptr = np.zeros(n + 1, dtype=np.int64)
-    p_ptr[1:] = np.cumsum([len(p) for p in produced])
-    p_idx = np.fromiter((t for p in produced for t in p), dtype=np.int32, count=int(p_ptr[-1]))
+    w_ptr, w_idx = _flattened(order.waits, np.int64)
+    p_ptr, p_idx = _flattened(produced, np.int32)
     refs = np.array([int(h) + w for h, w in zip(order.has_next, order.waiters, strict=True)],
                     dtype=np.int64)
     return compiled.sweep_kernel(
@@ -94,6 +84,15 @@ def sweep_compiled(order: Any, births: np.ndarray, kept: Sequence[Sequence[int]]
         np.asarray(ranks.user_start, dtype=np.int64), ranks.user_rank, ranks.user_bit,
         p_ptr, p_idx, ranks.tensor.astype(np.int32), np.asarray(order.barriers, dtype=np.int64),
         ranks.last_user, *ranks.flat, bool(skeleton))
+
+
+def _flattened(lists: Sequence[Sequence[int]], dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``lists`` as a CSR: ``(ptr, values)``, ``values[ptr[i]:ptr[i + 1]]`` being list ``i``.
+    O(total)."""
+    ptr = np.zeros(len(lists) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(x) for x in lists])
+    values = np.fromiter((v for x in lists for v in x), dtype=dtype, count=int(ptr[-1]))
+    return ptr, values
 
 
 def place_compiled(graph: ConflictGraph, size: np.ndarray, order: Sequence[int],

@@ -177,7 +177,7 @@ def _csr(n: int, rows: np.ndarray, cols: np.ndarray, *, engine: str = "auto"
     if engine == "kernel" or (engine == "auto" and n >= CSR_KERNEL_MIN_TENSORS):
         try:
             from workbench.memory.csr_kernel import symmetric_csr
-        except ImportError:  # pragma: no cover - no Numba: SciPy's conversion
+        except ImportError:  # no Numba: SciPy's conversion
             if engine == "kernel":
                 raise
         else:

@@ -11,9 +11,11 @@ O(|live set| · predecessors) element operations.  The other predecessors are me
 both sorted sets together where the NumPy form searches one in the other (the same members).
 
 A barrier (wavefront, IOS) rebuilds its live set from the tensors crossing it, as
-``live_arrays._Crossing`` does (:func:`_cross`).  Imported on first use,
-like the placement kernel (Numba's import and cached code cost ~0.6 s once per process; the
-first compile is written to ``__pycache__``).  Complexity O(V + E + P) for P listed pairs, plus
+``live_arrays._Crossing`` does (:func:`_cross`).  Imported on first use, like the placement
+kernel (Numba's import and cached code cost ~0.6 s once per process; the first compile is
+written to ``__pycache__``).  It inlines ``kernel_ranges.kept_room`` / ``lower_bound``, and
+Numba's cache keys a function on its own file: after editing ``kernel_ranges.py``, touch this
+file too.  Complexity O(V + E + P) for P listed pairs, plus
 the merges: O(|live set|) per extra predecessor.
 """
 
@@ -23,28 +25,39 @@ import numpy as np
 from numba import njit
 from numba.typed import List
 
-
-@njit(cache=True, nogil=True)
-def _grow(buf: np.ndarray, need: int) -> np.ndarray:
-    """``buf``, or a copy twice as large (at least ``need``) holding its contents."""
-    if need <= len(buf):
-        return buf
-    out = np.empty(max(need, 2 * len(buf)), dtype=buf.dtype)
-    out[:len(buf)] = buf
-    return out
+from workbench.memory.kernel_ranges import kept_room, lower_bound
 
 
 @njit(cache=True, nogil=True)
 def _contains(sorted_ranks: np.ndarray, x: int) -> bool:
-    """Whether ``x`` is in the sorted array (binary search)."""
-    lo, hi = 0, len(sorted_ranks)
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if sorted_ranks[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < len(sorted_ranks) and sorted_ranks[lo] == x
+    """Whether ``x`` is in the sorted array."""
+    at = lower_bound(sorted_ranks, len(sorted_ranks), x)
+    return at < len(sorted_ranks) and sorted_ranks[at] == x
+
+
+@njit(cache=True, nogil=True)
+def _add_frontier(f_rows: np.ndarray, f_cols: np.ndarray, filled: int, ranks: np.ndarray,
+                  node: int, tensor: np.ndarray, edged: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Frontier edges ``tensor[rank] -> node`` for ``ranks`` appended after the ``filled``
+    first (the buffers grown when full), each rank marked as edged (what a barrier's crossing
+    reads)."""
+    f_rows = kept_room(f_rows, filled, filled + len(ranks))
+    f_cols = kept_room(f_cols, filled, filled + len(ranks))
+    for p in range(len(ranks)):
+        f_rows[filled + p] = tensor[ranks[p]]
+        f_cols[filled + p] = node
+        edged[ranks[p]] = True
+    return f_rows, f_cols, filled + len(ranks)
+
+
+@njit(cache=True, nogil=True)
+def _release(a: int, refs: np.ndarray, out_k: List, out_m: List, done: List,
+             empty32: np.ndarray, empty64: np.ndarray) -> None:
+    """One reader of op ``a``'s live set is done; the last one drops it."""
+    refs[a] -= 1
+    if refs[a] == 0:
+        out_k[a], out_m[a], done[a] = empty32, empty64, empty32
 
 
 @njit(cache=True, nogil=True)
@@ -76,32 +89,23 @@ def _merge(k0: np.ndarray, m0: np.ndarray, c0: np.ndarray, others: np.ndarray, n
             x = c0[p]
             if x < born and not _contains(ka, x) and not _contains(da, x):
                 c_ok[p] = False
+    k = np.empty(len(k0), dtype=np.int32)
+    mk = np.empty(len(k0), dtype=np.int64)
+    dead = np.empty(len(k0) + len(c0), dtype=np.int32)
     kept, first = 0, 0
     for p in range(len(k0)):
         if alive[p]:
             if m[p] == full[k0[p]]:
+                dead[first] = k0[p]
                 first += 1
             else:
+                k[kept], mk[kept] = k0[p], m[p]
                 kept += 1
     for p in range(len(c0)):
-        first += c_ok[p]
-    k = np.empty(kept, dtype=np.int32)
-    mk = np.empty(kept, dtype=np.int64)
-    dead = np.empty(first, dtype=np.int32)
-    a_, b_ = 0, 0
-    for p in range(len(k0)):
-        if alive[p]:
-            if m[p] == full[k0[p]]:
-                dead[b_] = k0[p]
-                b_ += 1
-            else:
-                k[a_], mk[a_] = k0[p], m[p]
-                a_ += 1
-    for p in range(len(c0)):
         if c_ok[p]:
-            dead[b_] = c0[p]
-            b_ += 1
-    return k, mk, dead
+            dead[first] = c0[p]
+            first += 1
+    return k[:kept], mk[:kept], dead[:first]
 
 
 @njit(cache=True, nogil=True)
@@ -176,13 +180,9 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
             bar_k, bar_m, died = _cross(bar_k, start[crossed_to], start[b], b, last_user, f_op,
                                         f_bit, f_ptr, edged)
             crossed_to = b
-            if skeleton and len(died):
-                f_rows = _grow(f_rows, n_front + len(died))
-                f_cols = _grow(f_cols, n_front + len(died))
-                for p in range(len(died)):
-                    f_rows[n_front + p] = tensor[died[p]]
-                    f_cols[n_front + p] = n + next_bar
-                n_front += len(died)
+            if skeleton and len(died):  # (_cross has edged them already)
+                f_rows, f_cols, n_front = _add_frontier(f_rows, f_cols, n_front, died,
+                                                        n + next_bar, tensor, edged)
             next_bar += 1
         q0 = prev[i]
         top = q0
@@ -212,13 +212,8 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
         else:
             k, m, first_dead = k0, m0, c0
         if skeleton and len(first_dead):
-            f_rows = _grow(f_rows, n_front + len(first_dead))
-            f_cols = _grow(f_cols, n_front + len(first_dead))
-            for p in range(len(first_dead)):
-                f_rows[n_front + p] = tensor[first_dead[p]]
-                f_cols[n_front + p] = i
-                edged[first_dead[p]] = True
-            n_front += len(first_dead)
+            f_rows, f_cols, n_front = _add_frontier(f_rows, f_cols, n_front, first_dead, i,
+                                                    tensor, edged)
         # the live set: k, then the ranks born since the base predecessor (one buffer with
         # room for the ranks born here; the op keeps a view of it)
         fresh = max(0, hi - lo)
@@ -232,8 +227,8 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
             mask[len(k) + p] = 0
         if size:
             for s in range(p_ptr[i], p_ptr[i + 1]):
-                rows = _grow(rows, n_pairs + size)
-                cols = _grow(cols, n_pairs + size)
+                rows = kept_room(rows, n_pairs, n_pairs + size)
+                cols = kept_room(cols, n_pairs, n_pairs + size)
                 t = p_idx[s]
                 for p in range(size):
                     rows[n_pairs + p] = tensor[live[p]]
@@ -271,13 +266,10 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
                 continue
             live[c], mask[c] = r, 0
             c += 1
-        q = q0
-        for s in range(w_ptr[i] - 1, w_ptr[i + 1]):
-            a = q if s < w_ptr[i] else w_idx[s]
-            if a >= 0:
-                refs[a] -= 1
-                if refs[a] == 0:
-                    out_k[a], out_m[a], done[a] = empty32, empty64, empty32
+        if q0 >= 0:  # this op has read its predecessors' live sets: the last reader frees one
+            _release(q0, refs, out_k, out_m, done, empty32, empty64)
+        for s in range(w_ptr[i], w_ptr[i + 1]):
+            _release(w_idx[s], refs, out_k, out_m, done, empty32, empty64)
         if refs[i]:
             out_k[i], out_m[i] = live[:c], mask[:c]
             if n_fin + n_own:
