@@ -27,6 +27,12 @@ A zero-byte tensor occupies no bytes: it is placed at offset 0 and never shapes 
 gaps (nor is it looked at again: the 100,000 zero-byte outputs of one op cost O(n)).  Complexity
 per step: O(f · (d + w) + m) element operations for f fits, d placed partners (siblings
 included), w selected and m placed walls; for a tail, O(f · p) for p pieces of the step function.
+Walls are tensors live to the end of the schedule (graph outputs, and under several streams the
+tensors no later op is known to follow), and they accumulate: a pass is O(n · w) where w grows
+with the graph.  On random DAGs (3 edges an op, window 64; 5% of ops are sinks, i.e. outputs)
+the compiled best-fit pass of NNC's schedule reads 1,060 walls a step at 10k ops and 9,628 at
+100k, and a tail step 1,400 and 9,444 pieces: SOMAS there takes 1.1 and 36.5 CPU s (local
+exponent 1.5; 1.4 on the serial schedule).  Chains and fans have few walls and stay linear.
 
 Two engines place the same offsets (``tests/test_placement_kernel.py``): the NumPy loop below,
 and from :data:`KERNEL_MIN_TENSORS` tensors the same steps compiled with Numba
