@@ -33,7 +33,17 @@ def test_rows_name_every_stage_with_times_exponent_and_ratio() -> None:
     for row in rows:
         assert row["100"] >= 0 and row["200"] >= 0 and row["MiB 200"] >= 0
         assert math.isfinite(row["exponent"]) and row["x_list"] > 0
+        assert row["exp_last"] == pytest.approx(math.log(row["200"] / row["100"]) / math.log(2),
+                                                abs=1e-6) or row["100"] < 1e-6
     assert next(r for r in rows if r["stage"] == "list_scheduler")["x_list"] == 1.0
+
+
+def test_the_last_exponent_is_the_slope_between_the_two_largest_sizes() -> None:
+    # a constant that hides growth in the fit: 1 s at 1k (mostly fixed cost), then x32 per x10
+    times = {1_000: 1.0, 10_000: 1.2, 100_000: 38.0}
+    assert stages.last_exponent(times) == pytest.approx(math.log10(38.0 / 1.2))
+    assert stages.fitted_exponent(times) < 0.85 < 1.4 < stages.last_exponent(times)
+    assert math.isnan(stages.last_exponent({1_000: 1.0, 10_000: math.nan}))
 
 
 def test_a_size_over_the_budget_is_skipped_and_an_unknown_stage_refused() -> None:
