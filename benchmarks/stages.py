@@ -230,10 +230,7 @@ def last_exponent(times: dict[int, float]) -> float:
     turns superlinear, which a fit through a small size whose time is mostly a constant hides
     (SOMAS on NNC's schedules of random DAGs: 0.99 fitted over 1k-100k, 1.5 from 10k to 100k)."""
     done = sorted((n, t) for n, t in times.items() if t == t)
-    if len(done) < 2:
-        return math.nan
-    (n0, t0), (n1, t1) = done[-2:]
-    return math.log(max(t1, 1e-6) / max(t0, 1e-6)) / math.log(n1 / n0)
+    return fitted_exponent(dict(done[-2:]))  # a fit through two points is their slope
 
 
 def select(patterns: str) -> list[str]:
