@@ -11,6 +11,7 @@ beside it), nothing above.
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 from workbench.memory.bounds import conflict_clique_bound, live_bytes_curve, peak_live_bytes
@@ -20,6 +21,7 @@ from workbench.memory.plan import MemoryPlan, UsageRecord, parse_records
 from workbench.memory.planners import PLANNERS, plan_usage, planners
 from workbench.memory.pool import PoolResult, simulate_pool
 from workbench.memory.somas_classes import communication_lists
+from workbench.memory.watch import check_time_budget
 from workbench.values.schedule import Schedule
 from workbench.values.trace import Trace
 
@@ -35,8 +37,15 @@ def plan_memory(run: Schedule | Trace, planner: str = "somas", **options: Any) -
     of each communication op are planned as a contiguous list unless ``contiguous=`` is given.
     ``notes`` gets the
     producers, the persistent (input/parameter) bytes and where the lifetimes came from.
+    A ``time_budget_s`` (greedy planners and SOMAS, :mod:`workbench.memory.watch`) counts from
+    this call: the time the lifetimes took is taken off what the planner is given.
     """
+    started = time.monotonic()
     lt = lifetimes(run)
+    if options.get("time_budget_s") is not None:
+        budget = check_time_budget(options["time_budget_s"], planner)
+        assert budget is not None
+        options["time_budget_s"] = max(0.0, budget - (time.monotonic() - started))
     if lt.conflicts is not None:
         options.setdefault("conflicts", lt.conflicts)
     if planner == "somas" and "contiguous" not in options:

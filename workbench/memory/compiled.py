@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from workbench.memory.conflicts import ConflictGraph, _csr, interval_graph
+from workbench.memory.watch import Watch, run_watched
 
 #: compiled module name -> the module, or None where Numba does not import (looked for once)
 _FOUND: dict[str, Any] = {}
@@ -96,10 +97,11 @@ def _flattened(lists: Sequence[Sequence[int]], dtype: Any) -> tuple[np.ndarray, 
 
 
 def place_compiled(graph: ConflictGraph, size: np.ndarray, order: Sequence[int],
-                   fits: Sequence[str], stop_at: int | None
+                   fits: Sequence[str], stop_at: int | None, watch: Watch | None = None
                    ) -> tuple[np.ndarray, list[int | None]]:
     """:func:`workbench.memory.placement.place_until` by the compiled kernel (its arrays
-    prepared here, O(n log n))."""
+    prepared here, O(n log n)), watched by ``watch`` (:func:`~workbench.memory.watch.
+    run_watched`)."""
     compiled = kernel()
     if compiled is None:
         raise ValueError("the compiled placement engine needs Numba (pip install numba)")
@@ -107,13 +109,13 @@ def place_compiled(graph: ConflictGraph, size: np.ndarray, order: Sequence[int],
     rank = np.unique(births, return_inverse=True)[1].astype(np.int64).ravel()
     out = np.zeros((len(fits), graph.n), dtype=np.int64)
     stopped = np.full(len(fits), -1, dtype=np.int64)
-    compiled.place_kernel(np.ascontiguousarray(order, dtype=np.int64),
-                          np.ascontiguousarray(size, dtype=np.int64), births, rank,
-                          np.ascontiguousarray(graph.tails, dtype=np.bool_),
-                          np.ascontiguousarray(graph.tail_key, dtype=np.int64),
-                          bool(graph.tail_key_complete),
-                          np.ascontiguousarray(graph.ptr, dtype=np.int64),
-                          np.ascontiguousarray(graph.idx, dtype=np.int32),
-                          np.array([compiled.FIT_CODES[f] for f in fits], dtype=np.int64),
-                          -1 if stop_at is None else int(stop_at), out, stopped)
+    args = (np.ascontiguousarray(order, dtype=np.int64),
+            np.ascontiguousarray(size, dtype=np.int64), births, rank,
+            np.ascontiguousarray(graph.tails, dtype=np.bool_),
+            np.ascontiguousarray(graph.tail_key, dtype=np.int64), bool(graph.tail_key_complete),
+            np.ascontiguousarray(graph.ptr, dtype=np.int64),
+            np.ascontiguousarray(graph.idx, dtype=np.int32),
+            np.array([compiled.FIT_CODES[f] for f in fits], dtype=np.int64),
+            -1 if stop_at is None else int(stop_at), out, stopped)
+    run_watched(lambda control: compiled.place_kernel(*args, control), watch, len(order))
     return out, [None if int(t) < 0 else int(t) for t in stopped]

@@ -52,6 +52,7 @@ import numpy as np
 
 from workbench.memory.compiled import kernel, place_compiled
 from workbench.memory.conflicts import ConflictGraph, expand_ranges
+from workbench.memory.watch import CHECK_EVERY, PlacementCut, Watch
 
 FIT_NAMES: tuple[str, ...] = ("best", "first", "worst", "highest")
 _BIG = np.iinfo(np.int64).max
@@ -373,8 +374,8 @@ def place(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: Sequen
 
 
 def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: Sequence[int],
-                fits: Sequence[str], stop_at: int | None = None, *, engine: str = "auto"
-                ) -> tuple[np.ndarray, list[int | None]]:
+                fits: Sequence[str], stop_at: int | None = None, *, engine: str = "auto",
+                watch: Watch | None = None) -> tuple[np.ndarray, list[int | None]]:
     """:func:`place`, but a fit stops as soon as its arena reaches ``stop_at`` bytes.
 
     Returns the offsets and, per fit, ``None`` when it placed every tensor, else the arena it had
@@ -382,6 +383,9 @@ def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: 
     ``engine``: ``"numpy"`` (the loop below), ``"kernel"`` (the same placement compiled,
     :mod:`workbench.memory.placement_kernel`) or ``"auto"`` (the kernel from
     :data:`KERNEL_MIN_TENSORS` tensors when Numba imports, else NumPy); the offsets are equal.
+    ``watch`` (:mod:`workbench.memory.watch`) is told the steps done and looked at every
+    :data:`~workbench.memory.watch.CHECK_EVERY` of them: past its deadline the pass raises
+    :class:`~workbench.memory.watch.PlacementCut`.
     """
     for fit in fits:
         if fit not in FIT_NAMES:
@@ -391,7 +395,7 @@ def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: 
     size = np.asarray(sizes, dtype=np.int64)
     if engine == "kernel" or (engine == "auto" and graph.n >= KERNEL_MIN_TENSORS
                               and kernel() is not None):
-        return place_compiled(graph, size, order, fits, stop_at)
+        return place_compiled(graph, size, order, fits, stop_at, watch)
     out = np.zeros((len(fits), graph.n), dtype=np.int64)
     stopped: list[int | None] = [None] * len(fits)
     births, tails = graph.births.tolist(), graph.tails.tolist()
@@ -400,7 +404,11 @@ def place_until(graph: ConflictGraph, sizes: Sequence[int] | np.ndarray, order: 
     state = _Rows(graph, fits)
     siblings = _Siblings()
     sizes_list = size.tolist()
-    for q in order:
+    for step, q in enumerate(order):
+        if watch is not None and step and step % CHECK_EVERY == 0:
+            watch.reached(step)
+            if watch.expired():
+                raise PlacementCut(step, len(order))
         s = sizes_list[q]
         if s == 0:
             continue

@@ -56,6 +56,7 @@ from workbench.memory.kernel_ranges import (
 
 FIT_CODES = {"best": BEST, "first": FIRST, "worst": WORST, "highest": HIGHEST}
 FOLD_BATCH = 256
+CHECK_EVERY = 1024  # steps between two looks at the watcher's stop flag (:mod:`.watch`)
 WALL_BATCH = 16  # placed tails a non-tail reads as partners before they join the walls
 
 
@@ -111,11 +112,15 @@ def _fold(xs: np.ndarray, vs: np.ndarray, pieces: np.ndarray, r: int, ids: np.nd
 def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_rank: np.ndarray,
                  tails: np.ndarray, key: np.ndarray, complete: bool, ptr: np.ndarray,
                  idx: np.ndarray, fits: np.ndarray, stop_at: int, out: np.ndarray,
-                 stopped: np.ndarray) -> None:
+                 stopped: np.ndarray, control: np.ndarray) -> None:
     """Place ``order`` under every fit in ``fits`` (codes), writing ``out`` (fits x tensors) and
     ``stopped`` (per fit the arena it reached when it stopped at ``stop_at``, -1 when it did not;
     ``stop_at < 0``: never).  ``ptr`` / ``idx``: the relation's CSR (a step reads the partners
-    placed before it); ``birth_rank``: births as dense ranks (for the siblings' lists)."""
+    placed before it); ``birth_rank``: births as dense ranks (for the siblings' lists).
+    ``control`` (3 int64, shared with the thread that watches it, :mod:`.watch`): every
+    :data:`CHECK_EVERY` steps the kernel writes the steps done into ``control[0]`` and, when
+    ``control[1]`` is set, stops there and sets ``control[2]`` (the pass is cut, ``out`` is
+    incomplete); at its end ``control[0]`` is the steps it went through."""
     rows, n = len(fits), len(size)
     off = np.zeros((n, rows), dtype=np.int64)  # offsets, tensor-major (a partner's in one line)
     active = np.ones(rows, dtype=np.bool_)
@@ -157,7 +162,14 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
     as_, ae = np.empty(64, dtype=np.int64), np.empty(64, dtype=np.int64)
     gaps = np.empty(64, dtype=np.int64)  # per wall, the gap below it (:func:`wall_gaps`)
     below = np.empty(64, dtype=np.int64)
+    steps = 0  # tensors of ``order`` gone through
     for q in order:
+        if steps and steps % CHECK_EVERY == 0:
+            control[0] = steps
+            if control[1] != 0:
+                control[2] = 1
+                break
+        steps += 1
         s = size[q]
         if s == 0:
             continue
@@ -324,6 +336,7 @@ def place_kernel(order: np.ndarray, size: np.ndarray, births: np.ndarray, birth_
                     alive -= 1
             if alive == 0:
                 break
+    control[0] = steps
     for r in range(rows):
         for i in range(n):
             out[r, i] = off[i, r]

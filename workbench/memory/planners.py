@@ -30,26 +30,31 @@ class PlannerInfo:
     """A planner function ``plan_<name>(records, *, alignment, conflicts, ...)`` and its tags.
 
     ``exact``: the result is a proven optimum (when ``notes["optimal"]``); ``slow``: exponential or
-    otherwise only for small inputs (common tests use small cases).
+    otherwise only for small inputs (common tests use small cases); ``budgeted``: it takes
+    ``time_budget_s`` and ``show_progress`` (:mod:`workbench.memory.watch`).
     """
 
     fn: Callable[..., MemoryPlan]
     seed: str
     exact: bool = False
     slow: bool = False
+    budgeted: bool = False
 
 
 PLANNERS = Registry[PlannerInfo]("memory planner", error=MemoryPlanError)
 PLANNERS.register("naive", PlannerInfo(plan_naive, seed="baseline: no reuse (TFLite NAIVE)"))
 PLANNERS.register(
     "greedy_by_size",
-    PlannerInfo(plan_greedy_by_size, seed="Pisarchyk & Lee 2020 / TFLite GREEDY_BY_SIZE offsets"),
+    PlannerInfo(plan_greedy_by_size, seed="Pisarchyk & Lee 2020 / TFLite GREEDY_BY_SIZE offsets",
+                budgeted=True),
 )
 PLANNERS.register(
     "greedy_by_breadth",
-    PlannerInfo(plan_greedy_by_breadth, seed="TFLite GREEDY_BY_BREADTH, offset adaptation"),
+    PlannerInfo(plan_greedy_by_breadth, seed="TFLite GREEDY_BY_BREADTH, offset adaptation",
+                budgeted=True),
 )
-PLANNERS.register("somas", PlannerInfo(plan_somas, seed="004 Memory Management: static SOMAS"))
+PLANNERS.register("somas", PlannerInfo(plan_somas, seed="004 Memory Management: static SOMAS",
+                                       budgeted=True))
 PLANNERS.register(
     "exact", PlannerInfo(plan_exact, seed="MILP optimum (reference)", exact=True, slow=True)
 )

@@ -23,16 +23,18 @@ must reserve. A zero-byte tensor stays zero bytes (MindSpore would give it 512).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from workbench._checks import show
-from workbench.errors import OptionError
+from workbench.errors import MemoryPlanError, OptionError
 from workbench.memory.bounds import conflict_clique_bound, peak_live_bytes
 from workbench.memory.placement import place_until
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
 from workbench.memory.somas_classes import TensorRef, plan_with_classes
 from workbench.memory.static import FITS, breadth_order, make_plan, size_order
+from workbench.memory.watch import PlacementCut, Watch, check_time_budget
 
 
 def _lifetime_order(p: Problem) -> list[int]:
@@ -84,6 +86,10 @@ ORDERINGS: dict[str, Callable[[Problem], list[int]]] = {
 #: of placement (the conflicting tensors a step finds are shared by its ordering's fits, the
 #: rest of a step's work is per fit).
 DEFAULT_ORDERINGS: tuple[str, ...] = tuple(ORDERINGS)
+#: SOMAS's default time budget (s): past it the orderings not finished are left out
+#: (:func:`plan_somas`).  Never reached by the built-in models or by 100k-op random DAGs (36 CPU
+#: s on NNC's schedule, the slowest seen); a 1M-op random DAG's NNC schedule reaches it.
+DEFAULT_TIME_BUDGET_S = 300.0
 #: Fits: "best" (smallest leftover; SOMAS BestFit), "first" (lowest offset; SOMAS SmallestFit,
 #: which the notes define as lowest offset first), "worst" (largest gap; debug WorstFit),
 #: "highest" (highest offset; debug LargestFit).
@@ -129,6 +135,8 @@ def plan_somas(
     prune: bool = True,
     lifelong: Iterable[TensorRef] = (),
     contiguous: Iterable[Sequence[TensorRef]] = (),
+    time_budget_s: float | None = DEFAULT_TIME_BUDGET_S,
+    show_progress: bool = True,
 ) -> MemoryPlan:
     """Run (ordering, fit) combinations and keep the smallest arena.
 
@@ -159,25 +167,49 @@ def plan_somas(
     in index order; each list of ``contiguous`` is placed back to back in list order (SOMAS's
     communication lists; :func:`workbench.memory.plan_memory` derives them from the graph's
     communication ops).  ``notes`` then also holds ``lifelong``, ``lifelong_bytes``,
-    ``solved_top`` and ``contiguous``.  Complexity: O(o·n·(d + w) · f) element operations for o
-    orderings, f fits, d conflicting and w long-lived placed tensors per step.
+    ``solved_top`` and ``contiguous``.
+
+    **Bounded.**  ``time_budget_s`` (default :data:`DEFAULT_TIME_BUDGET_S`; ``None``: no limit)
+    is looked at between orderings and every 1,024 placements (:mod:`workbench.memory.watch`).
+    Once it has passed, the orderings not finished are not candidates: the plan is the best of
+    those that finished, ``notes["budget_hit"]`` says so and ``notes["not_run"]`` lists the
+    combinations left out (so the plan then depends on the machine's speed, like IOS's best so
+    far).  If even the first ordering did not finish, the call is refused with a one-line
+    MemoryPlanError.  From 50,000 tensors ``show_progress`` draws a bar over all the passes.
+    Complexity: O(o·n·(d + w) · f) element operations for o orderings, f fits, d conflicting
+    and w long-lived placed tensors per step.
     """
     problem = prepare(records, alignment, conflicts)
     order_names = _pick(orderings, ORDERINGS, "ordering")  # type: ignore[arg-type]
     fit_names = None if fits is None else _pick(fits, FITS, "fit")  # type: ignore[arg-type]
     lifelong, contiguous = _refs(lifelong, "lifelong"), _refs(contiguous, "contiguous")
+    budget = check_time_budget(time_budget_s, "somas")
     if lifelong or contiguous:
+        started = time.monotonic()
+
         def solve(blocks: list[Any], pairs: frozenset[tuple[int, int]]) -> MemoryPlan:
+            left = None if budget is None else max(0.0, budget - (time.monotonic() - started))
             return plan_somas(blocks, alignment=problem.alignment, conflicts=pairs,
-                              orderings=order_names, fits=fits, prune=prune)
+                              orderings=order_names, fits=fits, prune=prune,
+                              time_budget_s=left, show_progress=show_progress)
 
         return plan_with_classes(problem, lifelong, contiguous, solve)
+    fits_of = {o: DEFAULT_FITS_OF[o] if fit_names is None else fit_names for o in order_names}
+    with Watch(budget, tensors=len(problem.sizes), passes=len(order_names),
+               show_progress=show_progress, desc="somas") as watch:
+        return _solve(problem, order_names, fits_of, prune, watch)
+
+
+def _solve(problem: Problem, order_names: list[str], fits_of: Mapping[str, Sequence[str]],
+           prune: bool, watch: Watch) -> MemoryPlan:
+    """:func:`plan_somas` on a prepared problem without classes: every ordering's pass in turn
+    under ``watch``, the smallest arena kept (ties: the earliest)."""
     arenas: dict[tuple[str, str], int] = {}
     pruned: list[tuple[str, str]] = []
     best: tuple[int, str, str, list[int]] | None = None
     sizes = problem.sizes
     floor = _lower_bound(problem) if prune else None
-    fits_of = {o: DEFAULT_FITS_OF[o] if fit_names is None else fit_names for o in order_names}
+    not_run: list[tuple[str, str]] = []
     for k, oname in enumerate(order_names):
         if floor is not None and best is not None and best[0] <= floor:
             # the winner already reserves no more than every plan must: no later combination
@@ -187,9 +219,24 @@ def plan_somas(
                     arenas[(later, fname)] = floor
                     pruned.append((later, fname))
             break
+        if best is not None and watch.expired():  # the budget: the rest is not run
+            not_run = [(later, f) for later in order_names[k:] for f in fits_of[later]]
+            break
         bound = best[0] if prune and best is not None else None
-        rows, stopped = place_until(problem.graph, sizes, ORDERINGS[oname](problem),
-                                    fits_of[oname], stop_at=bound)
+        watch.begin_pass(f"{oname} ({k + 1}/{len(order_names)})")
+        try:
+            rows, stopped = place_until(problem.graph, sizes, ORDERINGS[oname](problem),
+                                        fits_of[oname], stop_at=bound, watch=watch)
+        except PlacementCut as cut:
+            if best is None:
+                raise MemoryPlanError(
+                    f"somas: time_budget_s={watch.budget_s:g} s ran out while placing its first "
+                    f"ordering ({oname!r}: {cut.placed:,} of {cut.total:,} tensors), so there "
+                    f"is no plan to keep; give it more time (time_budget_s=None: no limit)"
+                ) from None
+            not_run = [(later, f) for later in order_names[k:] for f in fits_of[later]]
+            break
+        watch.reached(len(sizes))
         for fname, offsets, halted in zip(fits_of[oname], rows, stopped, strict=True):
             if halted is not None:
                 arenas[(oname, fname)] = halted
@@ -203,6 +250,11 @@ def plan_somas(
     _, oname, fname, offsets = best
     notes: dict[str, Any] = {"ordering": oname, "fit": fname, "arenas": arenas,
                              "pruned": pruned}
+    if not_run:
+        notes["budget_hit"] = (f"time_budget_s={watch.budget_s:g} s: {len(not_run)} of "
+                               f"{len(not_run) + len(arenas)} combinations not run, the best "
+                               f"of those that finished kept")
+        notes["not_run"] = not_run
     if floor is not None and problem.conflicts is not None:
         notes["conflict_clique_bound"] = floor  # plan_memory's lower bound: not computed twice
     interval_peak = floor if problem.conflicts is None else None  # the floor is that peak

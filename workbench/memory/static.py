@@ -24,9 +24,11 @@ from typing import Any
 
 import numpy as np
 
+from workbench.errors import MemoryPlanError
 from workbench.memory.bounds import peak_live_bytes
-from workbench.memory.placement import place
+from workbench.memory.placement import place_until
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
+from workbench.memory.watch import PlacementCut, Watch, check_time_budget
 
 Gap = tuple[int, int]  # (start offset, width in bytes)
 FitRule = Callable[[list[Gap], int], "int | None"]
@@ -65,7 +67,8 @@ FITS: dict[str, FitRule] = {
 }
 
 
-def place_in_order(problem: Problem, order: Sequence[int], fit: str | FitRule) -> list[int]:
+def place_in_order(problem: Problem, order: Sequence[int], fit: str | FitRule,
+                   watch: Watch | None = None) -> list[int]:
     """Offsets from placing tensors in ``order``, each into a gap chosen by ``fit``.
 
     For tensor ``t``: the holes in the byte ranges of its already-placed conflicting tensors, below
@@ -73,10 +76,28 @@ def place_in_order(problem: Problem, order: Sequence[int], fit: str | FitRule) -
     §2). ``fit`` (a name of :data:`FITS`, or one of its functions) picks among the gaps at least as
     wide as ``t``'s aligned size; if none does, ``t`` goes right above the highest conflicting
     tensor. Complexity: O(n · (d + w)) for d conflicting and w long-lived placed tensors
-    (:func:`workbench.memory.placement.place`).
+    (:func:`workbench.memory.placement.place`).  ``watch``: its time budget and bar
+    (:mod:`workbench.memory.watch`).
     """
     name = fit if isinstance(fit, str) else next(k for k, f in FITS.items() if f is fit)
-    return [int(o) for o in place(problem.graph, problem.sizes, order, [name])[0]]
+    offsets = place_until(problem.graph, problem.sizes, order, [name], watch=watch)[0][0]
+    return [int(o) for o in offsets]
+
+
+def place_one_pass(planner: str, problem: Problem, order: Callable[[Problem], Sequence[int]],
+                   time_budget_s: float | None, show_progress: bool) -> list[int]:
+    """The offsets of a one-pass planner (``order``, best fit) under its ``time_budget_s``: the
+    pass stops once that has passed (looked at every 1,024 placements) with a one-line
+    MemoryPlanError; from 50,000 tensors it shows a bar (:mod:`workbench.memory.watch`)."""
+    budget = check_time_budget(time_budget_s, planner)
+    with Watch(budget, tensors=len(problem.sizes), passes=1, show_progress=show_progress,
+               desc=planner) as watch:
+        try:
+            return place_in_order(problem, order(problem), "best", watch)
+        except PlacementCut as cut:
+            raise MemoryPlanError(f"{planner}: time_budget_s={budget:g} s ran out after placing "
+                                  f"{cut.placed:,} of {cut.total:,} tensors; give it more time "
+                                  f"(time_budget_s=None: no limit)") from None
 
 
 def make_plan(
@@ -129,18 +150,21 @@ def plan_greedy_by_size(
     *,
     alignment: int = 1,
     conflicts: Iterable[Sequence[int]] | None = None,
+    time_budget_s: float | None = None,
+    show_progress: bool = True,
 ) -> MemoryPlan:
     """TFLite's "greedy by size for offset calculation" (Pisarchyk & Lee, Algorithm 3; notes §2).
 
     Tensors by size descending (stable by index); each goes into the smallest gap between
     already-placed conflicting tensors that fits (ties: lowest offset), else right after the
     highest of them. With ``conflicts`` the given pairs replace interval overlap.
+    ``time_budget_s`` / ``show_progress``: :func:`place_one_pass` (no limit by default).
     Complexity: O(n · (d + w)) (:func:`place_in_order`); O(n²) in the worst case.
     """
     problem = prepare(records, alignment, conflicts)
-    return make_plan(
-        "greedy_by_size", problem, place_in_order(problem, size_order(problem), "best")
-    )
+    return make_plan("greedy_by_size", problem,
+                     place_one_pass("greedy_by_size", problem, size_order, time_budget_s,
+                                    show_progress))
 
 
 def breadth_order(problem: Problem) -> list[int]:
@@ -204,6 +228,8 @@ def plan_greedy_by_breadth(
     *,
     alignment: int = 1,
     conflicts: Iterable[Sequence[int]] | None = None,
+    time_budget_s: float | None = None,
+    show_progress: bool = True,
 ) -> MemoryPlan:
     """Greedy by breadth, adapted to offsets (notes §2 GREEDY_BY_BREADTH).
 
@@ -211,8 +237,10 @@ def plan_greedy_by_breadth(
     visiting order (steps by breadth descending, ties lower step first; inside a step, unplaced
     tensors by size descending) with greedy by size's gap rule (smallest fitting gap among
     conflicting placed tensors, else above them) instead of object reuse. Breadth uses raw sizes.
+    ``time_budget_s`` / ``show_progress``: :func:`place_one_pass` (no limit by default).
     Complexity: O(n log n) for the order plus :func:`place_in_order`.
     """
     problem = prepare(records, alignment, conflicts)
-    offsets = place_in_order(problem, breadth_order(problem), "best")
+    offsets = place_one_pass("greedy_by_breadth", problem, breadth_order, time_budget_s,
+                             show_progress)
     return make_plan("greedy_by_breadth", problem, offsets)

@@ -395,16 +395,26 @@ def _room_for_rounds(results: Mapping[str, list[Outcome]], rounds: int, budget: 
     return room
 
 
-def _stage_memory(planner: str, chunk_bytes: int, scheduled: tuple[Schedule, float],
-                  executed: tuple[Trace, dict[str, float]]) -> tuple[Any, Any]:
+def _stage_memory(planner: str, chunk_bytes: int, budget: float | None,
+                  scheduled: tuple[Schedule, float], executed: tuple[Trace, dict[str, float]]
+                  ) -> tuple[Any, Any]:
     """(memory plan, pool replay) of one policy; a plan or replay the memory stage refuses
-    (a :class:`~workbench.errors.MemoryPlanError`: lifetimes it cannot follow) is the string
-    saying why, so the comparison still finishes (that row's memory cells empty, a note)."""
+    (a :class:`~workbench.errors.MemoryPlanError`: lifetimes it cannot follow, a budget too
+    short for one pass) is the string saying why, so the comparison still finishes (that row's
+    memory cells empty, a note).  A budgeted planner is told :data:`COOPERATIVE_SHARE` of the
+    stage's budget (SOMAS then keeps the best pass that finished) and draws no bar (the
+    comparison has its own)."""
     from workbench.errors import MemoryPlanError
     from workbench.memory import plan_memory, replay_pool
+    from workbench.memory.planners import PLANNERS
 
+    options: dict[str, Any] = {}
+    if PLANNERS.get(planner).budgeted:
+        options["show_progress"] = False
+        if budget is not None:
+            options["time_budget_s"] = budget * COOPERATIVE_SHARE
     out: list[Any] = []
-    for make in (lambda: plan_memory(scheduled[0], planner),
+    for make in (lambda: plan_memory(scheduled[0], planner, **options),
                  lambda: replay_pool(executed[0], chunk_bytes=chunk_bytes)):
         try:
             out.append(make())
@@ -428,8 +438,11 @@ def _policy_job(graph: Graph, name: str, opts: dict[str, Any], *, spec: DeviceSp
     budgets: list[float | None] = [
         None if budget is None else hard_limit_s(budget, cooperative=cooperative), budget]
     if planner is not None:
-        stages.append(partial(_stage_memory, planner, pool_chunk_bytes))
-        budgets.append(budget)
+        from workbench.memory.planners import PLANNERS
+
+        stages.append(partial(_stage_memory, planner, pool_chunk_bytes, budget))
+        budgets.append(None if budget is None else
+                       hard_limit_s(budget, cooperative=PLANNERS.get(planner).budgeted))
     return stages, budgets
 
 

@@ -22,13 +22,17 @@ def secs(seconds: float) -> str:
 
 def unplanned_notes(results: Mapping[str, list[Outcome]]) -> list[str]:
     """One note per reason the memory stage refused a policy's plan or pool replay, naming the
-    policies (their memory cells are empty)."""
+    policies (their memory cells are empty), and one per budget that cut a plan's search short
+    (SOMAS kept the best pass that finished: its arena depends on the machine's speed)."""
     why: dict[str, list[str]] = {}
     for name, outcomes in results.items():
         if len(outcomes) > 2 and outcomes[2].ok:
             for what, value in zip(("plan", "pool replay"), outcomes[2].value, strict=True):
                 if isinstance(value, str):
                     why.setdefault(f"memory {what} not made: {value}", []).append(name)
+                elif what == "plan" and value.notes.get("budget_hit"):
+                    why.setdefault(f"memory plan cut by its budget, "
+                                   f"{value.notes['budget_hit']}", []).append(name)
     return [f"{text} ({', '.join(names)})" for text, names in why.items()]
 
 
