@@ -64,11 +64,12 @@ def warm_kernel() -> bool:
 
 
 def sweep_compiled(order: Any, births: np.ndarray, kept: Sequence[Sequence[int]],
-                   heads: np.ndarray, produced: Sequence[Sequence[int]], *, skeleton: bool
+                   heads: np.ndarray, produced: Sequence[Sequence[int]], *, skeleton: bool,
+                   max_pairs: int | None = None
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`workbench.memory.live_arrays.sweep_arrays` by the compiled sweep (its arrays
-    prepared here, O(V + E + n log n))."""
-    from workbench.memory.live_arrays import _Ranks
+    prepared here, O(V + E + n log n)), with the same cap on the listed pairs."""
+    from workbench.memory.live_arrays import TooManyPairs, _Ranks
 
     compiled = sweep_kernel()
     if compiled is None:
@@ -79,12 +80,15 @@ def sweep_compiled(order: Any, births: np.ndarray, kept: Sequence[Sequence[int]]
     p_ptr, p_idx = _flattened(produced, np.int32)
     refs = np.array([int(h) + w for h, w in zip(order.has_next, order.waiters, strict=True)],
                     dtype=np.int64)
-    return compiled.sweep_kernel(
+    *arrays, stopped_at = compiled.sweep_kernel(
         n, np.asarray(order.prev, dtype=np.int64), w_ptr, w_idx, refs,
         np.asarray(ranks.start, dtype=np.int64), ranks.full,
         np.asarray(ranks.user_start, dtype=np.int64), ranks.user_rank, ranks.user_bit,
         p_ptr, p_idx, ranks.tensor.astype(np.int32), np.asarray(order.barriers, dtype=np.int64),
-        ranks.last_user, *ranks.flat, bool(skeleton))
+        ranks.last_user, *ranks.flat, bool(skeleton), -1 if max_pairs is None else max_pairs)
+    if stopped_at >= 0:
+        raise TooManyPairs(max_pairs or 0, int(stopped_at), n)
+    return tuple(arrays)  # type: ignore[return-value]
 
 
 def _flattened(lists: Sequence[Sequence[int]], dtype: Any) -> tuple[np.ndarray, np.ndarray]:

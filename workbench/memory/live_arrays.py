@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from workbench.errors import MemoryPlanError
+
 #: Most users (after keeping the last one on each stream) a tensor may have to be swept here.
 MASK_BITS = 62
 
@@ -45,11 +47,26 @@ class _Ranks:
         self.flat = (flat_op, flat_bit.astype(np.int64), np.r_[0, np.cumsum(counts)])
 
 
+class TooManyPairs(MemoryPlanError):
+    """The listed pairs of a sweep would pass its cap ``max_pairs`` at op ``op`` of ``n``."""
+
+    def __init__(self, max_pairs: int, op: int, n: int) -> None:
+        super().__init__(
+            f"this schedule's happens-before conflicts list more than {max_pairs:,} pairs of "
+            f"tensors (by op {op:,} of {n:,}; about {16 * max_pairs / 2**30:.0f} GiB to hold): "
+            f"its streams leave too many tensors unordered to plan; plan a schedule with fewer "
+            f"streams (serial, or max_streams=) or raise "
+            f"workbench.memory.live_sets.MAX_LISTED_PAIRS")
+        self.max_pairs, self.op, self.n = max_pairs, op, n
+
+
 def sweep_arrays(order: object, births: np.ndarray, kept: Sequence[Sequence[int]],
-                 heads: np.ndarray, produced: Sequence[Sequence[int]], *, skeleton: bool
+                 heads: np.ndarray, produced: Sequence[Sequence[int]], *, skeleton: bool,
+                 max_pairs: int | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Listed pairs ``(rows, cols)`` (row born first) and frontier edges ``(tensor, node)`` of
-    the tensors ``heads`` (see :mod:`workbench.memory.live_sets`; ``order`` is its ``_Order``)."""
+    the tensors ``heads`` (see :mod:`workbench.memory.live_sets`; ``order`` is its ``_Order``).
+    :class:`TooManyPairs` as soon as the pairs would pass ``max_pairs`` (``None``: no cap)."""
     n = order.n  # type: ignore[attr-defined]
     prev, waits = order.prev, order.waits  # type: ignore[attr-defined]
     barriers = order.barriers  # type: ignore[attr-defined]
@@ -66,7 +83,7 @@ def sweep_arrays(order: object, births: np.ndarray, kept: Sequence[Sequence[int]
     f_node: list[tuple[int, int]] = []
     crossing = _Crossing(ranks, len(ranks.tensor)) if barriers else None
     bar_k, bar_m = _EMPTY, _NO_MASK
-    next_bar = 0
+    next_bar, listed = 0, 0
     for i in range(n):
         while next_bar < len(barriers) and barriers[next_bar] <= i:
             assert crossing is not None
@@ -109,6 +126,9 @@ def sweep_arrays(order: object, births: np.ndarray, kept: Sequence[Sequence[int]
             m = np.concatenate((m, np.zeros(hi - lo, dtype=np.int64)))
         made = produced[i]
         if made and len(k):
+            listed += len(k) * len(made)
+            if max_pairs is not None and listed > max_pairs:
+                raise TooManyPairs(max_pairs, i, n)
             for t in made:
                 row_parts.append(k)
                 col_parts.append((t, len(k)))

@@ -143,9 +143,11 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
                  refs: np.ndarray, start: np.ndarray, full: np.ndarray, u_start: np.ndarray,
                  u_rank: np.ndarray, u_bit: np.ndarray, p_ptr: np.ndarray, p_idx: np.ndarray,
                  tensor: np.ndarray, barriers: np.ndarray, last_user: np.ndarray,
-                 f_op: np.ndarray, f_bit: np.ndarray, f_ptr: np.ndarray, skeleton: bool
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(rows, cols, frontier tensors, frontier nodes)`` of ``sweep_arrays``.  ``prev``:
+                 f_op: np.ndarray, f_bit: np.ndarray, f_ptr: np.ndarray, skeleton: bool,
+                 max_pairs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(rows, cols, frontier tensors, frontier nodes)`` of ``sweep_arrays``, and -1; or, as
+    soon as the listed pairs would pass ``max_pairs`` (>= 0), empty arrays and the op at which
+    they would (``sweep_arrays``' cap).  ``prev``:
     stream predecessor per op (-1); ``w_ptr`` / ``w_idx``: the sync sources each op waits on
     (CSR); ``refs``: readers of each op's live set; ``start``: first rank born at each op;
     ``full``: each rank's mask of all users; ``u_*``: each op's user entries (CSR by op: rank,
@@ -226,6 +228,8 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
             live[len(k) + p] = lo + p
             mask[len(k) + p] = 0
         if size:
+            if 0 <= max_pairs < n_pairs + size * (p_ptr[i + 1] - p_ptr[i]):
+                return rows[:0], cols[:0], f_rows[:0], f_cols[:0], i
             for s in range(p_ptr[i], p_ptr[i + 1]):
                 rows = kept_room(rows, n_pairs, n_pairs + size)
                 cols = kept_room(cols, n_pairs, n_pairs + size)
@@ -277,4 +281,4 @@ def sweep_kernel(n: int, prev: np.ndarray, w_ptr: np.ndarray, w_idx: np.ndarray,
                 fin[:n_fin] = finished[:n_fin]
                 fin[n_fin:] = own_only[:n_own]
                 done[i] = fin
-    return rows[:n_pairs], cols[:n_pairs], f_rows[:n_front], f_cols[:n_front]
+    return rows[:n_pairs], cols[:n_pairs], f_rows[:n_front], f_cols[:n_front], -1

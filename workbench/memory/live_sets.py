@@ -157,6 +157,13 @@ def never_dead(order: _Order, users: Sequence[Sequence[int]], candidates: np.nda
 #: than Numba's first use in a process (~0.6 s; the placement kernel starts at 2,000 tensors).
 SWEEP_KERNEL_MIN_OPS = 2_000
 SWEEP_ENGINES = ("auto", "numpy", "kernel")
+#: The most pairs a sweep lists before the schedule is refused in one line
+#: (:class:`~workbench.memory.live_arrays.TooManyPairs`) instead of filling the machine's memory:
+#: about 16 bytes a pair at the peak (the pairs, then the CSR built from them), so ~4 GiB here.
+#: NNC's schedules of random DAGs (3 edges an op) list 1.3 M pairs at 10k ops, 29 M at 100k and
+#: 195 M at 300k (3.0 GiB at the lifetimes' peak; exponent 1.7): at 1M ops, before this cap, the
+#: process was killed for memory (24 GiB).  Read at each call: raise it on a larger machine.
+MAX_LISTED_PAIRS = 1 << 28
 
 
 def live_set_relation(schedule: Schedule, users: Sequence[Sequence[str]],
@@ -193,7 +200,7 @@ def live_set_relation(schedule: Schedule, users: Sequence[Sequence[str]],
                                       and sweep_kernel() is not None)
     sweep = sweep_compiled if compiled else sweep_arrays
     rows, cols, f_rows, f_cols = sweep(order, births, kept, heads[~wide], produced,
-                                       skeleton=skeleton)
+                                       skeleton=skeleton, max_pairs=MAX_LISTED_PAIRS)
     if wide.any():
         w_rows, w_cols, wf_rows, wf_cols = _sweep(order, births, kept, heads[wide], produced,
                                                   skeleton=skeleton)
