@@ -37,8 +37,9 @@ def plan_memory(run: Schedule | Trace, planner: str = "somas", **options: Any) -
     of each communication op are planned as a contiguous list unless ``contiguous=`` is given.
     ``notes`` gets the
     producers, the persistent (input/parameter) bytes and where the lifetimes came from.
-    A ``time_budget_s`` (greedy planners and SOMAS, :mod:`workbench.memory.watch`) counts from
-    this call: the time the lifetimes took is taken off what the planner is given.
+    A ``time_budget_s`` given here (greedy planners and SOMAS, :mod:`workbench.memory.watch`)
+    counts from this call: the time the lifetimes took is taken off what the planner is given
+    (SOMAS's default budget counts from the planner's start).
     """
     started = time.monotonic()
     lt = lifetimes(run)
