@@ -173,6 +173,13 @@ COMPUTED = [  # (text with {} where the figure stands, format, computation)
      lambda: _ios_default("max_states")),
     ("`workbench compare --budget 60` (the default: {} s)", "{:.0f}",
      lambda: _default(wb.compare, "budget_s")),
+    ("`somas` stops after `time_budget_s` (default {} s;", "{:.0f}",
+     lambda: _default(wb.memory.PLANNERS.get("somas").fn, "time_budget_s")),
+    ("and from {} tensors", "{:,}",
+     lambda: __import__("workbench.memory.watch", fromlist=["x"]).PROGRESS_MIN_TENSORS),
+    ("the memory stage gets {}% of the stage budget", "{:.0f}",
+     lambda: 100 * __import__("workbench.orchestration.compare",
+                              fromlist=["x"]).COOPERATIVE_SHARE),
     *[(_row_template(label), "{}", (lambda label=label: _table_row(label)))  # type: ignore[misc]
       for label in NAMES],
     # the H200 misses as tests/test_fidelity_h200.py records them (it checks them against the
@@ -208,6 +215,9 @@ MEASURED_ELSEWHERE = {  # text quoted in the README -> where it was measured
     "2-core machine loaded": "timing, this 2-core host, graph mode (two busy loops beside it; "
     "the default bound's docstring, workbench.schedulers.ios.DEFAULT_MAX_STATES)",
     "a report's 5 MB (a 4-op comparison is 50 kB without it)": "page sizes, plotly 6/7",
+    "never reached below 100k ops": "timing, this 2-core host: SOMAS on NNC's schedule of a "
+    "100k-op random DAG, the slowest seen, 36 CPU s (benchmarks/stages.py, "
+    "benchmarks/memory_bounds.py)",
     "all 12 policies: 185 kB": "page size (tests/test_report_views.py checks it within 15%)",
     "All 26 rows are within 15% (mean |error| 3.8%, max 11.1%": "tests/test_fidelity.py bounds",
     "every speedup within 10% (worst: batch 16, −9.3%)": "tests/test_fidelity.py bounds",
