@@ -55,3 +55,25 @@ def test_both_sweeps_stop_at_the_same_op(schedule: wb.Schedule,
             wb.memory.lifetimes(schedule)
         ops.append(cut.value.op)
     assert ops[0] == ops[1]
+
+
+def test_the_sweep_of_widely_read_tensors_keeps_the_same_cap(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fan's source, read on many streams, is swept by the dictionary sweep (more users than
+    a mask holds): all 150 pairs of NNC's fan 1 -> 150 -> 1 are its, and one fewer is refused."""
+    mids = [f"m{i}" for i in range(150)]
+    graph = wb.Graph.from_edges([("src", m) for m in mids] + [(m, "sink") for m in mids],
+                                ops=["src", *mids, "sink"], sizes={m: 1024 for m in mids})
+    schedule = wb.schedule(graph, "nnc")
+    calls: list[int | None] = []
+    real = live_sets._sweep
+
+    def spy(*args: object, **kwargs: object) -> object:
+        calls.append(kwargs.get("max_pairs"))  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(live_sets, "_sweep", spy)
+    assert _listed(schedule) == 150 and calls == [live_sets.MAX_LISTED_PAIRS]
+    monkeypatch.setattr(live_sets, "MAX_LISTED_PAIRS", 149)
+    with pytest.raises(TooManyPairs, match="more than 149 pairs"):
+        wb.memory.lifetimes(schedule)

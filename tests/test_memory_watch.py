@@ -148,10 +148,12 @@ def test_run_watched_moves_the_bar_and_stops_the_thread_at_the_deadline(
 
     monkeypatch.setattr(watch, "progress_bar", lambda **kw: Bar())
     seen: dict[str, Any] = {}
-    with watch.Watch(None, tensors=50 * 1024, passes=1, show_progress=True, desc="t") as w:
+    steps = 200 * 1024  # 0.4 s at least: the bar moves while it runs, not only at its end
+    with watch.Watch(None, tensors=steps, passes=1, show_progress=True, desc="t") as w:
         w.begin_pass()
-        watch.run_watched(_fake_kernel(50 * 1024, seen), w, 50 * 1024)
-    assert seen["thread"] == "workbench-placement" and sum(moved) == 50 * 1024
+        watch.run_watched(_fake_kernel(steps, seen), w, steps)
+    assert seen["thread"] == "workbench-placement" and sum(moved) == steps
+    assert len(moved) >= 2 and moved[0] % watch.CHECK_EVERY == 0
     with watch.Watch(0.02, tensors=10**6, passes=1, show_progress=False, desc="t") as w:
         w.begin_pass()
         with pytest.raises(watch.PlacementCut) as cut:
@@ -262,3 +264,19 @@ def test_the_kernel_and_the_numpy_loop_look_at_the_same_steps() -> None:
     """Both engines cut a pass at the same step (the kernel keeps its own copy of the constant:
     Numba's cache would not see a change made in another file)."""
     assert kernel().CHECK_EVERY == watch.CHECK_EVERY
+
+
+def test_a_bar_from_its_threshold_and_a_deadline_that_is_not_early(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[bool] = []
+    real = watch.progress_bar
+    monkeypatch.setattr(watch, "progress_bar",
+                        lambda **kw: asked.append(kw["enabled"]) or real(**kw))
+    for tensors in (watch.PROGRESS_MIN_TENSORS - 1, watch.PROGRESS_MIN_TENSORS):
+        watch.Watch(None, tensors=tensors, passes=3, show_progress=True, desc="t").close()
+    watch.Watch(None, tensors=10**6, passes=1, show_progress=False, desc="t").close()
+    assert asked == [False, True, False]
+    w = watch.Watch(5.0, tensors=1, passes=1, show_progress=False, desc="t")
+    assert not w.expired() and 4.0 < w.left_s() <= 5.0
+    assert watch.Watch(None, tensors=1, passes=1, show_progress=False,
+                       desc="t").left_s() == float("inf")

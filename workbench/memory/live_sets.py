@@ -45,6 +45,7 @@ from collections.abc import Set as AbstractSet
 
 import numpy as np
 
+from workbench.memory.live_arrays import TooManyPairs
 from workbench.values.schedule import Schedule
 
 #: Frontier edges: (tensor rows, skeleton node columns); a column ``< V`` is an op's issue index,
@@ -203,7 +204,8 @@ def live_set_relation(schedule: Schedule, users: Sequence[Sequence[str]],
                                        skeleton=skeleton, max_pairs=MAX_LISTED_PAIRS)
     if wide.any():
         w_rows, w_cols, wf_rows, wf_cols = _sweep(order, births, kept, heads[wide], produced,
-                                                  skeleton=skeleton)
+                                                  skeleton=skeleton,
+                                                  max_pairs=MAX_LISTED_PAIRS - len(rows))
         rows, cols = np.concatenate((rows, w_rows)), np.concatenate((cols, w_cols))
         f_rows = np.concatenate((f_rows, np.array(wf_rows, dtype=np.int64)))
         f_cols = np.concatenate((f_cols, np.array(wf_cols, dtype=np.int64)))
@@ -211,10 +213,11 @@ def live_set_relation(schedule: Schedule, users: Sequence[Sequence[str]],
 
 
 def _sweep(order: _Order, births: np.ndarray, kept: Sequence[Sequence[int]], carried: np.ndarray,
-           produced: Sequence[Sequence[int]], *, skeleton: bool
+           produced: Sequence[Sequence[int]], *, skeleton: bool, max_pairs: int | None = None
            ) -> tuple[np.ndarray, np.ndarray, list[int], list[int]]:
     """The forward sweep over dictionaries, for the ``carried`` tensors (those with many users):
-    a mask is the frozenset of the user ops seen (see the module docstring)."""
+    a mask is the frozenset of the user ops seen (see the module docstring); the same cap on
+    its listed pairs as the array sweeps."""
     n = order.n
     birth = births.tolist()
     heads = [int(k) for k in carried[np.argsort(births[carried], kind="stable")]]
@@ -287,6 +290,8 @@ def _sweep(order: _Order, births: np.ndarray, kept: Sequence[Sequence[int]], car
         made = produced[i]
         if made and live:
             keys = list(live)
+            if max_pairs is not None and len(rows) + len(keys) * len(made) > max_pairs:
+                raise TooManyPairs(max_pairs, i, n)
             for t in made:
                 rows.extend(keys)
                 cols.extend([t] * len(keys))
