@@ -209,7 +209,7 @@ def _solve(problem: Problem, order_names: list[str], fits_of: Mapping[str, Seque
     best: tuple[int, str, str, list[int]] | None = None
     sizes = problem.sizes
     floor = _lower_bound(problem) if prune else None
-    not_run: list[tuple[str, str]] = []
+    cut_at = len(order_names)  # the first ordering the budget left unfinished
     for k, oname in enumerate(order_names):
         if floor is not None and best is not None and best[0] <= floor:
             # the winner already reserves no more than every plan must: no later combination
@@ -220,7 +220,7 @@ def _solve(problem: Problem, order_names: list[str], fits_of: Mapping[str, Seque
                     pruned.append((later, fname))
             break
         if best is not None and watch.expired():  # the budget: the rest is not run
-            not_run = [(later, f) for later in order_names[k:] for f in fits_of[later]]
+            cut_at = k
             break
         bound = best[0] if prune and best is not None else None
         watch.begin_pass(f"{oname} ({k + 1}/{len(order_names)})")
@@ -234,7 +234,7 @@ def _solve(problem: Problem, order_names: list[str], fits_of: Mapping[str, Seque
                     f"ordering ({oname!r}: {cut.placed:,} of {cut.total:,} tensors), so there "
                     f"is no plan to keep; give it more time (time_budget_s=None: no limit)"
                 ) from None
-            not_run = [(later, f) for later in order_names[k:] for f in fits_of[later]]
+            cut_at = k
             break
         watch.reached(len(sizes))
         for fname, offsets, halted in zip(fits_of[oname], rows, stopped, strict=True):
@@ -250,6 +250,7 @@ def _solve(problem: Problem, order_names: list[str], fits_of: Mapping[str, Seque
     _, oname, fname, offsets = best
     notes: dict[str, Any] = {"ordering": oname, "fit": fname, "arenas": arenas,
                              "pruned": pruned}
+    not_run = [(later, f) for later in order_names[cut_at:] for f in fits_of[later]]
     if not_run:
         notes["budget_hit"] = (f"time_budget_s={watch.budget_s:g} s: {len(not_run)} of "
                                f"{len(not_run) + len(arenas)} combinations not run, the best "
