@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -225,12 +226,13 @@ def test_plan_memory_counts_the_lifetimes_against_the_budget(monkeypatch: pytest
     real = memory.plan_usage
 
     def spy(records: Any, planner: str, **options: Any) -> Any:
-        given.update(options)
+        given.update(options, left=options["time_budget_s"].deadline - time.monotonic())
         return real(records, planner, **options)
 
     monkeypatch.setattr(memory, "plan_usage", spy)
     wb.plan_memory(_schedule(200), "greedy_by_size", time_budget_s=30)
-    assert 0 < given["time_budget_s"] < 30
+    assert 0 < given["left"] < 30  # the planner starts with what the lifetimes left of it
+    assert given["time_budget_s"].seconds == 30  # and reports the budget it was given
 
 
 def test_compare_tells_the_memory_stage_its_share_and_no_bar(monkeypatch: pytest.MonkeyPatch
@@ -280,3 +282,13 @@ def test_a_bar_from_its_threshold_and_a_deadline_that_is_not_early(
     assert not w.expired() and 4.0 < w.left_s() <= 5.0
     assert watch.Watch(None, tensors=1, passes=1, show_progress=False,
                        desc="t").left_s() == float("inf")
+
+
+def test_a_refusal_names_the_budget_it_was_given() -> None:
+    """Planned through ``plan_memory``, the budget a message names is the caller's, not what
+    was left of it after the lifetimes."""
+    schedule = _schedule(3000)
+    with pytest.raises(MemoryPlanError, match=r"somas: time_budget_s=0.001 s ran out"):
+        wb.plan_memory(schedule, "somas", time_budget_s=0.001)
+    with pytest.raises(MemoryPlanError, match=r"greedy_by_size: time_budget_s=0.001 s ran out"):
+        wb.plan_memory(schedule, "greedy_by_size", time_budget_s=0.001)

@@ -11,7 +11,6 @@ beside it), nothing above.
 from __future__ import annotations
 
 import dataclasses
-import time
 from typing import Any
 
 from workbench.memory.bounds import conflict_clique_bound, live_bytes_curve, peak_live_bytes
@@ -38,15 +37,12 @@ def plan_memory(run: Schedule | Trace, planner: str = "somas", **options: Any) -
     ``notes`` gets the
     producers, the persistent (input/parameter) bytes and where the lifetimes came from.
     A ``time_budget_s`` given here (greedy planners and SOMAS, :mod:`workbench.memory.watch`)
-    counts from this call: the time the lifetimes took is taken off what the planner is given
-    (SOMAS's default budget counts from the planner's start).
+    is checked before any work and counts from this call, so the lifetimes' time is spent from
+    it (SOMAS's default budget counts from the planner's start).
     """
-    started = time.monotonic()
-    lt = lifetimes(run)
     if options.get("time_budget_s") is not None:
-        budget = check_time_budget(options["time_budget_s"], planner)
-        assert budget is not None
-        options["time_budget_s"] = max(0.0, budget - (time.monotonic() - started))
+        options["time_budget_s"] = check_time_budget(options["time_budget_s"], planner)
+    lt = lifetimes(run)
     if lt.conflicts is not None:
         options.setdefault("conflicts", lt.conflicts)
     if planner == "somas" and "contiguous" not in options:

@@ -23,7 +23,6 @@ must reserve. A zero-byte tensor stays zero bytes (MindSpore would give it 512).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -34,7 +33,7 @@ from workbench.memory.placement import place_until
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
 from workbench.memory.somas_classes import TensorRef, plan_with_classes
 from workbench.memory.static import FITS, breadth_order, make_plan, size_order
-from workbench.memory.watch import PlacementCut, Watch, check_time_budget
+from workbench.memory.watch import Budget, PlacementCut, Watch, check_time_budget
 
 
 def _lifetime_order(p: Problem) -> list[int]:
@@ -135,7 +134,7 @@ def plan_somas(
     prune: bool = True,
     lifelong: Iterable[TensorRef] = (),
     contiguous: Iterable[Sequence[TensorRef]] = (),
-    time_budget_s: float | None = DEFAULT_TIME_BUDGET_S,
+    time_budget_s: float | Budget | None = DEFAULT_TIME_BUDGET_S,
     show_progress: bool = True,
 ) -> MemoryPlan:
     """Run (ordering, fit) combinations and keep the smallest arena.
@@ -185,13 +184,10 @@ def plan_somas(
     lifelong, contiguous = _refs(lifelong, "lifelong"), _refs(contiguous, "contiguous")
     budget = check_time_budget(time_budget_s, "somas")
     if lifelong or contiguous:
-        started = time.monotonic()
-
         def solve(blocks: list[Any], pairs: frozenset[tuple[int, int]]) -> MemoryPlan:
-            left = None if budget is None else max(0.0, budget - (time.monotonic() - started))
             return plan_somas(blocks, alignment=problem.alignment, conflicts=pairs,
                               orderings=order_names, fits=fits, prune=prune,
-                              time_budget_s=left, show_progress=show_progress)
+                              time_budget_s=budget, show_progress=show_progress)
 
         return plan_with_classes(problem, lifelong, contiguous, solve)
     fits_of = {o: DEFAULT_FITS_OF[o] if fit_names is None else fit_names for o in order_names}

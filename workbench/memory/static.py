@@ -28,7 +28,7 @@ from workbench.errors import MemoryPlanError
 from workbench.memory.bounds import peak_live_bytes
 from workbench.memory.placement import place_until
 from workbench.memory.plan import MemoryPlan, Problem, RecordLike, prepare
-from workbench.memory.watch import PlacementCut, Watch, check_time_budget
+from workbench.memory.watch import Budget, PlacementCut, Watch
 
 Gap = tuple[int, int]  # (start offset, width in bytes)
 FitRule = Callable[[list[Gap], int], "int | None"]
@@ -85,19 +85,18 @@ def place_in_order(problem: Problem, order: Sequence[int], fit: str | FitRule,
 
 
 def place_one_pass(planner: str, problem: Problem, order: Callable[[Problem], Sequence[int]],
-                   time_budget_s: float | None, show_progress: bool) -> list[int]:
+                   time_budget_s: float | Budget | None, show_progress: bool) -> list[int]:
     """The offsets of a one-pass planner (``order``, best fit) under its ``time_budget_s``: the
     pass stops once that has passed (looked at every 1,024 placements) with a one-line
     MemoryPlanError; from 50,000 tensors it shows a bar (:mod:`workbench.memory.watch`)."""
-    budget = check_time_budget(time_budget_s, planner)
-    with Watch(budget, tensors=len(problem.sizes), passes=1, show_progress=show_progress,
-               desc=planner) as watch:
+    with Watch(time_budget_s, tensors=len(problem.sizes), passes=1,
+               show_progress=show_progress, desc=planner) as watch:  # (it checks the budget)
         try:
             return place_in_order(problem, order(problem), "best", watch)
         except PlacementCut as cut:
-            raise MemoryPlanError(f"{planner}: time_budget_s={budget:g} s ran out after placing "
-                                  f"{cut.placed:,} of {cut.total:,} tensors; give it more time "
-                                  f"(time_budget_s=None: no limit)") from None
+            raise MemoryPlanError(f"{planner}: time_budget_s={watch.budget_s:g} s ran out after "
+                                  f"placing {cut.placed:,} of {cut.total:,} tensors; give it "
+                                  f"more time (time_budget_s=None: no limit)") from None
 
 
 def make_plan(
@@ -150,7 +149,7 @@ def plan_greedy_by_size(
     *,
     alignment: int = 1,
     conflicts: Iterable[Sequence[int]] | None = None,
-    time_budget_s: float | None = None,
+    time_budget_s: float | Budget | None = None,
     show_progress: bool = True,
 ) -> MemoryPlan:
     """TFLite's "greedy by size for offset calculation" (Pisarchyk & Lee, Algorithm 3; notes §2).
@@ -228,7 +227,7 @@ def plan_greedy_by_breadth(
     *,
     alignment: int = 1,
     conflicts: Iterable[Sequence[int]] | None = None,
-    time_budget_s: float | None = None,
+    time_budget_s: float | Budget | None = None,
     show_progress: bool = True,
 ) -> MemoryPlan:
     """Greedy by breadth, adapted to offsets (notes §2 GREEDY_BY_BREADTH).

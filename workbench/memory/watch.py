@@ -21,6 +21,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,33 +45,49 @@ class PlacementCut(MemoryPlanError):
         self.placed, self.total = placed, total
 
 
-def check_time_budget(value: Any, who: str) -> float | None:
-    """``time_budget_s`` as seconds (``None``: no budget); anything but a number >= 0 is a
-    one-line OptionError naming ``who``."""
-    if value is None:
-        return None
+@dataclass(frozen=True)
+class Budget:
+    """``seconds`` of time counted from ``since`` (``time.monotonic()``): what a planner's
+    ``time_budget_s`` becomes, so that a caller that did work first (``plan_memory``'s
+    lifetimes, SOMAS's classes) hands on the same deadline and the same number to report."""
+
+    seconds: float
+    since: float
+
+    @property
+    def deadline(self) -> float:
+        return self.since + self.seconds
+
+
+def check_time_budget(value: Any, who: str) -> Budget | None:
+    """``time_budget_s`` as a :class:`Budget` counted from now (``None``: no budget; a Budget
+    passes as it is); anything but a number >= 0 is a one-line OptionError naming ``who``."""
+    if value is None or isinstance(value, Budget):
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) \
             or value < 0:
         raise OptionError(f"{who}: time_budget_s must be a number of seconds >= 0 or None, "
                           f"got {show(value)}")
-    return None if math.isinf(value) else float(value)
+    return None if math.isinf(value) else Budget(float(value), time.monotonic())
 
 
 class Watch:
     """The deadline and the bar of one planner call, over all of its passes.
 
-    ``total``: the steps of every pass together (tensors x passes), the bar's length; the bar is
-    shown only with ``show_progress`` from :data:`PROGRESS_MIN_TENSORS` tensors a pass.
+    ``budget``: a :class:`Budget`, seconds from now, or ``None`` (checked by
+    :func:`check_time_budget`, naming ``desc``); the bar is ``tensors x passes`` long, shown
+    only with ``show_progress`` from :data:`PROGRESS_MIN_TENSORS` tensors a pass.
 
     >>> with Watch(None, tensors=10, passes=2, show_progress=False, desc="demo") as w:
     ...     w.begin_pass(); w.reached(10); w.expired()
     False
     """
 
-    def __init__(self, time_budget_s: float | None, *, tensors: int, passes: int,
+    def __init__(self, budget: Budget | float | None, *, tensors: int, passes: int,
                  show_progress: bool, desc: str) -> None:
-        self.budget_s = time_budget_s
-        self.deadline = None if time_budget_s is None else time.monotonic() + time_budget_s
+        budget = check_time_budget(budget, desc)
+        self.budget_s = None if budget is None else budget.seconds
+        self.deadline = None if budget is None else budget.deadline
         self.bar = progress_bar(total=tensors * passes, desc=desc, unit="tensor",
                                 enabled=bool(show_progress) and tensors >= PROGRESS_MIN_TENSORS)
         self._in_pass = 0
